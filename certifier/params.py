@@ -1,0 +1,87 @@
+"""Validated user parameters: exact decimals (fmpq) and bounded integers.
+
+sigma, lambda and grid parameters are parsed from their decimal text straight
+into exact rationals, never through a binary float; every failure raises
+ParameterError with a one-line, user-facing message.
+"""
+from __future__ import annotations
+
+import re
+
+from flint import fmpq
+
+MAX_STEPS = 10**7
+MAX_EPOCHS = 10**6
+_DECIMAL = re.compile(r"^[+]?(\d+)(?:\.(\d*))?(?:[eE]([+-]?\d{1,4}))?$|^[+]?\.(\d+)(?:[eE]([+-]?\d{1,4}))?$")
+
+
+class ParameterError(ValueError):
+    """A bad user input; str(err) is the one-line message shown to the user."""
+
+
+def parse_decimal(name: str, text) -> fmpq:
+    """Exact rational value of a decimal string like '1.426215' or '5e-5'."""
+    s = str(text).strip()
+    m = _DECIMAL.match(s)
+    if not m:
+        raise ParameterError(f"{name} must be a decimal number, got {text!r}")
+    if m.group(1) is not None:
+        whole, frac, exp = m.group(1), m.group(2) or "", m.group(3)
+    else:
+        whole, frac, exp = "0", m.group(4), m.group(5)
+    value = fmpq(int(whole + frac), 10 ** len(frac))
+    e = int(exp or 0)
+    return value * fmpq(10) ** e if e >= 0 else value / fmpq(10) ** (-e)
+
+
+def decimal_str(q: fmpq, digits: int = 12) -> str:
+    """Shortest-looking exact decimal for q when it has one, else `digits` places."""
+    p, d = int(q.p), int(q.q)
+    for k in range(0, 41):
+        if (p * 10**k) % d == 0:
+            n = p * 10**k // d
+            sign = "-" if n < 0 else ""
+            s = str(abs(n)).rjust(k + 1, "0")
+            return sign + (s[:-k] + "." + s[-k:] if k else s)
+    return f"{float(q):.{digits}g}"
+
+
+def parse_positive_decimal(name: str, text) -> fmpq:
+    q = parse_decimal(name, text)
+    if q <= 0:
+        raise ParameterError(f"{name} must be > 0, got {text}")
+    return q
+
+
+def parse_sigma(text) -> fmpq:
+    q = parse_positive_decimal("sigma", text)
+    if q > 10**6:
+        raise ParameterError(f"sigma must be at most 1e6, got {text}")
+    return q
+
+
+def parse_target(text) -> fmpq:
+    q = parse_decimal("target", text)
+    if not 0 < q < 1:
+        raise ParameterError(f"target lambda must lie strictly between 0 and 1, got {text}")
+    return q
+
+
+def parse_count(name: str, text, maximum: int) -> int:
+    s = str(text).strip()
+    if not re.fullmatch(r"[+]?\d{1,12}", s):
+        raise ParameterError(f"{name} must be a positive integer, got {text!r}")
+    n = int(s)
+    if n < 1:
+        raise ParameterError(f"{name} must be at least 1, got {n}")
+    if n > maximum:
+        raise ParameterError(f"{name} must be at most {maximum}, got {n}")
+    return n
+
+
+def parse_steps(text) -> int:
+    return parse_count("steps M", text, MAX_STEPS)
+
+
+def parse_epochs(text) -> int:
+    return parse_count("epochs E", text, MAX_EPOCHS)
