@@ -1,0 +1,275 @@
+"""Independent replay of method `lemma-c5-rounding` v1 (docs/certificate.md §4).
+
+Every mass is a non-negative integer in units of 2^-F (F = our own fixed-point
+scale), always rounded *down*; deleting mass is always allowed.  By Lemma C.5
+(mean-preserving two-point rounding lowers E min{1, Λ}) and because deleting mass
+lowers it too, the O computed here is a rigorous lower bound on E min{1, Λ},
+so 1 - O is a rigorous upper bound on TV.  Arithmetic (see docs/verifier.md):
+  (i)   masses from second differences of the convex stop-loss transform
+        G(y) = E(y - Y)_+ (put form below 1, call form above), in arb;
+  (ii)  exact fmpz_poly products, floor back to 2^-F, own trimming (<= trim/2 per end);
+  (iii) exact integer prefix sums and integer (dyadic) bounds on the cell edges;
+  (iv)  fmpz_poly powers again; O from one arb polynomial evaluation.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from flint import arb, ctx, fmpq, fmpz, fmpz_poly
+
+from .strict import working_prec
+
+EXTRA_BITS = 4  # our scale is 2^-(fixed_point_bits + 4): finer than the certifier's
+
+
+def _dyadic(x: arb, up: bool, w: int) -> int:
+    """floor(2^w * lower(x)) or ceil(2^w * upper(x)) as a Python int (exact)."""
+    man, exp = (x.upper() if up else x.lower()).mid().man_exp()
+    man, exp = int(man), int(exp) + w
+    if exp >= 0:
+        return man << exp
+    return -((-man) >> -exp) if up else man >> -exp
+
+
+def _units(x: arb, w: int) -> int:
+    """A mass rounded down to units of 2^-w, never negative, never rounded up."""
+    return max(_dyadic(x, False, w), 0) if x.is_finite() else 0
+
+
+@dataclass
+class Losses:  # absolute masses, as exact rationals
+    truncation: fmpq = field(default_factory=fmpq)
+    trim: fmpq = field(default_factory=fmpq)
+    log_grid: fmpq = field(default_factory=fmpq)
+    fixed_point: fmpq = field(default_factory=fmpq)
+
+
+class _Poly:
+    """Products of distributions (off, p): mass p[i] * 2^-F at lattice index off + i."""
+
+    def __init__(self, F: int, trim: fmpq, losses: Losses):
+        self.F, self.one, self.L = F, fmpz(2) ** F, losses
+        # own trimming rule: at most trim/2 from each end, so at most `trim` per product
+        self.budget = int((trim * self.one / 2).floor())
+
+    def trim(self, off, p, zeros_only=False):
+        n, lo, acc, budget = p.length(), 0, 0, 0 if zeros_only else self.budget
+        while lo < n and acc + int(p[lo]) <= budget:
+            acc += int(p[lo]); lo += 1
+        hi, acc2 = n, 0
+        while hi > lo and acc2 + int(p[hi - 1]) <= budget:
+            acc2 += int(p[hi - 1]); hi -= 1
+        self.L.trim += fmpq(acc + acc2, self.one)
+        return off + lo, p.truncate(hi).right_shift(lo)
+
+    def cut(self, off, p, K):
+        """Delete values with lattice index > K (partial sums above `truncation`)."""
+        n = K - off + 1 if K is not None else p.length()
+        if n >= p.length():
+            return off, p
+        q = p.truncate(max(n, 0))
+        self.L.truncation += fmpq(int(p(1) - q(1)), self.one)
+        return off, q
+
+    def mul(self, X, Y, K=None):
+        (ox, px), (oy, py) = X, Y
+        off = ox + oy
+        n = px.length() + py.length() - 1 if K is None else min(K - off + 1, px.length() + py.length() - 1)
+        if n <= 0 or px.is_zero() or py.is_zero():
+            self.L.truncation += fmpq(int(px(1) * py(1)), self.one ** 2)
+            return off, fmpz_poly()
+        q = px.mul_low(py, n)  # exact integers, units 2^-2F; values above K never formed
+        kept = q(1)
+        self.L.truncation += fmpq(int(px(1) * py(1) - kept), self.one ** 2)
+        q = q // self.one  # floor: every mass rounded down
+        self.L.fixed_point += fmpq(int(kept - q(1) * self.one), self.one ** 2)
+        return self.trim(off, q)
+
+    def reround(self, X, q: int):
+        """Two-point rounding of values (off+i)*g*h onto multiples of q*g*h (exact rationals)."""
+        off, p = X
+        base = off // q
+        out = [0] * ((off + p.length()) // q - base + 2)
+        lost = 0
+        for i, c in enumerate(p.coeffs()):
+            c = int(c)
+            if c:
+                v, r = divmod(off + i, q)  # mass c(q-r)/q to v*q, c*r/q to (v+1)*q
+                a, b = c * (q - r) // q, c * r // q
+                out[v - base] += a; out[v - base + 1] += b; lost += c - a - b
+        self.L.fixed_point += fmpq(lost, self.one)
+        return self.trim(base, fmpz_poly(out))
+
+
+def step_i(sigma: fmpq, h: fmpq, points: list[int], F: int):
+    """Lemma C.5 step (i).  G(y) = E(y-Y)_+ = y F0(y) - F1(y) is convex with G' = F0,
+    and the mass that the two-point rounding of Y onto the grid puts at a grid point
+    is the jump of the slope of the piecewise-linear interpolant of G there:
+        p_k = slope(y_k, y_{k+1}) - slope(y_{k-1}, y_k),  slope(-, 0) = 0,  slope(cap, +) = F0(cap).
+    (Summing the cell formulas of the spec for the two cells next to y_k gives this.)
+    Above y = 1 we use the call form C(y) = E(Y-y)_+ = G(y) - y + 1 (same differences),
+    so the far tail keeps relative precision.  With s = sigma, ln-argument x = ln y:
+    F0 = Phi(s x + 1/(2s)), F1 = Phi(s x - 1/(2s)), 2 Phi(-u) = erfc(u / sqrt 2)."""
+    r2 = arb(2).sqrt()
+    a, c = arb(sigma) / r2, 1 / (2 * arb(sigma) * r2)
+    lnh = arb(h).log()
+
+    def two_v(u: int, call: bool):  # 2 G(u h) (put form) or 2 C(u h) (call form)
+        if u == 0:
+            return arb(2) if call else arb(0)
+        y, x = arb(h) * u, a * (arb(u).log() + lnh)
+        if call:
+            return (x - c).erfc() - y * (x + c).erfc()
+        return y * (-(x + c)).erfc() - (-(x - c)).erfc()
+
+    hp = [fmpq(u) * h for u in points]
+    call = [hp[k + 1] > 1 for k in range(len(points) - 1)]  # kind of cell k = (y_k, y_{k+1}]
+    slopes, prev = [], two_v(points[0], call[0])
+    for k in range(len(points) - 1):
+        nxt = two_v(points[k + 1], call[k])
+        slopes.append((nxt - prev) / arb(hp[k + 1] - hp[k]))
+        if k + 1 < len(call) and call[k + 1] != call[k]:
+            nxt = two_v(points[k + 1], True)
+        prev = nxt
+    ycap = arb(hp[-1]).log() * a + c
+    tail = ycap.erfc()  # 2 (1 - F0(cap)): mass deleted above the cap
+    last = -tail if call[-1] else 2 - tail  # 2 F0(cap) (minus 2 in the call form)
+    ext = [(arb(0), False)] + list(zip(slopes, call)) + [(last, call[-1])]
+    q = []
+    for k in range(len(points)):  # p_k = (jump of the slope of 2G) / 2
+        (s0, k0), (s1, k1) = ext[k], ext[k + 1]
+        q.append(_units(((s1 - s0) + (2 if k1 and not k0 else 0)) / 2, F))  # 2G' = 2C' + 2
+    return q, tail / 2
+
+
+@dataclass
+class ReplayResult:
+    O: arb
+    bound: fmpq  # exact: 1 - (rigorous lower end of O)
+    enclosures: dict
+    seconds: dict
+
+
+def replay(claim: dict, method: dict) -> ReplayResult:
+    import time
+    t0 = time.perf_counter()
+    M, E, sigma = claim["steps"], claim["epochs"], claim["sigma"]
+    h, eta = method["h"], method["eta"]
+    F = method["fixed_point_bits"] + EXTRA_BITS
+    old_prec, ctx.prec = ctx.prec, method["prec"]
+    try:
+        L = Losses()
+        P = _Poly(F, method["trim"], L)
+        # ---- (i) one step on the grid G -------------------------------------------
+        n0, ncap = int((method["tail_start"] / h).floor()), int((method["cap"] / h).floor())
+        stp = int((method["tail_step"] / h).floor()) if ncap > n0 else 1
+        points = list(range(n0 + 1)) + list(range(n0 + stp, ncap + 1, stp))
+        q, cap_del = step_i(sigma, h, points, F)
+        coeffs = [0] * (ncap + 1)
+        for u, m in zip(points, q):
+            coeffs[u] = m
+        step_i_mass = fmpq(sum(q), P.one)
+        F0cap = 1 - cap_del
+        L.fixed_point += fmpq(_dyadic(F0cap, True, 2 * F), P.one ** 2) - step_i_mass
+        t1 = time.perf_counter()
+        # ---- (ii) epoch sum by binary powering along the bits of M --------------------
+        sched, T = method["lattice_schedule"], method["truncation"]
+        K = lambda g: int((T / (h * g)).floor())  # largest lattice index not above T
+        B, gB = P.cut(*P.trim(0, fmpz_poly(coeffs), True), K(1)), 1
+        A, gA = None, 1
+        for i in range(len(sched)):
+            if i:
+                B = P.mul(B, B, K(gB))  # B_i = B_{i-1}^2: blocks of 2^i steps
+                if sched[i] > gB:  # re-round the block sum onto multiples of g_i h
+                    B, gB = P.cut(*P.reround(B, sched[i] // gB), K(sched[i])), sched[i]
+            if (M >> i) & 1:  # accumulator A <- A * B_i, A first re-rounded to g_i h
+                if A is None:
+                    A, gA = B, gB
+                else:
+                    if gA < gB:
+                        A, gA = P.cut(*P.reround(A, gB // gA), K(gB)), gB
+                    A = P.mul(A, B, K(gB))
+        off, S = A
+        t2 = time.perf_counter()
+        # ---- (iii) epoch value L = j g h / M onto the grid e^{k eta} -----------------
+        # cell k holds j in [c_k, c_{k+1}), c_k = ceil(beta_k), beta_k = M e^{k eta}/(g h);
+        # up-mass = sum_j s_j (j - beta_k)/(beta_{k+1} - beta_k), from two prefix sums.
+        s = [int(x) for x in S.coeffs()]
+        step_ii_mass = fmpq(sum(s), P.one)
+        r, k_lo, lost = {}, method["k_minus"], 0
+        if s:
+            W, C0 = ctx.prec, fmpq(M) / (h * gA)
+            jlo, jhi = max(off, 1), off + len(s) - 1
+            est = lambda j: math.log(j / float(C0)) / float(eta)
+            ka = min(max(method["k_minus"], math.floor(est(jlo)) - 2), method["k_plus"])
+            kb = max(min(method["k_plus"], math.ceil(est(jhi)) + 2), ka)
+            e_eta, x = arb(eta).exp(), arb(eta * ka).exp()
+            bnd = {}
+            for k in range(ka, kb + 1):  # dyadic integer bounds [lo, hi] * 2^-W on beta_k
+                beta, p2 = arb(C0) * x, W
+                while True:
+                    lo, hi = _dyadic(beta, False, W), _dyadic(beta, True, W)
+                    if k == 0:
+                        cc = int(C0.ceil())
+                        break
+                    cc = -((-lo) >> W)
+                    if cc == -((-hi) >> W):
+                        break
+                    p2 *= 2  # an integer inside the ball: decide at higher precision
+                    if p2 > 1 << 16:
+                        raise ArithmeticError("cannot place a log-grid cell edge")
+                    with working_prec(p2):
+                        beta = arb(C0) * (arb(eta) * k).exp()
+                bnd[k] = (lo, hi, cc)
+                x *= e_eta
+            S0, S1, a0, a1 = [0], [0], 0, 0
+            for i, v in enumerate(s):
+                a0 += v; a1 += i * v; S0.append(a0); S1.append(a1)
+            clip = lambda j: min(max(j - off, 0), len(s))
+            if ka > method["k_minus"] and bnd[ka][2] > jlo or kb < method["k_plus"] and bnd[kb][2] <= jhi:
+                raise ArithmeticError("log-grid range estimate missed the support")
+            for k in range(ka, kb):
+                (lo0, hi0, c0), (lo1, hi1, c1) = bnd[k], bnd[k + 1]
+                i0, i1 = clip(c0), clip(c1)
+                m = S0[i1] - S0[i0]
+                if m == 0:
+                    continue
+                mj = (S1[i1] - S1[i0]) + off * m  # sum of j s_j over the cell, exact
+                den = hi1 - lo0
+                up = max(mj * (1 << W) - hi0 * m, 0) // den  # lower bound, never rounded up
+                dn = max(lo1 * m - mj * (1 << W), 0) // den
+                r[k] = r.get(k, 0) + dn; r[k + 1] = r.get(k + 1, 0) + up
+                lost += m - up - dn
+            kept = S0[clip(bnd[kb][2])] - S0[clip(max(bnd[ka][2], 1))]
+            L.log_grid += step_ii_mass - fmpq(kept, P.one)
+            L.fixed_point += fmpq(lost, P.one)
+            k_lo = min(r) if r else 0
+        R = fmpz_poly([r.get(k, 0) for k in range(k_lo, max(r) + 1)] if r else [])
+        step_iii_mass = fmpq(int(R(1)), P.one)
+        t3 = time.perf_counter()
+        # ---- (iv) E epochs: exponents add, (sum_k r_k z^k)^E by binary powering ------
+        X, Bv, e = None, P.trim(k_lo, R, True), E
+        while e:
+            if e & 1:
+                X = Bv if X is None else P.mul(X, Bv)
+            e >>= 1
+            if e:
+                Bv = P.mul(Bv, Bv)
+        ob, b = X
+        nneg = min(max(-ob, 0), b.length())
+        pos = int(b.right_shift(nneg)(1))  # sum of b_k, k >= 0 (weight min{1, e^{k eta}} = 1)
+        neg = (arb(eta) * ob).exp() * b.truncate(nneg)(arb(eta).exp()) if nneg else arb(0)
+        O = (pos + neg) / arb(P.one)  # O = sum_k b_k min{1, e^{k eta}}
+        O_lo = fmpq(pos + _units(neg, 0), P.one)
+        step_iv_mass = fmpq(int(b(1)), P.one)
+        t4 = time.perf_counter()
+    finally:
+        ctx.prec = old_prec
+    enc = {"O": O, "mass": {"step_i": step_i_mass, "step_ii": step_ii_mass,
+                            "step_iii": step_iii_mass, "step_iv": step_iv_mass},
+           "deleted": {"cap": cap_del, "truncation": L.truncation, "trim": L.trim,
+                       "log_grid": L.log_grid, "fixed_point": L.fixed_point}}
+    secs = {"step_i": t1 - t0, "step_ii": t2 - t1, "step_iii": t3 - t2, "step_iv": t4 - t3,
+            "total": t4 - t0}
+    return ReplayResult(O=O, bound=1 - O_lo, enclosures=enc, seconds=secs)

@@ -1,0 +1,135 @@
+"""in-toto Statement v1 and the tv-certificate/v1 predicate: exact schema (spec §2-§3)."""
+from __future__ import annotations
+
+import hashlib
+import re
+
+from flint import arb, fmpq
+
+from .strict import Reject, canonical, decimal, load_json, working_prec
+
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+PREDICATE_TYPE = "https://sigmacert.dev/tv-certificate/v1"
+MECHANISM, ADJACENCY = "dp-sgd/random-allocation", "zero-out"
+STATEMENT = ("TV(P_M^E, Q_M^E) <= target, so every membership-inference test "
+             "has accuracy <= 1/2 + target/2")
+D, I, B, S, N = "decimal", "int", "ball", "str", "number"
+BALLS = lambda *names: {n: B for n in names}
+SCHEMA = {
+    "claim": {"mechanism": S, "adjacency": S, "steps": I, "epochs": I, "sigma": D,
+              "target": D, "statement": S},
+    "method": {"name": S, "version": I, "h": D, "tail_start": D, "tail_step": D, "cap": D,
+               "truncation": D, "lattice_schedule": [I], "eta": D, "k_minus": I,
+               "k_plus": I, "prec": I, "fixed_point_bits": I, "trim": D},
+    "enclosures": {"O": B, "mass": BALLS("step_i", "step_ii", "step_iii", "step_iv"),
+                   "deleted": BALLS("cap", "truncation", "trim", "log_grid", "fixed_point")},
+    "bound": D,
+    "numerics": {"tv_exact": S, "tv_error": S, "closed_form_sigma": S, "search_resolution": S},
+    "software": {"sigmacert": S, "python-flint": S, "flint": S},
+    "issued_at": S,
+    "timings": {"step_i": N, "step_ii": N, "step_iii": N, "step_iv": N, "total": N},
+}
+LIMITS = {"grid points": 2 * 10**7, "lattice points": 10**8, "log-grid cells": 10**7}
+
+
+def _typed(v, t, path):
+    """Check v against schema t; return it with decimals as fmpq and balls as arb."""
+    if isinstance(t, dict):
+        if not isinstance(v, dict):
+            raise Reject("schema-type", f"{path} must be an object")
+        for k in v:
+            if k not in t:
+                raise Reject("schema-unknown-field", f"unknown field {path}.{k}")
+        for k in t:
+            if k not in v:
+                raise Reject("schema-missing-field", f"missing field {path}.{k}")
+        return {k: _typed(v[k], t[k], f"{path}.{k}") for k in t}
+    if isinstance(t, list):
+        if not isinstance(v, list) or not v:
+            raise Reject("schema-type", f"{path} must be a non-empty list")
+        return [_typed(x, t[0], f"{path}[{i}]") for i, x in enumerate(v)]
+    ok = {I: isinstance(v, int) and not isinstance(v, bool), S: isinstance(v, str),
+          N: isinstance(v, (int, float)) and not isinstance(v, bool), D: True, B: isinstance(v, str)}[t]
+    if not ok:
+        raise Reject("schema-type", f"{path} must be of type {t}, got {type(v).__name__}")
+    if t == D:
+        return decimal(v, path)
+    if t == B:
+        try:
+            with working_prec(400):  # parse recorded balls without widening them
+                x = arb(v)
+        except (ValueError, TypeError):
+            x = None
+        if x is None or not x.is_finite():
+            raise Reject("schema-type", f"{path} is not a finite arb ball string: {v!r}")
+        return x
+    return v
+
+
+def _is_int(q: fmpq) -> bool:
+    return q.q == 1
+
+
+def parse_statement(payload: bytes, subject_digest: str | None = None):
+    """Parse and check the Statement; return (raw predicate, typed predicate)."""
+    st = load_json(payload, "payload")
+    if not isinstance(st, dict) or set(st) != {"_type", "subject", "predicateType", "predicate"}:
+        raise Reject("statement-fields", "Statement must have exactly _type, subject, predicateType, predicate")
+    if payload not in (canonical(st), canonical(st, ascii_only=True)):
+        raise Reject("payload-not-canonical", "payload is not canonical JSON (sorted keys, no spaces)")
+    if st["_type"] != STATEMENT_TYPE:
+        raise Reject("statement-type", f"_type {st['_type']!r} != {STATEMENT_TYPE!r}")
+    if st["predicateType"] != PREDICATE_TYPE:
+        raise Reject("predicate-type", f"unknown predicateType {st['predicateType']!r}")
+    subj = st["subject"]
+    if (not isinstance(subj, list) or not subj or any(
+            not isinstance(s, dict) or set(s) != {"name", "digest"} or not isinstance(s["name"], str)
+            or not isinstance(s["digest"], dict) or set(s["digest"]) != {"sha256"}
+            or not isinstance(s["digest"]["sha256"], str)
+            or not re.fullmatch(r"[0-9a-f]{64}", s["digest"]["sha256"]) for s in subj)):
+        raise Reject("statement-fields", "subject must be a list of {name, digest: {sha256: 64 hex}}")
+    raw = st["predicate"]
+    pred = _typed(raw, SCHEMA, "predicate")
+    digests = {s["digest"]["sha256"] for s in subj}
+    if subject_digest is not None and subject_digest not in digests:
+        raise Reject("subject-digest", "no subject has the SHA-256 of the given --subject file")
+    claim_digest = hashlib.sha256(canonical(raw["claim"])).hexdigest()
+    for s in subj:
+        if s["name"] == "claim" and s["digest"]["sha256"] != claim_digest:
+            raise Reject("subject-digest", "subject 'claim' digest != SHA-256 of canonical predicate.claim")
+    check_claim_and_method(pred)
+    return raw, pred
+
+
+def check_claim_and_method(p):
+    c, m = p["claim"], p["method"]
+    if c["mechanism"] != MECHANISM or c["adjacency"] != ADJACENCY:
+        raise Reject("claim-mechanism", f"mechanism/adjacency {c['mechanism']!r}/{c['adjacency']!r} not supported")
+    if c["statement"] != STATEMENT:
+        raise Reject("claim-statement", f"claim.statement is not the v1 statement text")
+    if c["steps"] < 1 or c["epochs"] < 1 or c["sigma"] <= 0 or not 0 < c["target"] < 1:
+        raise Reject("claim-invalid", "need steps >= 1, epochs >= 1, sigma > 0, 0 < target < 1")
+    if m["name"] != "lemma-c5-rounding" or m["version"] != 1:
+        raise Reject("method-unknown", f"method {m['name']!r} v{m['version']} is not lemma-c5-rounding v1")
+    h, ts, st, cap, g = m["h"], m["tail_start"], m["tail_step"], m["cap"], m["lattice_schedule"]
+    bad = []
+    if not (h > 0 and 0 < ts <= cap and _is_int(ts / h) and _is_int(cap / h)):
+        bad.append("need h > 0, 0 < tail_start <= cap, both multiples of h")
+    elif ts < cap and not (st > 0 and _is_int(st / h) and _is_int((cap - ts) / st)):
+        bad.append("need tail_step > 0 a multiple of h dividing cap - tail_start")
+    if not (m["truncation"] > 0 and m["eta"] > 0 and m["k_minus"] < m["k_plus"]):
+        bad.append("need truncation > 0, eta > 0, k_minus < k_plus")
+    if len(g) != c["steps"].bit_length() or g[0] != 1 or any(
+            b < a or b % a for a, b in zip(g, g[1:])):
+        bad.append("lattice_schedule needs floor(log2 M)+1 entries, g_0 = 1, each a multiple of the previous")
+    if not (8 <= m["prec"] <= 4096 and 8 <= m["fixed_point_bits"] <= 1024 and m["trim"] < 1):
+        bad.append("need 8 <= prec <= 4096, 8 <= fixed_point_bits <= 1024, trim < 1")
+    if bad:
+        raise Reject("method-invalid", "; ".join(bad))
+    work = {"grid points": ts / h + (cap - ts) / (st if st > 0 else h),
+            "lattice points": m["truncation"] / h, "log-grid cells": fmpq(m["k_plus"] - m["k_minus"])}
+    for k, v in work.items():
+        if v > LIMITS[k] or c["steps"] > 10**6 or c["epochs"] > 10**5:
+            raise Reject("method-too-expensive", f"{k} {int(v.floor())} or M, E beyond the verifier's limits")
+    if p["bound"] > c["target"]:
+        raise Reject("bound-above-target", f"recorded bound {p['bound']} > target {c['target']}")
