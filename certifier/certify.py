@@ -1,0 +1,129 @@
+"""Orchestration of `sigmacert certify`: exact sigma, grid choice, the Lemma C.5 bound, the predicate.
+
+The certified statement is only what rounding.rounding_bound proves (1 - O >= TV,
+a rigorous ball computation); everything from the exact-TV numerics is used to
+choose grids and is recorded under `numerics` as informative.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import time
+from dataclasses import dataclass, field
+
+import flint
+from flint import fmpq
+
+from certifier import __version__
+from certifier.grids import budget_for, choose_grid
+from certifier.params import decimal_str, parse_decimal
+from certifier.rounding import rounding_bound
+
+SAFETY = (0.6, 0.3, 0.12)       # share of the margin the grid may lose, per try
+SEARCH_RESOLUTION = "1e-6"
+STATEMENT_TEXT = ("TV(P_M^E, Q_M^E) <= target, so every membership-inference test has accuracy "
+                  "<= 1/2 + target/2")
+
+
+@dataclass
+class Outcome:
+    """The result of `certify`: success iff the rigorous bound is <= the target."""
+    success: bool
+    steps: int
+    epochs: int
+    sigma: str
+    target: str
+    bound: str | None
+    tries: list = field(default_factory=list)
+    predicate: dict | None = None
+    tv: float | None = None
+    tv_error: float | None = None
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def claim_of(steps: int, epochs: int, sigma: str, target: str) -> dict:
+    """The `claim` object of docs/certificate.md §3."""
+    return {"mechanism": "dp-sgd/random-allocation", "adjacency": "zero-out", "steps": steps,
+            "epochs": epochs, "sigma": sigma, "target": target, "statement": STATEMENT_TEXT}
+
+
+def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *, h=None, eta=None,
+            cap=None, prec: int | None = None, progress=None, max_tries: int = 3) -> Outcome:
+    """Find the exact sigma if absent, choose a grid, compute the bound; refine and retry if short.
+
+    progress(stage, percent, elapsed_seconds) is called throughout. Every try is
+    recorded in Outcome.tries (grid, predicted loss, bound, seconds).
+    """
+    t_start = time.perf_counter()
+    report = progress or (lambda stage, pct, el: None)
+    say = lambda stage, frac: report(stage, 100.0 * frac, time.perf_counter() - t_start)  # noqa: E731
+    lam = float(target)
+    if sigma is None:
+        from certifier.exact import exact_sigma
+        say("exact sigma", 0.0)
+        sigma = parse_decimal("sigma", exact_sigma(steps, epochs, target, resolution=SEARCH_RESOLUTION))
+        say("exact sigma", 1.0)
+    sigma_s, target_s = decimal_str(sigma), decimal_str(target)
+    tv = tv_err = None
+    say("exact tv", 0.0)
+    try:
+        from certifier.exact import exact_tv
+        res = exact_tv(steps, epochs, float(sigma))
+        tv, tv_err = float(res.tv), float(res.error)
+    except (ImportError, ArithmeticError, ValueError, OverflowError):
+        tv = tv_err = None  # numerics unavailable: the grid model falls back to a default budget
+    say("exact tv", 1.0)
+    out = Outcome(False, steps, epochs, sigma_s, target_s, None, tv=tv, tv_error=tv_err)
+    user_grid = any(x is not None for x in (h, eta, cap))
+    n_tries = 1 if user_grid else max_tries
+    margin_ok = tv is None or lam - tv - (tv_err or 0) > 0
+    for k in range(n_tries):
+        budget = budget_for(lam, tv, tv_err or 0.0, SAFETY[min(k, len(SAFETY) - 1)])
+        say(f"grid (try {k + 1})", 0.0)
+        plan = choose_grid(steps, epochs, sigma, budget, h=h, eta=eta, cap=cap, prec=prec or 100)
+        t0 = time.perf_counter()
+        r = rounding_bound(steps, epochs, sigma, plan.method,
+                           progress=lambda stage, frac: say(f"{stage} (try {k + 1})", frac))
+        secs = time.perf_counter() - t0
+        ok = parse_decimal("bound", r.bound) <= target
+        mj = plan.method.to_json(steps)
+        out.tries.append({"try": k + 1, "h": mj["h"], "eta": mj["eta"], "cap": mj["cap"],
+                          "tail_start": mj["tail_start"], "tail_step": mj["tail_step"],
+                          "lattice_schedule": mj["lattice_schedule"], "prec": mj["prec"],
+                          "budget": budget, "predicted_loss": plan.predicted_loss,
+                          "bound": r.bound, "seconds": round(secs, 3), "certified": ok})
+        out.bound = r.bound
+        if ok:
+            out.success = True
+            out.predicate = build_predicate(steps, epochs, sigma_s, target_s, mj, r, tv, tv_err, lam,
+                                            time.perf_counter() - t_start)
+            break
+        if not margin_ok:
+            break  # exact TV is above the target: no grid can certify; do not grind
+    say("done", 1.0)
+    return out
+
+
+def build_predicate(steps, epochs, sigma_s, target_s, method_json, r, tv, tv_err, lam, total) -> dict:
+    """The predicate of docs/certificate.md §3 from a successful bound."""
+    from certifier.closed_form import closed_form_sigma
+    try:
+        cfs = f"{closed_form_sigma(steps, epochs, lam):.6f}"
+    except (ValueError, ArithmeticError, OverflowError):
+        cfs = "n/a"
+    timings = {k: r.timings[k] for k in ("step_i", "step_ii", "step_iii", "step_iv", "total")}
+    return {
+        "claim": claim_of(steps, epochs, sigma_s, target_s),
+        "method": method_json,
+        "enclosures": r.enclosures,
+        "bound": r.bound,
+        "numerics": {"tv_exact": "n/a" if tv is None else f"{tv:.12g}",
+                     "tv_error": "n/a" if tv_err is None else f"{tv_err:.3g}",
+                     "closed_form_sigma": cfs, "search_resolution": SEARCH_RESOLUTION},
+        "software": {"sigmacert": __version__, "python-flint": flint.__version__,
+                     "flint": flint.__FLINT_VERSION__},
+        "issued_at": _now(),
+        "timings": timings,
+    }

@@ -1,0 +1,213 @@
+"""`sigmacert keygen`, `sigmacert certify`, `sigmacert show` (issue 3, docs/certificate.md)."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+
+from certifier.params import (ParameterError, parse_decimal, parse_epochs, parse_sigma, parse_steps,
+                              parse_target)
+
+
+def _cli_error(msg: str, code: int = 2):
+    from certifier.cli import CliError
+    return CliError(msg, code)
+
+
+# ----------------------------------------------------------------------------- keygen
+
+def run_keygen(args) -> int:
+    from certifier.keys import keygen
+    kid = keygen(args.output)
+    d = os.path.abspath(args.output)
+    if args.json:
+        print(json.dumps({"keyid": kid, "private": os.path.join(d, "private.pem"),
+                          "public": os.path.join(d, "public.pem")}))
+    else:
+        print(f"key id {kid}")
+        print(f"  private key: {os.path.join(d, 'private.pem')} (mode 0600; keep it secret, never commit it)")
+        print(f"  public key : {os.path.join(d, 'public.pem')}")
+    return 0
+
+
+# ----------------------------------------------------------------------------- certify
+
+class _Progress:
+    """Progress lines on stderr: stage, percent, elapsed (throttled)."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+        self.last = (None, -100.0)
+
+    def __call__(self, stage: str, pct: float, elapsed: float) -> None:
+        if self.quiet:
+            return
+        st, lp = self.last
+        if stage == st and pct - lp < 10.0 and pct < 100.0:
+            return
+        self.last = (stage, pct)
+        print(f"[{elapsed:7.1f}s] {stage:<22} {pct:5.1f}%", file=sys.stderr, flush=True)
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    d = os.path.dirname(os.path.abspath(path)) or "."
+    fd, tmp = tempfile.mkstemp(prefix=".cert-", dir=d)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _opt_decimal(name, text):
+    if text is None:
+        return None
+    q = parse_decimal(name, text)
+    if q <= 0:
+        raise ParameterError(f"{name} must be > 0, got {text}")
+    return text.strip()
+
+
+def run_certify(args) -> int:
+    from certifier.certify import certify
+    from certifier.envelope import (canonical_json, claim_subject, file_subject, key_id, sign_envelope,
+                                    statement)
+    from certifier.keys import load_private
+
+    m, e = parse_steps(args.steps), parse_epochs(args.epochs)
+    lam = parse_target(args.target)
+    sigma = parse_sigma(args.sigma) if args.sigma is not None else None
+    h, eta, cap = (_opt_decimal("h", args.h), _opt_decimal("eta", args.eta), _opt_decimal("cap", args.cap))
+    prec = None
+    if args.prec is not None:
+        try:
+            prec = int(args.prec)
+        except ValueError:
+            raise ParameterError(f"prec must be an integer, got {args.prec!r}") from None
+        if not 32 <= prec <= 4096:
+            raise ParameterError("prec must lie in [32, 4096]")
+    key = load_private(args.key)  # fail early, before the long computation
+    subject_bytes = None
+    if args.subject:
+        try:
+            with open(args.subject, "rb") as f:
+                subject_bytes = f.read()
+        except OSError as err:
+            raise ParameterError(f"cannot read subject file: {err.strerror}") from None
+    out_dir = os.path.dirname(os.path.abspath(args.output))
+    if not os.path.isdir(out_dir):
+        raise ParameterError(f"output directory does not exist: {out_dir}")
+    try:
+        res = certify(m, e, lam, sigma, h=h, eta=eta, cap=cap, prec=prec, progress=_Progress(args.quiet))
+    except ValueError as err:
+        raise _cli_error(str(err)) from None
+    summary = {"certified": res.success, "steps": m, "epochs": e, "sigma": res.sigma,
+               "target": res.target, "bound": res.bound, "tries": res.tries,
+               "tv_exact": res.tv, "output": None}
+    if not res.success:
+        if args.json:
+            print(json.dumps(summary))
+        else:
+            for t in res.tries:
+                print(f"try {t['try']}: h={t['h']} eta={t['eta']} cap={t['cap']} -> bound {t['bound']} "
+                      f"({t['seconds']} s)")
+            print(f"NOT certified: the bound reached, {res.bound}, exceeds the target {res.target} "
+                  f"at sigma {res.sigma}; no certificate written")
+        return 1
+    pred = res.predicate
+    subj = (file_subject(os.path.basename(args.subject), subject_bytes) if args.subject
+            else claim_subject(pred["claim"]))
+    env = sign_envelope(statement(subj, pred), key)
+    _write_atomic(args.output, canonical_json(env) + b"\n")
+    summary["output"] = os.path.abspath(args.output)
+    summary["keyid"] = key_id(key.public_key())
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        for t in res.tries:
+            print(f"try {t['try']}: h={t['h']} eta={t['eta']} cap={t['cap']} -> bound {t['bound']} "
+                  f"({t['seconds']} s)")
+        print(f"certified: TV <= {res.bound} <= {res.target} at sigma {res.sigma} (M={m}, E={e})")
+        print(f"  certificate: {args.output}  (key id {summary['keyid']})")
+    return 0
+
+
+# ----------------------------------------------------------------------------- show
+
+def _flat(env: dict, stmt: dict) -> dict:
+    p = stmt["predicate"]
+    c, mth = p["claim"], p["method"]
+    return {"steps": c["steps"], "epochs": c["epochs"], "sigma": c["sigma"], "target": c["target"],
+            "bound": p["bound"], "h": mth["h"], "eta": mth["eta"], "cap": mth["cap"], "prec": mth["prec"],
+            "tail_start": mth.get("tail_start"), "tail_step": mth.get("tail_step"),
+            "lattice_schedule": mth.get("lattice_schedule"), "k_minus": mth.get("k_minus"),
+            "k_plus": mth.get("k_plus"), "fixed_point_bits": mth.get("fixed_point_bits"),
+            "trim": mth.get("trim"), "method": f"{mth['name']} v{mth['version']}",
+            "keyid": env["signatures"][0]["keyid"], "issued_at": p["issued_at"],
+            "subject": stmt["subject"][0]["name"], "predicate_type": stmt["predicateType"],
+            "tv_exact": p.get("numerics", {}).get("tv_exact"), "verified": False}
+
+
+def run_show(args) -> int:
+    from certifier.envelope import load_envelope, read_unverified
+    try:
+        with open(args.certificate, "rb") as f:
+            data = f.read(4 * 1024 * 1024 + 1)
+    except OSError as err:
+        raise _cli_error(f"cannot read {args.certificate}: {err.strerror}") from None
+    env = load_envelope(data)
+    try:
+        stmt = read_unverified(env)
+        flat = _flat(env, stmt)
+    except (KeyError, TypeError, IndexError, AttributeError, ValueError):
+        raise _cli_error("certificate payload is not a sigmacert statement") from None
+    if args.json:
+        print(json.dumps(flat))
+        return 0
+    f = flat
+    print("sigmacert certificate (NOT verified by `show`; run the verifier for that)")
+    print(f"  claim   : TV(P_M^E, Q_M^E) <= {f['target']} for DP-SGD with random allocation, zero-out")
+    print(f"            M={f['steps']} steps/epoch, E={f['epochs']} epochs, sigma={f['sigma']}")
+    print(f"            so every membership-inference test has accuracy <= 1/2 + {f['target']}/2")
+    print(f"  bound   : {f['bound']}  (upper end of 1 - O, Lemma C.5)")
+    print(f"  method  : {f['method']}: h={f['h']} tail_start={f['tail_start']} tail_step={f['tail_step']} "
+          f"cap={f['cap']}")
+    print(f"            eta={f['eta']} k=[{f['k_minus']}, {f['k_plus']}] lattice={f['lattice_schedule']} "
+          f"prec={f['prec']} bits, fixed point 2^-{f['fixed_point_bits']}, trim={f['trim']}")
+    print(f"  issuer  : key id {f['keyid']}, issued {f['issued_at']}, subject {f['subject']!r}")
+    return 0
+
+
+# ----------------------------------------------------------------------------- registration
+
+def register(sub) -> None:
+    p = sub.add_parser("keygen", help="create an Ed25519 key pair DIR/private.pem, DIR/public.pem")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="directory for the key pair")
+    p.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    p.set_defaults(run=run_keygen)
+
+    p = sub.add_parser("certify", help="certify TV <= target at sigma (Lemma C.5) and sign a certificate")
+    p.add_argument("--steps", "-M", required=True, help="steps per epoch M")
+    p.add_argument("--epochs", "-E", required=True, help="epochs E")
+    p.add_argument("--target", "-l", required=True, help="TV target lambda in (0, 1)")
+    p.add_argument("--sigma", "-s", help="noise multiplier (default: the exact sigma, found first)")
+    p.add_argument("--key", required=True, metavar="PRIVATE.pem", help="Ed25519 private key (PKCS#8 PEM)")
+    p.add_argument("-o", "--output", required=True, metavar="CERT.json", help="certificate to write")
+    p.add_argument("--subject", metavar="FILE", help="file the certificate is about (default: the claim)")
+    p.add_argument("--h", help="step (i) grid spacing (default: automatic)")
+    p.add_argument("--eta", help="step (iii) log-grid spacing (default: automatic)")
+    p.add_argument("--cap", help="cap on Y (default: automatic)")
+    p.add_argument("--prec", help="arb precision in bits (default 100)")
+    p.add_argument("--json", action="store_true", help="one JSON summary on stdout")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.set_defaults(run=run_certify)
+
+    p = sub.add_parser("show", help="print a certificate's claim, grid, bound and issuer (no verification)")
+    p.add_argument("certificate", metavar="CERT.json")
+    p.add_argument("--json", action="store_true", help="one flat JSON object on stdout")
+    p.set_defaults(run=run_show)
