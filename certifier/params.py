@@ -12,7 +12,7 @@ from flint import fmpq
 
 MAX_STEPS = 10**7
 MAX_EPOCHS = 10**6
-_DECIMAL = re.compile(r"^[+]?(\d+)(?:\.(\d*))?(?:[eE]([+-]?\d{1,4}))?$|^[+]?\.(\d+)(?:[eE]([+-]?\d{1,4}))?$")
+_DECIMAL = re.compile(r"^[+-]?(\d+)(?:\.(\d*))?(?:[eE]([+-]?\d{1,4}))?$|^[+-]?\.(\d+)(?:[eE]([+-]?\d{1,4}))?$")
 
 
 class ParameterError(ValueError):
@@ -30,6 +30,8 @@ def parse_decimal(name: str, text) -> fmpq:
     else:
         whole, frac, exp = "0", m.group(4), m.group(5)
     value = fmpq(int(whole + frac), 10 ** len(frac))
+    if s.startswith("-"):
+        value = -value
     e = int(exp or 0)
     return value * fmpq(10) ** e if e >= 0 else value / fmpq(10) ** (-e)
 
