@@ -19,7 +19,7 @@ from verifier.strict import working_prec
 CLAIM = {"mechanism": "dp-sgd/random-allocation", "adjacency": "zero-out", "steps": 12,
          "epochs": 3, "sigma": "1.5", "target": "0.15", "statement": STATEMENT}
 METHOD = {"name": "lemma-c5-rounding", "version": 1, "h": "0.01", "tail_start": "4",
-          "tail_step": "0.05", "cap": "16", "truncation": "96", "lattice_schedule": [1, 1, 1, 1],
+          "tail_step": "0.1", "cap": "16", "truncation": "96", "lattice_schedule": [1, 1, 1, 1],
           "eta": "0.001", "k_minus": -1000, "k_plus": 2000, "prec": 100,
           "fixed_point_bits": 80, "trim": "1e-20"}
 

@@ -199,29 +199,23 @@ def replay(claim: dict, method: dict) -> ReplayResult:
         step_ii_mass = fmpq(sum(s), P.one)
         r, k_lo, lost = {}, method["k_minus"], 0
         if s:
-            W, C0 = ctx.prec, fmpq(M) / (h * gA)
+            W, C0 = ctx.prec + 64, fmpq(M) / (h * gA)  # W: scale of the integer edge bounds
             jlo, jhi = max(off, 1), off + len(s) - 1
             est = lambda j: math.log(j / float(C0)) / float(eta)
             ka = min(max(method["k_minus"], math.floor(est(jlo)) - 2), method["k_plus"])
             kb = max(min(method["k_plus"], math.ceil(est(jhi)) + 2), ka)
             e_eta, x = arb(eta).exp(), arb(eta * ka).exp()
             bnd = {}
-            for k in range(ka, kb + 1):  # dyadic integer bounds [lo, hi] * 2^-W on beta_k
-                beta, p2 = arb(C0) * x, W
-                while True:
-                    lo, hi = _dyadic(beta, False, W), _dyadic(beta, True, W)
-                    if k == 0:
-                        cc = int(C0.ceil())
-                        break
-                    cc = -((-lo) >> W)
-                    if cc == -((-hi) >> W):
-                        break
-                    p2 *= 2  # an integer inside the ball: decide at higher precision
+            for k in range(ka, kb + 1):  # bounds [lo, hi] * 2^-W on beta_k and c_k = ceil(beta_k)
+                beta, p2 = arb(C0) * x, ctx.prec
+                while k and _dyadic(beta, True, 0) - _dyadic(beta, False, 0) != 1:
+                    p2 *= 2  # an integer may lie in the ball: beta_k is irrational, refine it
                     if p2 > 1 << 16:
                         raise ArithmeticError("cannot place a log-grid cell edge")
                     with working_prec(p2):
                         beta = arb(C0) * (arb(eta) * k).exp()
-                bnd[k] = (lo, hi, cc)
+                cc = _dyadic(beta, True, 0) if k else int(C0.ceil())  # k = 0: beta_0 = M/(gh) exactly
+                bnd[k] = (_dyadic(beta, False, W), _dyadic(beta, True, W), cc)
                 x *= e_eta
             S0, S1, a0, a1 = [0], [0], 0, 0
             for i, v in enumerate(s):
