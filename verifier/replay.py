@@ -204,19 +204,26 @@ def replay(claim: dict, method: dict) -> ReplayResult:
             est = lambda j: math.log(j / float(C0)) / float(eta)
             ka = min(max(method["k_minus"], math.floor(est(jlo)) - 2), method["k_plus"])
             kb = max(min(method["k_plus"], math.ceil(est(jhi)) + 2), ka)
-            e_eta, x = arb(eta).exp(), arb(eta * ka).exp()
-            bnd = {}
-            for k in range(ka, kb + 1):  # bounds [lo, hi] * 2^-W on beta_k and c_k = ceil(beta_k)
-                beta, p2 = arb(C0) * x, ctx.prec
-                while k and _dyadic(beta, True, 0) - _dyadic(beta, False, 0) != 1:
-                    p2 *= 2  # an integer may lie in the ball: beta_k is irrational, refine it
-                    if p2 > 1 << 16:
-                        raise ArithmeticError("cannot place a log-grid cell edge")
-                    with working_prec(p2):
-                        beta = arb(C0) * (arb(eta) * k).exp()
-                cc = _dyadic(beta, True, 0) if k else int(C0.ceil())  # k = 0: beta_0 = M/(gh) exactly
-                bnd[k] = (_dyadic(beta, False, W), _dyadic(beta, True, W), cc)
-                x *= e_eta
+            # integer interval recurrence beta_{k+1} = beta_k e^eta on [lo, hi] * 2^-W
+            e = arb(eta).exp()
+            elo, ehi = _dyadic(e, False, W), _dyadic(e, True, W)
+            b0 = arb(C0) * arb(eta * ka).exp()
+            lo, hi, bnd = _dyadic(b0, False, W), _dyadic(b0, True, W), {}
+            for k in range(ka, kb + 1):
+                cc = -((-lo) >> W)  # ceil(beta_k) if the interval decides it
+                if k == 0:  # beta_0 = M/(g h) exactly
+                    lo, hi, cc = int((C0 * 2**W).floor()), int((C0 * 2**W).ceil()), int(C0.ceil())
+                elif cc != -((-hi) >> W):
+                    p2, beta = ctx.prec, None
+                    while beta is None or _dyadic(beta, True, 0) - _dyadic(beta, False, 0) != 1:
+                        p2 *= 2  # an integer may lie inside: beta_k is irrational, refine it
+                        if p2 > 1 << 16:
+                            raise ArithmeticError("cannot place a log-grid cell edge")
+                        with working_prec(p2):
+                            beta = arb(C0) * (arb(eta) * k).exp()
+                    lo, hi, cc = _dyadic(beta, False, W), _dyadic(beta, True, W), _dyadic(beta, True, 0)
+                bnd[k] = (lo, hi, cc)
+                lo, hi = (lo * elo) >> W, -((-(hi * ehi)) >> W)
             S0, S1, a0, a1 = [0], [0], 0, 0
             for i, v in enumerate(s):
                 a0 += v; a1 += i * v; S0.append(a0); S1.append(a1)
