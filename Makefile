@@ -17,12 +17,22 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 install: $(STAMP)
 
+# The main job end to end on the default cell: find sigma, certify it with a
+# fresh key in a temporary folder, show the certificate, verify it independently.
+M ?= 100
+E ?= 10
+LAMBDA ?= 0.1
 demo: install
-	$(BIN)/sigmacert sigma --steps 100 --epochs 10 --target 0.1
-	$(BIN)/sigmacert tv --steps 100 --epochs 10 --sigma 1.426215
+	$(BIN)/sigmacert sigma --steps $(M) --epochs $(E) --target $(LAMBDA)
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
+	$(BIN)/sigmacert keygen -o "$$d/keys" && \
+	$(BIN)/sigmacert certify --steps $(M) --epochs $(E) --target $(LAMBDA) --key "$$d/keys/private.pem" -o "$$d/cert.json" && \
+	$(BIN)/sigmacert show "$$d/cert.json" && \
+	$(BIN)/sigmacert-verify "$$d/cert.json" --key "$$d/keys/public.pem"
 
 test: install
 	$(BIN)/python -m pytest
+	$(BIN)/python -m proofs
 
 bench: install
 	$(BIN)/python benchmarks/bench_sigma.py
