@@ -43,12 +43,64 @@ def gauss_density(x):
     return sp.exp(-x**2 / 2) / sp.sqrt(2 * sp.pi)
 
 
+def _sample_value(sym: sp.Symbol, rng: random.Random):
+    """A value admissible under the symbol's assumptions, or None."""
+    if sym.is_integer:
+        lo = 1 if sym.is_positive else 0 if sym.is_nonnegative else -3
+        return sp.Integer(rng.randint(lo, 4))
+    if sym.is_positive or sym.is_nonnegative:
+        return sp.Rational(rng.randint(1, 300), 100)
+    if sym.is_real:
+        return sp.Rational(rng.randint(-300, 300), 100)
+    return None
+
+
+def _refuted(expr, tries: int = 3) -> bool:
+    """True if ``expr`` is visibly nonzero at an admissible rational point.
+
+    Only ever used to *reject* an identity early (a nonzero value at one
+    admissible point disproves it); it never makes an identity PASS.
+    """
+    if expr.atoms(sp.core.function.AppliedUndef):
+        return False
+    rng = random.Random(12345)
+    syms = sorted(expr.free_symbols, key=str)
+    for _ in range(tries):
+        point = {}
+        for sym in syms:
+            val = _sample_value(sym, rng)
+            if val is None:
+                return False
+            point[sym] = val
+        try:
+            val = sp.N(expr.subs(point), 30)
+        except Exception:
+            continue
+        if val.is_number and val.is_finite and not val.has(sp.nan, sp.zoo):
+            if abs(val) > sp.Float("1e-20"):
+                return True
+    return False
+
+
 def is_zero(expr) -> bool:
-    """True iff simplification reduces ``expr`` to the literal 0 (no numerics)."""
+    """True iff simplification reduces ``expr`` to the literal 0.
+
+    Numerics are never used to accept; a clearly nonzero value at an admissible
+    point is used only to reject quickly (see ``_refuted``).
+    """
     expr = sp.sympify(expr)
+    if isinstance(expr, sp.MatrixBase):
+        return all(is_zero(e) for e in expr)
     if expr == 0:
         return True
-    for transform in (sp.simplify, lambda e: sp.simplify(sp.expand(e)),
+    try:
+        if sp.simplify(expr) == 0:
+            return True
+    except Exception:  # pragma: no cover
+        pass
+    if _refuted(expr):
+        return False
+    for transform in (lambda e: sp.simplify(sp.expand(e)),
                       lambda e: sp.simplify(sp.powsimp(sp.expand_log(e))),
                       lambda e: sp.simplify(e.rewrite(sp.erf)),
                       lambda e: sp.simplify(e.rewrite(sp.exp))):
@@ -63,8 +115,9 @@ def is_zero(expr) -> bool:
 def nonneg(expr, var=None, depth: int = 2) -> bool:
     """Prove ``expr >= 0`` (for all admissible symbol values), or return False.
 
-    ``var`` is a nonnegative symbol; with ``depth > 0`` the rule
-    "expr(0) >= 0 and d expr/d var >= 0 on var >= 0" may be used recursively.
+    ``var`` is a nonnegative symbol in which ``expr`` is differentiable on
+    [0, oo); with ``depth > 0`` the rule "expr(0) >= 0 and d expr/d var >= 0 on
+    var >= 0" may be used recursively.
     """
     expr = sp.sympify(expr)
     if expr.is_nonnegative:
@@ -77,7 +130,8 @@ def nonneg(expr, var=None, depth: int = 2) -> bool:
         return True
     if isinstance(fact, sp.Mul) and all(nonneg(f, var, depth) for f in fact.args):
         return True
-    if isinstance(fact, sp.Pow) and fact.exp.is_integer and fact.exp.is_even:
+    if (isinstance(fact, sp.Pow) and fact.base.is_extended_real
+            and fact.exp.is_integer and fact.exp.is_even):
         return True
     # A - B with A, B > 0: log is increasing, so log A >= log B suffices.
     for cand in ((simp, sp.expand(simp)) if depth > 0 else ()):

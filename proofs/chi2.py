@@ -51,10 +51,10 @@ def one_epoch_chi2(claimed=_one_epoch_default) -> Steps:
     s.equal("E[Y^2] = e^{t^2} (integral)", m2, sp.exp(t**2))
     second = (M * m2 + M * (M - 1) * m1**2) / M**2
     s.equal("E[L_M^2] - 1 equals the claim (general M)", second - 1, claimed(t, M))
-    moments = {1: m1, 2: m2}
+    moments = {0: sp.Integer(1), 1: m1, 2: m2}   # L_M^2 has degree <= 2 in each Y_j
     for m in range(1, 6):
         ys = sp.symbols(f"y1:{m + 1}", positive=True)
-        e_l2 = _expect_polynomial((sp.Add(*ys) / m) ** 2, ys, lambda k: moments.get(k, 1) if k else 1)
+        e_l2 = _expect_polynomial((sp.Add(*ys) / m) ** 2, ys, moments.__getitem__)
         s.equal(f"expanded E[L_M^2] - 1 equals the claim at M={m}", e_l2 - 1, claimed(t, m))
     return s
 

@@ -57,6 +57,16 @@ def lognormal_partial(F0=_f0_default, F1=_f1_default) -> Steps:
     return s
 
 
+def _tail0_default(y_, t_):
+    """1 - F0(y) = Pr(Y > y) in the erfc form the certifier evaluates."""
+    return sp.erfc((sp.log(y_) + t_**2 / 2) / (t_ * sp.sqrt(2))) / 2
+
+
+def _tail1_default(y_, t_):
+    """E[Y 1{Y > y}] in the erfc form the certifier evaluates."""
+    return sp.erfc((sp.log(y_) - t_**2 / 2) / (t_ * sp.sqrt(2))) / 2
+
+
 def _cell_default(a, b, m, mu):
     """Lemma C.5 rounding of a cell (a, b] with mass m and partial mean mu."""
     return (b * m - mu) / (b - a), (mu - a * m) / (b - a)
@@ -64,7 +74,7 @@ def _cell_default(a, b, m, mu):
 
 @check(7, "two_point_rounding", "Lemma C.5 rounding: mean kept, masses sum to cell mass, p_k = rounding of the lognormal",
        "Lemma C.5; App. C.5 steps 1-3; certificate.md 4(i)-(iii)")
-def two_point_rounding(cell=_cell_default) -> Steps:
+def two_point_rounding(cell=_cell_default, tail0=_tail0_default, tail1=_tail1_default) -> Steps:
     """The two-point rounding of Lemma C.5 as the certifier applies it.
 
     (a) cell(a, b, m, mu) = (to_a, to_b): to_a + to_b = m and a to_a + b to_b = mu.
@@ -79,6 +89,10 @@ def two_point_rounding(cell=_cell_default) -> Steps:
     (d) Step (ii) re-rounding j -> multiples of g (r = j mod g) and step (iii)
         log-grid rounding keep mass and mean; the B_k shortcut of 4(iii) gives
         the same upper share.
+    (e) The forms the certifier evaluates (certifier/rounding.py step_i): the
+        tails tail0 = 1 - F0 and tail1 = E[Y 1{Y > y}] = E Y - F1 = 1 - F1 in erfc
+        form, cell masses/means as tail differences, grid points in units of h
+        (cell(a h, b h, m, mu) = cell(a, b, m, mu/h)), and "up = m - down".
     """
     s = Steps()
     a, b, m, mu = sp.symbols("a b m mu", real=True)
@@ -126,6 +140,14 @@ def two_point_rounding(cell=_cell_default) -> Steps:
             lo_l, w * (ek1 - L) / (ek1 - ek))
     Bk, Bk1 = MM * ek / (gg * hh), MM * ek1 / (gg * hh)
     s.equal("(d) step (iii): up share = (j - B_k)/(B_{k+1} - B_k)", hi_l, w * (j - Bk) / (Bk1 - Bk))
+    # (e) the certifier's complementary (erfc) forms and units of h
+    s.equal("(e) tail0 = 1 - F0", tail0(y, t), 1 - F0(y))
+    s.equal("(e) tail1 = E Y - F1 = 1 - F1", tail1(y, t), 1 - F1(y))
+    s.equal("(e) cell mass = tail0(a) - tail0(b)", tail0(ap, t) - tail0(bp, t), F0(bp) - F0(ap))
+    s.equal("(e) cell mean = tail1(a) - tail1(b)", tail1(ap, t) - tail1(bp, t), F1(bp) - F1(ap))
+    s.equal("(e) cell at (a h, b h) = cell at (a, b) with mean mu/h",
+            sp.Matrix(cell(a * hh, b * hh, m, mu)) - sp.Matrix(cell(a, b, m, mu / hh)), sp.zeros(2, 1))
+    s.equal("(e) up share = m - down share", hi, m - lo)
     return s
 
 
