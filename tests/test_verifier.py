@@ -8,11 +8,14 @@ import hashlib
 import json
 import os
 import shutil
+import math
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from flint import arb, arb_poly, ctx, fmpq
 
@@ -23,6 +26,7 @@ from verifier_fixtures import (CLAIM, METHOD, canonical, envelope, predicate, pu
 from verifier import verify_bytes, verify_file  # noqa: E402
 from verifier.replay import replay  # noqa: E402
 from verifier.statement import SCHEMA, _typed  # noqa: E402
+from verifier.strict import working_prec  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -151,29 +155,110 @@ def test_replay_bound_is_sound_and_tightens_with_the_grid():
 
 
 # ------------------------------------------------------------- mutation suite --
-KEY = Ed25519PrivateKey.generate()
 OTHER = Ed25519PrivateKey.generate()
 
 
-@pytest.fixture(scope="module")
-def base():
-    return predicate()
+def certifier_certificate(tmp: Path):
+    """A real certificate from `sigmacert certify` at a small cell (M=12, E=3, sigma=1.5)."""
+    exe = BIN / "sigmacert"
+    subprocess.run([str(exe), "keygen", "-o", str(tmp / "keys")], check=True, capture_output=True, timeout=60)
+    subprocess.run([str(exe), "certify", "--steps", "12", "--epochs", "3", "--target", "0.15",
+                    "--sigma", "1.5", "--key", str(tmp / "keys" / "private.pem"), "-o",
+                    str(tmp / "cert.json"), "--quiet"], check=True, capture_output=True, timeout=300)
+    key = serialization.load_pem_private_key((tmp / "keys" / "private.pem").read_bytes(), None)
+    data = (tmp / "cert.json").read_bytes()
+    env = json.loads(data)
+    pred = json.loads(base64.b64decode(env["payload"]))["predicate"]
+    return pred, key, data
 
 
-def resigned(fn):
-    def build(pred):
-        p = copy.deepcopy(pred)
-        st = fn(p) or statement(p)
-        return sign_statement(st, KEY)
-    return build
+@pytest.fixture(scope="module", params=["spec-built", "certifier"])
+def base(request, tmp_path_factory):
+    """(predicate, signing key, original envelope bytes)."""
+    if request.param == "spec-built":
+        key = Ed25519PrivateKey.generate()
+        pred = predicate()
+        return pred, key, sign_statement(statement(pred), key)
+    return certifier_certificate(tmp_path_factory.mktemp("real"))
 
 
-def raw_env(fn):
-    def build(pred):
-        env = json.loads(sign_statement(statement(pred), KEY))
-        out = fn(env)
-        return out if isinstance(out, bytes) else json.dumps(env).encode()
-    return build
+Fr = Fraction
+
+
+def dec(x: Fraction) -> str:
+    """An exact decimal string for a rational with a terminating expansion."""
+    x = Fraction(x)
+    for k in range(60):
+        if (x * 10**k).denominator == 1:
+            n = x.numerator * 10**k // x.denominator
+            s = str(n).rjust(k + 1, "0")
+            return s[:len(s) - k] + ("." + s[len(s) - k:] if k else "")
+    raise ValueError(x)
+
+
+def spf(n: int) -> int:  # smallest prime factor (n >= 2)
+    return next(d for d in range(2, n + 1) if n % d == 0)
+
+
+def m_(p):
+    return p["method"]
+
+
+def coarsen_h(p):
+    m = m_(p)
+    h, ts, st, cap = (Fr(m[k]) for k in ("h", "tail_start", "tail_step", "cap"))
+    g = math.gcd(int(ts / h), int(cap / h), int(st / h)) if ts < cap else math.gcd(int(ts / h), int(cap / h))
+    assert g > 1
+    m["h"] = dec(h * spf(g))
+
+
+def lower_cap(p):
+    m = m_(p)
+    ts, st, cap = (Fr(m[k]) for k in ("tail_start", "tail_step", "cap"))
+    if ts == cap:
+        m["cap"] = m["tail_start"] = dec(Fr(m["h"]) * int(cap / Fr(m["h"]) / 2))
+    else:
+        m["cap"] = dec(ts + st * int((cap - ts) / st / 2))
+
+
+def coarsen_tail_step(p):
+    m = m_(p)
+    ts, st, cap = (Fr(m[k]) for k in ("tail_start", "tail_step", "cap"))
+    m["tail_step"] = dec(st * spf(int((cap - ts) / st)))
+
+
+def lower_tail_start(p):
+    m = m_(p)
+    ts, st = Fr(m["tail_start"]), Fr(m["tail_step"])
+    m["tail_start"] = dec(ts - st * int(ts / st / 2))
+
+
+def coarsen_eta(p):
+    m = m_(p)
+    m.update(eta=dec(2 * Fr(m["eta"])), k_minus=m["k_minus"] // 2, k_plus=-(-m["k_plus"] // 2))
+
+
+def coarsen_lattice(p):
+    n = len(m_(p)["lattice_schedule"])
+    m_(p)["lattice_schedule"] = [2 ** max(0, i - n + 3) for i in range(n)]
+
+
+def bad_h(p):
+    h = Fr(m_(p)["h"])
+    unit = Fr(1, 10 ** len(m_(p)["h"].split(".")[-1])) / 10
+    m_(p)["h"] = dec(h + unit)
+    assert 1 != (Fr(m_(p)["cap"]) / (h + unit)).denominator * (Fr(m_(p)["tail_start"]) / (h + unit)).denominator
+
+
+def edit_O(p):
+    with working_prec(200):
+        p["enclosures"]["O"] = (arb(p["enclosures"]["O"]) + arb("1e-9")).str(30, radius=True)
+
+
+def bound_and_O(p):
+    b = Fr(p["bound"]) - Fr(1, 200)
+    p["bound"] = dec(b)
+    p["enclosures"]["O"] = f"[{dec(1 - b + Fr(1, 1000))} +/- 1e-20]"
 
 
 def setp(path, value):
@@ -182,181 +267,168 @@ def setp(path, value):
         d = p
         for k in head:
             d = d[k]
-        if value is DELETE:
+        v = value(d[last]) if callable(value) else value
+        if v is DELETE:
             del d[last]
         else:
-            d[last] = value
-    return resigned(fn)
+            d[last] = v
+    return fn
 
 
 DELETE = object()
 
 
-def _st(change):
-    def fn(p):
-        st = statement(p)
-        change(st)
-        return st
-    return resigned(fn)
-
-
-def _payload(env, change):
-    raw = base64.b64decode(env["payload"])
-    env["payload"] = base64.b64encode(change(raw)).decode()
-
-
-def _flip_sig(env):
-    raw = bytearray(base64.b64decode(env["signatures"][0]["sig"]))
+# Each tampering: (kind, change, reason).  kind "resign": change the predicate and sign
+# correctly with the right key; "statement": change the Statement, sign correctly;
+# "envelope": change the signed envelope (no re-signing); "bytes": the envelope file bytes;
+# "body": the payload bytes, signed correctly.
+def _flip_sig(e):
+    raw = bytearray(base64.b64decode(e["signatures"][0]["sig"]))
     raw[5] ^= 1
-    env["signatures"][0]["sig"] = base64.b64encode(bytes(raw)).decode()
+    e["signatures"][0]["sig"] = base64.b64encode(bytes(raw)).decode()
 
 
-def _other_key(forge_keyid):
-    def build(pred):
-        env = envelope(canonical(statement(pred)), OTHER)
-        if forge_keyid:
-            env["signatures"][0]["keyid"] = json.loads(sign_statement(statement(pred), KEY))["signatures"][0]["keyid"]
-        return json.dumps(env).encode()
-    return build
+def _pad_bits(e):  # non-zero padding bits: decodes to the same 64 bytes, not canonical
+    s, a = e["signatures"][0]["sig"], "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    e["signatures"][0]["sig"] = s[:-3] + a[a.index(s[-3]) | 1] + s[-2:]
 
 
-def _dup_payload_key(p):
-    st = statement(p)
-    body = canonical(st).replace(b'"bound":', b'"bound":"0.01","bound":', 1)
-    return body
+def _payload_bytes(e):
+    raw = base64.b64decode(e["payload"])
+    e["payload"] = base64.b64encode(raw.replace(b'"steps":12', b'"steps":13')).decode()
 
 
-def _resign_bytes(body_fn):
-    def build(pred):
-        return json.dumps(envelope(body_fn(copy.deepcopy(pred)), KEY)).encode()
-    return build
-
-
-def _non_canonical_sig(env):  # non-zero padding bits: decodes to the same bytes
-    s = env["signatures"][0]["sig"]
-    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-    env["signatures"][0]["sig"] = s[:-3] + alphabet[alphabet.index(s[-3]) | 1] + s[-2:]
-
-
-def _bound_and_O(p):
-    p["bound"] = "0.14"
-    p["enclosures"]["O"] = "[0.87 +/- 1e-20]"
-
-
-def _edit_O(p):
-    o = arb(p["enclosures"]["O"])
-    p["enclosures"]["O"] = (o + arb("1e-9")).str(30, radius=True)
+def _strip_padding(e):
+    e["payload"] = e["payload"].rstrip("=") if e["payload"].endswith("=") else e["payload"] + "\n"
 
 
 MUTATIONS = {
-    # envelope and signature
-    "payload-bytes": (raw_env(lambda e: _payload(e, lambda b: b.replace(b'"steps":12', b'"steps":13'))), "bad-signature"),
-    "signature-bytes": (raw_env(_flip_sig), "bad-signature"),
-    "keyid": (raw_env(lambda e: e["signatures"][0].update(keyid="0" * 64)), "unknown-key"),
-    "payload-type": (raw_env(lambda e: e.update(payloadType="application/json")), "payload-type"),
-    "unknown-key-signature": (_other_key(False), "unknown-key"),
-    "unknown-key-forged-keyid": (_other_key(True), "bad-signature"),
-    "truncated-json": (raw_env(lambda e: json.dumps(e).encode()[: len(json.dumps(e)) // 2]), "envelope-not-json"),
-    "base64-no-padding": (raw_env(lambda e: e.update(payload=e["payload"].rstrip("="))
-                                  if e["payload"].endswith("=") else e.update(payload=e["payload"] + "\n")), "envelope-base64"),
-    "base64-pad-bits": (raw_env(_non_canonical_sig), "envelope-base64"),
-    "base64-urlsafe": (raw_env(lambda e: e.update(payload=e["payload"].replace("+", "-").replace("/", "_") + "-")), "envelope-base64"),
-    "envelope-extra-field": (raw_env(lambda e: e.update(note="x")), "envelope-fields"),
-    "signature-extra-field": (raw_env(lambda e: e["signatures"][0].update(cert="x")), "envelope-fields"),
-    "envelope-duplicate-key": (raw_env(lambda e: json.dumps(e).replace('"payloadType"', '"payloadType":"x","payloadType"', 1).encode()), "envelope-duplicate-key"),
-    "too-large": (raw_env(lambda e: json.dumps(e).encode() + b" " * (4 * 1024 * 1024)), "envelope-too-large"),
-    # Statement
-    "predicate-type": (_st(lambda s: s.update(predicateType="https://sigmacert.dev/tv-certificate/v2")), "predicate-type"),
-    "statement-type": (_st(lambda s: s.update(_type="https://in-toto.io/Statement/v0.1")), "statement-type"),
-    "subject-claim-digest": (_st(lambda s: s["subject"][0]["digest"].update(sha256="0" * 64)), "subject-digest"),
-    "payload-not-canonical": (_resign_bytes(lambda p: json.dumps(statement(p), indent=1).encode()), "payload-not-canonical"),
-    "payload-duplicate-key": (_resign_bytes(_dup_payload_key), "payload-duplicate-key"),
+    # envelope and signature (nothing re-signed)
+    "payload-bytes": ("envelope", _payload_bytes, "bad-signature"),
+    "signature-bytes": ("envelope", _flip_sig, "bad-signature"),
+    "keyid": ("envelope", lambda e: e["signatures"][0].update(keyid="0" * 64), "unknown-key"),
+    "payload-type": ("envelope", lambda e: e.update(payloadType="application/json"), "payload-type"),
+    "base64-no-padding": ("envelope", _strip_padding, "envelope-base64"),
+    "base64-pad-bits": ("envelope", _pad_bits, "envelope-base64"),
+    "base64-urlsafe": ("envelope", lambda e: e.update(payload=e["payload"].replace("+", "-").replace("/", "_") + "-"), "envelope-base64"),
+    "envelope-extra-field": ("envelope", lambda e: e.update(note="x"), "envelope-fields"),
+    "signature-extra-field": ("envelope", lambda e: e["signatures"][0].update(cert="x"), "envelope-fields"),
+    "truncated-json": ("bytes", lambda b: b[: len(b) // 2], "envelope-not-json"),
+    "envelope-duplicate-key": ("bytes", lambda b: b.replace(b'"payloadType"', b'"payloadType":"x","payloadType"', 1), "envelope-duplicate-key"),
+    "too-large": ("bytes", lambda b: b + b" " * (4 * 1024 * 1024), "envelope-too-large"),
+    "unknown-key-signature": ("other-key", False, "unknown-key"),
+    "unknown-key-forged-keyid": ("other-key", True, "bad-signature"),
+    # Statement (re-signed with the right key)
+    "predicate-type": ("statement", lambda s: s.update(predicateType="https://sigmacert.dev/tv-certificate/v2"), "predicate-type"),
+    "statement-type": ("statement", lambda s: s.update(_type="https://in-toto.io/Statement/v0.1"), "statement-type"),
+    "subject-claim-digest": ("statement", lambda s: s["subject"][0]["digest"].update(sha256="0" * 64), "subject-digest"),
+    "payload-not-canonical": ("body", lambda st: json.dumps(st, indent=1).encode(), "payload-not-canonical"),
+    "payload-duplicate-key": ("body", lambda st: canonical(st).replace(b'"bound":', b'"bound":"0.01","bound":', 1), "payload-duplicate-key"),
     # predicate schema
-    "unknown-predicate-field": (setp("extra", 1), "schema-unknown-field"),
-    "unknown-method-field": (setp("method.fft", True), "schema-unknown-field"),
-    "missing-sigma": (setp("claim.sigma", DELETE), "schema-missing-field"),
-    "missing-deleted-trim": (setp("enclosures.deleted.trim", DELETE), "schema-missing-field"),
-    "sigma-as-float": (setp("claim.sigma", 1.5), "schema-type"),
-    "enclosure-not-a-ball": (setp("enclosures.mass.step_i", "about one"), "schema-type"),
-    "steps-as-string": (setp("claim.steps", "12"), "schema-type"),
-    "method-name": (setp("method.name", "fft-accountant"), "method-unknown"),
-    "mechanism": (setp("claim.mechanism", "dp-sgd/poisson"), "claim-mechanism"),
-    "statement-text": (setp("claim.statement", "TV <= target for every attack"), "claim-statement"),
-    "schedule-length": (setp("method.lattice_schedule", [1, 1, 1]), "method-invalid"),
-    "h-not-dividing-cap": (setp("method.h", "0.03"), "method-invalid"),
-    "target-above-one": (setp("claim.target", "1.5"), "claim-invalid"),
-    "too-expensive": (setp("method.h", "0.0000001"), "method-too-expensive"),
-    # claims
-    "target-decreased": (setp("claim.target", "0.14"), "bound-above-target"),
-    "bound-decreased": (setp("bound", "0.14"), "bound-inconsistent"),
-    # re-signed, schema-valid, and the mathematics does not certify
-    "sigma-decreased": (setp("claim.sigma", "1.45"), "replay-bound-exceeds"),
-    "steps-decreased": (setp("claim.steps", 11), "replay-bound-exceeds"),
-    # TV falls as M grows, so M=13 is certified by the replay, but the recorded numbers are not its
-    "steps-increased": (setp("claim.steps", 13), "enclosure-mismatch"),
-    "epochs-increased": (setp("claim.epochs", 4), "replay-bound-exceeds"),
-    "bound-and-O-decreased": (resigned(_bound_and_O), "replay-bound-exceeds"),
-    "h-coarsened": (setp("method.h", "0.02"), "replay-bound-exceeds"),
-    "eta-coarsened": (resigned(lambda p: p["method"].update(eta="0.002", k_minus=-500, k_plus=1000)),
-                      "replay-bound-exceeds"),
-    "cap-lowered": (setp("method.cap", "8"), "replay-bound-exceeds"),
-    "tail-step-coarsened": (setp("method.tail_step", "0.4"), "replay-bound-exceeds"),
-    "tail-start-lowered": (setp("method.tail_start", "2"), "replay-bound-exceeds"),
-    "precision-lowered": (setp("method.prec", 20), "replay-bound-exceeds"),
-    "fixed-point-lowered": (setp("method.fixed_point_bits", 24), "replay-bound-exceeds"),
-    "trim-increased": (setp("method.trim", "1e-6"), "replay-bound-exceeds"),
-    "truncation-lowered": (setp("method.truncation", "18"), "replay-bound-exceeds"),
-    "lattice-coarsened": (setp("method.lattice_schedule", [1, 1, 2, 4]), "replay-bound-exceeds"),
-    "k-minus-raised": (setp("method.k_minus", -50), "replay-bound-exceeds"),
-    # enclosures edited (bound still consistent): the replay disagrees
-    "enclosure-O": (resigned(_edit_O), "enclosure-mismatch"),
-    "enclosure-step-ii": (setp("enclosures.mass.step_ii", "[0.9 +/- 1e-20]"), "enclosure-mismatch"),
-    "enclosure-deleted-cap": (setp("enclosures.deleted.cap", "[0.001 +/- 1e-20]"), "enclosure-mismatch"),
+    "unknown-predicate-field": ("resign", setp("extra", 1), "schema-unknown-field"),
+    "unknown-method-field": ("resign", setp("method.fft", True), "schema-unknown-field"),
+    "missing-sigma": ("resign", setp("claim.sigma", DELETE), "schema-missing-field"),
+    "missing-deleted-trim": ("resign", setp("enclosures.deleted.trim", DELETE), "schema-missing-field"),
+    "sigma-as-float": ("resign", setp("claim.sigma", lambda v: float(v)), "schema-type"),
+    "enclosure-not-a-ball": ("resign", setp("enclosures.mass.step_i", "about one"), "schema-type"),
+    "steps-as-string": ("resign", setp("claim.steps", lambda v: str(v)), "schema-type"),
+    "method-name": ("resign", setp("method.name", "fft-accountant"), "method-unknown"),
+    "method-version": ("resign", setp("method.version", 2), "method-unknown"),
+    "mechanism": ("resign", setp("claim.mechanism", "dp-sgd/poisson"), "claim-mechanism"),
+    "statement-text": ("resign", setp("claim.statement", "TV <= target for every attack"), "claim-statement"),
+    "schedule-length": ("resign", setp("method.lattice_schedule", lambda v: v[:-1]), "method-invalid"),
+    "h-not-dividing-grid": ("resign", bad_h, "method-invalid"),
+    "target-above-one": ("resign", setp("claim.target", "1.5"), "claim-invalid"),
+    "too-expensive": ("resign", setp("method.h", "0.0000001"), "method-too-expensive"),
+    # the claim against the recorded numbers
+    "target-decreased": ("resign", setp("claim.target", lambda v: dec(Fr(v) / 2)), "bound-above-target"),
+    "bound-decreased": ("resign", setp("bound", lambda v: dec(Fr(v) - Fr(1, 10**6))), "bound-inconsistent"),
+    # re-signed, well-formed, and the mathematics does not certify
+    "sigma-decreased": ("resign", setp("claim.sigma", lambda v: dec(Fr(v) * Fr(97, 100))), "replay-bound-exceeds"),
+    "steps-decreased": ("resign", setp("claim.steps", lambda v: v - 1), "replay-bound-exceeds"),
+    "epochs-increased": ("resign", setp("claim.epochs", lambda v: v + 1), "replay-bound-exceeds"),
+    "bound-and-O-decreased": ("resign", bound_and_O, "replay-bound-exceeds"),
+    "h-coarsened": ("resign", coarsen_h, "replay-bound-exceeds"),
+    "eta-coarsened": ("resign", coarsen_eta, "replay-bound-exceeds"),
+    "cap-lowered": ("resign", lower_cap, "replay-bound-exceeds"),
+    "tail-step-coarsened": ("resign", coarsen_tail_step, "replay-bound-exceeds"),
+    "tail-start-lowered": ("resign", lower_tail_start, "replay-bound-exceeds"),
+    "precision-lowered": ("resign", setp("method.prec", 20), "replay-bound-exceeds"),
+    "fixed-point-lowered": ("resign", setp("method.fixed_point_bits", 24), "replay-bound-exceeds"),
+    "trim-increased": ("resign", setp("method.trim", "0.000001"), "replay-bound-exceeds"),
+    "truncation-lowered": ("resign", lambda p: p["method"].update(truncation=dec(Fr(p["claim"]["steps"]) * 3 / 2)), "replay-bound-exceeds"),
+    "lattice-coarsened": ("resign", coarsen_lattice, "replay-bound-exceeds"),
+    "k-minus-raised": ("resign", lambda p: p["method"].update(k_minus=-int(Fr(1, 20) / Fr(p["method"]["eta"]))), "replay-bound-exceeds"),
+    # TV falls as M grows: the replay certifies M+1, but the recorded numbers are not its own
+    "steps-increased": ("resign", setp("claim.steps", lambda v: v + 1), "enclosure-mismatch"),
+    # enclosures edited (the bound still consistent with O): the replay disagrees
+    "enclosure-O": ("resign", edit_O, "enclosure-mismatch"),
+    "enclosure-step-ii": ("resign", setp("enclosures.mass.step_ii", "[0.9 +/- 1e-20]"), "enclosure-mismatch"),
+    "enclosure-deleted-cap": ("resign", setp("enclosures.deleted.cap", "[0.001 +/- 1e-20]"), "enclosure-mismatch"),
 }
 
 
+def tamper(base, name) -> bytes:
+    pred, key, data = base
+    kind, change, _ = MUTATIONS[name]
+    if kind == "bytes":
+        return change(data)
+    if kind == "envelope":
+        env = json.loads(data)
+        change(env)
+        return json.dumps(env).encode()
+    if kind == "other-key":
+        env = envelope(canonical(statement(pred)), OTHER)
+        if change:
+            env["signatures"][0]["keyid"] = json.loads(data)["signatures"][0]["keyid"]
+        return json.dumps(env).encode()
+    p = copy.deepcopy(pred)
+    if kind == "resign":
+        change(p)
+    st = statement(p)
+    if kind == "statement":
+        change(st)
+    body = change(st) if kind == "body" else canonical(st)
+    return json.dumps(envelope(body, key)).encode()
+
+
 def test_untouched_certificate_is_accepted(base):
-    r = verify_bytes(sign_statement(statement(base), KEY), [KEY.public_key()])
-    assert r.accepted and r.reason == "accepted", r
-    assert fmpq(*map(int, fmpq_of(r.replayed_bound))) <= fmpq(*map(int, fmpq_of(base["bound"])))
-    assert r.mismatches == []
-
-
-def fmpq_of(s):
-    from fractions import Fraction
-    f = Fraction(s)
-    return f.numerator, f.denominator
+    pred, key, data = base
+    for blob in (data, sign_statement(statement(pred), key)):
+        r = verify_bytes(blob, [key.public_key()])
+        assert r.accepted and r.reason == "accepted", r
+        assert Fr(r.replayed_bound) <= Fr(pred["bound"]) <= Fr(pred["claim"]["target"])
+        assert r.mismatches == []
 
 
 def test_mutation_suite_is_large_enough():
-    assert len(MUTATIONS) >= 30 and len({r for _, r in MUTATIONS.values()}) >= 20
+    assert len(MUTATIONS) >= 30 and len({r for *_, r in MUTATIONS.values()}) >= 20
 
 
 @pytest.mark.parametrize("name", sorted(MUTATIONS))
 def test_mutation_is_rejected_with_its_reason(base, name):
-    build, reason = MUTATIONS[name]
-    data = build(base)
-    r = verify_bytes(data, [OTHER.public_key() if False else KEY.public_key()])
+    r = verify_bytes(tamper(base, name), [base[1].public_key()])
     assert not r.accepted
-    assert r.reason == reason, (r.reason, r.detail)
+    assert r.reason == MUTATIONS[name][2], (r.reason, r.detail)
 
 
 def test_other_trusted_key_accepts_when_listed(base):
-    data = json.dumps(envelope(canonical(statement(base)), OTHER)).encode()
-    assert verify_bytes(data, [KEY.public_key(), OTHER.public_key()]).accepted
+    data = json.dumps(envelope(canonical(statement(base[0])), OTHER)).encode()
+    assert verify_bytes(data, [base[1].public_key(), OTHER.public_key()]).accepted
 
 
 def test_subject_file_digest(base, tmp_path):
+    pred, key, _ = base
     model = tmp_path / "model.bin"
     model.write_bytes(b"weights")
-    st = statement(base)
+    st = statement(pred)
     st["subject"] = [{"name": "model.bin", "digest": {"sha256": hashlib.sha256(b"weights").hexdigest()}}]
-    cert, key = tmp_path / "cert.json", tmp_path / "key.pem"
-    cert.write_bytes(sign_statement(st, KEY))
-    key.write_bytes(public_pem(KEY))
-    assert verify_file(str(cert), [str(key)], subject=str(model)).accepted
+    cert, pem = tmp_path / "cert.json", tmp_path / "key.pem"
+    cert.write_bytes(sign_statement(st, key))
+    pem.write_bytes(public_pem(key))
+    assert verify_file(str(cert), [str(pem)], subject=str(model)).accepted
     model.write_bytes(b"other weights")
-    r = verify_file(str(cert), [str(key)], subject=str(model))
+    r = verify_file(str(cert), [str(pem)], subject=str(model))
     assert (r.accepted, r.reason) == (False, "subject-digest")
 
 
@@ -368,11 +440,14 @@ def run_cli(*args):
 
 
 @pytest.fixture(scope="module")
-def files(base, tmp_path_factory):
+def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("cli")
-    (d / "good.json").write_bytes(sign_statement(statement(base), KEY))
-    (d / "bad.json").write_bytes(MUTATIONS["sigma-decreased"][0](base))
-    (d / "key.pem").write_bytes(public_pem(KEY))
+    key = Ed25519PrivateKey.generate()
+    pred = predicate()
+    base = (pred, key, sign_statement(statement(pred), key))
+    (d / "good.json").write_bytes(base[2])
+    (d / "bad.json").write_bytes(tamper(base, "sigma-decreased"))
+    (d / "key.pem").write_bytes(public_pem(key))
     (d / "junk.pem").write_text("not a key")
     (d / "garbage.json").write_bytes(b"\x00\xff{[")
     return d
