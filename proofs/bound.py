@@ -21,7 +21,7 @@ def _u_high(c_):
 
 
 @check(3, "U_function", "U: branches meet at c=1, U increasing, two-point pairs attain U",
-       "Thm. 3.3; App. B.2")
+       "Thm. 3.3; B.2")
 def u_function(u_low=_u_low, u_high=_u_high) -> Steps:
     """U(c) = sqrt(c)/2 on [0, 1], c/(1 + c) on [1, oo) (Theorem 3.3).
 
@@ -70,8 +70,8 @@ def c_epochs(M_, E_, sigma_):
     return (1 + (sp.exp(1 / sigma_**2) - 1) / M_) ** E_ - 1
 
 
-@check(4, "corollary_3_4", "sigma(M,E,lambda) of eq. (12) solves U(c_E) = lambda, both branches",
-       "Cor. 3.4, eq. (12); App. B.2")
+@check(4, "corollary_3_4", "sigma(M,E,lambda) solves U(c_E) = lambda on both branches",
+       "Cor. 3.4 eq. (12); B.2")
 def corollary_3_4(c_low=_c_lambda_low, c_high=_c_lambda_high, sigma=_sigma_default) -> Steps:
     """Corollary 3.4.
 
@@ -116,8 +116,8 @@ def _upper_default(x_):
     return sp.exp(x_) - 1
 
 
-@check(5, "c_E_sandwich", "x <= c_E <= e^x - 1, x = E(e^{1/sigma^2} - 1)/M",
-       "Sec. 3; App. B.2")
+@check(5, "c_E_sandwich", "x <= c_E <= e^x - 1, x = E(e^{1/sigma^2}-1)/M",
+       "Sec. 3; B.2")
 def c_e_sandwich(lower=_lower_default, upper=_upper_default) -> Steps:
     """x <= c_E <= e^x - 1 (B.2), for every E >= 1 and u = b/M >= 0.
 
@@ -145,8 +145,8 @@ def _gdp_sigma_default(M_, E_, z_):
     return sp.log(1 + 4 * z_**2 * M_ / E_) ** sp.Rational(-1, 2)
 
 
-@check(12, "gdp_limit_sigma", "GDP sigma solves Phi(mu/2) = 1/2 + lambda/2, mu = sqrt(r(e^{1/sigma^2}-1))",
-       "Thm. 3.5; App. B.3")
+@check(12, "gdp_limit_sigma", "GDP sigma solves Phi(mu/2) = 1/2 + lambda/2, mu^2 = r(e^{1/sigma^2}-1)",
+       "Thm. 3.5; B.3")
 def gdp_limit(sigma=_gdp_sigma_default) -> Steps:
     """The GDP-limit multiplier of B.3.
 

@@ -35,8 +35,8 @@ def _one_epoch_default(t_, M_):
     return (sp.exp(t_**2) - 1) / M_
 
 
-@check(1, "one_epoch_chi2", "E_P[L_M^2] - 1 = (e^{t^2} - 1)/M",
-       "Sec. 3, eq. (8); App. B.1")
+@check(1, "one_epoch_chi2", "chi^2(Q_M||P_M) = E_P[L_M^2] - 1 = (e^{t^2}-1)/M",
+       "Sec. 3 eq. (8); B.1")
 def one_epoch_chi2(claimed=_one_epoch_default) -> Steps:
     """chi^2(Q_M || P_M) = E_P[L_M^2] - 1 from E[Y_i Y_j] (Section 3).
 
@@ -63,8 +63,8 @@ def _composed_default(c_, E_):
     return (1 + c_) ** E_
 
 
-@check(2, "composition", "1 + chi^2(Q^{(x)E} || P^{(x)E}) = (1 + chi^2)^E",
-       "Sec. 3, eq. (9); App. B.1")
+@check(2, "composition", "1 + chi^2(Q^(x)E||P^(x)E) = (1 + chi^2)^E",
+       "Sec. 3 eq. (9); B.1")
 def composition(claimed=_composed_default) -> Steps:
     """Composition over E independent epochs (eq. (9)).
 
@@ -97,8 +97,8 @@ def _tpr_default(alpha_, c_):
     return alpha_ + sp.sqrt(c_ * alpha_ * (1 - alpha_))
 
 
-@check(13, "chi2_tpr_bound", "E_Q phi <= alpha + sqrt(c alpha(1-alpha)), attained",
-       "App. B.4, Prop. B.2")
+@check(13, "chi2_tpr_bound", "TPR <= alpha + sqrt(c alpha(1-alpha)) (Cauchy-Schwarz), attained",
+       "Prop. B.2 (B.4)")
 def chi2_tpr(claimed=_tpr_default) -> Steps:
     """Proposition B.2: the Cauchy-Schwarz step and the pair that attains it.
 

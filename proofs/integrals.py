@@ -17,8 +17,8 @@ def _kernel_default(u):
     return 1 / (u**2 + sp.Rational(1, 4))
 
 
-@check(9, "min_transform", "min{1,x} = sqrt(x)/(2 pi) int x^{-iu}/(u^2+1/4) du via Lewis's 1/(z^2 - iz)",
-       "App. C.1 (Lewis 2001, Table 3.1); Thm. 4.1 eq. (14)")
+@check(9, "min_transform", "min{1,x} = sqrt(x)/(2pi) int x^{-iu}/(u^2+1/4) du, Lewis 1/(z^2-iz)",
+       "C.1 (Lewis 2001); eq. (14)")
 def min_transform(transform=_transform_default, kernel=_kernel_default) -> Steps:
     """The payoff w(y) = min{e^y, 1} and its generalized Fourier transform.
 
@@ -61,7 +61,7 @@ def _abs_default(z):
 
 
 @check(10, "abs_integral", "int_0^oo (1 - cos(uz))/u^2 du = pi |z|/2",
-       "App. C.1 (first formula)")
+       "C.1")
 def abs_integral(claimed=_abs_default) -> Steps:
     """(a) Direct symbolic integration for z > 0; z < 0 by evenness of cos; z = 0.
     (b) The paper's route: the substitution v = uz scales out z, 1/v^2 = int_0^oo x e^{-vx} dx,
@@ -93,8 +93,8 @@ def _lead_default():
     return 1 / sp.sqrt(2 * sp.pi)
 
 
-@check(11, "ratio_limit", "U(c_E)/TV -> sqrt(pi/2) from 2 Phi(s/2) - 1 = s/sqrt(2 pi) + O(s^3)",
-       "Sec. 3; App. C.6, Prop. C.6")
+@check(11, "ratio_limit", "U(c_E)/TV -> sqrt(pi/2); 2 Phi(s/2) - 1 = s/sqrt(2pi) + O(s^3)",
+       "Sec. 3; C.6")
 def ratio_limit(ratio=_ratio_default, lead=_lead_default) -> Steps:
     """(a) Series: 2 Phi(s/2) - 1 = lead s + O(s^3) (no s^2 term).
     (b) Half the mean absolute value of N(0, s^2) is lead * s (integrated).

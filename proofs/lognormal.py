@@ -32,8 +32,8 @@ def lognormal_cdf_and_partial_mean():
     return f0.subs(_A, a), f1.subs(_A, a)
 
 
-@check(6, "lognormal_partial", "Pr(Y<=y) = Phi((ln y + t^2/2)/t), E[Y 1{Y<=y}] = Phi((ln y - t^2/2)/t)",
-       "App. C.5 step 1; certificate.md 4(i)")
+@check(6, "lognormal_partial", "Pr(Y<=y) = Phi((ln y+t^2/2)/t), E[Y;Y<=y] = Phi((ln y-t^2/2)/t)",
+       "C.5 step 1; C.3")
 def lognormal_partial(F0=_f0_default, F1=_f1_default) -> Steps:
     """Y <= y iff X <= a(y) = (ln y + t^2/2)/t (t > 0, log increasing), so
     Pr(Y <= y) = int_{-oo}^{a} phi and E[Y 1{Y <= y}] = int_{-oo}^{a} e^{tx - t^2/2} phi(x) dx,
@@ -72,8 +72,8 @@ def _cell_default(a, b, m, mu):
     return (b * m - mu) / (b - a), (mu - a * m) / (b - a)
 
 
-@check(7, "two_point_rounding", "Lemma C.5 rounding: mean kept, masses sum to cell mass, p_k = rounding of the lognormal",
-       "Lemma C.5; App. C.5 steps 1-3; certificate.md 4(i)-(iii)")
+@check(7, "two_point_rounding", "two-point rounding keeps mean and mass; p_k = rounded lognormal",
+       "Lemma C.5; C.5 steps 1-3")
 def two_point_rounding(cell=_cell_default, tail0=_tail0_default, tail1=_tail1_default) -> Steps:
     """The two-point rounding of Lemma C.5 as the certifier applies it.
 
@@ -159,8 +159,8 @@ def _tv1_default(t_, E_):
     return 2 * Phi(t_ * sp.sqrt(E_) / 2) - 1
 
 
-@check(8, "M_equals_1", "F_1(q) = e^{q(q-1)t^2/2}; at M = 1, TV = 2 Phi(t sqrt(E)/2) - 1",
-       "App. C.4; Thm. 4.1 eq. (14)")
+@check(8, "M_equals_1", "F_1(q) = e^{q(q-1)t^2/2}; at M=1, TV = 2 Phi(t sqrt(E)/2) - 1",
+       "C.4; eq. (14)")
 def m_equals_1(F1=_F1_default, tv1=_tv1_default) -> Steps:
     """The M = 1 checks of Appendix C.4.
 
