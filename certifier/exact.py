@@ -64,20 +64,40 @@ def _log_grid(dens: EpochDensity, epochs: int) -> tuple[np.ndarray, float, float
     return fs, h, period
 
 
-def tv_fft(dens: EpochDensity, epochs: int) -> ExactTV:
-    """E-fold convolution of the ln L_M density by FFT, then E(1 - Lambda)_+ (C.4)."""
+@dataclass(frozen=True)
+class LogLambdaDensity:
+    """Density f of ln Lambda under P_M^E on the grid s_k = s0 + k h (C.4).
+
+    Under Q the density is e^s f(s) (dQ/dP = Lambda). `mass1` is the one-epoch
+    mass on the grid (1 up to round-off and the cut tails).
+    """
+    s: np.ndarray
+    f: np.ndarray
+    h: float
+    mass1: float
+    zero: int  # index of s = 0
+
+
+def log_lambda_density(dens: EpochDensity, epochs: int) -> LogLambdaDensity:
+    """E-fold periodic convolution of the ln L_M density by FFT (C.4)."""
     fs, h, period = _log_grid(dens, epochs)
     n = fs.size
-    mass1 = float(fs.sum() * h)
     zero = n // 2
     shifted = np.roll(fs * h, -zero)  # s = 0 first
     fe = np.fft.irfft(np.fft.rfft(shifted) ** epochs, n)
     fe = np.roll(fe, zero) / h
     s = -period / 2 + h * np.arange(n)
-    negative = float(-fe[fe < 0].sum() * h)  # round-off noise, kept signed
-    tv = float(np.dot(-np.expm1(s[:zero]), fe[:zero]) * h)
-    tv += h * h * fe[zero] / 12.0  # kink of (1 - e^s)_+ at the grid point s = 0
-    defect = abs(1.0 - mass1) * epochs + 10.0 * negative
+    return LogLambdaDensity(s, fe, h, float(fs.sum() * h), zero)
+
+
+def tv_fft(dens: EpochDensity, epochs: int) -> ExactTV:
+    """E_P (1 - Lambda)_+ against the composed density, with the kink correction (C.4)."""
+    d = log_lambda_density(dens, epochs)
+    z = d.zero
+    negative = float(-d.f[d.f < 0].sum() * d.h)  # round-off noise, kept signed
+    tv = float(np.dot(-np.expm1(d.s[:z]), d.f[:z]) * d.h)
+    tv += d.h * d.h * d.f[z] / 12.0  # kink of (1 - e^s)_+ at the grid point s = 0
+    defect = abs(1.0 - d.mass1) * epochs + 10.0 * negative
     return ExactTV(tv, defect + 1e-12, "fft")
 
 
@@ -111,6 +131,15 @@ def tv_mellin(dens: EpochDensity, epochs: int) -> ExactTV:
     return ExactTV(tv_from_moments(moment, epochs, var), 1e-12, "mellin")
 
 
+def density_for(steps: int, epochs: int, sigma: float) -> EpochDensity:
+    """The one-epoch density on a V range matched to the ln-Lambda grid of E epochs."""
+    if sigma < MIN_SIGMA:
+        raise ValueError(f"the exact TV is computed for sigma >= {MIN_SIGMA} (e^(1/sigma^2) is too heavy-tailed below)")
+    v = math.sqrt(math.expm1(1.0 / (sigma * sigma)) / steps)
+    top = math.expm1(min(log_period(steps, epochs, sigma) / 2.0, 700.0)) / v  # V of the grid's top
+    return epoch_density(steps, sigma, v_max=min(top, upper_range(steps, 1.0 / sigma, v)))
+
+
 def exact_tv(steps: int, epochs: int, sigma, check: bool = True) -> ExactTV:
     """d_TV(P_M^E, Q_M^E) (Theorem 4.1), with an error estimate.
 
@@ -119,11 +148,7 @@ def exact_tv(steps: int, epochs: int, sigma, check: bool = True) -> ExactTV:
     sigma = float(sigma)
     if steps == 1:
         return ExactTV(tv_m1(epochs, sigma), 1e-15, "closed-form M=1")
-    if sigma < MIN_SIGMA:
-        raise ValueError(f"the exact TV is computed for sigma >= {MIN_SIGMA} (e^(1/sigma^2) is too heavy-tailed below)")
-    v = math.sqrt(math.expm1(1.0 / (sigma * sigma)) / steps)
-    top = math.expm1(min(log_period(steps, epochs, sigma) / 2.0, 700.0)) / v  # V of the grid's top
-    dens = epoch_density(steps, sigma, v_max=min(top, upper_range(steps, 1.0 / sigma, v)))
+    dens = density_for(steps, epochs, sigma)
     a = tv_fft(dens, epochs)
     if not check:
         return a
