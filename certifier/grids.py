@@ -36,10 +36,10 @@ from certifier.rounding import Method, make_method
 MANTISSAS = (1, 1.2, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 8)
 RHOS = (0.0, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
 TAIL_SHARE = 0.05      # share of the budget given to the tail grid of step (i)
-DELETE_SHARE = 0.01    # share given to the cap deletion
+DELETE_SHARES = (0.01, 0.03, 0.08, 0.15, 0.25)  # candidate shares of the budget for the cap deletion
 TRIM = fmpq(1, 10**20)
 SEC_PER_POINT = 20e-6  # step (i): two arb erfc + ball arithmetic per grid point (measured)
-SEC_PER_COEFF = 4.5e-7  # fmpz_poly product, per output coefficient of ~170-bit entries (measured)
+SEC_PER_COEFF = 7e-7   # fmpz_poly product + floor shift, per output coefficient (measured, shared 2-core box)
 SEC_PER_CELL = 4e-6    # step (iii): integer work per log-grid cell (measured)
 
 
@@ -199,39 +199,39 @@ def choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h=None, 
     K = mod.K
     n_products = 2 * (steps.bit_length() + epochs.bit_length())
     fixed = E * n_products * float(TRIM) + 1e-15
-    cap_loss = DELETE_SHARE * budget
-    cap_t = float(_q(cap)) if cap else max(mod.cap_for(cap_loss), 2.0)
-    cap_pred = E * M * mod.tail(cap_t)
-    avail = budget - fixed - cap_pred
-    if avail <= 0:
-        raise ValueError("margin too small for any grid")
-    tail_loss = TAIL_SHARE * avail
-    core = avail - tail_loss
     hs_list = [(float(_q(h)), h)] if h else nice_values(1e-5, 0.05)
     eta_list = [(float(_q(eta)), eta)] if eta else nice_values(1e-6, 2e-3)
     best = None
-    for hv, hs in hs_list:
-        lh = K * hv * hv / (6 * M)
-        if lh >= core and not h:
+    for share in ((None,) if cap else DELETE_SHARES):
+        cap_t = float(_q(cap)) if cap else max(mod.cap_for(share * budget), 2.0)
+        cap_pred = E * M * mod.tail(cap_t)
+        avail = budget - fixed - cap_pred
+        if avail <= 0:
             continue
-        for rho in RHOS:
-            g = lattice_for(M, rho) if rho > 0 else [1] * M.bit_length()
-            lg = K * hv * hv * lattice_variance(M, g)
-            rest = core - lh - lg
-            if rest <= 0 and not (h and eta):
+        tail_loss = TAIL_SHARE * avail
+        core = avail - tail_loss
+        for hv, hs in hs_list:
+            lh = K * hv * hv / (6 * M)
+            if lh >= core and not h:
                 continue
-            # the coarsest eta that fits the rest of the budget
-            cand = [(ev, es) for ev, es in eta_list if K * ev * ev / 6 <= rest] or (eta_list if eta else [])
-            if not cand:
-                continue
-            ev, es = max(cand)
-            points = (min(cap_t, 1024) / hv + max(0, cap_t - 1024) / (64 * hv))  # rough, refined below
-            secs = predict_seconds(mod, hv, g, cap_t, ev, points)
-            if best is None or secs < best[0]:
-                best = (secs, hv, hs, rho, g, ev, es, lh, lg)
+            for rho in RHOS:
+                g = lattice_for(M, rho) if rho > 0 else [1] * M.bit_length()
+                lg = K * hv * hv * lattice_variance(M, g)
+                rest = core - lh - lg
+                if rest <= 0 and not (h and eta):
+                    continue
+                # the coarsest eta that fits the rest of the budget
+                cand = [(ev, es) for ev, es in eta_list if K * ev * ev / 6 <= rest] or (eta_list if eta else [])
+                if not cand:
+                    continue
+                ev, es = max(cand)
+                points = (min(cap_t, 32) / hv + max(0, cap_t - 32) * 0.1 / hv)  # rough, refined below
+                secs = predict_seconds(mod, hv, g, cap_t, ev, points)
+                if best is None or secs < best[0]:
+                    best = (secs, hv, hs, rho, g, ev, es, lh, lg, cap_t, tail_loss)
     if best is None:
         raise ValueError("no grid fits the margin")
-    _, hv, hs, rho, g, ev, es, lh, lg = best
+    _, hv, hs, rho, g, ev, es, lh, lg, cap_t, tail_loss = best
     if cap:
         capq = _q(cap)
         hq = _q(hs)

@@ -1,0 +1,116 @@
+"""Benchmark: the Lemma C.5 certificate at the nine cells of Table 4 (lambda = 0.1, paper's exact sigma).
+
+    python benchmarks/bench_certify.py [--cells 0,3] [--key PRIVATE.pem --out DIR] [--json]
+
+Each cell runs in its own subprocess (one at a time), so `peak MB` is that cell's
+peak resident memory. `seconds` is the whole `certify` call at the given sigma
+(exact-TV numerics for the margin, grid choice, the rigorous bound, every retry);
+`bound s` is the rigorous computation alone. With --key/--out the certificates are
+signed and written as DIR/M{M}_E{E}.json.
+
+Targets (one core): median <= 5 s per cell, hardest (M=250, E=10) <= 60 s, all nine
+<= 3 min, memory <= 4 GB, every cell certified on the first try with bound <= 0.1.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+CELLS = [(100, 10, "1.426215"), (100, 20, "1.907073"), (100, 40, "2.610518"),
+         (250, 10, "1.024495"), (250, 20, "1.309428"), (250, 40, "1.732809"),
+         (500, 10, "0.834432"), (500, 20, "1.025964"), (500, 40, "1.310146")]
+TARGET = "0.1"
+
+
+def replay_seconds(cert_path: str | None):
+    """Hook for the verifier's replay time of a written certificate (None: not measured here).
+
+    The verifier engineer fills this in (e.g. verifier.core.verify_file); the table
+    prints its value in the `replay s` column.
+    """
+    return None
+
+
+def run_cell(i: int, key: str | None, out: str | None) -> dict:
+    from certifier.certify import certify
+    from certifier.params import parse_decimal
+    M, E, s = CELLS[i]
+    t0 = time.perf_counter()
+    res = certify(M, E, parse_decimal("target", TARGET), parse_decimal("sigma", s))
+    secs = time.perf_counter() - t0
+    row = {"M": M, "E": E, "sigma": s, "certified": res.success, "bound": res.bound,
+           "tries": len(res.tries), "seconds": round(secs, 2), "tv_exact": res.tv,
+           "bound_seconds": res.tries[-1]["seconds"] if res.tries else None}
+    t = res.tries[-1]
+    row.update({k: t[k] for k in ("h", "eta", "cap", "prec", "tail_start", "tail_step", "lattice_schedule")})
+    row["cert"] = None
+    if res.success and key and out:
+        from certifier.envelope import canonical_json, claim_subject, sign_envelope, statement
+        from certifier.keys import load_private
+        env = sign_envelope(statement(claim_subject(res.predicate["claim"]), res.predicate), load_private(key))
+        os.makedirs(out, exist_ok=True)
+        path = os.path.join(out, f"M{M}_E{E}.json")
+        with open(path, "wb") as f:
+            f.write(canonical_json(env) + b"\n")
+        row["cert"] = path
+    row["peak_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    return row
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cells", default=",".join(str(i) for i in range(len(CELLS))))
+    ap.add_argument("--key")
+    ap.add_argument("--out")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # child mode
+    a = ap.parse_args()
+    if a.one is not None:
+        print(json.dumps(run_cell(a.one, a.key, a.out)))
+        return 0
+    rows = []
+    hdr = (f"{'M':>4} {'E':>3} {'sigma':>9} {'h':>7} {'eta':>8} {'cap':>10} {'prec':>4} "
+           f"{'bound':>13} {'tries':>5} {'seconds':>8} {'bound s':>8} {'peak MB':>8} {'replay s':>8}")
+    if not a.json:
+        print(hdr, flush=True)
+    for i in [int(x) for x in a.cells.split(",")]:
+        cmd = [sys.executable, os.path.abspath(__file__), "--one", str(i)]
+        if a.key and a.out:
+            cmd += ["--key", a.key, "--out", a.out]
+        p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+        if p.returncode != 0:
+            print(f"cell {CELLS[i]} failed: {p.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+            return 1
+        r = json.loads(p.stdout.strip().splitlines()[-1])
+        rep = replay_seconds(r["cert"])
+        r["replay_seconds"] = rep
+        rows.append(r)
+        if not a.json:
+            print(f"{r['M']:>4} {r['E']:>3} {r['sigma']:>9} {r['h']:>7} {r['eta']:>8} {r['cap']:>10} "
+                  f"{r['prec']:>4} {r['bound']:>13} {r['tries']:>5} {r['seconds']:>8.2f} "
+                  f"{r['bound_seconds']:>8.2f} {r['peak_mb']:>8.1f} {('-' if rep is None else f'{rep:.2f}'):>8}",
+                  flush=True)
+    secs = [r["seconds"] for r in rows]
+    summ = {"cells": len(rows), "all_certified_first_try": all(r["certified"] and r["tries"] == 1 for r in rows),
+            "median_s": statistics.median(secs), "max_s": max(secs), "total_s": round(sum(secs), 2),
+            "max_peak_mb": max(r["peak_mb"] for r in rows)}
+    if a.json:
+        print(json.dumps({"rows": rows, "summary": summ}, indent=1))
+    else:
+        print(f"median {summ['median_s']:.2f} s, max {summ['max_s']:.2f} s, total {summ['total_s']:.2f} s, "
+              f"peak {summ['max_peak_mb']:.0f} MB, all certified on the first try: "
+              f"{summ['all_certified_first_try']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
