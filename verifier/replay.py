@@ -53,15 +53,28 @@ class _Poly:
         # own trimming rule: at most trim/2 from each end, so at most `trim` per product
         self.budget = int((trim * self.one / 2).floor())
 
+    @staticmethod
+    def _edge(p, budget: int, top: bool) -> tuple[int, int]:
+        """Largest k such that the k lowest (or highest) coefficients sum to <= budget,
+        by exponential then binary search on C-speed partial sums; returns (k, sum)."""
+        n = p.length()
+        part = (lambda k: int(p.right_shift(n - k)(1))) if top else (lambda k: int(p.truncate(k)(1)))
+        lo, hi = 0, 1
+        while hi <= n and part(hi) <= budget:
+            lo, hi = hi, 2 * hi
+        hi = min(hi, n + 1)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if part(mid) <= budget else (lo, mid)
+        return lo, part(lo)
+
     def trim(self, off, p, zeros_only=False):
-        n, lo, acc, budget = p.length(), 0, 0, 0 if zeros_only else self.budget
-        while lo < n and acc + int(p[lo]) <= budget:
-            acc += int(p[lo]); lo += 1
-        hi, acc2 = n, 0
-        while hi > lo and acc2 + int(p[hi - 1]) <= budget:
-            acc2 += int(p[hi - 1]); hi -= 1
-        self.L.trim += fmpq(acc + acc2, self.one)
-        return off + lo, p.truncate(hi).right_shift(lo)
+        budget = 0 if zeros_only else self.budget
+        lo, a = self._edge(p, budget, False)
+        p = p.right_shift(lo)
+        hi, b = self._edge(p, budget, True)
+        self.L.trim += fmpq(a + b, self.one)
+        return off + lo, p.truncate(p.length() - hi)
 
     def cut(self, off, p, K):
         """Delete values with lattice index > K (partial sums above `truncation`)."""
@@ -87,19 +100,19 @@ class _Poly:
         return self.trim(off, q)
 
     def reround(self, X, q: int):
-        """Two-point rounding of values (off+i)*g*h onto multiples of q*g*h (exact rationals)."""
+        """Two-point rounding of values (off+i)*g*h onto multiples of q*g*h: a value u*g*h
+        with u = v*q + r sends c*(q-r)/q to v*q*g*h and c*r/q to (v+1)*q*g*h (floored)."""
         off, p = X
-        base = off // q
-        out = [0] * ((off + p.length()) // q - base + 2)
-        lost = 0
-        for i, c in enumerate(p.coeffs()):
-            c = int(c)
-            if c:
-                v, r = divmod(off + i, q)  # mass c(q-r)/q to v*q, c*r/q to (v+1)*q
-                a, b = c * (q - r) // q, c * r // q
-                out[v - base] += a; out[v - base + 1] += b; lost += c - a - b
-        self.L.fixed_point += fmpq(lost, self.one)
-        return self.trim(base, fmpz_poly(out))
+        base, cs, out = off // q, p.coeffs(), fmpz_poly()
+        for r in range(q):  # one residue class of u = off + i at a time, vectorised
+            i0 = (r - off) % q
+            part = fmpz_poly(cs[i0::q])
+            sh = (off + i0) // q - base
+            out += ((part * (q - r)) // q).left_shift(sh)
+            if r:
+                out += ((part * r) // q).left_shift(sh + 1)
+        self.L.fixed_point += fmpq(int(p(1) - out(1)), self.one)
+        return self.trim(base, out)
 
 
 def step_i(sigma: fmpq, h: fmpq, points: list[int], F: int):
