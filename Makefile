@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 EXTRAS  ?= test
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test bench reproduce clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -36,6 +36,10 @@ test: install
 
 bench: install
 	$(BIN)/python benchmarks/bench_sigma.py
+
+# Regenerates docs/reproduction.md: every checkable number of the paper, ours beside theirs.
+reproduce: install
+	$(BIN)/python benchmarks/reproduce.py -o docs/reproduction.md
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache
