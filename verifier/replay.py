@@ -126,26 +126,28 @@ def step_i(sigma: fmpq, h: fmpq, points: list[int], F: int):
     F0 = Phi(s x + 1/(2s)), F1 = Phi(s x - 1/(2s)), 2 Phi(-u) = erfc(u / sqrt 2)."""
     r2 = arb(2).sqrt()
     a, c = arb(sigma) / r2, 1 / (2 * arb(sigma) * r2)
-    lnh = arb(h).log()
+    ah, lnh, hp, hq = arb(h), arb(h).log(), int(h.p), int(h.q)
 
     def two_v(u: int, call: bool):  # 2 G(u h) (put form) or 2 C(u h) (call form)
         if u == 0:
             return arb(2) if call else arb(0)
-        y, x = arb(h) * u, a * (arb(u).log() + lnh)
+        y, x = ah * u, a * (arb(u).log() + lnh)
         if call:
             return (x - c).erfc() - y * (x + c).erfc()
         return y * (-(x + c)).erfc() - (-(x - c)).erfc()
 
-    hp = [fmpq(u) * h for u in points]
-    call = [hp[k + 1] > 1 for k in range(len(points) - 1)]  # kind of cell k = (y_k, y_{k+1}]
+    call = [points[k + 1] * hp > hq for k in range(len(points) - 1)]  # cell k = (y_k, y_{k+1}]
+    inv = {}  # 1 / (cell width), one ball per distinct width
     slopes, prev = [], two_v(points[0], call[0])
     for k in range(len(points) - 1):
-        nxt = two_v(points[k + 1], call[k])
-        slopes.append((nxt - prev) / arb(hp[k + 1] - hp[k]))
+        nxt, w = two_v(points[k + 1], call[k]), points[k + 1] - points[k]
+        if w not in inv:
+            inv[w] = 1 / (ah * w)
+        slopes.append((nxt - prev) * inv[w])
         if k + 1 < len(call) and call[k + 1] != call[k]:
             nxt = two_v(points[k + 1], True)
         prev = nxt
-    ycap = arb(hp[-1]).log() * a + c
+    ycap = (arb(points[-1]).log() + lnh) * a + c
     tail = ycap.erfc()  # 2 (1 - F0(cap)): mass deleted above the cap
     last = -tail if call[-1] else 2 - tail  # 2 F0(cap) (minus 2 in the call form)
     ext = [(arb(0), False)] + list(zip(slopes, call)) + [(last, call[-1])]
