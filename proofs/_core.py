@@ -61,9 +61,13 @@ def _refuted(expr, tries: int = 3) -> bool:
     Only ever used to *reject* an identity early (a nonzero value at one
     admissible point disproves it); it never makes an identity PASS.
     """
-    if expr.atoms(sp.core.function.AppliedUndef):
-        return False
     rng = random.Random(12345)
+    # An identity in undefined functions must hold for every function, so a
+    # concrete random quadratic may stand in for each of them.
+    v = sp.Dummy("v")
+    for func in {a.func for a in expr.atoms(sp.core.function.AppliedUndef)}:
+        coeffs = [sp.Rational(rng.randint(-9, 9), 7) for _ in range(3)]
+        expr = expr.replace(func, sp.Lambda(v, coeffs[0] + coeffs[1] * v + coeffs[2] * v**2))
     syms = sorted(expr.free_symbols, key=str)
     for _ in range(tries):
         point = {}

@@ -93,6 +93,11 @@ def two_point_rounding(cell=_cell_default, tail0=_tail0_default, tail1=_tail1_de
         tails tail0 = 1 - F0 and tail1 = E[Y 1{Y > y}] = E Y - F1 = 1 - F1 in erfc
         form, cell masses/means as tail differences, grid points in units of h
         (cell(a h, b h, m, mu) = cell(a, b, m, mu/h)), and "up = m - down".
+    (f) Why rounding can only lower E min{1, Lambda} (Lemma C.5): a single value
+        y = a + s(b - a), 0 < s < 1, gets the weights cell(a, b, 1, y) = (1 - s, s),
+        both >= 0, and the chord of every affine l(y) = alpha y + beta is exact, so
+        for g = min{1, P y} = min(l_1, l_2) (P >= 0 the other factors):
+        chord(g)(y) <= chord(l_i)(y) = l_i(y) for i = 1, 2, i.e. chord(g) <= g.
     """
     s = Steps()
     a, b, m, mu = sp.symbols("a b m mu", real=True)
@@ -148,6 +153,16 @@ def two_point_rounding(cell=_cell_default, tail0=_tail0_default, tail1=_tail1_de
     s.equal("(e) cell at (a h, b h) = cell at (a, b) with mean mu/h",
             sp.Matrix(cell(a * hh, b * hh, m, mu)) - sp.Matrix(cell(a, b, m, mu / hh)), sp.zeros(2, 1))
     s.equal("(e) up share = m - down share", hi, m - lo)
+    # (f) concavity: the chord of min{1, P y} lies below it
+    d, sw = sp.symbols("d w", positive=True)
+    sv = 1 / (1 + sw)                                  # any s in (0, 1)
+    yv = a + sv * d
+    wa, wb = cell(a, a + d, 1, yv)
+    s.holds("(f) weights of one value are >= 0", sp.simplify(wa).is_nonnegative
+            and sp.simplify(wb).is_nonnegative)
+    al, be = sp.symbols("alpha beta", real=True)
+    aff = lambda v: al * v + be
+    s.equal("(f) the chord of an affine function is exact", wa * aff(a) + wb * aff(a + d), aff(yv))
     return s
 
 
