@@ -1,0 +1,134 @@
+"""Train from a verified certificate and write the release: model, certificate copy, release.json.
+
+The certificate is checked with the independent `verifier` package first; sigma, M and E come from
+its claim and nowhere else.  With a signing key the manifest is also written as an in-toto
+Statement in a DSSE envelope (certifier.envelope) whose subject is the model file.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from decimal import Decimal
+
+import numpy as np
+
+MANIFEST_FORMAT = "sigmacert-release/v1"
+RELEASE_PREDICATE_TYPE = "https://sigmacert.dev/release/v1"
+MODEL_FILE = "model.npy"
+CERT_FILE = "certificate.json"
+MANIFEST_FILE = "release.json"
+SIGNED_FILE = "release.dsse.json"
+
+
+class ReleaseError(Exception):
+    """A refusal to train, with a one-line reason and an exit code."""
+
+    def __init__(self, message: str, code: int = 1):
+        super().__init__(message)
+        self.code = code
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sigma_float(text: str) -> float:
+    """The certified decimal sigma as a float never below it (round up to the next double)."""
+    x = float(Decimal(text))
+    if Decimal(x) < Decimal(text):
+        x = float(np.nextafter(x, math.inf))
+    return x
+
+
+def verified_claim(cert_path: str, public_key_path: str) -> dict:
+    """Verify the certificate; return its claim, or raise ReleaseError (exit 1) with the reason."""
+    from verifier import verify_file
+    try:
+        res = verify_file(cert_path, [public_key_path])
+    except (OSError, ValueError) as err:
+        raise ReleaseError(f"cannot read certificate or key: {err}", 2) from None
+    if not res.accepted:
+        detail = f": {res.detail}" if res.detail else ""
+        raise ReleaseError(f"certificate rejected ({res.reason}){detail}; refusing to train", 1)
+    claim = res.claim or {}
+    if claim.get("mechanism") != "dp-sgd/random-allocation" or claim.get("adjacency") != "zero-out":
+        raise ReleaseError("certificate is not for DP-SGD with random allocation under zero-out "
+                           "adjacency; refusing to train", 1)
+    for k in ("steps", "epochs", "sigma", "target"):
+        if k not in claim:
+            raise ReleaseError(f"certificate claim lacks {k!r}; refusing to train", 1)
+    return dict(claim, keyid=res.keyid)
+
+
+def _write(path: str, data: bytes) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def train_release(*, certificate: str, public_key: str, dataset: str, outdir: str, clip_norm: float = 1.0,
+                  n0: int | None = None, seed: int = 0, model_name: str = "logreg", lr: float = 0.5,
+                  sign_key: str | None = None) -> dict:
+    """Verify, train with Algorithm 1, write the release; returns the manifest."""
+    from trainer import algorithm, data, models
+    claim = verified_claim(certificate, public_key)
+    with open(certificate, "rb") as f:
+        cert_bytes = f.read()
+    steps, epochs, sigma_text = int(claim["steps"]), int(claim["epochs"]), str(claim["sigma"])
+    sigma = sigma_float(sigma_text)
+    try:
+        ds = data.load(dataset)
+    except ValueError as err:
+        raise ReleaseError(str(err), 2) from None
+    n_train = len(ds.X_train)
+    if n0 is None:
+        n0 = n_train
+    if n0 < 1:
+        raise ReleaseError("N0 must be a positive integer", 2)
+    if n_train > n0:
+        raise ReleaseError(f"dataset {dataset!r} has {n_train} training records, more than N0 = {n0}; "
+                           "refusing to train", 1)
+    if not (clip_norm > 0 and math.isfinite(clip_norm)):
+        raise ReleaseError("clip norm C must be a positive number", 2)
+    signer = None
+    if sign_key is not None:
+        from certifier.keys import load_private
+        signer = load_private(sign_key)   # fail before training, not after
+    model = models.make_model(model_name, ds.n_features, ds.n_classes)
+    res = algorithm.train(model, ds.X_train, ds.y_train, n0=n0, steps=steps, epochs=epochs, sigma=sigma,
+                          clip_norm=clip_norm, lr=lr, seed=seed)
+    acc = algorithm.accuracy(model, res.theta, ds.X_test, ds.y_test)
+
+    os.makedirs(outdir, exist_ok=True)
+    import io
+    buf = io.BytesIO()
+    np.save(buf, res.theta.astype("<f8"), allow_pickle=False)
+    model_bytes = buf.getvalue()
+    _write(os.path.join(outdir, MODEL_FILE), model_bytes)
+    _write(os.path.join(outdir, CERT_FILE), cert_bytes)
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "model": {"file": MODEL_FILE, "sha256": sha256_bytes(model_bytes), "architecture": model_name,
+                  "parameters": int(model.size), "features": ds.n_features, "classes": ds.n_classes},
+        "certificate": {"file": CERT_FILE, "sha256": sha256_bytes(cert_bytes), "keyid": claim["keyid"],
+                        "claim": {k: v for k, v in claim.items() if k != "keyid"}},
+        "training": {"algorithm": "Algorithm 1 (DP-SGD, random allocation)", "steps": steps,
+                     "epochs": epochs, "sigma": sigma_text, "sigma_float": repr(sigma), "n0": n0,
+                     "clip": clip_norm, "b0": res.b0, "optimizer": "sgd", "lr": lr, "seed": seed,
+                     "updates": res.updates, "empty_steps": res.empty_steps},
+        "dataset": {"name": dataset, "size": n_train, "test_size": len(ds.X_test)},
+        "test_accuracy": acc,
+    }
+    _write(os.path.join(outdir, MANIFEST_FILE),
+           (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    if signer is not None:
+        from certifier.envelope import STATEMENT_TYPE, file_subject, sign_envelope
+        stmt = {"_type": STATEMENT_TYPE, "subject": [file_subject(MODEL_FILE, model_bytes)],
+                "predicateType": RELEASE_PREDICATE_TYPE, "predicate": manifest}
+        env = sign_envelope(stmt, signer)
+        _write(os.path.join(outdir, SIGNED_FILE), (json.dumps(env, indent=2) + "\n").encode("utf-8"))
+        manifest = dict(manifest, signed_manifest=SIGNED_FILE)
+    return manifest
