@@ -10,7 +10,7 @@ import itertools
 
 import sympy as sp
 
-from ._core import SYMBOLIC, Steps, check, gauss_density
+from ._core import Steps, check, gauss_density
 
 t = sp.Symbol("t", positive=True)
 M, E = sp.symbols("M E", positive=True, integer=True)

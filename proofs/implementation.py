@@ -7,6 +7,9 @@ relative tolerance 1e-12.  ``largest_epochs`` and ``smallest_steps`` are
 integer searches; they are checked against their defining property
 (U(c_E) <= lambda at the answer and > lambda one step further) evaluated in
 50-digit arithmetic.
+
+Known deviation, not sampled: when log(1 + c_E) lies in (700, 709.78),
+``c_E`` and ``c_E_sandwich`` return inf although the value is a finite double.
 """
 from __future__ import annotations
 
@@ -117,6 +120,34 @@ def implementation(impl=None, n: int = N_POINTS) -> Steps:
           lambda al, c: impl.chi2_tpr_bound(al, c),
           lambda al, c: min(mpmath.mpf(1), _tpr(_mpf(al), _mpf(c))),
           lambda M, E, sg, lam, al, c: (al**4, c))
+
+    # hand-picked edge points: overflow of e^{1/sigma^2}, branch points lambda = 1/2
+    # and c = 1, alpha at 0 and 1, huge sigma (c_E tiny), M = E = 1
+    edges = [(1, 1, 0.05, 0.5, 0.0, 1.0), (100, 10, 0.1, 0.5, 1.0, 1.0),
+             (1, 1, 1e3, 0.25, 0.5, 1e-12), (10**6, 1, 1e3, 0.999, 1e-9, 1e3),
+             (7, 3, 0.5, 0.001, 0.25, 4.0)]
+
+    def edge(pick):
+        """A 'sampler' that walks through the edge points in order."""
+        points = iter(edges)
+        return lambda rng: pick(*next(points))
+
+    ref_cE = lambda M, E, sg: _float_range(_cE(M, E, _mpf(sg)))
+    s.mp_agree("edge points: c_E", impl.c_E, ref_cE, edge(lambda M, E, sg, *_: (M, E, sg)),
+               n=len(edges), dps=DPS, rtol=RTOL, relative=True)
+    s.mp_agree("edge points: tv_bound", impl.tv_bound, lambda M, E, sg: ref_tv(M, E, _mpf(sg)),
+               edge(lambda M, E, sg, *_: (M, E, sg)), n=len(edges), dps=DPS, rtol=RTOL,
+               relative=True)
+    s.mp_agree("edge points: U", impl.U, lambda c: ref_U(_mpf(c)), edge(lambda *p: (p[5],)),
+               n=len(edges), dps=DPS, rtol=RTOL, relative=True)
+    s.mp_agree("edge points: closed_form_sigma", impl.closed_form_sigma,
+               lambda M, E, lam: _sigma(M, E, ref_c_lambda(_mpf(lam))),
+               edge(lambda M, E, sg, lam, *_: (M, E, lam)), n=len(edges), dps=DPS, rtol=RTOL,
+               relative=True)
+    s.mp_agree("edge points: chi2_tpr_bound", impl.chi2_tpr_bound,
+               lambda al, c: min(mpmath.mpf(1), _tpr(_mpf(al), _mpf(c))),
+               edge(lambda M, E, sg, lam, al, c: (al, c)), n=len(edges), dps=DPS, rtol=RTOL,
+               relative=True)
 
     def epochs_ok(M, sg, lam):
         e = impl.largest_epochs(M, sg, lam)
