@@ -212,6 +212,15 @@ def step_i(sigma: fmpq, m: Method):
     the deleted mass above the cap; loss is a ball containing the mass lost to
     the floors (true step-(i) mass 1 - F0(cap) minus the kept mass).
     """
+    old = ctx.prec
+    ctx.prec = m.prec                                    # the recorded working precision
+    try:
+        return _step_i(sigma, m)
+    finally:
+        ctx.prec = old
+
+
+def _step_i(sigma: fmpq, m: Method):
     F = m.fixed_point_bits
     sqrt2 = arb(2).sqrt()
     t = arb(1) / _arb_exact(sigma)                       # t = 1/sigma
