@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from flint import fmpq
 from scipy.special import ndtr
 
+from certifier.params import ParameterError
 from certifier.rounding import Method, make_method
 
 MANTISSAS = (1, 1.2, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 8)
@@ -200,6 +201,10 @@ def choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h=None, 
     n_products = 2 * (steps.bit_length() + epochs.bit_length())
     fixed = E * n_products * float(TRIM) + 1e-15
     hs_list = [(float(_q(h)), h)] if h else nice_values(1e-5, 0.05)
+    if cap:  # a user cap must be a multiple of h
+        hs_list = [(hv, hs) for hv, hs in hs_list if (_q(cap) / _q(hs)).q == 1]
+        if not hs_list:
+            raise ParameterError(f"cap {cap} is not a multiple of h")
     eta_list = [(float(_q(eta)), eta)] if eta else nice_values(1e-6, 2e-3)
     best = None
     for share in ((None,) if cap else DELETE_SHARES):
@@ -218,8 +223,10 @@ def choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h=None, 
                 g = lattice_for(M, rho) if rho > 0 else [1] * M.bit_length()
                 lg = K * hv * hv * lattice_variance(M, g)
                 rest = core - lh - lg
-                if rest <= 0 and not (h and eta):
-                    continue
+                if rest <= 0:
+                    if not h:
+                        continue
+                    rest = 0.1 * (lh + lg)  # the user's h alone exceeds the budget: keep eta modest
                 # the coarsest eta that fits the rest of the budget
                 cand = [(ev, es) for ev, es in eta_list if K * ev * ev / 6 <= rest] or (eta_list if eta else [])
                 if not cand:

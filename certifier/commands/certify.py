@@ -91,6 +91,8 @@ def run_certify(args) -> int:
             raise ParameterError(f"prec must be an integer, got {args.prec!r}") from None
         if not 32 <= prec <= 4096:
             raise ParameterError("prec must lie in [32, 4096]")
+    if h and cap and (parse_decimal("cap", cap) / parse_decimal("h", h)).q != 1:
+        raise ParameterError(f"cap {cap} must be a multiple of h {h}")
     key = load_private(args.key)  # fail early, before the long computation
     subject_bytes = None
     if args.subject:
