@@ -228,6 +228,7 @@ class Result:
     steps: int
     failures: list
     seconds: float
+    detail: list = field(default_factory=list)   # [(step label, established?)]
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -253,9 +254,10 @@ def run_check(key: str, **claims) -> Result:
         steps = c.func(**claims)
         passed, failures, n = steps.passed, steps.failures(), len(steps.items)
         method = NUMERIC if steps.numeric else c.method
+        detail = [[label, ok] for label, ok in steps.items]
     except Exception as exc:  # an exception is a failed proof, never a pass
-        passed, n, method = False, 0, c.method
+        passed, n, method, detail = False, 0, c.method, []
         failures = [f"exception: {exc!r}",
                     traceback.format_exc(limit=2).strip().splitlines()[-1]]
     return Result(c.number, key, c.identity, c.reference, method, passed, n, failures,
-                  time.perf_counter() - start)
+                  time.perf_counter() - start, detail)

@@ -121,6 +121,9 @@ def test_cli_json_and_exit_code(monkeypatch, capsys):
     assert main(["--only", "ratio_limit", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["passed"] and out["checks"][0]["key"] == "ratio_limit"
+    assert all(ok for _, ok in out["checks"][0]["detail"])
+    assert main(["--only", "ratio_limit", "-v"]) == 0
+    assert "[ok]" in capsys.readouterr().out
     monkeypatch.setattr(REGISTRY["ratio_limit"], "func", lambda: Steps(items=[("no", False)]))
     assert main(["--only", "ratio_limit"]) == 1
     assert "FAIL" in capsys.readouterr().out
