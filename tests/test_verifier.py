@@ -340,6 +340,11 @@ MUTATIONS = {
     "h-not-dividing-grid": ("resign", bad_h, "method-invalid"),
     "target-above-one": ("resign", setp("claim.target", "1.5"), "claim-invalid"),
     "too-expensive": ("resign", setp("method.h", "0.0000001"), "method-too-expensive"),
+    "epoch-product-too-long": ("resign", lambda p: (p["claim"].update(epochs=100), p["method"].update(
+        k_plus=p["method"]["k_minus"] + 10**7 - 1)) and None, "method-too-expensive"),
+    "huge-exponent-decimal": ("resign", setp("method.trim", "1e-99999999"), "schema-type"),
+    "huge-exponent-ball": ("resign", setp("enclosures.O", "[1e-99999999 +/- 1e-99999999]"), "schema-type"),
+    "lattice-spacing-huge": ("resign", setp("method.lattice_schedule", lambda v: v[:-1] + [2**40]), "method-invalid"),
     # the claim against the recorded numbers
     "target-decreased": ("resign", setp("claim.target", lambda v: dec(Fr(v) / 2)), "bound-above-target"),
     "bound-decreased": ("resign", setp("bound", lambda v: dec(Fr(v) - Fr(1, 10**6))), "bound-inconsistent"),

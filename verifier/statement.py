@@ -29,7 +29,8 @@ SCHEMA = {
     "issued_at": S,
     "timings": {"step_i": N, "step_ii": N, "step_iii": N, "step_iv": N, "total": N},
 }
-LIMITS = {"grid points": 2 * 10**7, "lattice points": 10**8, "log-grid cells": 10**7}
+LIMITS = {"grid points": 2 * 10**7, "lattice points": 5 * 10**7, "log-grid cells": 10**7,
+          "epoch product length": 5 * 10**8}
 
 
 def _typed(v, t, path):
@@ -55,11 +56,13 @@ def _typed(v, t, path):
     if t == D:
         return decimal(v, path)
     if t == B:
-        try:
-            with working_prec(400):  # parse recorded balls without widening them
-                x = arb(v)
-        except (ValueError, TypeError):
-            x = None
+        x = None
+        if len(v) <= 256 and not re.search(r"[eE][+-]?[0-9]{5}", v):  # no huge exponents
+            try:
+                with working_prec(400):  # parse recorded balls without widening them
+                    x = arb(v)
+            except (ValueError, TypeError):
+                pass
         if x is None or not x.is_finite():
             raise Reject("schema-type", f"{path} is not a finite arb ball string: {v!r}")
         return x
@@ -119,15 +122,17 @@ def check_claim_and_method(p):
         bad.append("need tail_step > 0 a multiple of h dividing cap - tail_start")
     if not (m["truncation"] > 0 and m["eta"] > 0 and m["k_minus"] < m["k_plus"]):
         bad.append("need truncation > 0, eta > 0, k_minus < k_plus")
-    if len(g) != c["steps"].bit_length() or g[0] != 1 or any(
+    if len(g) != c["steps"].bit_length() or g[0] != 1 or g[-1] > 2**20 or any(
             b < a or b % a for a, b in zip(g, g[1:])):
-        bad.append("lattice_schedule needs floor(log2 M)+1 entries, g_0 = 1, each a multiple of the previous")
+        bad.append("lattice_schedule needs floor(log2 M)+1 entries, g_0 = 1, each a multiple "
+                   "of the previous, at most 2^20")
     if not (8 <= m["prec"] <= 4096 and 8 <= m["fixed_point_bits"] <= 1024 and m["trim"] < 1):
         bad.append("need 8 <= prec <= 4096, 8 <= fixed_point_bits <= 1024, trim < 1")
     if bad:
         raise Reject("method-invalid", "; ".join(bad))
     work = {"grid points": ts / h + (cap - ts) / (st if st > 0 else h),
-            "lattice points": m["truncation"] / h, "log-grid cells": fmpq(m["k_plus"] - m["k_minus"])}
+            "lattice points": m["truncation"] / h, "log-grid cells": fmpq(m["k_plus"] - m["k_minus"]),
+            "epoch product length": fmpq(m["k_plus"] - m["k_minus"]) * c["epochs"]}
     for k, v in work.items():
         if v > LIMITS[k] or c["steps"] > 10**6 or c["epochs"] > 10**5:
             raise Reject("method-too-expensive", f"{k} {int(v.floor())} or M, E beyond the verifier's limits")

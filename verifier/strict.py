@@ -64,7 +64,7 @@ _DEC = re.compile(r"(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 
 def decimal(s, path: str) -> fmpq:
     """An exact non-negative decimal string ("1.426215", "0.00005", "1e-20") as a rational."""
-    if not isinstance(s, str) or not _DEC.fullmatch(s):
+    if not isinstance(s, str) or len(s) > 64 or not _DEC.fullmatch(s) or re.search(r"[eE][+-]?[0-9]{4}", s):
         raise Reject("schema-type", f"{path} must be an exact decimal string, got {s!r}")
     f = Fraction(s)
     return fmpq(f.numerator, f.denominator)
