@@ -14,10 +14,11 @@ Paper objects:
 from __future__ import annotations
 
 import math
+import sys
 
 from scipy.special import ndtri
 
-_LOG_HUGE = 700.0  # exp() of more than this overflows a double
+_LOG_HUGE = math.log(sys.float_info.max)  # exp() of more than this overflows a double
 
 
 def log_b(sigma: float) -> float:

@@ -7,9 +7,6 @@ relative tolerance 1e-12.  ``largest_epochs`` and ``smallest_steps`` are
 integer searches; they are checked against their defining property
 (U(c_E) <= lambda at the answer and > lambda one step further) evaluated in
 50-digit arithmetic.
-
-Known deviation, not sampled: when log(1 + c_E) lies in (700, 709.78),
-``c_E`` and ``c_E_sandwich`` return inf although the value is a finite double.
 """
 from __future__ import annotations
 

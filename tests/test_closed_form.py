@@ -33,6 +33,9 @@ def test_no_overflow_for_small_sigma_and_no_lost_digits_for_large():
     assert cf.tv_bound(100, 10, 0.01) == 1.0  # e^{10^4} overflows a double; U -> 1
     assert cf.c_E(100, 10, 0.01) == math.inf
     assert cf.accuracy_bound(100, 10, 0.01) == 1.0
+    # log(1 + c_E) in (700, 709.78): still a finite double (e^{1/0.0376^2} - 1 = 1.5527e307)
+    assert cf.c_E(1, 1, 0.0376) == pytest.approx(math.expm1(1 / 0.0376**2), rel=1e-12)
+    assert math.isfinite(cf.c_E_sandwich(1, 1, 0.0376)[0])
     s = 1e4  # c_E = E/(M s^2) (1 + O(1/s^2)): needs expm1/log1p
     assert cf.c_E(100, 10, s) == pytest.approx(10 / (100 * s * s), rel=1e-7)
     assert cf.tv_bound(100, 10, s) == pytest.approx(0.5 * math.sqrt(10 / (100 * s * s)), rel=1e-7)
