@@ -97,10 +97,21 @@ def train_release(*, certificate: str, public_key: str, dataset: str, outdir: st
     if sign_key is not None:
         from certifier.keys import load_private
         signer = load_private(sign_key)   # fail before training, not after
-    model = models.make_model(model_name, ds.n_features, ds.n_classes)
-    res = algorithm.train(model, ds.X_train, ds.y_train, n0=n0, steps=steps, epochs=epochs, sigma=sigma,
-                          clip_norm=clip_norm, lr=lr, seed=seed)
-    acc = algorithm.accuracy(model, res.theta, ds.X_test, ds.y_test)
+    if model_name == "gn-cnn":
+        try:
+            from trainer import torch_backend as tb
+        except ImportError as err:
+            raise ReleaseError(str(err), 2) from None
+        model = tb.GroupNormCNN(ds.n_classes)
+        model.size = sum(p.numel() for p in model.parameters())
+        res = tb.train_torch(model, ds.X_train, ds.y_train, n0=n0, steps=steps, epochs=epochs, sigma=sigma,
+                             clip_norm=clip_norm, lr=lr, seed=seed)
+        acc = tb.accuracy(model, res.theta, ds.X_test, ds.y_test)
+    else:
+        model = models.make_model(model_name, ds.n_features, ds.n_classes)
+        res = algorithm.train(model, ds.X_train, ds.y_train, n0=n0, steps=steps, epochs=epochs, sigma=sigma,
+                              clip_norm=clip_norm, lr=lr, seed=seed)
+        acc = algorithm.accuracy(model, res.theta, ds.X_test, ds.y_test)
 
     os.makedirs(outdir, exist_ok=True)
     import io

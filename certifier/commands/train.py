@@ -93,7 +93,8 @@ def register(sub) -> None:
     p.add_argument("--clip", default="1.0", metavar="C", help="clipping norm C (default 1.0)")
     p.add_argument("--n0", default=None, metavar="N0", help="public data set size N0 (default: the training split size)")
     p.add_argument("--seed", default="0", help="seed for order, allocation, noise and initial model")
-    p.add_argument("--model", choices=("logreg", "mlp"), default="logreg", help="model (default logreg)")
+    p.add_argument("--model", choices=("logreg", "mlp", "gn-cnn"), default="logreg",
+                   help="model (default logreg; gn-cnn is a GroupNorm CNN in PyTorch, extra torch)")
     p.add_argument("--lr", default="0.5", help="SGD learning rate (default 0.5)")
     p.add_argument("--sign-key", default=None, metavar="PRIVATE.pem",
                    help="also write release.dsse.json, a signed in-toto Statement about the model file")
