@@ -290,3 +290,17 @@ def test_train_bad_inputs_one_line(cert, tmp_path):
     r = _cli("train", "--certificate", str(tmp_path / "missing.json"), "--key",
              str(cert / "keys" / "public.pem"), "--dataset", "digits", "-o", str(tmp_path / "o"))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_train_with_committed_certificate(tmp_path):
+    pytest.importorskip("sklearn")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    cert = os.path.join(root, "artifacts", "certificates", "M100_E10.json")
+    key = os.path.join(root, "artifacts", "keys", "public.pem")
+    if not (os.path.exists(cert) and os.path.exists(key)):
+        pytest.skip("committed certificate not present")
+    r = _cli("train", "--certificate", cert, "--key", key, "--dataset", "digits", "-o", str(tmp_path / "o"), "--json")
+    assert r.returncode == 0, r.stderr
+    man = json.loads(r.stdout)
+    assert man["training"]["updates"] == 1000 and man["certificate"]["claim"]["steps"] == 100
+    assert man["certificate"]["sha256"] == _sha(cert) and man["test_accuracy"] > 0.6
