@@ -20,6 +20,7 @@ from certifier.rounding import rounding_bound
 
 SAFETY = (0.6, 0.3, 0.12)       # share of the margin the grid may lose, per try
 SEARCH_RESOLUTION = "1e-6"
+MAX_PREDICTED_SECONDS = 3600.0  # refuse automatic grids predicted to run longer than this
 STATEMENT_TEXT = ("TV(P_M^E, Q_M^E) <= target, so every membership-inference test has accuracy "
                   "<= 1/2 + target/2")
 
@@ -82,7 +83,16 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
     for k in range(n_tries):
         budget = budget_for(lam, tv, tv_err or 0.0, SAFETY[min(k, len(SAFETY) - 1)])
         say(f"grid (try {k + 1})", 0.0)
-        plan = choose_grid(steps, epochs, sigma, budget, h=h, eta=eta, cap=cap, prec=prec or 100)
+        try:
+            plan = choose_grid(steps, epochs, sigma, budget, h=h, eta=eta, cap=cap, prec=prec or 100)
+            if plan.predicted_seconds > MAX_PREDICTED_SECONDS and not user_grid:
+                raise ValueError(f"the margin target - TV = {lam - (tv or 0):.3g} needs a grid predicted to "
+                                 f"take {plan.predicted_seconds:.0f} s; pass --h/--eta/--cap to force one")
+        except ValueError as err:  # includes ParameterError (grid too fine)
+            if k == 0:
+                raise
+            out.tries.append({"try": k + 1, "skipped": str(err)})
+            break
         t0 = time.perf_counter()
         r = rounding_bound(steps, epochs, sigma, plan.method,
                            progress=lambda stage, frac: say(f"{stage} (try {k + 1})", frac))

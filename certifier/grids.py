@@ -15,7 +15,8 @@ and Lambda by about as much near Lambda = 1, so with K = E f(1)/2 the loss
       + q_t d^2/(6M)                                 step (i), tail grid of step d above tail_start
       + sum_i floor(M/2^i) (g_i h)^2 (1 - (g_{i-1}/g_i)^2)/(6 M^2)   step (ii) re-roundings
       + eta^2/6 ]                                    step (iii), the log grid
-    + E M Pr(Y > cap) + (number of products) trim    deletions.
+    + E M Pr(Y > cap) + E M Pr(Y > 7M)             deletions (cap, truncation at 8M)
+    + (number of products) trim.
 
 On the Table 4 cell M=100, E=10 at the paper's grid this predicts 1.64e-8 and
 the computation gives 1.65e-8. The cost model counts the erfc evaluations of
@@ -200,6 +201,8 @@ def choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h=None, 
     K = mod.K
     n_products = 2 * (steps.bit_length() + epochs.bit_length())
     fixed = E * n_products * float(TRIM) + 1e-15
+    # step (ii) deletes epoch sums above 8M: a single Y above ~7M already loses its mass
+    trunc_loss = E * M * mod.tail(7.0 * M)
     hs_list = [(float(_q(h)), h)] if h else nice_values(1e-5, 0.05)
     if cap:  # a user cap must be a multiple of h
         hs_list = [(hv, hs) for hv, hs in hs_list if (_q(cap) / _q(hs)).q == 1]
@@ -208,8 +211,8 @@ def choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h=None, 
     eta_list = [(float(_q(eta)), eta)] if eta else nice_values(1e-6, 2e-3)
     best = None
     for share in ((None,) if cap else DELETE_SHARES):
-        cap_t = float(_q(cap)) if cap else max(mod.cap_for(share * budget), 2.0)
-        cap_pred = E * M * mod.tail(cap_t)
+        cap_t = float(_q(cap)) if cap else min(max(mod.cap_for(share * budget), 2.0), 8.0 * M)
+        cap_pred = E * M * mod.tail(cap_t) + trunc_loss
         avail = budget - fixed - cap_pred
         if avail <= 0:
             continue
@@ -237,6 +240,9 @@ def choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h=None, 
                 if best is None or secs < best[0]:
                     best = (secs, hv, hs, rho, g, ev, es, lh, lg, cap_t, tail_loss)
     if best is None:
+        if trunc_loss >= budget:
+            raise ValueError(f"the truncation of step (ii) at 8M alone loses about {trunc_loss:.2g} "
+                             f"(> budget {budget:.2g}): Y is too heavy-tailed at this sigma")
         raise ValueError("no grid fits the margin")
     _, hv, hs, rho, g, ev, es, lh, lg, cap_t, tail_loss = best
     if cap:
@@ -249,10 +255,10 @@ def choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h=None, 
     method = make_method(M, h=_q(hs), eta=_q(es), cap=capq, tail_start=tsq, tail_step=dq,
                          lattice_schedule=g, prec=prec, trim=TRIM, k_minus=km, k_plus=kp)
     le = K * ev * ev / 6
-    loss = lh + lg + le + pl + E * M * mod.tail(float(capq)) + fixed
+    loss = lh + lg + le + pl + E * M * mod.tail(float(capq)) + fixed + trunc_loss
     secs = predict_seconds(mod, hv, g, float(capq), ev, pts)
     detail = {"step_i": lh, "tail": pl, "lattice": lg, "log_grid": le,
-              "cap": E * M * mod.tail(float(capq)), "trim": fixed, "rho": rho, "points": int(pts)}
+              "cap": E * M * mod.tail(float(capq)), "truncation": trunc_loss, "trim": fixed, "rho": rho, "points": int(pts)}
     return Plan(method, loss, secs, budget, detail)
 
 

@@ -86,8 +86,8 @@ class Method:
             raise ParameterError("trim must lie in [0, 0.001]")
         if not self.k_minus < 0 < self.k_plus:
             raise ParameterError("k_minus < 0 < k_plus required")
-        if (cap / h) > 10**9 or (ts / h) > 5 * 10**7:
-            raise ParameterError("grid too fine (more than 5e7 grid points)")
+        if (cap / h) > 3 * 10**7 or (ts / h) > 10**7:
+            raise ParameterError("grid too fine: cap/h must be <= 3e7 and tail_start/h <= 1e7")
 
     def to_json(self, steps: int) -> dict:
         """The `method` object of docs/certificate.md section 3 (decimal strings, ints)."""

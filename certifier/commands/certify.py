@@ -10,11 +10,6 @@ from certifier.params import (ParameterError, parse_decimal, parse_epochs, parse
                               parse_target)
 
 
-def _cli_error(msg: str, code: int = 2):
-    from certifier.cli import CliError
-    return CliError(msg, code)
-
-
 # ----------------------------------------------------------------------------- keygen
 
 def run_keygen(args) -> int:
@@ -73,6 +68,13 @@ def _opt_decimal(name, text):
     return text.strip()
 
 
+def _try_line(t: dict) -> str:
+    if "skipped" in t:
+        return f"try {t['try']}: not run: {t['skipped']}"
+    return (f"try {t['try']}: h={t['h']} eta={t['eta']} cap={t['cap']} lattice={t['lattice_schedule']} "
+            f"-> bound {t['bound']} ({t['seconds']} s)")
+
+
 def run_certify(args) -> int:
     from certifier.certify import certify
     from certifier.envelope import (canonical_json, claim_subject, file_subject, key_id, sign_envelope,
@@ -107,7 +109,7 @@ def run_certify(args) -> int:
     try:
         res = certify(m, e, lam, sigma, h=h, eta=eta, cap=cap, prec=prec, progress=_Progress(args.quiet))
     except ValueError as err:
-        raise _cli_error(str(err)) from None
+        raise ParameterError(str(err)) from None
     summary = {"certified": res.success, "steps": m, "epochs": e, "sigma": res.sigma,
                "target": res.target, "bound": res.bound, "tries": res.tries,
                "tv_exact": res.tv, "output": None}
@@ -116,8 +118,7 @@ def run_certify(args) -> int:
             print(json.dumps(summary))
         else:
             for t in res.tries:
-                print(f"try {t['try']}: h={t['h']} eta={t['eta']} cap={t['cap']} -> bound {t['bound']} "
-                      f"({t['seconds']} s)")
+                print(_try_line(t))
             print(f"NOT certified: the bound reached, {res.bound}, exceeds the target {res.target} "
                   f"at sigma {res.sigma}; no certificate written")
         return 1
@@ -132,8 +133,7 @@ def run_certify(args) -> int:
         print(json.dumps(summary))
     else:
         for t in res.tries:
-            print(f"try {t['try']}: h={t['h']} eta={t['eta']} cap={t['cap']} -> bound {t['bound']} "
-                  f"({t['seconds']} s)")
+            print(_try_line(t))
         print(f"certified: TV <= {res.bound} <= {res.target} at sigma {res.sigma} (M={m}, E={e})")
         print(f"  certificate: {args.output}  (key id {summary['keyid']})")
     return 0
@@ -161,13 +161,13 @@ def run_show(args) -> int:
         with open(args.certificate, "rb") as f:
             data = f.read(4 * 1024 * 1024 + 1)
     except OSError as err:
-        raise _cli_error(f"cannot read {args.certificate}: {err.strerror}") from None
+        raise ParameterError(f"cannot read {args.certificate}: {err.strerror}") from None
     env = load_envelope(data)
     try:
         stmt = read_unverified(env)
         flat = _flat(env, stmt)
     except (KeyError, TypeError, IndexError, AttributeError, ValueError):
-        raise _cli_error("certificate payload is not a sigmacert statement") from None
+        raise ParameterError("certificate payload is not a sigmacert statement") from None
     if args.json:
         print(json.dumps(flat))
         return 0
