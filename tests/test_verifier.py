@@ -482,3 +482,13 @@ def test_python_dash_m(files):
     r = subprocess.run([sys.executable, "-m", "verifier", str(files / "good.json"), "--key",
                         str(files / "key.pem"), "--json"], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 0 and json.loads(r.stdout)["result"] == "ACCEPT"
+
+
+# ------------------------------------------------------------- committed artifacts --
+@pytest.mark.parametrize("cell", ["M100_E10", "M100_E20", "M100_E40"])
+def test_committed_table4_certificates_verify(cell):
+    """The three fast cells of artifacts/certificates/ (all nine: docs/verifier.md)."""
+    r = verify_file(str(ROOT / "artifacts" / "certificates" / f"{cell}.json"),
+                    [str(ROOT / "artifacts" / "keys" / "public.pem")])
+    assert r.accepted, (r.reason, r.detail)
+    assert Fr(r.replayed_bound) <= Fr(r.recorded_bound) <= Fr("0.1")
