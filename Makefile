@@ -3,7 +3,7 @@ PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
-EXTRAS  ?= test,train
+EXTRAS  ?= test,train,service
 
 .PHONY: install demo test bench reproduce clean
 

@@ -17,6 +17,7 @@ from certifier.params import ParameterError
 # One module per group of sub-commands; add a module here to add commands.
 COMMAND_MODULES = (
     "certifier.commands.core", "certifier.commands.certify", "certifier.commands.train",
+    "certifier.commands.service",
 )
 
 

@@ -1,0 +1,147 @@
+// sigmacert service page: plain DOM, no libraries; every server value goes through textContent.
+"use strict";
+const $ = (id) => document.getElementById(id);
+let watching = null, pollTimer = null, offset = 0, limit = 20;
+
+function showError(msg) { $("error").textContent = msg || ""; }
+
+async function api(method, path, body, auth) {
+  const headers = {};
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  if (auth) headers["Authorization"] = "Bearer " + $("token").value.trim();
+  const r = await fetch(path, { method, headers, body: body === undefined ? undefined
+                                : (typeof body === "string" ? body : JSON.stringify(body)) });
+  let data = null;
+  try { data = await r.json(); } catch (e) { data = { detail: "HTTP " + r.status }; }
+  return { status: r.status, data };
+}
+
+function cell(tr, text, code) {
+  const td = document.createElement("td");
+  if (code) { const c = document.createElement("code"); c.textContent = text; td.appendChild(c); }
+  else td.textContent = text == null ? "" : String(text);
+  tr.appendChild(td);
+  return td;
+}
+
+function renderJob(j) {
+  $("job").hidden = false;
+  $("job-id").textContent = j.id;
+  $("job-status").textContent = j.status;
+  $("job-stage").textContent = j.status === "running" && j.stage
+    ? `${j.stage} ${Number(j.percent || 0).toFixed(0)} %, ${Number(j.elapsed || 0).toFixed(1)} s` : "";
+  $("job-progress").value = j.status === "done" ? 100 : (j.status === "running" ? Number(j.percent || 0) : 0);
+  let detail = `M=${j.steps} E=${j.epochs} target ${j.target}` + (j.sigma ? ` sigma ${j.sigma}` : "");
+  if (j.status === "done") detail += ` : certified TV <= ${j.bound} (key ${String(j.keyid).slice(0, 12)}...)`;
+  if (j.reason) detail += ` : ${j.reason}`;
+  $("job-detail").textContent = detail;
+  const dl = $("job-download");
+  dl.hidden = j.status !== "done";
+  if (j.status === "done") { dl.href = `/v1/certificates/${encodeURIComponent(j.id)}/envelope`; dl.download = `${j.id}.json`; }
+  $("job-cancel").hidden = !(j.status === "queued" || j.status === "running");
+}
+
+async function poll() {
+  if (!watching) return;
+  const { status, data } = await api("GET", `/v1/certificates/${encodeURIComponent(watching)}`);
+  if (status !== 200) { showError(data.detail); return; }
+  renderJob(data);
+  if (data.status === "queued" || data.status === "running") pollTimer = setTimeout(poll, 1000);
+  else loadArchive();
+}
+
+function watch(id) {
+  watching = id;
+  clearTimeout(pollTimer);
+  poll();
+}
+
+async function submitRequest(ev) {
+  ev.preventDefault();
+  showError("");
+  sessionStorage.setItem("sigmacert-token", $("token").value);
+  const body = { steps: $("steps").value.trim(), epochs: $("epochs").value.trim(), target: $("target").value.trim() };
+  if ($("sigma").value.trim()) body.sigma = $("sigma").value.trim();
+  const { status, data } = await api("POST", "/v1/certificates", body, true);
+  if (status !== 200 && status !== 202) { showError(`${status}: ${data.detail}`); return; }
+  watch(data.id);
+  loadArchive();
+}
+
+async function cancelJob() {
+  const { status, data } = await api("DELETE", `/v1/certificates/${encodeURIComponent(watching)}`, undefined, true);
+  if (status !== 200) showError(`${status}: ${data.detail}`);
+  poll();
+}
+
+async function lookupSigma() {
+  showError("");
+  const q = new URLSearchParams({ steps: $("steps").value.trim(), epochs: $("epochs").value.trim(),
+                                  target: $("target").value.trim() });
+  $("sigma-result").textContent = "computing...";
+  const { status, data } = await api("GET", "/v1/sigma?" + q);
+  if (status !== 200 && status !== 202) { $("sigma-result").textContent = ""; showError(`${status}: ${data.detail}`); return; }
+  $("sigma-result").textContent = `closed-form sigma ${Number(data.closed_form).toFixed(6)} (a proven bound); exact sigma `
+    + (data.exact ? data.exact : `${data.exact_status} (try again shortly)`);
+  if (data.exact) $("sigma").value = data.exact;
+}
+
+async function loadArchive(ev) {
+  if (ev) { ev.preventDefault(); offset = 0; }
+  const q = new URLSearchParams({ limit: String(limit), offset: String(offset) });
+  for (const [k, id] of [["steps", "f-steps"], ["epochs", "f-epochs"], ["target", "f-target"]])
+    if ($(id).value.trim()) q.set(k, $(id).value.trim());
+  const { status, data } = await api("GET", "/v1/certificates?" + q);
+  if (status !== 200) { showError(`${status}: ${data.detail}`); return; }
+  const tb = $("archive-body");
+  tb.replaceChildren();
+  for (const j of data.items) {
+    const tr = document.createElement("tr");
+    const a = document.createElement("a");
+    a.href = "#"; a.textContent = j.id; a.addEventListener("click", (e) => { e.preventDefault(); watch(j.id); });
+    const td = document.createElement("td"); td.appendChild(a); tr.appendChild(td);
+    for (const v of [j.status, j.steps, j.epochs, j.target, j.sigma, j.bound, j.created_at]) cell(tr, v);
+    const last = cell(tr, "");
+    if (j.status === "done") {
+      const d = document.createElement("a");
+      d.href = `/v1/certificates/${encodeURIComponent(j.id)}/envelope`; d.download = `${j.id}.json`; d.textContent = "file";
+      last.appendChild(d);
+    }
+    tb.appendChild(tr);
+  }
+  $("archive-info").textContent = `${data.total ? offset + 1 : 0}-${offset + data.items.length} of ${data.total}`;
+  $("prev").disabled = offset === 0;
+  $("next").disabled = data.next_offset == null;
+}
+
+async function verifyFile() {
+  const f = $("verify-file").files[0];
+  if (!f) return;
+  const out = $("verify-result");
+  out.className = ""; out.textContent = "verifying...";
+  const text = await f.text();
+  const { status, data } = await api("POST", "/v1/verify", text);
+  if (status !== 200) { out.textContent = `${status}: ${data.detail}`; return; }
+  out.className = data.accepted ? "accept" : "reject";
+  out.textContent = `${data.result} (${data.reason}): ${data.detail}`
+    + (data.replayed_bound ? `\nreplayed bound on TV: ${data.replayed_bound}` : "")
+    + (data.keyid ? `\nsigned by key ${data.keyid}` : "");
+}
+
+async function loadKeys() {
+  const { status, data } = await api("GET", "/v1/keys");
+  if (status === 200) $("issuer-key").textContent = data.keys.map((k) => `${k.keyid} (${k.status})`).join(", ");
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("token").value = sessionStorage.getItem("sigmacert-token") || "";
+  $("request-form").addEventListener("submit", submitRequest);
+  $("lookup").addEventListener("click", lookupSigma);
+  $("job-cancel").addEventListener("click", cancelJob);
+  $("archive-form").addEventListener("submit", loadArchive);
+  $("prev").addEventListener("click", () => { offset = Math.max(0, offset - limit); loadArchive(); });
+  $("next").addEventListener("click", () => { offset += limit; loadArchive(); });
+  $("verify-file").addEventListener("change", verifyFile);
+  loadKeys();
+  loadArchive();
+});

@@ -1,0 +1,239 @@
+"""The archive and job queue: one SQLite file in WAL mode (docs/service.md).
+
+Jobs move queued -> running -> done | failed, or -> cancelled. A worker claims a
+job with a lease (owner, expiry) inside one IMMEDIATE transaction and renews it
+while it computes; every write a worker makes is fenced on (id, owner, status =
+running), so a worker that lost its job (cancelled, or re-queued after a crash)
+can never overwrite it. A server that starts re-queues every `running` job: the
+file lock of the server (service.app) guarantees the previous owner is dead.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import sqlite3
+import threading
+import time
+
+from certifier.envelope import canonical_json
+
+MAX_ATTEMPTS = 5  # a job whose worker died this many times fails instead of looping forever
+ACTIVE = ("queued", "running")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    id TEXT PRIMARY KEY,
+    request_key TEXT NOT NULL UNIQUE,
+    request TEXT NOT NULL,
+    steps INTEGER NOT NULL, epochs INTEGER NOT NULL, target TEXT NOT NULL, sigma TEXT,
+    status TEXT NOT NULL,
+    stage TEXT, percent REAL, elapsed REAL,
+    reason TEXT, error_kind TEXT, bound TEXT, envelope TEXT, keyid TEXT,
+    requested_by TEXT,
+    created_at REAL NOT NULL, updated_at REAL NOT NULL, started_at REAL, finished_at REAL,
+    lease_owner TEXT, lease_expires REAL, attempts INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS jobs_queue ON jobs(status, created_at);
+CREATE INDEX IF NOT EXISTS jobs_cell ON jobs(steps, epochs, target);
+CREATE TABLE IF NOT EXISTS keys (
+    keyid TEXT PRIMARY KEY, public_pem TEXT NOT NULL, added_at REAL NOT NULL, retired_at REAL
+);
+CREATE TABLE IF NOT EXISTS sigma_cache (
+    cell TEXT PRIMARY KEY, result TEXT NOT NULL, created_at REAL NOT NULL
+);
+"""
+
+_LIST_COLUMNS = ("id, status, steps, epochs, target, sigma, bound, keyid, reason, request, "
+                 "requested_by, created_at, finished_at")
+
+
+def request_key(req: dict) -> str:
+    """Idempotency key: SHA-256 of the canonical JSON of the normalised request."""
+    return hashlib.sha256(canonical_json(req)).hexdigest()
+
+
+class Store:
+    """One connection per thread on the same file; autocommit, explicit IMMEDIATE transactions."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._local = threading.local()
+        self._conn().executescript(SCHEMA)
+
+    # ------------------------------------------------------------------ plumbing
+    def _conn(self) -> sqlite3.Connection:
+        c = getattr(self._local, "conn", None)
+        if c is None:
+            c = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+            c.row_factory = sqlite3.Row
+            c.execute("PRAGMA journal_mode=WAL")
+            c.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: committed data survives a process kill
+            c.execute("PRAGMA busy_timeout=30000")
+            self._local.conn = c
+        return c
+
+    class _Tx:
+        def __init__(self, conn):
+            self.conn = conn
+
+        def __enter__(self):
+            self.conn.execute("BEGIN IMMEDIATE")
+            return self.conn
+
+        def __exit__(self, et, ev, tb):
+            self.conn.execute("COMMIT" if et is None else "ROLLBACK")
+            return False
+
+    def _tx(self):
+        return Store._Tx(self._conn())
+
+    def close(self) -> None:
+        c = getattr(self._local, "conn", None)
+        if c is not None:
+            c.close()
+            self._local.conn = None
+
+    # ------------------------------------------------------------------ jobs
+    def submit(self, req: dict, requested_by: str | None) -> tuple[dict, bool]:
+        """(job, created). Identical requests share one job; a cancelled or errored one is re-queued."""
+        key, now = request_key(req), time.time()
+        with self._tx() as c:
+            row = c.execute("SELECT * FROM jobs WHERE request_key=?", (key,)).fetchone()
+            if row is not None:
+                if row["status"] == "cancelled" or (row["status"] == "failed"
+                                                    and row["error_kind"] != "not-certified"):
+                    c.execute("UPDATE jobs SET status='queued', stage=NULL, percent=NULL, elapsed=NULL, "
+                              "reason=NULL, error_kind=NULL, bound=NULL, lease_owner=NULL, lease_expires=NULL, "
+                              "attempts=0, started_at=NULL, finished_at=NULL, updated_at=?, created_at=?, "
+                              "requested_by=? WHERE id=?", (now, now, requested_by, row["id"]))
+                    return dict(c.execute("SELECT * FROM jobs WHERE id=?", (row["id"],)).fetchone()), True
+                return dict(row), False
+            jid = "c" + secrets.token_hex(10)
+            c.execute("INSERT INTO jobs (id, request_key, request, steps, epochs, target, sigma, status, "
+                      "requested_by, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                      (jid, key, canonical_json(req).decode(), req["steps"], req["epochs"], req["target"],
+                       req.get("sigma"), "queued", requested_by, now, now))
+            return dict(c.execute("SELECT * FROM jobs WHERE id=?", (jid,)).fetchone()), True
+
+    def get(self, jid: str) -> dict | None:
+        row = self._conn().execute("SELECT * FROM jobs WHERE id=?", (jid,)).fetchone()
+        return dict(row) if row else None
+
+    def listing(self, *, steps=None, epochs=None, target=None, status=None, limit=50, offset=0):
+        where, args = [], []
+        for col, val in (("steps", steps), ("epochs", epochs), ("target", target), ("status", status)):
+            if val is not None:
+                where.append(f"{col}=?")
+                args.append(val)
+        w = (" WHERE " + " AND ".join(where)) if where else ""
+        c = self._conn()
+        total = c.execute(f"SELECT COUNT(*) FROM jobs{w}", args).fetchone()[0]
+        rows = c.execute(f"SELECT {_LIST_COLUMNS} FROM jobs{w} ORDER BY created_at DESC, rowid DESC "
+                         "LIMIT ? OFFSET ?", [*args, limit, offset]).fetchall()
+        return [dict(r) for r in rows], total
+
+    def cancel(self, jid: str) -> tuple[bool, str] | None:
+        """Cancel a queued or running job: (cancelled now?, status afterwards); None: no such job."""
+        now = time.time()
+        with self._tx() as c:
+            row = c.execute("SELECT status FROM jobs WHERE id=?", (jid,)).fetchone()
+            if row is None:
+                return None
+            if row["status"] in ACTIVE:
+                c.execute("UPDATE jobs SET status='cancelled', reason='cancelled on request', "
+                          "error_kind='cancelled', finished_at=?, updated_at=?, lease_expires=NULL "
+                          "WHERE id=?", (now, now, jid))
+                return True, "cancelled"
+            return False, row["status"]
+
+    def claim(self, owner: str, lease: float) -> dict | None:
+        """Take the oldest queued job (or a running one whose lease expired)."""
+        now = time.time()
+        with self._tx() as c:
+            while True:
+                row = c.execute("SELECT id, attempts FROM jobs WHERE status='queued' OR "
+                                "(status='running' AND lease_expires < ?) ORDER BY created_at, rowid LIMIT 1",
+                                (now,)).fetchone()
+                if row is None:
+                    return None
+                if row["attempts"] >= MAX_ATTEMPTS:
+                    c.execute("UPDATE jobs SET status='failed', error_kind='crashed', reason=?, finished_at=?, "
+                              "updated_at=?, lease_owner=NULL, lease_expires=NULL WHERE id=?",
+                              (f"gave up after {row['attempts']} attempts: the worker stopped each time",
+                               now, now, row["id"]))
+                    continue
+                c.execute("UPDATE jobs SET status='running', lease_owner=?, lease_expires=?, "
+                          "attempts=attempts+1, started_at=COALESCE(started_at, ?), stage='starting', "
+                          "percent=0, elapsed=0, updated_at=? WHERE id=?",
+                          (owner, now + lease, now, now, row["id"]))
+                return dict(c.execute("SELECT * FROM jobs WHERE id=?", (row["id"],)).fetchone())
+
+    def heartbeat(self, jid: str, owner: str, lease: float, stage=None, percent=None, elapsed=None) -> bool:
+        """Renew the lease and record progress; False when the job is no longer ours."""
+        now = time.time()
+        cur = self._conn().execute(
+            "UPDATE jobs SET lease_expires=?, stage=COALESCE(?, stage), percent=COALESCE(?, percent), "
+            "elapsed=COALESCE(?, elapsed), updated_at=? WHERE id=? AND lease_owner=? AND status='running'",
+            (now + lease, stage, percent, elapsed, now, jid, owner))
+        return cur.rowcount == 1
+
+    def finish(self, jid: str, owner: str, status: str, *, reason=None, error_kind=None, bound=None,
+               envelope=None, keyid=None, sigma=None, elapsed=None) -> bool:
+        """Record the outcome, fenced on our lease; False when the job was taken from us."""
+        now = time.time()
+        cur = self._conn().execute(
+            "UPDATE jobs SET status=?, reason=?, error_kind=?, bound=?, envelope=?, keyid=?, "
+            "sigma=COALESCE(?, sigma), elapsed=COALESCE(?, elapsed), stage=?, percent=?, finished_at=?, "
+            "updated_at=?, lease_expires=NULL WHERE id=? AND lease_owner=? AND status='running'",
+            (status, reason, error_kind, bound, envelope, keyid, sigma, elapsed,
+             "done" if status == "done" else None, 100.0 if status == "done" else None, now, now, jid, owner))
+        return cur.rowcount == 1
+
+    def requeue(self, owner: str | None = None) -> int:
+        """Put running jobs back in the queue: all of them (server start) or one owner's."""
+        now = time.time()
+        q = ("UPDATE jobs SET status='queued', lease_owner=NULL, lease_expires=NULL, stage=NULL, "
+             "percent=NULL, updated_at=? WHERE status='running'")
+        args: tuple = (now,)
+        if owner is not None:
+            q += " AND lease_owner=?"
+            args = (now, owner)
+        with self._tx() as c:
+            return c.execute(q, args).rowcount
+
+    def counts(self) -> dict:
+        rows = self._conn().execute("SELECT status, COUNT(*) FROM jobs GROUP BY status").fetchall()
+        return {r[0]: r[1] for r in rows}
+
+    # ------------------------------------------------------------------ keys
+    def set_active_key(self, keyid: str, public_pem: str) -> None:
+        """The signing key of this run; every other recorded key becomes retired."""
+        now = time.time()
+        with self._tx() as c:
+            c.execute("INSERT OR IGNORE INTO keys (keyid, public_pem, added_at) VALUES (?,?,?)",
+                      (keyid, public_pem, now))
+            c.execute("UPDATE keys SET retired_at=NULL WHERE keyid=?", (keyid,))
+            c.execute("UPDATE keys SET retired_at=? WHERE keyid<>? AND retired_at IS NULL", (now, keyid))
+
+    def add_retired_key(self, keyid: str, public_pem: str) -> None:
+        now = time.time()
+        with self._tx() as c:
+            c.execute("INSERT OR IGNORE INTO keys (keyid, public_pem, added_at, retired_at) VALUES (?,?,?,?)",
+                      (keyid, public_pem, now, now))
+
+    def keys(self) -> list[dict]:
+        rows = self._conn().execute("SELECT * FROM keys ORDER BY (retired_at IS NOT NULL), added_at DESC")
+        return [dict(r) for r in rows.fetchall()]
+
+    # ------------------------------------------------------------------ sigma cache
+    def sigma_get(self, cell: str) -> dict | None:
+        row = self._conn().execute("SELECT result FROM sigma_cache WHERE cell=?", (cell,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def sigma_put(self, cell: str, result: dict) -> None:
+        self._conn().execute("INSERT OR REPLACE INTO sigma_cache (cell, result, created_at) VALUES (?,?,?)",
+                             (cell, json.dumps(result), time.time()))
+
+    def integrity(self) -> str:
+        return self._conn().execute("PRAGMA integrity_check").fetchone()[0]

@@ -1,0 +1,115 @@
+"""Request models and bounds: every bad input becomes a 422 with a one-line reason."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Union
+
+from flint import fmpq
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+
+from certifier.params import ParameterError, decimal_str, parse_count, parse_decimal
+
+Number = Union[StrictInt, StrictStr]
+Decimal = Union[StrictStr, StrictInt, StrictFloat]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What this service accepts (stricter than the CLI: a job must finish in reasonable time)."""
+    max_steps: int = 10_000
+    max_epochs: int = 1_000
+    min_sigma: str = "0.1"
+    max_sigma: str = "1000"
+    min_target: str = "0.000001"
+    max_target: str = "0.999999"
+    max_digits: int = 12  # decimal places in sigma / target
+
+
+class SubjectIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: StrictStr = Field(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]+$",
+                            description="what the certificate is about, e.g. a model file name")
+    sha256: StrictStr = Field(pattern=r"^[0-9a-f]{64}$", description="lowercase hex SHA-256 of that file")
+
+
+class CertificateRequest(BaseModel):
+    """POST /v1/certificates. Decimals are best sent as strings ("1.2"): they are read exactly."""
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "examples": [{"steps": 100, "epochs": 10, "target": "0.1", "sigma": "1.426215"}]})
+    steps: Number = Field(description="steps per epoch M")
+    epochs: Number = Field(description="epochs E")
+    target: Decimal = Field(description="TV target lambda in (0, 1)")
+    sigma: Optional[Decimal] = Field(None, description="noise multiplier; default: the exact sigma")
+    subject: Optional[SubjectIn] = Field(None, description="file the certificate is about "
+                                                          "(default: the claim itself)")
+
+
+def _text(name: str, value) -> str:
+    text = repr(value) if isinstance(value, float) else str(value)
+    if len(text) > 40:
+        raise ParameterError(f"{name} is too long (at most 40 characters)")
+    return text
+
+
+def steps_of(value, limits: Limits) -> int:
+    return parse_count("steps M", _text("steps M", value), limits.max_steps)
+
+
+def epochs_of(value, limits: Limits) -> int:
+    return parse_count("epochs E", _text("epochs E", value), limits.max_epochs)
+
+
+def _bounded(name: str, value, lo: str, hi: str, limits: Limits) -> fmpq:
+    text = _text(name, value).strip()
+    q = parse_decimal(name, text)
+    if not parse_decimal("lo", lo) <= q <= parse_decimal("hi", hi):
+        raise ParameterError(f"{name} must lie in [{lo}, {hi}] on this service, got {text}")
+    if q * fmpq(10) ** limits.max_digits != int((q * fmpq(10) ** limits.max_digits).floor()):
+        raise ParameterError(f"{name} may have at most {limits.max_digits} decimal places")
+    return q
+
+
+def target_of(value, limits: Limits) -> str:
+    return decimal_str(_bounded("target lambda", value, limits.min_target, limits.max_target, limits))
+
+
+def sigma_of(value, limits: Limits) -> str:
+    return decimal_str(_bounded("sigma", value, limits.min_sigma, limits.max_sigma, limits))
+
+
+def normalise(req: CertificateRequest, limits: Limits) -> dict:
+    """The canonical request (exact decimal strings): the idempotency key is its hash."""
+    return {"steps": steps_of(req.steps, limits), "epochs": epochs_of(req.epochs, limits),
+            "target": target_of(req.target, limits),
+            "sigma": None if req.sigma is None else sigma_of(req.sigma, limits),
+            "subject": None if req.subject is None else {"name": req.subject.name, "sha256": req.subject.sha256}}
+
+
+def describe_errors(errors) -> str:
+    """One line from pydantic's error list: `field: problem; ...` (no input echo, no traceback)."""
+    out, seen = [], set()
+    for e in errors:
+        loc = [str(p) for p in e.get("loc", ()) if p not in ("body", "query", "path")]
+        # union members appear as an extra loc element (e.g. 'int', 'str'): keep the field only
+        loc = [p for p in loc if p not in ("int", "str", "float", "constrained-str")]
+        field = ".".join(loc) or "body"
+        if field in seen:
+            continue
+        seen.add(field)
+        kind = e.get("type", "")
+        if kind == "missing":
+            msg = "field required"
+        elif kind == "extra_forbidden":
+            msg = "unknown field"
+        elif kind == "json_invalid":
+            field, msg = "body", "not valid JSON"
+        elif field in ("steps", "epochs"):
+            msg = "must be a positive integer"
+        elif field in ("target", "sigma"):
+            msg = "must be a decimal number (a string like \"0.1\" is read exactly)"
+        elif kind == "model_attributes_type" or kind == "dict_type":
+            msg = "must be a JSON object"
+        else:
+            msg = str(e.get("msg", "invalid")).splitlines()[0][:200]
+        out.append(f"{field}: {msg}")
+    return "; ".join(out[:6]) or "invalid request"

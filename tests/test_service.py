@@ -1,0 +1,330 @@
+"""The certification service over real HTTP (issue 8): a `sigmacert serve` subprocess on a
+loopback port with a temporary database and key; certificates checked with sigmacert-verify."""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import sqlite3
+import stat
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from service_fixtures import (SIGMACERT, VERIFY, Server, alive, cleanup, make_key, make_token, wait_done,
+                              wait_for)
+
+CELL = {"steps": 4, "epochs": 2, "target": "0.3", "sigma": "2"}  # certifies in a few seconds
+SLOW = {"steps": 100, "epochs": 10, "target": "0.1"}  # exact sigma first, then certify: ~5-15 s
+
+
+@pytest.fixture(scope="module")
+def svc():
+    d = tempfile.mkdtemp(prefix="sigmacert-svc-")
+    key = make_key(os.path.join(d, "keys"))
+    tokens = os.path.join(d, "tokens.txt")
+    token = make_token(tokens, "alice")
+    srv = Server(d, key, tokens, "--verify-rate", "6", "--verify-burst", "4").start()
+    srv.token = token
+    srv.auth = {"Authorization": f"Bearer {token}"}
+    try:
+        yield srv
+    finally:
+        srv.stop()
+        cleanup(d)
+
+
+def post(srv, body, auth=True, **kw):
+    return srv.http.post("/v1/certificates", json=body, headers=srv.auth if auth else {}, **kw)
+
+
+def verify_api(srv, data: bytes, tries: int = 4):
+    for _ in range(tries):
+        r = srv.http.post("/v1/verify", content=data, headers={"Content-Type": "application/json"})
+        if r.status_code != 429:
+            return r
+        time.sleep(min(15, int(r.headers["Retry-After"])))
+    return r
+
+
+# ----------------------------------------------------------------------------- basics
+
+def test_health_page_and_openapi(svc):
+    h = svc.http.get("/healthz").json()
+    assert h["ok"] and h["workers"] == 1 and len(h["keyid"]) == 64
+    page = svc.http.get("/")
+    assert page.status_code == 200 and "Request a certificate" in page.text
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+    assert svc.http.get("/static/app.js").status_code == 200
+    assert svc.http.get("/static/app.py").status_code == 404
+    spec = svc.http.get("/openapi.json").json()
+    for path in ("/v1/certificates", "/v1/certificates/{jid}", "/v1/keys", "/v1/verify", "/v1/sigma", "/healthz"):
+        assert path in spec["paths"], path
+    assert svc.http.get("/docs").status_code == 200
+
+
+def test_token_create_prints_once_and_stores_only_the_hash(tmp_path):
+    path = str(tmp_path / "tokens")
+    out = subprocess.run([*SIGMACERT, "token", "create", "--tokens", path, "--name", "bob"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0
+    token = out.stdout.strip()
+    assert out.stdout == token + "\n" and token.startswith("sct_") and len(token) > 40
+    text = open(path).read()
+    assert token not in text
+    assert text == f"{hashlib.sha256(token.encode()).hexdigest()} bob\n"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    second = make_token(path, "carol")
+    assert second != token and len(open(path).read().splitlines()) == 2
+    bad = subprocess.run([*SIGMACERT, "token", "create", "--tokens", path, "--name", "no spaces"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and bad.stderr.count("\n") == 1
+
+
+def test_unauthenticated_and_wrong_tokens_are_refused(svc):
+    body = {**CELL, "sigma": "2.01"}
+    for headers in ({}, {"Authorization": "Bearer sct_wrong"}, {"Authorization": f"Basic {svc.token}"},
+                    {"Authorization": "Bearer"}, {"Authorization": f"Bearer {svc.token}x"}):
+        r = svc.http.post("/v1/certificates", json=body, headers=headers)
+        assert r.status_code == 401, headers
+        assert r.headers["www-authenticate"] == "Bearer" and r.json()["detail"]
+    assert all(j["sigma"] != "2.01" for j in svc.http.get("/v1/certificates", params={"limit": 200}).json()["items"])
+    assert svc.http.delete("/v1/certificates/cdeadbeef").status_code == 401
+
+
+def test_token_added_while_running_is_accepted(svc):
+    new = make_token(svc.tokens, "dave")
+
+    def accepted():
+        r = svc.http.post("/v1/certificates", json={"steps": 4, "epochs": 2, "target": "0.3", "sigma": "9.5"},
+                          headers={"Authorization": f"Bearer {new}"})
+        return r if r.status_code in (200, 202) else None
+    r = wait_for(accepted, 10)
+    jid = r.json()["id"]
+    assert svc.http.delete(f"/v1/certificates/{jid}", headers=svc.auth).status_code in (200, 409)
+
+
+BAD_BODIES = [
+    ({"steps": 0, "epochs": 2, "target": "0.3"}, "steps"),
+    ({"steps": -4, "epochs": 2, "target": "0.3"}, "steps"),
+    ({"steps": 4.5, "epochs": 2, "target": "0.3"}, "steps"),
+    ({"steps": True, "epochs": 2, "target": "0.3"}, "steps"),
+    ({"steps": 10**6, "epochs": 2, "target": "0.3"}, "steps"),
+    ({"steps": "1" * 100, "epochs": 2, "target": "0.3"}, "steps"),
+    ({"steps": 4, "epochs": 0, "target": "0.3"}, "epochs"),
+    ({"steps": 4, "epochs": 10**5, "target": "0.3"}, "epochs"),
+    ({"steps": 4, "epochs": 2, "target": "1"}, "target"),
+    ({"steps": 4, "epochs": 2, "target": "0"}, "target"),
+    ({"steps": 4, "epochs": 2, "target": "-0.1"}, "target"),
+    ({"steps": 4, "epochs": 2, "target": "0.1.2"}, "target"),
+    ({"steps": 4, "epochs": 2, "target": "nan"}, "target"),
+    ({"steps": 4, "epochs": 2, "target": "0.1234567890123"}, "target"),
+    ({"steps": 4, "epochs": 2, "target": None}, "target"),
+    ({"steps": 4, "epochs": 2}, "target"),
+    ({"steps": 4, "epochs": 2, "target": "0.3", "sigma": "0"}, "sigma"),
+    ({"steps": 4, "epochs": 2, "target": "0.3", "sigma": "-1"}, "sigma"),
+    ({"steps": 4, "epochs": 2, "target": "0.3", "sigma": "1e9"}, "sigma"),
+    ({"steps": 4, "epochs": 2, "target": "0.3", "sigma": "inf"}, "sigma"),
+    ({"steps": 4, "epochs": 2, "target": "0.3", "sigma": [1]}, "sigma"),
+    ({"steps": 4, "epochs": 2, "target": "0.3", "extra": 1}, "extra"),
+    ({"steps": 4, "epochs": 2, "target": "0.3", "subject": {"name": "m.bin", "sha256": "zz"}}, "sha256"),
+    ({"steps": 4, "epochs": 2, "target": "0.3", "subject": {"name": "", "sha256": "0" * 64}}, "name"),
+    ({"steps": 4, "epochs": 2, "target": "0.3", "subject": {"name": "a\nb", "sha256": "0" * 64}}, "name"),
+    ({"steps": 4, "epochs": 2, "target": "0.3", "subject": "x"}, "subject"),
+    ([4, 2, "0.3"], "body"),
+]
+
+
+@pytest.mark.parametrize("body,word", BAD_BODIES, ids=[str(i) for i in range(len(BAD_BODIES))])
+def test_bad_inputs_get_422_with_a_reason(svc, body, word):
+    r = post(svc, body)
+    assert r.status_code == 422, r.text
+    detail = r.json()["detail"]
+    assert isinstance(detail, str) and word in detail.lower() and "\n" not in detail
+
+
+def test_malformed_bodies_and_queries(svc):
+    for raw in (b"", b"{", b"not json", b"\xff\xfe", b"null"):
+        r = svc.http.post("/v1/certificates", content=raw, headers={**svc.auth, "Content-Type": "application/json"})
+        assert r.status_code == 422 and isinstance(r.json()["detail"], str), raw
+    big = json.dumps({**CELL, "subject": {"name": "x" * 100_000, "sha256": "0" * 64}})
+    r = svc.http.post("/v1/certificates", content=big, headers={**svc.auth, "Content-Type": "application/json"})
+    assert r.status_code == 413 and "larger than" in r.json()["detail"]
+    for q in ({"steps": "x", "epochs": 2, "target": "0.1"}, {"steps": 4, "epochs": 2, "target": "2"},
+              {"steps": 4, "epochs": 2}, {"steps": 10**9, "epochs": 2, "target": "0.1"}):
+        r = svc.http.get("/v1/sigma", params=q)
+        assert r.status_code == 422 and r.json()["detail"], q
+    for q in ({"limit": 0}, {"limit": 10**6}, {"offset": -1}, {"status": "weird"}, {"steps": "abc"},
+              {"target": "7"}):
+        r = svc.http.get("/v1/certificates", params=q)
+        assert r.status_code == 422 and r.json()["detail"], q
+    assert svc.http.get("/v1/certificates/nosuchjob").status_code == 404
+    assert svc.http.get("/v1/certificates/nosuchjob/envelope").status_code == 404
+    assert svc.http.get("/v1/certificates/" + "c" * 500).status_code == 404
+    r = svc.http.post("/v1/verify", content=b"[1, 2]", headers={"Content-Type": "application/json"})
+    assert r.status_code in (422, 429)
+
+
+# ----------------------------------------------------------------------------- end to end
+
+def test_issue_a_certificate_end_to_end_and_verify_it(svc, tmp_path):
+    r = post(svc, CELL)
+    assert r.status_code == 202, r.text
+    jid = r.json()["id"]
+    assert r.headers["location"] == f"/v1/certificates/{jid}"
+    again = post(svc, dict(CELL))  # identical request while in flight: the same job
+    assert again.json()["id"] == jid
+    job = wait_done(svc, jid)
+    assert job["status"] == "done", (job.get("reason"), svc.log())
+    assert job["bound"] and float(job["bound"]) <= 0.3 and job["sigma"] == "2"
+    assert job["envelope"]["payloadType"] == "application/vnd.in-toto+json"
+    stmt = json.loads(base64.b64decode(job["envelope"]["payload"]))
+    assert stmt["predicate"]["claim"]["steps"] == 4 and stmt["subject"][0]["name"] == "claim"
+
+    # the file, checked by the independent verifier CLI against the key the service publishes
+    cert = tmp_path / "cert.json"
+    env = svc.http.get(f"/v1/certificates/{jid}/envelope")
+    assert env.status_code == 200 and json.loads(env.content) == job["envelope"]
+    cert.write_bytes(env.content)
+    keys = svc.http.get("/v1/keys").json()["keys"]
+    assert [k["status"] for k in keys] == ["active"] and keys[0]["keyid"] == job["keyid"]
+    pub = tmp_path / "issuer.pem"
+    pub.write_text(keys[0]["public_pem"])
+    out = subprocess.run([*VERIFY, str(cert), "--key", str(pub)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.startswith("ACCEPT"), out.stdout + out.stderr
+    assert open(svc.key.replace("private.pem", "public.pem")).read() == keys[0]["public_pem"]
+
+    # idempotent: the same request (numbers instead of strings, same exact values) -> the archive
+    r2 = post(svc, {"steps": "4", "epochs": 2, "target": 0.30, "sigma": 2})
+    assert r2.status_code == 200 and r2.json()["id"] == jid and r2.json()["envelope"] == job["envelope"]
+    listing = svc.http.get("/v1/certificates", params={"steps": 4, "epochs": 2, "target": "0.30"}).json()
+    assert jid in [j["id"] for j in listing["items"]] and "envelope" not in listing["items"][0]
+
+    # the service's own verifier: accepts this, rejects a tampered copy
+    v = verify_api(svc, env.content)
+    assert v.status_code == 200 and v.json()["accepted"] is True and v.json()["result"] == "ACCEPT"
+    bad = dict(job["envelope"])
+    bad["payload"] = base64.b64encode(base64.b64decode(bad["payload"]).replace(b'"0.3"', b'"0.2"')).decode()
+    v = verify_api(svc, json.dumps(bad).encode())
+    assert v.status_code == 200 and v.json()["accepted"] is False and v.json()["reason"]
+
+    # cancelling a finished job is refused
+    assert svc.http.delete(f"/v1/certificates/{jid}", headers=svc.auth).status_code == 409
+
+
+def test_a_subject_is_certified_as_given(svc):
+    digest = hashlib.sha256(b"model weights").hexdigest()
+    r = post(svc, {**CELL, "subject": {"name": "model.bin", "sha256": digest}})
+    assert r.status_code in (200, 202)
+    job = wait_done(svc, r.json()["id"])
+    assert job["status"] == "done"
+    stmt = json.loads(base64.b64decode(job["envelope"]["payload"]))
+    assert stmt["subject"] == [{"name": "model.bin", "digest": {"sha256": digest}}]
+
+
+def test_cancel_a_running_job(svc):
+    r = post(svc, {"steps": 4, "epochs": 2, "target": "0.3"})  # exact sigma first: minutes
+    jid = r.json()["id"]
+    wait_for(lambda: svc.http.get(f"/v1/certificates/{jid}").json()["status"] == "running", 60)
+    c = svc.http.delete(f"/v1/certificates/{jid}", headers=svc.auth)
+    assert c.status_code == 200 and c.json()["status"] == "cancelled"
+    assert svc.http.delete(f"/v1/certificates/{jid}", headers=svc.auth).status_code == 409
+    time.sleep(3)  # the worker notices, stops; a fresh worker takes its place
+    assert svc.http.get(f"/v1/certificates/{jid}").json()["status"] == "cancelled"
+    wait_for(lambda: svc.http.get("/healthz").json()["workers"] == 1, 30)
+    again = post(svc, {"steps": 4, "epochs": 2, "target": "0.3"})  # re-requested: queued again
+    assert again.json()["id"] == jid and again.json()["status"] == "queued"
+    assert svc.http.delete(f"/v1/certificates/{jid}", headers=svc.auth).status_code == 200
+
+
+def test_sigma_is_computed_once_then_cached(svc):
+    q = {"steps": 100, "epochs": 10, "target": "0.1"}
+
+    def ready():
+        r = svc.http.get("/v1/sigma", params=q)
+        assert r.status_code in (200, 202)
+        return r.json() if r.status_code == 200 else None
+    first = wait_for(ready, 240, interval=2)
+    assert first["exact"] == "1.426215" and abs(first["closed_form"] - 1.736982) < 1e-6
+    t0 = time.perf_counter()
+    second = svc.http.get("/v1/sigma", params={"steps": "100", "epochs": "10", "target": "0.10"}).json()
+    assert second["cached"] is True and second["exact"] == "1.426215"
+    assert time.perf_counter() - t0 < 2.0
+
+
+def test_verify_is_rate_limited(svc):
+    codes, retry = [], None
+    for _ in range(12):
+        r = svc.http.post("/v1/verify", content=b"x", headers={"Content-Type": "application/json"})
+        codes.append(r.status_code)
+        if r.status_code == 429:
+            retry = r.headers["Retry-After"]
+    assert set(codes) <= {422, 429} and 429 in codes and int(retry) >= 1
+
+
+# ----------------------------------------------------------------------------- crash safety
+
+def test_sigkill_mid_job_then_restart_finishes_everything(tmp_path):
+    d = str(tmp_path)
+    key = make_key(os.path.join(d, "keys"))
+    tokens = os.path.join(d, "tokens.txt")
+    auth = {"Authorization": f"Bearer {make_token(tokens, 'ci')}"}
+    srv = Server(d, key, tokens).start()
+    try:
+        ids = []
+        for body in (SLOW, CELL):
+            r = srv.http.post("/v1/certificates", json=body, headers=auth)
+            assert r.status_code == 202
+            ids.append(r.json()["id"])
+        wait_for(lambda: srv.http.get(f"/v1/certificates/{ids[0]}").json().get("stage") not in (None, "starting"),
+                 60, 0.2)
+        workers = srv.children()
+        assert workers
+        srv.sigkill()  # mid-job: no shutdown code runs
+        wait_for(lambda: not any(alive(p) for p in workers), 15, 0.2)  # workers die with the server
+        db = sqlite3.connect(srv.db)
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        states = dict(db.execute("SELECT id, status FROM jobs").fetchall())
+        db.close()
+        assert states == {ids[0]: "running", ids[1]: "queued"}
+
+        srv.start()  # same database, same key
+        jobs = [wait_done(srv, j, 240) for j in ids]
+        assert [j["status"] for j in jobs] == ["done", "done"], jobs
+        assert jobs[0]["attempts"] == 2 and jobs[1]["attempts"] == 1
+        listing = srv.http.get("/v1/certificates").json()
+        assert listing["total"] == 2 and {j["id"] for j in listing["items"]} == set(ids)
+        pub = os.path.join(d, "keys", "public.pem")
+        for j in jobs:
+            path = os.path.join(d, f"{j['id']}.json")
+            with open(path, "wb") as f:
+                f.write(srv.http.get(f"/v1/certificates/{j['id']}/envelope").content)
+            out = subprocess.run([*VERIFY, path, "--key", pub], capture_output=True, text=True, timeout=300)
+            assert out.returncode == 0, out.stdout + out.stderr
+        old_keyid = jobs[0]["keyid"]
+        srv.stop()
+
+        # key rotation: a new key signs from now on; the old one is listed as retired and still verifies
+        srv.key = make_key(os.path.join(d, "keys2"))
+        srv.start()
+        keys = srv.http.get("/v1/keys").json()["keys"]
+        assert [k["status"] for k in keys] == ["active", "retired"] and keys[1]["keyid"] == old_keyid
+        assert keys[0]["keyid"] != old_keyid
+        v = srv.http.post("/v1/verify", content=open(os.path.join(d, f"{ids[0]}.json"), "rb").read())
+        assert v.status_code == 200 and v.json()["accepted"] is True
+        assert "PRIVATE" not in srv.log() and open(key).read() not in srv.log()
+    finally:
+        srv.stop()
+    db = sqlite3.connect(srv.db)
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert db.execute("SELECT COUNT(*) FROM jobs WHERE status='done'").fetchone()[0] == 2
+    db.close()
+
+
+def test_second_server_on_the_same_database_is_refused(tmp_path, svc):
+    out = subprocess.run([*SIGMACERT, "serve", "--port", "1", "--db", svc.db, "--key", svc.key],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "another sigmacert server" in out.stderr and "Traceback" not in out.stderr
