@@ -123,6 +123,44 @@ class BodyLimit:
         return await self.app(scope, counted, with_headers)
 
 
+class SigmaCache:
+    """Pure ASGI: answer a repeated GET /v1/sigma from the rendered bytes of its cached answer.
+
+    Only answers the handler marked `"cached":true` (final, exact sigma known) are kept,
+    keyed by the raw query string; at most `size` entries (cleared when full)."""
+
+    def __init__(self, app, size: int = 4096):
+        self.app, self.size, self.hits = app, size, {}
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["path"] != "/v1/sigma" or scope["method"] != "GET":
+            return await self.app(scope, receive, send)
+        qs = scope["query_string"]
+        body = self.hits.get(qs)
+        if body is not None:
+            await send({"type": "http.response.start", "status": 200, "headers": [
+                (b"content-type", b"application/json"), (b"content-length", b"%d" % len(body)),
+                (b"x-content-type-options", b"nosniff")]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        status, parts = [0], []
+
+        async def capture(msg):
+            if msg["type"] == "http.response.start":
+                status[0] = msg["status"]
+            elif msg["type"] == "http.response.body":
+                parts.append(msg.get("body", b""))
+                if not msg.get("more_body") and status[0] == 200:
+                    out = b"".join(parts)
+                    if b'"cached":true' in out and len(qs) <= 256:
+                        if len(self.hits) >= self.size:
+                            self.hits.clear()
+                        self.hits[qs] = out
+            await send(msg)
+
+        return await self.app(scope, receive, capture)
+
+
 def _lock(db: str):
     fd = os.open(db + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -184,6 +222,7 @@ def create_app(config: Config | None = None) -> FastAPI:
                   description="Issues, archives and verifies certificates that a noise multiplier meets a "
                               "TV target for DP-SGD with random allocation (docs/service.md).")
     app.add_middleware(BodyLimit, default=config.max_body, verify=MAX_ENVELOPE + 1024)
+    app.add_middleware(SigmaCache)  # outermost: a cached sigma never reaches the framework
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request, exc):
