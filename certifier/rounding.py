@@ -31,6 +31,7 @@ B_FRACTION_BITS = 128  # fractional bits of the integer enclosures of B_k in ste
 # ----------------------------------------------------------------------------- parameters
 
 def _is_multiple(x: fmpq, unit: fmpq) -> bool:
+    """True iff x/unit is an integer (exact rational arithmetic)."""
     q = x / unit
     return q.q == 1
 
@@ -196,6 +197,7 @@ class Ledger:
     max_length: int = 0
 
     def ball(self, name: str) -> arb:
+        """A ball containing the recorded deleted mass `name` (exact integer over 2^F or 2^2F)."""
         v = getattr(self, name)
         bits = 2 * self.F if name in ("truncation", "fixed_point") else self.F
         return arb(v) / arb(2) ** bits
@@ -221,6 +223,7 @@ def step_i(sigma: fmpq, m: Method):
 
 
 def _step_i(sigma: fmpq, m: Method):
+    """step_i at the current working precision (see step_i for what the result contains)."""
     F = m.fixed_point_bits
     sqrt2 = arb(2).sqrt()
     t = arb(1) / _arb_exact(sigma)                       # t = 1/sigma
