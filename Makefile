@@ -43,3 +43,11 @@ reproduce: install
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache
+
+# The service page (sigmacert serve, GET /) in a real headless browser: Debian chromium
+# driven by Selenium through chromedriver. Not part of `make test`; needs, once:
+#   apt-get install -y chromium chromium-driver
+.PHONY: test-browser
+test-browser: install
+	$(BIN)/python -m pip install -q -e ".[browser]"
+	SIGMACERT_BROWSER=1 $(BIN)/python -m pytest tests/test_service_browser.py

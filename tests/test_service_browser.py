@@ -1,0 +1,119 @@
+"""The service page in a real headless browser: Debian chromium driven by Selenium/WebDriver.
+
+Runs only with SIGMACERT_BROWSER=1 (`make test-browser`); then a missing chromium,
+chromedriver or selenium is a failure, not a skip. Needs:
+    apt-get install -y chromium chromium-driver;  pip install -e ".[browser]"
+"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import tempfile
+
+import pytest
+
+from service_fixtures import Server, cleanup, make_key, make_token
+
+if os.environ.get("SIGMACERT_BROWSER") != "1":
+    pytest.skip("browser test: run with SIGMACERT_BROWSER=1 (make test-browser)", allow_module_level=True)
+
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+CHROMIUM = os.environ.get("SIGMACERT_CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("SIGMACERT_CHROMEDRIVER", "/usr/bin/chromedriver")
+
+
+@pytest.fixture(scope="module")
+def setup():
+    d = tempfile.mkdtemp(prefix="sigmacert-browser-")
+    key = make_key(os.path.join(d, "keys"))
+    tokens = os.path.join(d, "tokens.txt")
+    token = make_token(tokens, "browser")
+    srv = Server(d, key, tokens).start()
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking", "--disable-extensions", "--disable-sync",
+                 "--disable-component-update", "--disable-default-apps", "--no-first-run",
+                 "--window-size=1200,1000", f"--user-data-dir={os.path.join(d, 'profile')}"):
+        opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=opts, service=Service(executable_path=CHROMEDRIVER))
+    try:
+        yield srv, driver, token, d
+    finally:
+        driver.quit()
+        srv.stop()
+        cleanup(d)
+
+
+def text_of(driver, el_id):
+    return driver.find_element(By.ID, el_id).text
+
+
+def until(driver, fn, timeout=60):
+    return WebDriverWait(driver, timeout, poll_frequency=0.25).until(lambda d: fn(d))
+
+
+def fill(driver, el_id, value):
+    el = driver.find_element(By.ID, el_id)
+    el.clear()
+    el.send_keys(value)
+
+
+def test_request_watch_browse_and_verify_in_a_browser(setup):
+    srv, driver, token, d = setup
+    driver.get(srv.url + "/")
+    assert "sigmacert" in driver.title
+    keyid = srv.http.get("/healthz").json()["keyid"]
+    until(driver, lambda dr: keyid in text_of(dr, "issuer-key"))
+
+    # a wrong token is refused with the server's reason on the page
+    fill(driver, "token", "sct_wrong")
+    for el_id, v in (("steps", "4"), ("epochs", "2"), ("target", "0.3"), ("sigma", "2")):
+        fill(driver, el_id, v)
+    driver.find_element(By.ID, "submit").click()
+    until(driver, lambda dr: "401" in text_of(dr, "error"))
+
+    # request a certificate and watch it finish
+    fill(driver, "token", token)
+    driver.find_element(By.ID, "submit").click()
+    until(driver, lambda dr: text_of(dr, "job-status") == "done", 180)
+    jid = text_of(driver, "job-id")
+    assert "certified TV <=" in text_of(driver, "job-detail")
+    link = driver.find_element(By.ID, "job-download")
+    assert link.is_displayed() and link.get_attribute("href").endswith(f"/v1/certificates/{jid}/envelope")
+
+    # the archive lists it
+    until(driver, lambda dr: jid in text_of(dr, "archive-body"))
+    row = [r for r in driver.find_elements(By.CSS_SELECTOR, "#archive-body tr") if jid in r.text][0]
+    assert "done" in row.text and "0.3" in row.text
+
+    # closed-form and exact sigma
+    for el_id, v in (("steps", "100"), ("epochs", "10"), ("target", "0.1")):
+        fill(driver, el_id, v)
+    driver.find_element(By.ID, "lookup").click()
+    until(driver, lambda dr: "1.426215" in text_of(dr, "sigma-result") or "pending" in text_of(dr, "sigma-result"), 120)
+
+    # verify an uploaded certificate file: the real one is accepted, a tampered one rejected
+    env = srv.http.get(f"/v1/certificates/{jid}/envelope").content
+    good = os.path.join(d, "good.json")
+    with open(good, "wb") as f:
+        f.write(env)
+    driver.find_element(By.ID, "verify-file").send_keys(good)
+    until(driver, lambda dr: text_of(dr, "verify-result").startswith("ACCEPT"), 120)
+    e = json.loads(env)
+    e["payload"] = base64.b64encode(base64.b64decode(e["payload"]).replace(b'"0.3"', b'"0.2"')).decode()
+    bad = os.path.join(d, "bad.json")
+    with open(bad, "w") as f:
+        json.dump(e, f)
+    driver.find_element(By.ID, "verify-file").send_keys(bad)
+    until(driver, lambda dr: text_of(dr, "verify-result").startswith("REJECT"), 120)
+
+    # no script errors (the refused request's 401 is the only expected console error)
+    errors = [m for m in driver.get_log("browser") if m["level"] == "SEVERE" and "401" not in m["message"]]
+    assert not errors, errors
