@@ -204,7 +204,7 @@ def create_app(config: Config | None = None) -> FastAPI:
         n = store.requeue()
         if n:
             print(f"sigmacert serve: {n} job(s) left running by a previous server re-queued", flush=True)
-        pool = WorkerPool(store, config.db, config.key, config.workers)
+        pool = WorkerPool(store, config.db, config.key, config.workers, state["keyid"])
         pool.start()
         sigma_pool, verify_pool = Pool(1, 8), Pool(1, 4)
         state.update(store=store, workers=pool, sigma=SigmaService(store, sigma_pool, config.sigma_wait,

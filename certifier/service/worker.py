@@ -38,13 +38,16 @@ def die_with_parent(parent: int) -> None:
 
 
 class Worker:
-    def __init__(self, db: str, key_path: str, owner: str, parent: int):
+    def __init__(self, db: str, key_path: str, owner: str, parent: int, keyid: str | None = None):
         from certifier.envelope import key_id
         from certifier.keys import load_private
         from certifier.service.store import Store
         self.store, self.owner, self.parent = Store(db), owner, parent
         self.key = load_private(key_path)
         self.keyid = key_id(self.key.public_key())
+        if keyid is not None and keyid != self.keyid:  # the key file changed under a running server
+            raise SystemExit(f"sigmacert worker: {key_path} is no longer the key this server publishes "
+                             f"({keyid[:16]}...); restart the server to rotate keys")
         self.job = None
         self.progress = {"stage": "starting", "percent": 0.0, "elapsed": 0.0}
         threading.Thread(target=self._heartbeat, daemon=True).start()
@@ -127,8 +130,8 @@ class Worker:
 class WorkerPool:
     """N worker processes, restarted when one ends; a dead worker's job goes back to the queue."""
 
-    def __init__(self, store, db: str, key_path: str, n: int, log=None):
-        self.store, self.db, self.key_path, self.n = store, db, key_path, n
+    def __init__(self, store, db: str, key_path: str, n: int, keyid: str, log=None):
+        self.store, self.db, self.key_path, self.n, self.keyid = store, db, key_path, n, keyid
         self.log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
         self.procs: dict[int, tuple[subprocess.Popen, str, float]] = {}
         self._stop = threading.Event()
@@ -137,7 +140,7 @@ class WorkerPool:
     def _spawn(self, slot: int) -> None:
         owner = f"w{slot}-{os.getpid()}-{secrets.token_hex(3)}"
         cmd = [sys.executable, "-m", "certifier.service.worker", "--db", self.db, "--key", self.key_path,
-               "--owner", owner, "--parent", str(os.getpid())]
+               "--owner", owner, "--parent", str(os.getpid()), "--keyid", self.keyid]
         p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, close_fds=True)
         self.procs[slot] = (p, owner, time.monotonic())
 
@@ -189,6 +192,7 @@ def main(argv=None) -> int:
     ap.add_argument("--key", required=True)
     ap.add_argument("--owner", required=True)
     ap.add_argument("--parent", type=int, required=True)
+    ap.add_argument("--keyid", help="the key id the server publishes; refuse any other key")
     args = ap.parse_args(argv)
     die_with_parent(args.parent)
     try:
@@ -196,7 +200,7 @@ def main(argv=None) -> int:
     except OSError:
         pass
     try:
-        Worker(args.db, args.key, args.owner, args.parent).run_forever()
+        Worker(args.db, args.key, args.owner, args.parent, args.keyid).run_forever()
     except KeyboardInterrupt:
         return 0
     return 0
