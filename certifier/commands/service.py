@@ -53,15 +53,17 @@ def run_serve(args) -> int:
         from certifier.service.validate import Limits
     except ImportError as err:
         raise _cli_error(f"the service needs the 'service' extra (pip install 'sigmacert[service]'): {err}") from None
-    from certifier.keys import load_private
+    from certifier.keys import load_private, load_public
 
     port = int(parse_count("port", args.port, 65535)) if args.port != "0" else 0
     workers = parse_count("workers", args.workers, 64)
+    limits = Limits(max_steps=parse_count("max-steps", args.max_steps, 10**7),
+                    max_epochs=parse_count("max-epochs", args.max_epochs, 10**6))
     db = os.path.abspath(args.db)
+    rate = float(parse_count("verify-rate", args.verify_rate, 10**6))
+    burst = parse_count("verify-burst", args.verify_burst, 10**6)
     if not os.path.isdir(os.path.dirname(db)):
         raise ParameterError(f"database directory does not exist: {os.path.dirname(db)}")
-    key = os.path.abspath(args.key) if args.key else _default_key(db)
-    load_private(key)  # a bad key fails here, in one line, before anything starts
     if args.tokens:
         if not os.path.exists(args.tokens):
             raise ParameterError(f"no such tokens file: {args.tokens} (create one with "
@@ -73,6 +75,10 @@ def run_serve(args) -> int:
     else:
         print("sigmacert serve: no --tokens file: certificate requests and cancellations are refused",
               file=sys.stderr)
+    key = os.path.abspath(args.key) if args.key else _default_key(db)
+    load_private(key)  # a bad key fails here, in one line, before anything starts
+    for path in args.retired_key or []:
+        load_public(path)
     if not _is_loopback(args.host):
         print(f"sigmacert serve: WARNING listening on {args.host}: bearer tokens travel in clear text; "
               "put a TLS reverse proxy in front", file=sys.stderr)
@@ -80,12 +86,9 @@ def run_serve(args) -> int:
         os.close(_lock(db))  # one server per database; the app takes the lock for real at start-up
     except RuntimeError as err:
         raise _cli_error(str(err)) from None
-    limits = Limits(max_steps=parse_count("max-steps", args.max_steps, 10**7),
-                    max_epochs=parse_count("max-epochs", args.max_epochs, 10**6))
     cfg = Config(db=db, key=key, tokens=os.path.abspath(args.tokens) if args.tokens else None,
                  workers=workers, retired_keys=[os.path.abspath(p) for p in args.retired_key or []],
-                 limits=limits, verify_per_minute=float(parse_count("verify-rate", args.verify_rate, 10**6)),
-                 verify_burst=parse_count("verify-burst", args.verify_burst, 10**6))
+                 limits=limits, verify_per_minute=rate, verify_burst=burst)
     app = create_app(cfg)
     uvicorn.run(app, host=args.host, port=port, log_level=args.log_level, proxy_headers=False,
                 server_header=False, timeout_graceful_shutdown=10, access_log=not args.no_access_log)
