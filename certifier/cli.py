@@ -60,5 +60,7 @@ def main(argv=None) -> int:
         return 2
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # `python -m certifier.cli`: run the imported module, so its
+    from certifier.cli import main as _main  # CliError is the class the commands raise
+
+    sys.exit(_main())

@@ -205,7 +205,7 @@ def cert(tmp_path_factory):
     d = tmp_path_factory.mktemp("cert")
     r = _cli("keygen", "-o", str(d / "keys"))
     assert r.returncode == 0, r.stderr
-    r = _cli("certify", "--steps", "4", "--epochs", "2", "--target", "0.3", "--sigma", "1.2",
+    r = _cli("certify", "--steps", "12", "--epochs", "3", "--target", "0.3", "--sigma", "1.5",
              "--key", str(d / "keys" / "private.pem"), "-o", str(d / "cert.json"), "--quiet")
     assert r.returncode == 0, r.stderr
     r = _cli("keygen", "-o", str(d / "other"))

@@ -1,0 +1,6 @@
+"""`python -m certifier` is the `sigmacert` command."""
+import sys
+
+from certifier.cli import main
+
+sys.exit(main())
