@@ -3,7 +3,9 @@ PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
-EXTRAS  ?= test,train,service
+EXTRAS  ?= test,train,service,torch
+# torch==2.13.0 must be the CPU build: take it from the machine's wheel folder when there is one
+PIP_FIND := $(if $(wildcard /opt/wheels/torch-*),--find-links /opt/wheels,)
 
 .PHONY: install demo test bench reproduce clean
 
@@ -12,7 +14,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
+	$(BIN)/python -m pip install -q $(PIP_FIND) -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 
 install: $(STAMP)
