@@ -38,6 +38,7 @@ test: install
 
 bench: install
 	$(BIN)/python benchmarks/bench_sigma.py
+	$(BIN)/python benchmarks/bench_certify.py
 
 # Regenerates docs/reproduction.md: every checkable number of the paper, ours beside theirs.
 reproduce: install
