@@ -63,7 +63,12 @@ def test_health_page_and_openapi(svc):
     spec = svc.http.get("/openapi.json").json()
     for path in ("/v1/certificates", "/v1/certificates/{jid}", "/v1/keys", "/v1/verify", "/v1/sigma", "/healthz"):
         assert path in spec["paths"], path
-    assert svc.http.get("/docs").status_code == 200
+    docs = svc.http.get("/docs")
+    assert docs.status_code == 200 and "/docs-assets/swagger-ui-bundle.js" in docs.text
+    assert "cdn" not in docs.text.lower()  # served offline, from the swagger-ui-bundle package
+    js = svc.http.get("/docs-assets/swagger-ui-bundle.js")
+    assert js.status_code == 200 and len(js.content) > 100_000
+    assert svc.http.get("/docs-assets/index.html").status_code == 404
 
 
 def test_token_create_prints_once_and_stores_only_the_hash(tmp_path):

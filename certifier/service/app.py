@@ -21,6 +21,8 @@ from importlib import resources
 
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.docs import get_swagger_ui_html
+from swagger_ui_bundle import swagger_ui_path
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi import HTTPException
 
@@ -142,6 +144,7 @@ def create_app(config: Config | None = None) -> FastAPI:
             os.close(lock)
 
     app = FastAPI(title="sigmacert certification service", version=__version__, lifespan=lifespan,
+                  docs_url=None, redoc_url=None,  # /docs is served below from local assets (no CDN)
                   description="Issues, archives and verifies certificates that a noise multiplier meets a "
                               "TV target for DP-SGD with random allocation (docs/service.md).")
     app.add_middleware(BodyLimit, default=config.max_body, verify=MAX_ENVELOPE + 1024)
@@ -195,6 +198,22 @@ def create_app(config: Config | None = None) -> FastAPI:
         if name not in types:
             raise ApiError(404, "not found")
         return Response(_page(name), media_type=types[name])
+
+    @app.get("/docs", include_in_schema=False)
+    def docs():  # Swagger UI from the swagger-ui-bundle package: works offline
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="sigmacert API",
+                                   swagger_js_url="/docs-assets/swagger-ui-bundle.js",
+                                   swagger_css_url="/docs-assets/swagger-ui.css",
+                                   swagger_favicon_url="/docs-assets/favicon-32x32.png")
+
+    @app.get("/docs-assets/{name}", include_in_schema=False)
+    def docs_assets(name: str):
+        types = {"swagger-ui-bundle.js": "text/javascript; charset=utf-8",
+                 "swagger-ui.css": "text/css; charset=utf-8", "favicon-32x32.png": "image/png"}
+        if name not in types:
+            raise ApiError(404, "not found")
+        return Response((swagger_ui_path / name).read_bytes(), media_type=types[name],
+                        headers={"Cache-Control": "public, max-age=86400"})
 
     @app.get("/healthz", summary="liveness and queue counts")
     def healthz():
