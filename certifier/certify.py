@@ -14,13 +14,16 @@ import flint
 from flint import fmpq
 
 from certifier import __version__
-from certifier.grids import budget_for, choose_grid
+from certifier.grids import budget_for, budget_for_lower, choose_grid, choose_lower_grid
 from certifier.params import decimal_str, parse_decimal
 from certifier.rounding import rounding_bound
 
 SAFETY = (0.6, 0.3, 0.12)       # share of the margin the grid may lose, per try
 SEARCH_RESOLUTION = "1e-6"
 MAX_PREDICTED_SECONDS = 3600.0  # refuse automatic grids predicted to run longer than this
+LOWER_SAFETY = (0.8, 0.45, 0.2)  # share of TV(sigma_low) - target the lower side may lose, per try
+LOWER_STEPS = 2                  # sigma_low = sigma - k * resolution for k = 1, ..., LOWER_STEPS
+LOWER_MAX_PREDICTED_SECONDS = 600.0
 STATEMENT_TEXT = ("TV(P_M^E, Q_M^E) <= target, so every membership-inference test has accuracy "
                   "<= 1/2 + target/2")
 
@@ -38,6 +41,13 @@ class Outcome:
     predicate: dict | None = None
     tv: float | None = None
     tv_error: float | None = None
+    two_sided: bool = False
+    sigma_low: str | None = None      # certified to miss the target (two-sided only)
+    tv_lower: str | None = None
+    lower_tries: list = field(default_factory=list)
+    lower_seconds: float | None = None
+    privacy: dict | None = None
+    tpr: dict | None = None
 
 
 def _now() -> str:
@@ -51,11 +61,15 @@ def claim_of(steps: int, epochs: int, sigma: str, target: str) -> dict:
 
 
 def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *, h=None, eta=None,
-            cap=None, prec: int | None = None, progress=None, max_tries: int = 3) -> Outcome:
+            cap=None, prec: int | None = None, progress=None, max_tries: int = 3,
+            two_sided: bool = False) -> Outcome:
     """Find the exact sigma if absent, choose a grid, compute the bound; refine and retry if short.
 
     progress(stage, percent, elapsed_seconds) is called throughout. Every try is
-    recorded in Outcome.tries (grid, predicted loss, bound, seconds).
+    recorded in Outcome.tries (grid, predicted loss, bound, seconds). With two_sided, after
+    the upper side succeeds, `certify_lower` proves that sigma - k * resolution (k = 1, 2)
+    misses the target and the predicate becomes v2 (docs/two-sided.md) with the certified
+    privacy and TPR rows; if no sigma_low can be certified the predicate stays v1.
     """
     t_start = time.perf_counter()
     report = progress or (lambda stage, pct, el: None)
@@ -109,11 +123,87 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
             out.success = True
             out.predicate = build_predicate(steps, epochs, sigma_s, target_s, mj, r, tv, tv_err, lam,
                                             time.perf_counter() - t_start)
+            if two_sided:
+                _two_sided(out, r, plan.method, sigma, target, prec or 100, say)
             break
         if not margin_ok:
             break  # exact TV is above the target: no grid can certify; do not grind
     say("done", 1.0)
     return out
+
+
+def _two_sided(out: Outcome, r, method, sigma: fmpq, target: fmpq, prec: int, say) -> None:
+    """Add the lower side, privacy and TPR rows to a successful one-sided outcome (in place)."""
+    from certifier.privacy import privacy_rows
+    t0 = time.perf_counter()
+    low = certify_lower(out.steps, out.epochs, target, sigma, prec=prec, say=say)
+    out.lower_tries = low["tries"]
+    out.lower_seconds = round(time.perf_counter() - t0, 3)
+    if low["result"] is None:
+        return
+    L = low["result"]
+    say("privacy rows", 0.0)
+    priv, tpr = privacy_rows(r.b, method.eta, method.fixed_point_bits, method.prec)
+    say("privacy rows", 1.0)
+    out.two_sided, out.sigma_low, out.tv_lower = True, low["sigma_low"], L.tv_lower
+    out.privacy, out.tpr = priv, tpr
+    out.predicate["lower"] = {"sigma_low": low["sigma_low"], "target": out.target,
+                              "method": L.method.to_json(out.steps), "tv_lower": L.tv_lower,
+                              "enclosures": L.enclosures}
+    out.predicate["privacy"] = priv
+    out.predicate["tpr"] = tpr
+
+
+def certify_lower(steps: int, epochs: int, target: fmpq, sigma_high: fmpq, *, prec: int = 100,
+                  resolution: str = SEARCH_RESOLUTION, say=None) -> dict:
+    """Prove that sigma_low = sigma_high - k * resolution misses the target (TV > target), k = 1, 2.
+
+    Returns {"result": LowerResult or None, "sigma_low": str or None, "tries": [...]}. The exact-TV
+    numerics at sigma_low only choose the grid (budget = a share of TV - target); the statement
+    is the exact rational lower bound of certifier.lower.
+    """
+    from certifier.exact import exact_tv
+    from certifier.lower import lower_bound
+    say = say or (lambda stage, frac: None)
+    lam, res = float(target), parse_decimal("resolution", resolution)
+    tries = []
+    for k in range(1, LOWER_STEPS + 1):
+        s_low = sigma_high - res * k
+        s_str = decimal_str(s_low)
+        if s_low <= 0:
+            break
+        try:
+            e = exact_tv(steps, epochs, float(s_low), check=False)
+            tv_low, err = float(e.tv), float(e.error)
+        except (ImportError, ArithmeticError, ValueError, OverflowError):
+            tv_low, err = None, 0.0
+        if tv_low is not None and tv_low - err <= lam:
+            tries.append({"sigma_low": s_str, "skipped": f"numerical TV {tv_low:.12g} does not exceed the target"})
+            continue
+        for j, safety in enumerate(LOWER_SAFETY):
+            budget = budget_for_lower(lam, tv_low, err, safety)
+            try:
+                plan = choose_lower_grid(steps, epochs, s_low, budget, prec=prec)
+            except ValueError as err_:
+                tries.append({"sigma_low": s_str, "try": j + 1, "skipped": str(err_)})
+                break
+            if plan.predicted_seconds > LOWER_MAX_PREDICTED_SECONDS:
+                tries.append({"sigma_low": s_str, "try": j + 1, "skipped":
+                              f"grid predicted to take {plan.predicted_seconds:.0f} s"})
+                break
+            t0 = time.perf_counter()
+            L = lower_bound(steps, epochs, s_low, plan.method,
+                            progress=lambda stage, frac: say(f"{stage} (sigma_low {s_str})", frac))
+            ok = L.exact > target
+            mj = L.method.to_json(steps)
+            tries.append({"sigma_low": s_str, "try": j + 1, "h": mj["h"], "eta": mj["eta"], "cap": mj["cap"],
+                          "lattice_schedule": mj["lattice_schedule"], "budget": budget,
+                          "predicted_loss": plan.predicted_loss, "tv_exact": tv_low,
+                          "tv_lower": L.tv_lower, "seconds": round(time.perf_counter() - t0, 3),
+                          "certified": bool(ok)})
+            if ok:
+                return {"result": L, "sigma_low": s_str, "tries": tries}
+    return {"result": None, "sigma_low": None, "tries": tries}
 
 
 def build_predicate(steps, epochs, sigma_s, target_s, method_json, r, tv, tv_err, lam, total) -> dict:

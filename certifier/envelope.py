@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://sigmacert.dev/tv-certificate/v1"
+PREDICATE_TYPE_V2 = "https://sigmacert.dev/tv-certificate/v2"  # docs/two-sided.md: v1 + lower, privacy, tpr
 MAX_BYTES = 4 * 1024 * 1024
 
 
@@ -63,9 +64,14 @@ def file_subject(name: str, data: bytes) -> dict:
     return {"name": name, "digest": {"sha256": hashlib.sha256(data).hexdigest()}}
 
 
+def predicate_type(predicate: dict) -> str:
+    """v2 iff the predicate carries the two-sided additions (docs/two-sided.md), else v1."""
+    return PREDICATE_TYPE_V2 if "lower" in predicate else PREDICATE_TYPE
+
+
 def statement(subject: dict, predicate: dict) -> dict:
-    """An in-toto Statement v1 with our predicate type."""
-    return {"_type": STATEMENT_TYPE, "subject": [subject], "predicateType": PREDICATE_TYPE,
+    """An in-toto Statement v1 with our predicate type (v1, or v2 for a two-sided predicate)."""
+    return {"_type": STATEMENT_TYPE, "subject": [subject], "predicateType": predicate_type(predicate),
             "predicate": predicate}
 
 

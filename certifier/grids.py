@@ -278,3 +278,75 @@ def budget_for(lam: float, tv: float | None, tv_error: float, safety: float) -> 
     if margin <= 0:
         return safety * 1e-8  # cannot certify: a cheap grid shows the bound reached
     return safety * min(margin, 1e-7)
+
+
+# ----------------------------------------------------------------------------- the lower side
+
+LOWER_CAP_FACTOR = 0.01   # loss of merging Y >= cap into one cell / (E G1(cap)): measured 2e-3..4e-3
+LOWER_CAP_SHARE = 0.05    # share of the budget given to that merge
+LOWER_LOSS_RATIO = 0.5    # measured (data-processing loss) / (the v1 model's prediction) at M=10..100
+
+
+def lower_cap(mod: Model, budget: float) -> float:
+    """The smallest y with LOWER_CAP_FACTOR * E * G1(y) <= LOWER_CAP_SHARE * budget (bisection on ln y).
+
+    G1(y) = E[Y 1{Y > y}] = Phi(-(ln y - t^2/2)/t) is the shifted coordinate's chance of
+    landing in the merged top cell [cap, inf) of the lower map.
+    """
+    t = 1.0 / mod.sigma
+    g1 = lambda y: float(ndtr(-(math.log(y) - t * t / 2) / t))  # noqa: E731
+    lo, hi = 0.0, 50.0
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        if LOWER_CAP_FACTOR * mod.epochs * g1(math.exp(mid)) > LOWER_CAP_SHARE * budget:
+            lo = mid
+        else:
+            hi = mid
+    return min(max(math.exp(hi), 2.0), 8.0 * mod.steps)
+
+
+@dataclass
+class LowerPlan:
+    """A lower-side grid (certifier.lower.LowerMethod) with its predicted loss and time."""
+    method: object
+    predicted_loss: float
+    predicted_seconds: float
+    budget: float
+    detail: dict
+
+
+def choose_lower_grid(steps: int, epochs: int, sigma: fmpq, budget: float, prec: int = 100) -> LowerPlan:
+    """A grid for the data-processing lower bound whose predicted loss (TV - bound) is <= budget.
+
+    Loss model: the v1 model's terms (quantisation h, lattice re-quantisation, bucket width
+    eta) times LOWER_LOSS_RATIO (a floor map loses about half the variance of a two-point
+    rounding), plus the merge of Y >= cap; h, eta, lattice come from choose_grid with the
+    budget scaled accordingly; cap from `lower_cap`. Cost: the v1 model with cap/h points in
+    step (a) and about twice the products of step (ii).
+    """
+    from certifier.lower import LowerMethod
+    mod = Model.at(steps, epochs, float(sigma))
+    plan = choose_grid(steps, epochs, sigma, budget * (1 - LOWER_CAP_SHARE) / LOWER_LOSS_RATIO, prec=prec)
+    h = plan.method.h
+    cap_f = lower_cap(mod, budget)
+    cap = h * int(math.ceil(cap_f / float(h)))
+    method = LowerMethod.from_v1(plan.method, cap)
+    points = float(cap / h)
+    base = predict_seconds(mod, float(h), list(plan.method.lattice_schedule), float(cap), float(plan.method.eta), 0.0)
+    secs = points * 16e-6 + 2.2 * base
+    t = 1.0 / mod.sigma
+    merge = LOWER_CAP_FACTOR * epochs * float(ndtr(-(math.log(float(cap)) - t * t / 2) / t))
+    loss = LOWER_LOSS_RATIO * (plan.predicted_loss - plan.detail["cap"] - plan.detail["tail"]) + merge
+    detail = {**{k: v for k, v in plan.detail.items() if k not in ("cap", "tail", "points")},
+              "merge": merge, "points": int(points)}
+    return LowerPlan(method, loss, secs, budget, detail)
+
+
+def budget_for_lower(lam: float, tv_low: float | None, tv_error: float, safety: float) -> float:
+    """safety * min(TV(sigma_low) - error - lambda, 1e-7): what the lower side may lose and still miss."""
+    if tv_low is None:
+        return safety * 1e-9
+    margin = tv_low - tv_error - lam
+    if margin <= 0:
+        return safety * 1e-8
+    return safety * min(margin, 1e-7)

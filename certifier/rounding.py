@@ -592,6 +592,7 @@ class BoundResult:
     enclosures: dict           # JSON-ready: O, mass.*, deleted.*
     timings: dict
     stats: dict = field(default_factory=dict)
+    b: Poly | None = None      # step (iv) masses (lower bounds, units 2^-F) at Lambda = e^{k eta}
 
 
 def rounding_bound(steps: int, epochs: int, sigma: fmpq, method: Method, progress=None) -> BoundResult:
@@ -653,6 +654,6 @@ def rounding_bound(steps: int, epochs: int, sigma: fmpq, method: Method, progres
                  "log_cells": R.poly.length(), "final_length": b.poly.length(),
                  "products": led.products, "max_length": led.max_length}
         return BoundResult(bound, one_minus_O, O, enclosures,
-                           {k: round(v, 3) for k, v in timings.items()}, stats)
+                           {k: round(v, 3) for k, v in timings.items()}, stats, b)
     finally:
         ctx.prec = old

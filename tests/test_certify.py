@@ -35,9 +35,9 @@ def _statement(path, keydir):
 
 
 def test_certify_small_cell_finds_exact_sigma(tmp_path, capsys, keydir):
-    """No --sigma: the exact sigma is found, certified, signed; bound within 1e-7 of the exact TV."""
+    """No --sigma, --one-sided: the exact sigma is found, certified, signed (v1); bound within 1e-7 of the exact TV."""
     out = tmp_path / "c.json"
-    rc, summ, err = _certify(capsys, keydir, out, "-M", "10", "-E", "5", "--target", "0.1")
+    rc, summ, err = _certify(capsys, keydir, out, "-M", "10", "-E", "5", "--target", "0.1", "--one-sided")
     assert rc == 0 and err == ""
     assert summ["certified"] and len(summ["tries"]) == 1
     stmt = _statement(out, keydir)

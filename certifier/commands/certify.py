@@ -75,6 +75,13 @@ def _try_line(t: dict) -> str:
             f"-> bound {t['bound']} ({t['seconds']} s)")
 
 
+def _lower_line(t: dict) -> str:
+    if "skipped" in t:
+        return f"lower side at sigma_low {t['sigma_low']}: not run: {t['skipped']}"
+    return (f"lower side at sigma_low {t['sigma_low']} try {t['try']}: h={t['h']} eta={t['eta']} cap={t['cap']} "
+            f"lattice={t['lattice_schedule']} -> TV >= {t['tv_lower']} ({t['seconds']} s)")
+
+
 def run_certify(args) -> int:
     from certifier.certify import certify
     from certifier.envelope import (canonical_json, claim_subject, file_subject, key_id, sign_envelope,
@@ -107,12 +114,18 @@ def run_certify(args) -> int:
     if not os.path.isdir(out_dir):
         raise ParameterError(f"output directory does not exist: {out_dir}")
     try:
-        res = certify(m, e, lam, sigma, h=h, eta=eta, cap=cap, prec=prec, progress=_Progress(args.quiet))
+        res = certify(m, e, lam, sigma, h=h, eta=eta, cap=cap, prec=prec, progress=_Progress(args.quiet),
+                      two_sided=not args.one_sided)
     except ValueError as err:
         raise ParameterError(str(err)) from None
     summary = {"certified": res.success, "steps": m, "epochs": e, "sigma": res.sigma,
                "target": res.target, "bound": res.bound, "tries": res.tries,
-               "tv_exact": res.tv, "output": None}
+               "tv_exact": res.tv, "output": None, "two_sided": res.two_sided, "sigma_low": res.sigma_low,
+               "tv_lower_at_sigma_low": res.tv_lower, "lower_tries": res.lower_tries,
+               "lower_seconds": res.lower_seconds,
+               "epsilon_at_delta": ({k: v["epsilon"] for k, v in res.privacy["epsilon_at_delta"].items()}
+                                    if res.privacy else None),
+               "tpr_at_fpr": {k: v["tpr"] for k, v in res.tpr.items()} if res.tpr else None}
     if not res.success:
         if args.json:
             print(json.dumps(summary))
@@ -134,7 +147,18 @@ def run_certify(args) -> int:
     else:
         for t in res.tries:
             print(_try_line(t))
+        for t in res.lower_tries:
+            print(_lower_line(t))
         print(f"certified: TV <= {res.bound} <= {res.target} at sigma {res.sigma} (M={m}, E={e})")
+        if res.two_sided:
+            print(f"certified: TV >= {res.tv_lower} > {res.target} at sigma_low {res.sigma_low}, so "
+                  f"{res.sigma_low} < sigma_lambda <= {res.sigma}")
+            for d, row in res.privacy["epsilon_at_delta"].items():
+                print(f"  certified ({row['epsilon']}, {d})-DP (both directions)")
+            for a, row in res.tpr.items():
+                print(f"  certified TPR <= {row['tpr']} at FPR {a}")
+        elif not args.one_sided:
+            print("  two-sided: no sigma_low could be certified to miss the target; certificate is v1 (one-sided)")
         print(f"  certificate: {args.output}  (key id {summary['keyid']})")
     return 0
 
@@ -152,7 +176,12 @@ def _flat(env: dict, stmt: dict) -> dict:
             "trim": mth.get("trim"), "method": f"{mth['name']} v{mth['version']}",
             "keyid": env["signatures"][0]["keyid"], "issued_at": p["issued_at"],
             "subject": stmt["subject"][0]["name"], "predicate_type": stmt["predicateType"],
-            "tv_exact": p.get("numerics", {}).get("tv_exact"), "verified": False}
+            "tv_exact": p.get("numerics", {}).get("tv_exact"), "verified": False,
+            "sigma_low": p["lower"]["sigma_low"] if "lower" in p else None,
+            "tv_lower_at_sigma_low": p["lower"]["tv_lower"] if "lower" in p else None,
+            "epsilon_at_delta": ({k: v["epsilon"] for k, v in p["privacy"]["epsilon_at_delta"].items()}
+                                 if "privacy" in p else None),
+            "tpr_at_fpr": {k: v["tpr"] for k, v in p["tpr"].items()} if "tpr" in p else None}
 
 
 def run_show(args) -> int:
@@ -177,6 +206,14 @@ def run_show(args) -> int:
     print(f"            M={f['steps']} steps/epoch, E={f['epochs']} epochs, sigma={f['sigma']}")
     print(f"            so every membership-inference test has accuracy <= 1/2 + {f['target']}/2")
     print(f"  bound   : {f['bound']}  (upper end of 1 - O, Lemma C.5)")
+    if f["sigma_low"] is not None:
+        print(f"  lower   : TV >= {f['tv_lower_at_sigma_low']} > {f['target']} at sigma_low={f['sigma_low']} "
+              f"(data processing)")
+        print(f"  interval: {f['sigma_low']} < sigma_lambda <= {f['sigma']}")
+        for d, eps in f["epsilon_at_delta"].items():
+            print(f"  privacy : ({eps}, {d})-DP, both directions (hockey-stick bounds from the same b_k)")
+        for a, tpr in f["tpr_at_fpr"].items():
+            print(f"  tpr     : every test with FPR {a} has TPR <= {tpr}")
     print(f"  method  : {f['method']}: h={f['h']} tail_start={f['tail_start']} tail_step={f['tail_step']} "
           f"cap={f['cap']}")
     print(f"            eta={f['eta']} k=[{f['k_minus']}, {f['k_plus']}] lattice={f['lattice_schedule']} "
@@ -205,6 +242,11 @@ def register(sub) -> None:
     p.add_argument("--eta", help="step (iii) log-grid spacing (default: automatic)")
     p.add_argument("--cap", help="cap on Y (default: automatic)")
     p.add_argument("--prec", help="arb precision in bits (default 100)")
+    side = p.add_mutually_exclusive_group()
+    side.add_argument("--two-sided", action="store_true",
+                      help="also certify that sigma - resolution misses the target, with certified (eps, delta) "
+                           "and TPR rows: a v2 certificate (the default)")
+    side.add_argument("--one-sided", action="store_true", help="only the upper bound: a v1 certificate")
     p.add_argument("--json", action="store_true", help="one JSON summary on stdout")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(run=run_certify)

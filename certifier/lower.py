@@ -1,0 +1,368 @@
+"""A certified LOWER bound on TV by data processing (docs/two-sided.md §1, method `data-processing-lower` v1).
+
+For any fixed map T, TV(T#P, T#Q) <= TV(P, Q), and for any set A of values of T,
+TV(T#P, T#Q) >= T#Q(A) - T#P(A). The map (a)-(d) below is chosen so that the
+pmfs of its image are computable exactly with the fixed-point polynomial
+machinery of certifier/rounding.py:
+
+(a) each step Y is replaced by k = min(floor(Y/h), K), K = cap/h (cells [kh, (k+1)h)
+    and the top cell [cap, inf));
+(b) the M values of an epoch are summed by binary powering along the bits of M;
+    a block sum s on lattice g_{i-1} h is re-quantised to floor(s / r), r = g_i/g_{i-1}
+    (a fixed map). Under Q exactly one step of the epoch (uniformly chosen) has
+    the shifted law, so the Q-side pmf of a block of 2^i steps is the P-law of one
+    half convolved with the Q-law of the other, and the accumulator of m steps
+    joined with a block of 2^i steps is the mixture with weights m/(m + 2^i),
+    2^i/(m + 2^i) (with all g_i = 1 this is (sum q_k z^k)(sum p_k z^k)^(M-1));
+(c) the epoch value s is replaced by a bucket index beta(s), a non-decreasing
+    function of s computed from floating-point log ratios of the two computed pmfs
+    (any fixed function is valid; it only affects tightness), clamped to [b_min, b_max];
+(d) the E bucket indices are added: pmfs (sum u_b z^b)^E and (sum w_b z^b)^E.
+
+Fixed point (units 2^-F, F = fixed_point_bits): every stored integer is a LOWER
+bound on the true mass of the map's image at its index, on both sides (floors of
+ball lower ends, floors after products, deletions). On the Q side that is all we
+need. On the P side every floor and every deletion removes mass that may lie in A;
+the total P mass removed is exactly 1 - (kept total), an exact integer in units
+2^-F, recorded as `deleted_p`. So with A = {k : W_k > U_k} (computed integers):
+
+    TV >= W(A) - U(A) >= W_lo(A) - U_lo(A) - deleted_p,
+
+all three exact integers over 2^F: the certified lower bound is an exact rational.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from flint import arb, ctx, fmpq, fmpz_poly
+
+from certifier.params import ParameterError, decimal_str, parse_decimal
+from certifier.rounding import (Ledger, Method, Poly, _arb_exact, _floor_fixed, _product, _strip, _trim,
+                                _truncate_index)
+
+METHOD_NAME = "data-processing-lower"
+METHOD_VERSION = 1
+
+
+@dataclass(frozen=True)
+class LowerMethod:
+    """Parameters of the map and the arithmetic (the `lower.method` object).
+
+    h, cap: the cells [kh, (k+1)h), k < K = cap/h, and [cap, inf) of (a); lattice_schedule:
+    the re-quantisation of (b) (validity rules of lemma-c5-rounding v1); eta: the bucket width
+    of (c); b_min, b_max: the clamp of (c).
+    """
+    h: fmpq
+    cap: fmpq
+    lattice_schedule: tuple
+    eta: fmpq
+    b_min: int = 0
+    b_max: int = 0
+    prec: int = 100
+    fixed_point_bits: int = 80
+    trim: fmpq = fmpq(1, 10**20)
+
+    def as_v1(self) -> Method:
+        """The v1 Method with the same grid (used for its validation rules and truncation)."""
+        km, kp = Method.default_k(self.eta)
+        return Method(h=self.h, tail_start=self.cap, tail_step=self.h, cap=self.cap,
+                      lattice_schedule=tuple(self.lattice_schedule), eta=self.eta, k_minus=km, k_plus=kp,
+                      prec=self.prec, fixed_point_bits=self.fixed_point_bits, trim=self.trim)
+
+    def validate(self, steps: int) -> None:
+        """Raise ParameterError unless the grid is one docs/two-sided.md allows."""
+        self.as_v1().validate(steps)
+        if self.b_min > self.b_max:
+            raise ParameterError("b_min must be <= b_max")
+        if (self.b_max - self.b_min) > 4 * 10**6:
+            raise ParameterError("bucket range b_max - b_min too large (> 4e6)")
+
+    @classmethod
+    def from_v1(cls, m: Method, cap: fmpq | None = None) -> "LowerMethod":
+        """The v1 grid's h, eta, lattice (cap: a multiple of h, default the v1 cap); b_min, b_max
+        are set by the computation."""
+        return cls(h=m.h, cap=m.cap if cap is None else cap,
+                   lattice_schedule=tuple(m.lattice_schedule), eta=m.eta, prec=m.prec,
+                   fixed_point_bits=m.fixed_point_bits, trim=m.trim)
+
+    def to_json(self, steps: int) -> dict:
+        """The `lower.method` object (exact decimal strings and integers)."""
+        return {"name": METHOD_NAME, "version": METHOD_VERSION,
+                "h": decimal_str(self.h), "cap": decimal_str(self.cap),
+                "lattice_schedule": [int(x) for x in self.lattice_schedule],
+                "eta": decimal_str(self.eta), "b_min": int(self.b_min), "b_max": int(self.b_max),
+                "prec": self.prec, "fixed_point_bits": self.fixed_point_bits, "trim": decimal_str(self.trim)}
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "LowerMethod":
+        """Inverse of to_json (exact decimals parsed to fmpq)."""
+        if obj.get("name") != METHOD_NAME or obj.get("version") != METHOD_VERSION:
+            raise ParameterError("unsupported lower method (want data-processing-lower v1)")
+        p = lambda k: parse_decimal(k, obj[k])  # noqa: E731
+        return cls(h=p("h"), cap=p("cap"),
+                   lattice_schedule=tuple(int(x) for x in obj["lattice_schedule"]), eta=p("eta"),
+                   b_min=int(obj["b_min"]), b_max=int(obj["b_max"]), prec=int(obj["prec"]),
+                   fixed_point_bits=int(obj["fixed_point_bits"]), trim=p("trim"))
+
+
+# ----------------------------------------------------------------------------- (a) cell masses
+
+def step_a(sigma: fmpq, m: LowerMethod) -> tuple[Poly, Poly]:
+    """(P, Q): coefficient k of P.poly (resp. Q.poly) is floor(2^F x lower end of a ball containing
+    Pr_P(Y in the cell whose left end is k h)) (resp. the same under the shifted law, E[Y 1{cell}]).
+
+    Cells are [kh, (k+1)h) for k < K and [cap, inf) at index K = cap/h. Both are lower bounds on the true cell masses (total 1 on each side).
+    """
+    old = ctx.prec
+    ctx.prec = m.prec
+    try:
+        F = m.fixed_point_bits
+        sqrt2 = arb(2).sqrt()
+        t = arb(1) / _arb_exact(sigma)
+        c = t * t / 2
+        s = arb(1) / (t * sqrt2)
+        lnh = _arb_exact(m.h).log()
+        cap_u = int(m.cap / m.h)
+        pc, qc = [0] * (cap_u + 1), [0] * (cap_u + 1)
+        F1 = F - 1                                        # erfc = 2 G: one bit fewer halves it
+        prev_a, prev_e0, prev_e1 = 0, arb(2), arb(2)      # 2 G0(0) = 2 G1(0) = 2
+        log = arb.log
+        for b in range(1, cap_u + 1):
+            lb = log(arb(b)) + lnh
+            e0 = ((lb + c) * s).erfc()                    # 2 Pr_P(Y > b h)
+            e1 = ((lb - c) * s).erfc()                    # 2 E[Y 1{Y > b h}]
+            pc[prev_a] = _floor_fixed(prev_e0 - e0, F1)
+            qc[prev_a] = _floor_fixed(prev_e1 - e1, F1)
+            prev_a, prev_e0, prev_e1 = b, e0, e1
+        pc[prev_a] = _floor_fixed(prev_e0, F1)           # top cell [cap, inf)
+        qc[prev_a] = _floor_fixed(prev_e1, F1)
+        return _strip(Poly(0, fmpz_poly(pc))), _strip(Poly(0, fmpz_poly(qc)))
+    finally:
+        ctx.prec = old
+
+
+# ----------------------------------------------------------------------------- (b) the epoch sum
+
+def floor_coarsen(p: Poly, r: int) -> Poly:
+    """The image of the map j -> floor(j / r) (exact: groups of r coefficients are added, no loss)."""
+    if r == 1 or p.poly.length() == 0:
+        return p
+    shift = p.off % r
+    base = p.off - shift
+    c = p.poly.left_shift(shift) if shift else p.poly
+    conv = (c * fmpz_poly([1] * r)).right_shift(r - 1)
+    d = conv.deflate(r) if conv.length() > 1 else conv
+    return _strip(Poly(base // r, d))
+
+
+def _mix(a: Poly, wa: int, b: Poly, wb: int) -> Poly:
+    """floor((wa a + wb b) / (wa + wb)) coefficientwise: a lower bound on the mixture's masses."""
+    off = min(a.off, b.off)
+    pa = a.poly.left_shift(a.off - off) if a.poly.length() else a.poly
+    pb = b.poly.left_shift(b.off - off) if b.poly.length() else b.poly
+    return _strip(Poly(off, (pa * wa + pb * wb) // (wa + wb)))
+
+
+def step_b(P: Poly, Q: Poly, steps: int, m: LowerMethod, progress=None):
+    """The epoch-sum pmfs (AP, AQ, g): coefficient j is a lower bound (units 2^-F) on the mass of
+    the map's epoch value j g h under P (AP) and under Q (AQ); partial sums above the truncation
+    and trimmed ends are deleted on both sides.
+    """
+    v1 = m.as_v1()
+    F = m.fixed_point_bits
+    led = Ledger(F)
+    T = v1.truncation_units(steps)
+    trim_units = int((m.trim * (1 << F)).floor())
+    g = list(m.lattice_schedule)
+    n = len(g) - 1
+    B, Bq, gB = _truncate_index(P, T, led), _truncate_index(Q, T, led), 1
+    A = Aq = None
+    gA, mA = 1, 0
+    total, done = n + bin(steps).count("1"), 0
+    prod = lambda x, y, lim: _trim(_product(x, y, lim, led), trim_units, led)  # noqa: E731
+    for i in range(n + 1):
+        if (steps >> i) & 1:
+            if A is None:
+                A, Aq, gA, mA = B, Bq, gB, 1 << i
+            else:
+                r = g[i] // gA
+                A, Aq, gA = floor_coarsen(A, r), floor_coarsen(Aq, r), g[i]
+                lim = T // gA
+                w = 1 << i
+                Aq = _mix(prod(Aq, B, lim), mA, prod(A, Bq, lim), w)   # the shifted step in A or in B_i
+                A = prod(A, B, lim)
+                mA += w
+            done += 1
+            if progress:
+                progress(done / total)
+        if i < n:
+            lim = T // gB
+            Bq = prod(Bq, B, lim)                        # one half shifted (either half: same law)
+            B = prod(B, B, lim)
+            if g[i + 1] > gB:
+                r = g[i + 1] // gB
+                B, Bq, gB = floor_coarsen(B, r), floor_coarsen(Bq, r), g[i + 1]
+                B, Bq = _truncate_index(B, T // gB, led), _truncate_index(Bq, T // gB, led)
+            done += 1
+            if progress:
+                progress(done / total)
+    return _truncate_index(A, T // gA, led), _truncate_index(Aq, T // gA, led), gA, led
+
+
+# ----------------------------------------------------------------------------- (c) buckets
+
+def _ints(p: Poly, off: int, n: int) -> list[int]:
+    """Coefficients of p at indices off .. off + n - 1 as Python ints (zeros outside)."""
+    out = [0] * n
+    cs = p.poly.coeffs()
+    base = p.off - off
+    for j, v in enumerate(cs):
+        out[base + j] = int(v)
+    return out
+
+
+def bucket_map(ap: list[int], aq: list[int], eta: float) -> tuple[np.ndarray, int, int]:
+    """beta for each index: floor(ln(aq/ap)/eta) where both are > 0, made non-decreasing (running
+    max) and clamped to [b_min, b_max] = the range over indices where both are > 0. A fixed function
+    of the index (floats only choose it)."""
+    p = np.array([float(x) for x in ap])
+    q = np.array([float(x) for x in aq])
+    both = (p > 0) & (q > 0)
+    if not both.any():
+        raise ArithmeticError("the two epoch pmfs share no support; refine the grid")
+    beta = np.full(p.size, -np.inf)
+    with np.errstate(divide="ignore"):
+        beta[both] = np.floor(np.log(q[both] / p[both]) / eta)
+    beta = np.maximum.accumulate(beta)
+    b_min, b_max = int(beta[both].min()), int(beta[both].max())
+    b_max = max(b_max, b_min + 1)                        # the format wants b_min < b_max
+    beta = np.clip(np.where(np.isfinite(beta), beta, b_min), b_min, b_max).astype(np.int64)
+    return beta, b_min, b_max
+
+
+def _bucket_sums(vals: list[int], beta: np.ndarray, b_min: int, b_max: int) -> list[int]:
+    """Exact integer sums of vals over each bucket (beta non-decreasing: runs are contiguous)."""
+    out = [0] * (b_max - b_min + 1)
+    cuts = np.flatnonzero(np.diff(beta)) + 1
+    starts = [0] + cuts.tolist()
+    ends = cuts.tolist() + [beta.size]
+    for a, b in zip(starts, ends):
+        out[int(beta[a]) - b_min] += sum(vals[a:b])
+    return out
+
+
+# ----------------------------------------------------------------------------- (d) E epochs
+
+def _power(base: Poly, epochs: int, trim_units: int, led: Ledger) -> Poly:
+    """base^E by binary powering, floors and trims (lower bounds, units 2^-F)."""
+    acc, e = None, epochs
+    while e:
+        if e & 1:
+            acc = base if acc is None else _trim(_product(acc, base, None, led), trim_units, led)
+        e >>= 1
+        if e:
+            base = _trim(_product(base, base, None, led), trim_units, led)
+    return acc
+
+
+# ----------------------------------------------------------------------------- driver
+
+@dataclass
+class LowerResult:
+    """The certified lower bound and what the certificate records about it."""
+    tv_lower: str           # exact bound rounded DOWN to 10 significant digits
+    exact: fmpq             # the exact rational lower bound (W_A - U_A - deleted_p) / 2^F
+    method: LowerMethod     # with b_min, b_max as used
+    enclosures: dict
+    timings: dict
+    stats: dict = field(default_factory=dict)
+
+
+def round_down_sig(q: fmpq, digits: int = 10) -> str:
+    """q rounded DOWN to `digits` significant decimal digits (exact integer arithmetic)."""
+    if q <= 0:
+        return decimal_str(-((-q * 10**12).ceil()) / fmpq(10**12)) if q < 0 else "0"
+    p, d = int(q.p), int(q.q)
+    e10 = len(str(p // d)) - 1 if p >= d else -len(str(d // p))
+    while fmpq(10) ** e10 > q:
+        e10 -= 1
+    while fmpq(10) ** (e10 + 1) <= q:
+        e10 += 1
+    k = digits - 1 - e10
+    scale = fmpq(10) ** k if k >= 0 else fmpq(1) / fmpq(10) ** (-k)
+    n = (q * scale).floor()
+    return decimal_str(fmpq(int(n)) / scale)
+
+
+def _exact_str(n: int, F: int) -> str:
+    """An arb string of the exact value n 2^-F (a ball of radius 0 up to printing, containing it)."""
+    old = ctx.prec
+    ctx.prec = max(128, n.bit_length() + 8)
+    try:
+        return (arb(n) / arb(2) ** F).str(20, radius=True)
+    finally:
+        ctx.prec = old
+
+
+def lower_bound(steps: int, epochs: int, sigma: fmpq, method: LowerMethod, progress=None,
+                fixed_buckets: bool = False) -> LowerResult:
+    """A rigorous lower bound on TV(P_M^E, Q_M^E) at sigma (the data-processing map of this module).
+
+    With fixed_buckets the recorded [b_min, b_max] clamp is used as given (replay); otherwise
+    the range is taken from the computation and recorded in the result's method.
+    """
+    method.validate(steps)
+    if not isinstance(sigma, fmpq) or sigma <= 0:
+        raise ParameterError("sigma must be a positive exact rational")
+    prog = progress or (lambda stage, frac: None)
+    F = method.fixed_point_bits
+    tm = {}
+    t0 = time.perf_counter()
+    prog("lower (a)", 0.0)
+    P, Q = step_a(sigma, method)
+    tm["step_a"] = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    AP, AQ, g, led = step_b(P, Q, steps, method, lambda f: prog("lower (b)", f))
+    tm["step_b"] = time.perf_counter() - t1
+    t2 = time.perf_counter()
+    prog("lower (c)", 0.0)
+    lo = min(AP.off, AQ.off)
+    n = max(AP.off + AP.poly.length(), AQ.off + AQ.poly.length()) - lo
+    ap, aq = _ints(AP, lo, n), _ints(AQ, lo, n)
+    beta, b_min, b_max = bucket_map(ap, aq, float(method.eta))
+    if fixed_buckets:
+        b_min, b_max = method.b_min, method.b_max
+        beta = np.clip(beta, b_min, b_max)
+    else:
+        method = LowerMethod(**{**method.__dict__, "b_min": b_min, "b_max": b_max})
+        method.validate(steps)
+    u = _bucket_sums(ap, beta, b_min, b_max)
+    w = _bucket_sums(aq, beta, b_min, b_max)
+    tm["step_c"] = time.perf_counter() - t2
+    t3 = time.perf_counter()
+    prog("lower (d)", 0.0)
+    trim_units = int((method.trim * (1 << F)).floor())
+    U = _power(_strip(Poly(b_min, fmpz_poly(u))), epochs, trim_units, led)
+    W = _power(_strip(Poly(b_min, fmpz_poly(w))), epochs, trim_units, led)
+    lo2 = min(U.off, W.off)
+    n2 = max(U.off + U.poly.length(), W.off + W.poly.length()) - lo2
+    uu = np.array(_ints(U, lo2, n2), dtype=object)
+    ww = np.array(_ints(W, lo2, n2), dtype=object)
+    sel = ww > uu
+    W_A, U_A = int(ww[sel].sum()), int(uu[sel].sum())
+    u_total = int(uu.sum())
+    deleted_p = (1 << F) - u_total                       # every P-side floor and deletion
+    if deleted_p < 0:
+        raise ArithmeticError("P-side mass above 1: internal error")
+    exact = fmpq(W_A - U_A - deleted_p, 1 << F)
+    tm["step_d"] = time.perf_counter() - t3
+    tm["total"] = time.perf_counter() - t0
+    prog("lower (d)", 1.0)
+    enc = {"W_A": _exact_str(W_A, F), "U_A": _exact_str(U_A, F), "deleted_p": _exact_str(deleted_p, F)}
+    stats = {"epoch_length": n, "lattice": g, "buckets": b_max - b_min + 1, "final_length": n2,
+             "products": led.products, "max_length": led.max_length}
+    return LowerResult(round_down_sig(exact, 10), exact, method, enc,
+                       {k: round(v, 3) for k, v in tm.items()}, stats)
