@@ -1,10 +1,10 @@
-"""PyTorch integration of Algorithm 1 (extra `torch`; skipped when torch is not installed)."""
+"""PyTorch integration of Algorithm 1 (extra `torch`, installed by `make test`)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+import torch
 
 from trainer import torch_backend as tb  # noqa: E402
 
@@ -47,7 +47,6 @@ def test_torch_algorithm1_update_count_and_refusal():
 
 
 def test_torch_digits_learns():
-    pytest.importorskip("sklearn")
     from trainer import data
     ds = data.load("digits")
     model = tb.GroupNormCNN(ds.n_classes)
