@@ -20,8 +20,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from flint import arb, arb_poly, ctx, fmpq
 
 sys.path.insert(0, str(Path(__file__).parent))
-from verifier_fixtures import (CLAIM, METHOD, canonical, envelope, predicate, public_pem,  # noqa: E402
-                               sign_statement, statement)
+from verifier_fixtures import (CLAIM, LOWER_METHOD, METHOD, canonical, envelope, predicate,  # noqa: E402
+                               predicate_v2, public_pem, sign_statement, statement, statement_v2)
 
 from verifier import verify_bytes, verify_file  # noqa: E402
 from verifier.replay import replay  # noqa: E402
@@ -319,7 +319,8 @@ MUTATIONS = {
     "unknown-key-signature": ("other-key", False, "unknown-key"),
     "unknown-key-forged-keyid": ("other-key", True, "bad-signature"),
     # Statement (re-signed with the right key)
-    "predicate-type": ("statement", lambda s: s.update(predicateType="https://sigmacert.dev/tv-certificate/v2"), "predicate-type"),
+    "predicate-type": ("statement", lambda s: s.update(predicateType="https://sigmacert.dev/tv-certificate/v3"), "predicate-type"),
+    "v2-type-without-v2-rows": ("statement", lambda s: s.update(predicateType="https://sigmacert.dev/tv-certificate/v2"), "schema-missing-field"),
     "statement-type": ("statement", lambda s: s.update(_type="https://in-toto.io/Statement/v0.1"), "statement-type"),
     "subject-claim-digest": ("statement", lambda s: s["subject"][0]["digest"].update(sha256="0" * 64), "subject-digest"),
     "payload-not-canonical": ("body", lambda st: json.dumps(st, indent=1).encode(), "payload-not-canonical"),
@@ -492,3 +493,209 @@ def test_committed_table4_certificates_verify(cell):
                     [str(ROOT / "artifacts" / "keys" / "public.pem")])
     assert r.accepted, (r.reason, r.detail)
     assert Fr(r.replayed_bound) <= Fr(r.recorded_bound) <= Fr("0.1")
+
+
+
+# ============================================== format v2 (docs/two-sided.md) ==
+from verifier.core import round_up  # noqa: E402
+from verifier.statement import SCHEMA_V2  # noqa: E402
+from verifier.twosided import deltas, replay_lower  # noqa: E402
+
+
+def lower_literal(M, E, sigma, h, cap, eta, bmin, bmax):
+    """§1 (a)-(e) literally in arb balls with the spec's formulas, lattice schedule all ones
+    (so Q_S = q p^{M-1}), no fixed point, no trimming; buckets from the ball midpoints."""
+    old, ctx.prec = ctx.prec, 150
+    try:
+        s, h = arb(sigma), fmpq(*h)
+        Phi = lambda x: (-x / arb(2).sqrt()).erfc() / 2
+        F0 = lambda y: arb(0) if y == 0 else Phi(s * arb(y).log() + 1 / (2 * s))
+        F1 = lambda y: arb(0) if y == 0 else Phi(s * arb(y).log() - 1 / (2 * s))
+        K = int(cap / h)
+        p = [F0((k + 1) * h) - F0(k * h) for k in range(K)] + [1 - F0(K * h)]
+        q = [F1((k + 1) * h) - F1(k * h) for k in range(K)] + [1 - F1(K * h)]
+        PS = (arb_poly(p) ** M).coeffs()
+        QS = (arb_poly(q) * arb_poly(p) ** (M - 1)).coeffs()
+        u, w = [arb(0)] * (bmax - bmin + 1), [arb(0)] * (bmax - bmin + 1)
+        for ps, qs in zip(PS, QS):
+            b = math.floor(math.log(float(qs.mid()) / float(ps.mid())) / float(fmpq(*eta)))
+            b = min(max(b, bmin), bmax) - bmin
+            u[b] += ps
+            w[b] += qs
+        U, W = (arb_poly(u) ** E).coeffs(), (arb_poly(w) ** E).coeffs()
+        return sum((max(wk - uk, arb(0)) for uk, wk in zip(U, W)), arb(0))
+    finally:
+        ctx.prec = old
+
+
+def lower_method(**kw):
+    return _typed(dict(LOWER_METHOD, **kw), SCHEMA_V2["lower"]["method"], "lm")
+
+
+def test_lower_replay_matches_literal_ball_arithmetic():
+    ref = lower_literal(3, 2, "1.2", (1, 20), 5, (1, 100), -300, 300)
+    got = replay_lower(3, 2, fmpq(6, 5), lower_method(h="0.05", cap="5", eta="0.01", b_min=-300,
+                                                        b_max=300, lattice_schedule=[1, 1], trim="0"))
+    with working_prec(200):
+        assert ref.rad() < 1e-25
+        gap = ref - arb(got.bound)  # ours is a lower bound; floors and the deficit cost < 1e-18
+        assert gap > 0 and gap < 1e-18, (ref, float(got.bound))
+
+
+def test_lower_bound_is_below_the_upper_bound_at_every_schedule():
+    """Soundness against the independent upper side: lower(sigma) <= TV(sigma) <= upper(sigma)."""
+    up = replay(*typed(dict(CLAIM, sigma="1.45"), METHOD).values()).bound
+    for sched in ([1, 1, 1, 1], [1, 1, 2, 2], [1, 2, 4, 8]):
+        lo = replay_lower(12, 3, fmpq(29, 20), lower_method(lattice_schedule=sched)).bound
+        assert up - fmpq(1, 100) < lo < up, (sched, float(lo), float(up))
+
+
+def test_deltas_against_tv_and_monotone():
+    """delta(0) of both directions is the upper bound 1 - O on TV; both fall as epsilon grows."""
+    r = replay(*typed(CLAIM, METHOD).values())
+    with working_prec(200):
+        d0 = deltas(r.b, r.F, fmpq(1, 1000), fmpq(0))
+        assert all(abs(d - (1 - r.O)) < 1e-25 for d in d0)
+        d1 = deltas(r.b, r.F, fmpq(1, 1000), fmpq(1, 2))
+        assert d1[0] < d0[0] and d1[1] < d0[1]
+
+
+@pytest.fixture(scope="module")
+def base_v2():
+    key = Ed25519PrivateKey.generate()
+    pred = predicate_v2()
+    return pred, key, sign_statement(statement_v2(pred), key)
+
+
+def lw(p):
+    return p["lower"]
+
+
+def raise_tv_lower(by):
+    def fn(p):
+        lw(p)["tv_lower"] = dec(Fr(lw(p)["tv_lower"]) + by)
+        with working_prec(200):
+            lw(p)["enclosures"]["W_A"] = (arb(lw(p)["enclosures"]["W_A"]) + arb(by.numerator) / by.denominator).str(30, radius=True)
+    return fn
+
+
+def eps_row(d):
+    return lambda p: p["privacy"]["epsilon_at_delta"][d]
+
+
+def rename(path, old, new):
+    def fn(p):
+        d = p
+        for k in path.split("."):
+            d = d[k]
+        d[new] = d.pop(old)
+    return fn
+
+
+MUTATIONS_V2 = {
+    # schema of the v2 rows
+    "unknown-lower-field": (setp("lower.note", "x"), "schema-unknown-field"),
+    "unknown-lower-method-field": (setp("lower.method.fft", True), "schema-unknown-field"),
+    "unknown-privacy-field": (setp("privacy.note", "x"), "schema-unknown-field"),
+    "unknown-privacy-row-field": (lambda p: eps_row("1e-05")(p).update(note="x"), "schema-unknown-field"),
+    "unknown-tpr-row-field": (lambda p: p["tpr"]["0.01"].update(note="x"), "schema-unknown-field"),
+    "missing-tv-lower": (setp("lower.tv_lower", DELETE), "schema-missing-field"),
+    "missing-privacy": (setp("privacy", DELETE), "schema-missing-field"),
+    "missing-tpr-row": (lambda p: p["tpr"].pop("0.01"), "schema-missing-row"),
+    "missing-privacy-row": (lambda p: p["privacy"]["epsilon_at_delta"].pop("1e-06"), "schema-missing-row"),
+    "tpr-row-as-float": (lambda p: p["tpr"]["0.1"].update(tpr=0.2), "schema-type"),
+    "delta-grid-edited": (rename("privacy.epsilon_at_delta", "1e-05", "1e-04"), "privacy-grid"),
+    "alpha-grid-edited": (rename("tpr", "0.001", "0.0001"), "tpr-grid"),
+    "epsilon-grid-coarsened": (setp("privacy.epsilon_grid", "0.001"), "privacy-grid"),
+    "lower-method-name": (setp("lower.method.name", "sampling-lower"), "lower-method-unknown"),
+    "lower-schedule-length": (setp("lower.method.lattice_schedule", [1, 2]), "lower-method-invalid"),
+    "lower-cap-not-multiple": (setp("lower.method.cap", "16.005"), "lower-method-invalid"),
+    "lower-too-expensive": (setp("lower.method.h", "0.0000001"), "method-too-expensive"),
+    # the lower side
+    "sigma-low-at-sigma": (lambda p: lw(p).update(sigma_low=p["claim"]["sigma"]), "lower-sigma-not-below"),
+    "sigma-low-raised": (setp("lower.sigma_low", "1.49"), "lower-replay-not-above-target"),
+    "lower-target-edited": (setp("lower.target", "0.14"), "lower-target"),
+    "tv-lower-not-above-target": (setp("lower.tv_lower", "0.15"), "lower-recorded-not-above-target"),
+    "tv-lower-raised-alone": (setp("lower.tv_lower", lambda v: dec(Fr(v) + Fr(1, 10**6))), "lower-inconsistent"),
+    "tv-lower-raised": (raise_tv_lower(Fr(1, 10**6)), "lower-replay-below-recorded"),
+    "lower-h-coarsened": (setp("lower.method.h", "0.02"), "lower-replay-below-recorded"),
+    "lower-eta-coarsened": (setp("lower.method.eta", "0.002"), "lower-replay-below-recorded"),
+    "lower-schedule-coarsened": (setp("lower.method.lattice_schedule", [1, 2, 4, 8]), "lower-replay-below-recorded"),
+    "lower-trim-increased": (setp("lower.method.trim", "0.000001"), "lower-replay-below-recorded"),
+    "lower-fixed-point-lowered": (setp("lower.method.fixed_point_bits", 20), "lower-replay-not-above-target"),
+    # privacy and TPR rows
+    "epsilon-lowered": (lambda p: eps_row("1e-05")(p).update(epsilon=dec(Fr(eps_row("1e-05")(p)["epsilon"]) - Fr(1, 100))), "privacy-epsilon-too-small"),
+    "epsilon-lowered-one-step": (lambda p: eps_row("1e-06")(p).update(epsilon=dec(Fr(eps_row("1e-06")(p)["epsilon"]) - Fr(1, 10**4))), "privacy-epsilon-too-small"),
+    "delta-above-delta": (lambda p: eps_row("1e-05")(p).update(delta_qp="[0.00002 +/- 1e-30]"), "privacy-inconsistent"),
+    "delta-edited": (lambda p: eps_row("1e-05")(p).update(delta_pq="[1e-6 +/- 1e-30]"), "privacy-mismatch"),
+    "tpr-lowered": (lambda p: p["tpr"]["0.001"].update(tpr=dec(Fr(p["tpr"]["0.001"]["tpr"]) * Fr(9, 10))), "tpr-too-small"),
+    "tpr-epsilon-edited": (lambda p: p["tpr"]["0.1"].update(epsilon="3"), "tpr-too-small"),
+}
+
+
+def tamper_v2(base, name) -> bytes:
+    pred, key, _ = base
+    p = copy.deepcopy(pred)
+    MUTATIONS_V2[name][0](p)
+    return sign_statement(statement_v2(p), key)
+
+
+def test_untouched_v2_certificate_is_accepted(base_v2):
+    pred, key, data = base_v2
+    r = verify_bytes(data, [key.public_key()])
+    assert r.accepted and r.reason == "accepted", r
+    assert r.mismatches == []
+    assert Fr(pred["claim"]["target"]) < Fr(pred["lower"]["tv_lower"]) <= Fr(r.replayed_lower)
+    for a, row in pred["tpr"].items():
+        assert Fr(r.derived[f"tpr@{a}"]) <= Fr(row["tpr"])
+    assert set(r.replay_seconds["lower"]) >= {"epoch", "buckets", "total"}
+
+
+def test_v2_suite_is_large_enough():
+    assert len(MUTATIONS_V2) >= 30 and len({r for _, r in MUTATIONS_V2.values()}) >= 15
+
+
+@pytest.mark.parametrize("name", sorted(MUTATIONS_V2))
+def test_v2_mutation_is_rejected_with_its_reason(base_v2, name):
+    r = verify_bytes(tamper_v2(base_v2, name), [base_v2[1].public_key()])
+    assert not r.accepted
+    assert r.reason == MUTATIONS_V2[name][1], (r.reason, r.detail)
+
+
+def test_v2_tv_lower_within_1e12_is_a_mismatch_not_a_rejection(base_v2):
+    pred, key, _ = base_v2
+    r = verify_bytes(base_v2[2], [key.public_key()])
+    p = copy.deepcopy(pred)
+    mine = Fr(r.replayed_lower)  # rounded down: our bound is >= this
+    raise_tv_lower(mine + Fr(5, 10**13) - Fr(p["lower"]["tv_lower"]))(p)
+    r = verify_bytes(sign_statement(statement_v2(p), key), [key.public_key()])
+    assert r.accepted and any(m.startswith("lower.tv_lower") for m in r.mismatches), (r.reason, r.detail)
+
+
+def test_v2_non_minimal_epsilon_is_still_certified(base_v2):
+    pred, key, _ = base_v2
+    p = copy.deepcopy(pred)
+    row = p["privacy"]["epsilon_at_delta"]["1e-05"]
+    row["epsilon"] = dec(Fr(row["epsilon"]) + Fr(1, 10))
+    with working_prec(200):
+        r0 = replay(*typed(p["claim"], p["method"]).values())
+        dqp, dpq = deltas(r0.b, r0.F, Fr_q(p["method"]["eta"]), Fr_q(row["epsilon"]))
+    row["delta_qp"], row["delta_pq"] = dqp.str(30, radius=True), dpq.str(30, radius=True)
+    r = verify_bytes(sign_statement(statement_v2(p), key), [key.public_key()])
+    assert r.accepted and any("not the smallest" in m for m in r.mismatches), (r.reason, r.detail)
+
+
+def Fr_q(s: str) -> fmpq:
+    f = Fr(s)
+    return fmpq(f.numerator, f.denominator)
+
+
+def test_v2_cli_json(base_v2, tmp_path):
+    (tmp_path / "c.json").write_bytes(base_v2[2])
+    (tmp_path / "k.pem").write_bytes(public_pem(base_v2[1]))
+    r = run_cli(tmp_path / "c.json", "--key", tmp_path / "k.pem", "--json")
+    out = json.loads(r.stdout)
+    assert r.returncode == 0 and out["result"] == "ACCEPT" and out["replayed_lower"] and out["derived"]
+    (tmp_path / "bad.json").write_bytes(tamper_v2(base_v2, "tpr-lowered"))
+    r = run_cli(tmp_path / "bad.json", "--key", tmp_path / "k.pem")
+    assert r.returncode == 1 and "REJECT (tpr-too-small)" in r.stdout and "Traceback" not in r.stderr

@@ -5,6 +5,7 @@ import base64
 import copy
 import hashlib
 import json
+from fractions import Fraction
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -13,7 +14,7 @@ from flint import arb, fmpq
 from verifier.core import round_up
 from verifier.envelope import PAYLOAD_TYPE, keyid, pae
 from verifier.replay import replay
-from verifier.statement import STATEMENT, _typed, SCHEMA
+from verifier.statement import SCHEMA, SCHEMA_V2, STATEMENT, _typed
 from verifier.strict import working_prec
 
 CLAIM = {"mechanism": "dp-sgd/random-allocation", "adjacency": "zero-out", "steps": 12,
@@ -71,3 +72,72 @@ def sign_statement(st: dict, key) -> bytes:
 def public_pem(key: Ed25519PrivateKey) -> bytes:
     return key.public_key().public_bytes(serialization.Encoding.PEM,
                                          serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
+# ---- format v2 (docs/two-sided.md) -------------------------------------------------
+LOWER_METHOD = {"name": "data-processing-lower", "version": 1, "h": "0.01", "cap": "16",
+                "eta": "0.001", "b_min": -4000, "b_max": 4000, "lattice_schedule": [1, 1, 2, 2],
+                "prec": 100, "fixed_point_bits": 80, "trim": "1e-20"}
+
+
+def round_down(q: fmpq, digits: int) -> str:
+    return round_up(q, digits, up=False)
+
+
+METHOD_V2 = dict(METHOD, cap="64", truncation="192", k_minus=-3000, k_plus=3000)  # deleted mass << 1e-6, so delta = 1e-6 is reachable
+
+
+def predicate_v2(claim=CLAIM, method=METHOD_V2, sigma_low="1.45", lower_method=LOWER_METHOD,
+                 grid="0.0001") -> dict:
+    """A v2 predicate built from the spec: the v1 predicate plus `lower` (§1), `privacy`
+    (smallest epsilon on the grid, §2) and `tpr` (best epsilon on a coarse scan, §3)."""
+    from verifier.core import _upper
+    from verifier.twosided import deltas, replay_lower
+    pred = predicate(claim, method)
+    typed = _typed({"claim": claim, "method": method}, {k: SCHEMA[k] for k in ("claim", "method")}, "p")
+    lm = _typed(lower_method, SCHEMA_V2["lower"]["method"], "lm")
+    lr = replay_lower(claim["steps"], claim["epochs"], fmpq(Fraction(sigma_low).numerator,
+                      Fraction(sigma_low).denominator), lm)
+    pred["lower"] = {"sigma_low": sigma_low, "target": claim["target"], "method": copy.deepcopy(lower_method),
+                     "tv_lower": round_down(lr.bound, 10),
+                     "enclosures": {"W_A": ball(lr.W_A), "U_A": ball(lr.U_A), "deleted_p": ball(lr.deficit)}}
+    r = replay(typed["claim"], typed["method"])
+    eta, g = typed["method"]["eta"], fmpq(Fraction(grid).numerator, Fraction(grid).denominator)
+    with working_prec(200):
+        worst = lambda eps: max(_upper(x) for x in deltas(r.b, r.F, eta, eps))
+        rows = {}
+        for d in ("1e-05", "1e-06"):
+            delta = fmpq(1, Fraction(d).denominator)
+            lo, hi = 0, 1  # smallest n with worst(n g) <= delta, by doubling and bisection
+            while worst(hi * g) > delta:
+                assert hi < 2**24, "delta not reachable (deleted mass above delta)"
+                lo, hi = hi, 2 * hi
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (lo, mid) if worst(mid * g) <= delta else (mid, hi)
+            dqp, dpq = deltas(r.b, r.F, eta, hi * g)
+            rows[d] = {"epsilon": _dec(hi * g),
+                       "delta_qp": ball(dqp), "delta_pq": ball(dpq)}
+        pred["privacy"] = {"epsilon_grid": grid, "epsilon_at_delta": rows}
+        tpr = {}
+        for a in ("0.1", "0.01", "0.001"):
+            al = fmpq(Fraction(a).numerator, Fraction(a).denominator)
+            best = min((_upper(arb(fmpq(j, 20)).exp() * arb(al) + deltas(r.b, r.F, eta, fmpq(j, 20))[0]), j)
+                       for j in range(0, 200))
+            tpr[a] = {"tpr": round_up(best[0], 4), "epsilon": _dec(fmpq(best[1], 20))}
+        pred["tpr"] = tpr
+    return pred
+
+
+def _dec(q: fmpq) -> str:
+    """An exact decimal string of a rational whose denominator divides a power of 10."""
+    x = Fraction(int(q.p), int(q.q))
+    for k in range(40):
+        if (x * 10**k).denominator == 1:
+            s = str(x.numerator * 10**k // x.denominator).rjust(k + 1, "0")
+            return s[:len(s) - k] + ("." + s[len(s) - k:] if k else "")
+    raise ValueError(q)
+
+
+def statement_v2(pred: dict) -> dict:
+    return dict(statement(pred), predicateType="https://sigmacert.dev/tv-certificate/v2")

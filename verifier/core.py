@@ -10,7 +10,8 @@ from flint import arb, fmpq
 from .envelope import MAX_BYTES, load_public_key, open_envelope
 from .replay import _dyadic, replay
 from .statement import parse_statement
-from .strict import Reject, working_prec
+from .strict import Reject, decimal, working_prec
+from .twosided import deltas, replay_lower
 
 
 @dataclass
@@ -25,22 +26,24 @@ class Result:
     mismatches: list = field(default_factory=list)
     seconds: float = 0.0
     replay_seconds: dict | None = None
+    replayed_lower: str | None = None  # format v2: our lower bound on TV at sigma_low, rounded down
+    derived: dict | None = None  # format v2: our delta bounds at the recorded epsilons, TPR bounds
 
     def as_dict(self) -> dict:
         return {"result": "ACCEPT" if self.accepted else "REJECT", **self.__dict__}
 
 
-def round_up(q: fmpq, digits: int) -> str:
-    """q >= 0 rounded up to `digits` significant digits, as a plain decimal string."""
+def round_up(q: fmpq, digits: int, up: bool = True) -> str:
+    """q >= 0 rounded up (or down) to `digits` significant digits, as a plain decimal string."""
     if q <= 0:
-        return "0"
+        return "0" if up or q == 0 else "-" + round_up(-q, digits)
     e = 0
     while q >= fmpq(10) ** (e + 1):
         e += 1
     while q < fmpq(10) ** e:
         e -= 1
     k = e - digits + 1
-    n = int((q / fmpq(10) ** k).ceil())
+    n = int((q / fmpq(10) ** k).ceil() if up else (q / fmpq(10) ** k).floor())
     if k >= 0:
         return str(n * 10**k)
     s = str(n).rjust(-k + 1, "0")
@@ -95,15 +98,62 @@ def verify_bytes(data: bytes, keys: list, subject_digest: str | None = None) -> 
         if res.mismatches:
             raise Reject("enclosure-mismatch", "recorded enclosures disagree with the replay: "
                          + "; ".join(res.mismatches))
-        res.accepted, res.reason = True, "accepted"
         res.detail = (f"TV <= {raw['bound']} <= target {raw['claim']['target']} at sigma "
                       f"{raw['claim']['sigma']}, M={c['steps']}, E={c['epochs']} (replayed {res.replayed_bound})")
+        if "lower" in p:
+            _verify_v2(p, raw, rp, tol, res)
+        res.accepted, res.reason = True, "accepted"
     except Reject as r:
         res.reason, res.detail = r.reason, r.detail
     except Exception as e:  # a certificate that breaks the replay is rejected, never a traceback
         res.reason, res.detail = "internal-error", f"replay failed: {type(e).__name__}: {e}"
     res.seconds = time.perf_counter() - t0
     return res
+
+
+def _verify_v2(p, raw, rp, tol, res):
+    """docs/two-sided.md: replay the lower bound; recompute the privacy and TPR rows."""
+    c, lo = p["claim"], p["lower"]
+    lr = replay_lower(c["steps"], c["epochs"], lo["sigma_low"], lo["method"])
+    res.replayed_lower, res.replay_seconds["lower"] = round_up(lr.bound, 13, up=False), lr.seconds
+    if lr.bound <= c["target"]:
+        raise Reject("lower-replay-not-above-target", f"replayed lower bound {res.replayed_lower} on TV at "
+                     f"sigma_low {raw['lower']['sigma_low']} does not exceed the target {raw['claim']['target']}")
+    if lr.bound < lo["tv_lower"]:
+        gap = lo["tv_lower"] - lr.bound
+        if gap >= fmpq(1, 10**12):
+            raise Reject("lower-replay-below-recorded", f"replayed lower bound {res.replayed_lower} is "
+                         f"below the recorded tv_lower {raw['lower']['tv_lower']} by more than 1e-12")
+        res.mismatches.append(f"lower.tv_lower: recorded {raw['lower']['tv_lower']}, replayed "
+                              f"{res.replayed_lower} (below by < 1e-12: bucket ties)")
+    m, rows = p["method"], {}
+    with working_prec(max(200, m["prec"])):
+        grid = p["privacy"]["epsilon_grid"]
+        for d, row in p["privacy"]["epsilon_at_delta"].items():
+            delta, eps = decimal(d, d), row["epsilon"]
+            dqp, dpq = deltas(rp.b, rp.F, m["eta"], eps)
+            rows[d] = {"epsilon": raw["privacy"]["epsilon_at_delta"][d]["epsilon"],
+                       "delta_qp": round_up(_upper(dqp), 6), "delta_pq": round_up(_upper(dpq), 6)}
+            if max(_upper(dqp), _upper(dpq)) > delta:
+                raise Reject("privacy-epsilon-too-small", f"at epsilon {rows[d]['epsilon']} the replayed "
+                             f"bounds on delta are {rows[d]['delta_qp']} (Q||P), {rows[d]['delta_pq']} "
+                             f"(P||Q); not both <= {d}")
+            bad = _compare({k: row[k] for k in ("delta_qp", "delta_pq")}, {"delta_qp": dqp, "delta_pq": dpq},
+                           tol, f"privacy.epsilon_at_delta.{d}")
+            if bad:
+                raise Reject("privacy-mismatch", "recorded deltas disagree with the replay: " + "; ".join(bad))
+            if eps >= grid and max(_upper(x) for x in deltas(rp.b, rp.F, m["eta"], eps - grid)) <= delta:
+                res.mismatches.append(f"privacy: epsilon {rows[d]['epsilon']} at {d} is not the smallest "
+                                      "on the grid (still certified)")
+        for a, row in p["tpr"].items():
+            bound = _upper(arb(row["epsilon"]).exp() * arb(decimal(a, a)) + deltas(rp.b, rp.F, m["eta"], row["epsilon"])[0])
+            rows[f"tpr@{a}"] = round_up(bound, 6)
+            if row["tpr"] < bound:
+                raise Reject("tpr-too-small", f"recorded TPR {raw['tpr'][a]['tpr']} at FPR {a} is below the "
+                             f"replayed bound {rows[f'tpr@{a}']} (epsilon {raw['tpr'][a]['epsilon']})")
+    res.derived = rows
+    res.detail += (f"; TV > {raw['lower']['tv_lower']} > target at sigma_low {raw['lower']['sigma_low']} "
+                   f"(replayed {res.replayed_lower}); privacy and TPR rows replayed")
 
 
 def read_limited(path: str) -> bytes:

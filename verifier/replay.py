@@ -164,6 +164,8 @@ class ReplayResult:
     bound: fmpq  # exact: 1 - (rigorous lower end of O)
     enclosures: dict
     seconds: dict
+    b: tuple = None  # (offset, fmpz_poly): the b_k of step (iv) in units 2^-F (format v2 rows)
+    F: int = 0
 
 
 def replay(claim: dict, method: dict) -> ReplayResult:
@@ -288,4 +290,4 @@ def replay(claim: dict, method: dict) -> ReplayResult:
                        "log_grid": L.log_grid, "fixed_point": L.fixed_point}}
     secs = {"step_i": t1 - t0, "step_ii": t2 - t1, "step_iii": t3 - t2, "step_iv": t4 - t3,
             "total": t4 - t0}
-    return ReplayResult(O=O, bound=1 - O_lo, enclosures=enc, seconds=secs)
+    return ReplayResult(O=O, bound=1 - O_lo, enclosures=enc, seconds=secs, b=X, F=F)

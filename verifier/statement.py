@@ -10,6 +10,7 @@ from .strict import Reject, canonical, decimal, load_json, working_prec
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://sigmacert.dev/tv-certificate/v1"
+PREDICATE_TYPE_V2 = "https://sigmacert.dev/tv-certificate/v2"
 MECHANISM, ADJACENCY = "dp-sgd/random-allocation", "zero-out"
 STATEMENT = ("TV(P_M^E, Q_M^E) <= target, so every membership-inference test "
              "has accuracy <= 1/2 + target/2")
@@ -29,12 +30,33 @@ SCHEMA = {
     "issued_at": S,
     "timings": {"step_i": N, "step_ii": N, "step_iii": N, "step_iv": N, "total": N},
 }
+
+
+class Rows:  # an object whose keys are checked later (check_v2) and values follow `row`
+    def __init__(self, row):
+        self.row = row
+
+
+SCHEMA_V2 = {**SCHEMA,  # docs/two-sided.md
+             "lower": {"sigma_low": D, "target": D,
+                       "method": {"name": S, "version": I, "h": D, "cap": D, "eta": D, "b_min": I,
+                                  "b_max": I, "lattice_schedule": [I], "prec": I,
+                                  "fixed_point_bits": I, "trim": D},
+                       "tv_lower": D, "enclosures": BALLS("W_A", "U_A", "deleted_p")},
+             "privacy": {"epsilon_grid": D,
+                         "epsilon_at_delta": Rows({"epsilon": D, "delta_qp": B, "delta_pq": B})},
+             "tpr": Rows({"tpr": D, "epsilon": D})}
+DELTAS, ALPHAS = ("1e-05", "1e-06"), ("0.1", "0.01", "0.001")
 LIMITS = {"grid points": 2 * 10**7, "lattice points": 5 * 10**7, "log-grid cells": 10**7,
           "epoch product length": 5 * 10**8}
 
 
 def _typed(v, t, path):
     """Check v against schema t; return it with decimals as fmpq and balls as arb."""
+    if isinstance(t, Rows):
+        if not isinstance(v, dict):
+            raise Reject("schema-type", f"{path} must be an object")
+        return {k: _typed(x, t.row, f"{path}.{k}") for k, x in v.items()}
     if isinstance(t, dict):
         if not isinstance(v, dict):
             raise Reject("schema-type", f"{path} must be an object")
@@ -82,7 +104,7 @@ def parse_statement(payload: bytes, subject_digest: str | None = None):
         raise Reject("payload-not-canonical", "payload is not canonical JSON (sorted keys, no spaces)")
     if st["_type"] != STATEMENT_TYPE:
         raise Reject("statement-type", f"_type {st['_type']!r} != {STATEMENT_TYPE!r}")
-    if st["predicateType"] != PREDICATE_TYPE:
+    if st["predicateType"] not in (PREDICATE_TYPE, PREDICATE_TYPE_V2):
         raise Reject("predicate-type", f"unknown predicateType {st['predicateType']!r}")
     subj = st["subject"]
     if (not isinstance(subj, list) or not subj or any(
@@ -92,7 +114,8 @@ def parse_statement(payload: bytes, subject_digest: str | None = None):
             or not re.fullmatch(r"[0-9a-f]{64}", s["digest"]["sha256"]) for s in subj)):
         raise Reject("statement-fields", "subject must be a list of {name, digest: {sha256: 64 hex}}")
     raw = st["predicate"]
-    pred = _typed(raw, SCHEMA, "predicate")
+    v2 = st["predicateType"] == PREDICATE_TYPE_V2
+    pred = _typed(raw, SCHEMA_V2 if v2 else SCHEMA, "predicate")
     digests = {s["digest"]["sha256"] for s in subj}
     if subject_digest is not None and subject_digest not in digests:
         raise Reject("subject-digest", "no subject has the SHA-256 of the given --subject file")
@@ -101,7 +124,63 @@ def parse_statement(payload: bytes, subject_digest: str | None = None):
         if s["name"] == "claim" and s["digest"]["sha256"] != claim_digest:
             raise Reject("subject-digest", "subject 'claim' digest != SHA-256 of canonical predicate.claim")
     check_claim_and_method(pred)
+    if v2:
+        check_v2(pred)
     return raw, pred
+
+
+def _common(m, M):
+    """Checks shared by the upper and the lower method: lattice schedule, precision, trim."""
+    g, bad = m["lattice_schedule"], []
+    if len(g) != M.bit_length() or g[0] != 1 or g[-1] > 2**20 or any(b < a or b % a for a, b in zip(g, g[1:])):
+        bad.append("lattice_schedule needs floor(log2 M)+1 entries, g_0 = 1, each a multiple "
+                   "of the previous, at most 2^20")
+    if not (8 <= m["prec"] <= 4096 and 8 <= m["fixed_point_bits"] <= 1024 and m["trim"] < 1):
+        bad.append("need 8 <= prec <= 4096, 8 <= fixed_point_bits <= 1024, trim < 1")
+    return bad
+
+
+def check_v2(p):
+    """Static checks of the v2 additions (before any replay)."""
+    c, lo, m = p["claim"], p["lower"], p["lower"]["method"]
+    if m["name"] != "data-processing-lower" or m["version"] != 1:
+        raise Reject("lower-method-unknown", f"lower method {m['name']!r} v{m['version']} is not "
+                     "data-processing-lower v1")
+    bad = _common(m, c["steps"])
+    if not (m["h"] > 0 and m["cap"] > 0 and _is_int(m["cap"] / m["h"]) and m["eta"] > 0
+            and m["b_min"] < m["b_max"]):
+        bad.append("need h > 0, cap a positive multiple of h, eta > 0, b_min < b_max")
+    if bad:
+        raise Reject("lower-method-invalid", "; ".join(bad))
+    if m["cap"] / m["h"] > LIMITS["grid points"] or 8 * c["steps"] / m["h"] > LIMITS["lattice points"] \
+            or (m["b_max"] - m["b_min"]) * c["epochs"] > LIMITS["epoch product length"]:
+        raise Reject("method-too-expensive", "lower method beyond the verifier's limits")
+    if not 0 < lo["sigma_low"] < c["sigma"]:
+        raise Reject("lower-sigma-not-below", f"need 0 < sigma_low < sigma, got sigma_low "
+                     f"{lo['sigma_low']} and sigma {c['sigma']}")
+    if lo["target"] != c["target"]:
+        raise Reject("lower-target", "lower.target differs from claim.target")
+    if lo["tv_lower"] <= c["target"]:
+        raise Reject("lower-recorded-not-above-target", f"recorded tv_lower {lo['tv_lower']} <= target")
+    e = lo["enclosures"]
+    with working_prec(400):
+        if (e["W_A"] - e["U_A"] - e["deleted_p"]).lower() < arb(lo["tv_lower"]):
+            raise Reject("lower-inconsistent", "tv_lower is above the lower end of W_A - U_A - deleted_p")
+    for name, rows, keys in (("privacy", p["privacy"]["epsilon_at_delta"], DELTAS), ("tpr", p["tpr"], ALPHAS)):
+        if set(rows) - set(keys):
+            raise Reject(f"{name}-grid", f"{name} rows {sorted(set(rows) - set(keys))} are not in {list(keys)}")
+        if set(keys) - set(rows):
+            raise Reject("schema-missing-row", f"{name} rows {sorted(set(keys) - set(rows))} are missing")
+    grid = p["privacy"]["epsilon_grid"]
+    for d, row in p["privacy"]["epsilon_at_delta"].items():
+        if not (grid > 0 and _is_int(row["epsilon"] / grid) and row["epsilon"] <= 100):
+            raise Reject("privacy-grid", f"epsilon {row['epsilon']} at delta {d} is not a multiple of "
+                         f"epsilon_grid {grid} in [0, 100]")
+        with working_prec(400):
+            if any(row[k].upper() > arb(decimal(d, "delta")) for k in ("delta_qp", "delta_pq")):
+                raise Reject("privacy-inconsistent", f"a recorded delta at epsilon {row['epsilon']} exceeds {d}")
+    if any(r["epsilon"] > 100 for r in p["tpr"].values()):
+        raise Reject("tpr-grid", "a TPR row's epsilon is above 100")
 
 
 def check_claim_and_method(p):
@@ -114,7 +193,7 @@ def check_claim_and_method(p):
         raise Reject("claim-invalid", "need steps >= 1, epochs >= 1, sigma > 0, 0 < target < 1")
     if m["name"] != "lemma-c5-rounding" or m["version"] != 1:
         raise Reject("method-unknown", f"method {m['name']!r} v{m['version']} is not lemma-c5-rounding v1")
-    h, ts, st, cap, g = m["h"], m["tail_start"], m["tail_step"], m["cap"], m["lattice_schedule"]
+    h, ts, st, cap = m["h"], m["tail_start"], m["tail_step"], m["cap"]
     bad = []
     if not (h > 0 and 0 < ts <= cap and _is_int(ts / h) and _is_int(cap / h)):
         bad.append("need h > 0, 0 < tail_start <= cap, both multiples of h")
@@ -122,12 +201,7 @@ def check_claim_and_method(p):
         bad.append("need tail_step > 0 a multiple of h dividing cap - tail_start")
     if not (m["truncation"] > 0 and m["eta"] > 0 and m["k_minus"] < m["k_plus"]):
         bad.append("need truncation > 0, eta > 0, k_minus < k_plus")
-    if len(g) != c["steps"].bit_length() or g[0] != 1 or g[-1] > 2**20 or any(
-            b < a or b % a for a, b in zip(g, g[1:])):
-        bad.append("lattice_schedule needs floor(log2 M)+1 entries, g_0 = 1, each a multiple "
-                   "of the previous, at most 2^20")
-    if not (8 <= m["prec"] <= 4096 and 8 <= m["fixed_point_bits"] <= 1024 and m["trim"] < 1):
-        bad.append("need 8 <= prec <= 4096, 8 <= fixed_point_bits <= 1024, trim < 1")
+    bad += _common(m, c["steps"])
     if bad:
         raise Reject("method-invalid", "; ".join(bad))
     work = {"grid points": ts / h + (cap - ts) / (st if st > 0 else h),
