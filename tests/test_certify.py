@@ -137,3 +137,29 @@ def test_envelope_payload_is_base64_of_canonical_statement(tmp_path, capsys, key
     assert body == json.dumps(stmt, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
     tv = exact_tv(4, 3, 2.0).tv
     assert tv <= float(stmt["predicate"]["bound"]) <= tv + 1e-7
+
+
+def test_certify_default_is_two_sided_v2_and_show_prints_it(tmp_path, capsys, keydir):
+    """Default certify: v2 with lower, privacy, tpr; show --json gains the issue-9 keys; show prints the rows."""
+    out = tmp_path / "v2.json"
+    rc, summ, err = _certify(capsys, keydir, out, "-M", "10", "-E", "5", "--target", "0.1")
+    assert rc == 0 and err == "" and summ["two_sided"]
+    stmt = _statement(out, keydir)
+    assert stmt["predicateType"] == "https://sigmacert.dev/tv-certificate/v2"
+    p = stmt["predicate"]
+    assert set(p) == {"claim", "method", "enclosures", "bound", "numerics", "software", "issued_at", "timings",
+                      "lower", "privacy", "tpr"}
+    assert set(p["lower"]) == {"sigma_low", "target", "method", "tv_lower", "enclosures"}
+    assert set(p["privacy"]["epsilon_at_delta"]) == {"1e-05", "1e-06"}
+    assert set(p["tpr"]) == {"0.1", "0.01", "0.001"}
+    assert float(p["lower"]["tv_lower"]) > 0.1 >= float(p["bound"])
+    assert main(["show", str(out), "--json"]) == 0
+    flat = json.loads(capsys.readouterr().out)
+    assert flat["sigma_low"] == p["lower"]["sigma_low"] == summ["sigma_low"]
+    assert flat["tv_lower_at_sigma_low"] == p["lower"]["tv_lower"]
+    assert flat["epsilon_at_delta"] == {k: v["epsilon"] for k, v in p["privacy"]["epsilon_at_delta"].items()}
+    assert flat["tpr_at_fpr"] == {k: v["tpr"] for k, v in p["tpr"].items()}
+    assert main(["show", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert f"{flat['sigma_low']} < sigma_lambda <= {flat['sigma']}" in text
+    assert "1e-05" in text and "FPR 0.001" in text
