@@ -37,5 +37,9 @@ def main(argv=None) -> int:
         print(f"{'ACCEPT' if res.accepted else 'REJECT'} ({res.reason}): {res.detail}")
         if res.replayed_bound is not None:
             print(f"  replayed bound on TV: {res.replayed_bound}   recorded bound: {res.recorded_bound}")
+        if res.replayed_lower is not None:
+            print(f"  replayed lower bound on TV at sigma_low: {res.replayed_lower}")
+        for m in res.mismatches:
+            print(f"  mismatch (not a rejection): {m}")
         print(f"  time: {res.seconds:.2f} s")
     return 0 if res.accepted else 1

@@ -133,7 +133,7 @@ def _verify_v2(p, raw, rp, tol, res):
             delta, eps = decimal(d, d), row["epsilon"]
             dqp, dpq = deltas(rp.b, rp.F, m["eta"], eps)
             rows[d] = {"epsilon": raw["privacy"]["epsilon_at_delta"][d]["epsilon"],
-                       "delta_qp": round_up(_upper(dqp), 6), "delta_pq": round_up(_upper(dpq), 6)}
+                       "delta_qp": round_up(_upper(dqp), 13), "delta_pq": round_up(_upper(dpq), 13)}
             if max(_upper(dqp), _upper(dpq)) > delta:
                 raise Reject("privacy-epsilon-too-small", f"at epsilon {rows[d]['epsilon']} the replayed "
                              f"bounds on delta are {rows[d]['delta_qp']} (Q||P), {rows[d]['delta_pq']} "
@@ -147,7 +147,7 @@ def _verify_v2(p, raw, rp, tol, res):
                                       "on the grid (still certified)")
         for a, row in p["tpr"].items():
             bound = _upper(arb(row["epsilon"]).exp() * arb(decimal(a, a)) + deltas(rp.b, rp.F, m["eta"], row["epsilon"])[0])
-            rows[f"tpr@{a}"] = round_up(bound, 6)
+            rows[f"tpr@{a}"] = round_up(bound, 13)
             if row["tpr"] < bound:
                 raise Reject("tpr-too-small", f"recorded TPR {raw['tpr'][a]['tpr']} at FPR {a} is below the "
                              f"replayed bound {rows[f'tpr@{a}']} (epsilon {raw['tpr'][a]['epsilon']})")
