@@ -497,7 +497,7 @@ def test_committed_table4_certificates_verify(cell):
 
 
 # ============================================== format v2 (docs/two-sided.md) ==
-from verifier.core import round_up  # noqa: E402
+from verifier.core import _upper, round_up  # noqa: E402
 from verifier.statement import SCHEMA_V2  # noqa: E402
 from verifier.twosided import deltas, replay_lower  # noqa: E402
 
@@ -719,3 +719,18 @@ def test_v2_cli_json(base_v2, tmp_path):
     (tmp_path / "bad.json").write_bytes(tamper_v2(base_v2, "tpr-lowered"))
     r = run_cli(tmp_path / "bad.json", "--key", tmp_path / "k.pem")
     assert r.returncode == 1 and "REJECT (tpr-too-small)" in r.stdout and "Traceback" not in r.stderr
+
+
+def test_v2_negative_tpr_epsilon(base_v2):
+    """The minimising epsilon = ln(gamma) may be negative (docs/certificate.md §6.3)."""
+    pred, key, _ = base_v2
+    p = copy.deepcopy(pred)
+    r0 = replay(*typed(p["claim"], p["method"]).values())
+    with working_prec(200):
+        eps = -Fr_q("0.5")
+        b = arb(eps).exp() * arb(Fr_q("0.1")) + deltas(r0.b, r0.F, Fr_q(p["method"]["eta"]), eps)[0]
+        p["tpr"]["0.1"] = {"tpr": round_up(_upper(b), 10), "epsilon": "-0.5"}
+    assert verify_bytes(sign_statement(statement_v2(p), key), [key.public_key()]).accepted
+    p["tpr"]["0.1"]["tpr"] = dec(Fr(p["tpr"]["0.1"]["tpr"]) - Fr(1, 10**6))
+    r = verify_bytes(sign_statement(statement_v2(p), key), [key.public_key()])
+    assert r.reason == "tpr-too-small", r.detail

@@ -14,7 +14,7 @@ PREDICATE_TYPE_V2 = "https://sigmacert.dev/tv-certificate/v2"
 MECHANISM, ADJACENCY = "dp-sgd/random-allocation", "zero-out"
 STATEMENT = ("TV(P_M^E, Q_M^E) <= target, so every membership-inference test "
              "has accuracy <= 1/2 + target/2")
-D, I, B, S, N = "decimal", "int", "ball", "str", "number"
+D, I, B, S, N, SD = "decimal", "int", "ball", "str", "number", "signed decimal"
 BALLS = lambda *names: {n: B for n in names}
 SCHEMA = {
     "claim": {"mechanism": S, "adjacency": S, "steps": I, "epochs": I, "sigma": D,
@@ -45,7 +45,7 @@ SCHEMA_V2 = {**SCHEMA,  # docs/two-sided.md
                        "tv_lower": D, "enclosures": BALLS("W_A", "U_A", "deleted_p")},
              "privacy": {"epsilon_grid": D,
                          "epsilon_at_delta": Rows({"epsilon": D, "delta_qp": B, "delta_pq": B})},
-             "tpr": Rows({"tpr": D, "epsilon": D})}
+             "tpr": Rows({"tpr": D, "epsilon": SD})}  # the minimising epsilon may be negative
 DELTAS, ALPHAS = ("1e-05", "1e-06"), ("0.1", "0.01", "0.001")
 LIMITS = {"grid points": 2 * 10**7, "lattice points": 5 * 10**7, "log-grid cells": 10**7,
           "epoch product length": 5 * 10**8}
@@ -72,11 +72,14 @@ def _typed(v, t, path):
             raise Reject("schema-type", f"{path} must be a non-empty list")
         return [_typed(x, t[0], f"{path}[{i}]") for i, x in enumerate(v)]
     ok = {I: isinstance(v, int) and not isinstance(v, bool), S: isinstance(v, str),
-          N: isinstance(v, (int, float)) and not isinstance(v, bool), D: True, B: isinstance(v, str)}[t]
+          N: isinstance(v, (int, float)) and not isinstance(v, bool), D: True, SD: True, B: isinstance(v, str)}[t]
     if not ok:
         raise Reject("schema-type", f"{path} must be of type {t}, got {type(v).__name__}")
     if t == D:
         return decimal(v, path)
+    if t == SD:
+        neg = isinstance(v, str) and v.startswith("-")
+        return -decimal(v[1:], path) if neg else decimal(v, path)
     if t == B:
         x = None
         if len(v) <= 256 and not re.search(r"[eE][+-]?[0-9]{5}", v):  # no huge exponents
@@ -179,8 +182,8 @@ def check_v2(p):
         with working_prec(400):
             if any(row[k].upper() > arb(decimal(d, "delta")) for k in ("delta_qp", "delta_pq")):
                 raise Reject("privacy-inconsistent", f"a recorded delta at epsilon {row['epsilon']} exceeds {d}")
-    if any(r["epsilon"] > 100 for r in p["tpr"].values()):
-        raise Reject("tpr-grid", "a TPR row's epsilon is above 100")
+    if any(abs(r["epsilon"]) > 100 for r in p["tpr"].values()):
+        raise Reject("tpr-grid", "a TPR row's epsilon is outside [-100, 100]")
 
 
 def check_claim_and_method(p):
