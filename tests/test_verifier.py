@@ -734,3 +734,37 @@ def test_v2_negative_tpr_epsilon(base_v2):
     p["tpr"]["0.1"]["tpr"] = dec(Fr(p["tpr"]["0.1"]["tpr"]) - Fr(1, 10**6))
     r = verify_bytes(sign_statement(statement_v2(p), key), [key.public_key()])
     assert r.reason == "tpr-too-small", r.detail
+
+
+def test_lower_replay_with_a_lattice_schedule_matches_brute_force():
+    """M = 3, lattice_schedule [1, 2]: the map is T(k1, k2, k3) = floor(k1/2) + floor((k2 + k3)/2)
+    (block of bit 0 = coordinate 1, block of bit 1 = coordinates 2, 3). Enumerate all
+    cell triples under P and under Q (shifted coordinate uniform among the three)."""
+    old, ctx.prec = ctx.prec, 150
+    try:
+        s, h, K, E, eta = arb("1.2"), fmpq(1, 4), 20, 2, fmpq(1, 100)
+        Phi = lambda x: (-x / arb(2).sqrt()).erfc() / 2
+        F0 = lambda y: arb(0) if y == 0 else Phi(s * arb(y).log() + 1 / (2 * s))
+        F1 = lambda y: arb(0) if y == 0 else Phi(s * arb(y).log() - 1 / (2 * s))
+        p = [F0((k + 1) * h) - F0(k * h) for k in range(K)] + [1 - F0(K * h)]
+        q = [F1((k + 1) * h) - F1(k * h) for k in range(K)] + [1 - F1(K * h)]
+        PS, QS = {}, {}
+        for a in range(K + 1):
+            for b in range(K + 1):
+                for c in range(K + 1):
+                    t = a // 2 + (b + c) // 2
+                    PS[t] = PS.get(t, arb(0)) + p[a] * p[b] * p[c]
+                    QS[t] = QS.get(t, arb(0)) + (q[a] * p[b] * p[c] + p[a] * q[b] * p[c] + p[a] * p[b] * q[c]) / 3
+        u, w = [arb(0)] * 601, [arb(0)] * 601
+        for t in PS:
+            beta = min(max(math.floor(math.log(float(QS[t].mid()) / float(PS[t].mid())) / float(eta)), -300), 300)
+            u[beta + 300] += PS[t]
+            w[beta + 300] += QS[t]
+        U, W = (arb_poly(u) ** E).coeffs(), (arb_poly(w) ** E).coeffs()
+        ref = sum((max(wk - uk, arb(0)) for uk, wk in zip(U, W)), arb(0))
+        got = replay_lower(3, E, fmpq(6, 5), lower_method(h="0.25", cap="5", eta="0.01", b_min=-300,
+                                                            b_max=300, lattice_schedule=[1, 2], trim="0"))
+        gap = ref - arb(got.bound)
+        assert ref.rad() < 1e-25 and gap > 0 and gap < 1e-18, (ref, float(got.bound))
+    finally:
+        ctx.prec = old
