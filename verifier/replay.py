@@ -99,6 +99,17 @@ class _Poly:
         self.L.fixed_point += fmpq(int(kept - q(1) * self.one), self.one ** 2)
         return self.trim(off, q)
 
+    def power(self, X, e: int):
+        """X^e by binary powering (e >= 1)."""
+        out = None
+        while e:
+            if e & 1:
+                out = X if out is None else self.mul(out, X)
+            e >>= 1
+            if e:
+                X = self.mul(X, X)
+        return out
+
     def reround(self, X, q: int):
         """Two-point rounding of values (off+i)*g*h onto multiples of q*g*h: a value u*g*h
         with u = v*q + r sends c*(q-r)/q to v*q*g*h and c*r/q to (v+1)*q*g*h (floored)."""
@@ -267,13 +278,7 @@ def replay(claim: dict, method: dict) -> ReplayResult:
         step_iii_mass = fmpq(int(R(1)), P.one)
         t3 = time.perf_counter()
         # ---- (iv) E epochs: exponents add, (sum_k r_k z^k)^E by binary powering ------
-        X, Bv, e = None, P.trim(k_lo, R, True), E
-        while e:
-            if e & 1:
-                X = Bv if X is None else P.mul(X, Bv)
-            e >>= 1
-            if e:
-                Bv = P.mul(Bv, Bv)
+        X = P.power(P.trim(k_lo, R, True), E)
         ob, b = X
         nneg = min(max(-ob, 0), b.length())
         pos = int(b.right_shift(nneg)(1))  # sum of b_k, k >= 0 (weight min{1, e^{k eta}} = 1)

@@ -67,22 +67,11 @@ def _mix(X, a: int, Y, b: int):
     return o, (px.left_shift(ox - o) * a + py.left_shift(oy - o) * b) // (a + b)
 
 
-def _power(P: _Poly, X, E: int):
-    out = None
-    while E:
-        if E & 1:
-            out = X if out is None else P.mul(out, X)
-        E >>= 1
-        if E:
-            X = P.mul(X, X)
-    return out
-
-
 @dataclass
-class LowerResult:
-    bound: fmpq  # exact rational: our certified lower bound on TV at sigma_low
+class LowerResult:  # exact rationals; U_A = kept P mass in A + deficit (an upper bound on U(A))
+    bound: fmpq
     W_A: fmpq
-    U_A: fmpq  # upper bound on U(A): kept mass in A plus the deficit
+    U_A: fmpq
     deficit: fmpq
     seconds: dict
 
@@ -131,9 +120,8 @@ def replay_lower(M: int, E: int, sigma_low: fmpq, m: dict) -> LowerResult:
     t3 = time.perf_counter()
     # (d) E epochs: exponents add; (e) A = {k : W_k > U_k}
     lo, hi = min(u), max(u)
-    U = _power(P, P.trim(lo, fmpz_poly([u.get(k, 0) for k in range(lo, hi + 1)]), True), E)
-    W = _power(P, P.trim(lo, fmpz_poly([w.get(k, 0) for k in range(lo, hi + 1)]), True), E)
-    (ou, Up), (ow, Wp) = U, W
+    (ou, Up), (ow, Wp) = (P.power(P.trim(lo, fmpz_poly([d.get(k, 0) for k in range(lo, hi + 1)]), True), E)
+                          for d in (u, w))
     o = min(ou, ow)
     uc = [0] * (ou - o) + [int(x) for x in Up.coeffs()]
     wc = [0] * (ow - o) + [int(x) for x in Wp.coeffs()]
