@@ -120,13 +120,13 @@ def _verify_v2(p, raw, rp, tol, res):
         raise Reject("lower-replay-not-above-target", f"replayed lower bound {res.replayed_lower} on TV at "
                      f"sigma_low {raw['lower']['sigma_low']} does not exceed the target {raw['claim']['target']}")
     if lr.bound < lo["tv_lower"]:
-        gap = lo["tv_lower"] - lr.bound
-        if gap >= fmpq(1, 10**12):
+        if lo["tv_lower"] - lr.bound >= fmpq(1, 10**12):
             raise Reject("lower-replay-below-recorded", f"replayed lower bound {res.replayed_lower} is "
                          f"below the recorded tv_lower {raw['lower']['tv_lower']} by more than 1e-12")
         res.mismatches.append(f"lower.tv_lower: recorded {raw['lower']['tv_lower']}, replayed "
                               f"{res.replayed_lower} (below by < 1e-12: bucket ties)")
     m, rows = p["method"], {}
+    res.derived = rows  # filled as we go, so a rejection shows the rows replayed so far
     with working_prec(max(200, m["prec"])):
         grid = p["privacy"]["epsilon_grid"]
         for d, row in p["privacy"]["epsilon_at_delta"].items():
@@ -151,7 +151,6 @@ def _verify_v2(p, raw, rp, tol, res):
             if row["tpr"] < bound:
                 raise Reject("tpr-too-small", f"recorded TPR {raw['tpr'][a]['tpr']} at FPR {a} is below the "
                              f"replayed bound {rows[f'tpr@{a}']} (epsilon {raw['tpr'][a]['epsilon']})")
-    res.derived = rows
     res.detail += (f"; TV > {raw['lower']['tv_lower']} > target at sigma_low {raw['lower']['sigma_low']} "
                    f"(replayed {res.replayed_lower}); privacy and TPR rows replayed")
 
