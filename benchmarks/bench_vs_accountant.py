@@ -94,7 +94,7 @@ def main(argv=None) -> int:
     except ImportError:
         print("bench_vs_accountant: needs the `bench` extra (pip install -e '.[bench]')", file=sys.stderr)
         return 2
-    ladder = {"fft": [1e-3, 3e-4, 1e-4], "geom": [1e-2, 3e-3]}
+    ladder = {"fft": [1e-3, 3e-4, 1e-4, 3e-5, 1e-5, 3e-6], "geom": [1e-2, 3e-3]}
     print(f"per-run time limit {args.limit:.0f} s; accountant bound = min over REMOVE/ADD of delta(0)")
     print(f"{'M':>4} {'E':>3} {'sigma':>9} | {'route':<10} {'disc':>7} {'bound':>12} {'cert?':>5} {'s':>7} | "
           f"{'sigmacert bound':>15} {'cert?':>5} {'s':>6} | {'time ratio':>10}")
@@ -114,7 +114,7 @@ def main(argv=None) -> int:
     print("\nsmallest sigma certified within the time budget (accountant: bisection on its finest route that "
           "finishes; sigmacert: the exact sigma, certified above)")
     for (m, e), sig, res, t_ours in rows:
-        lo, hi = float(sig), float(sig) * 1.05
+        lo, hi = float(sig), float(sig) * 1.10
         route_ok = None
         for route in ("fft", "geom"):
             disc = res[route][3] if res[route] else ladder[route][0]
