@@ -140,7 +140,8 @@ def test_lower_side_refuses_at_or_above_the_exact_sigma():
         fine = choose_lower_grid(10, 5, sig, 5e-9)        # a finer grid does not help either
         assert lower_bound(10, 5, sig, fine.method).exact <= Q("0.1")
     # certify_lower starting one step above the exact sigma: its first sigma_low is the exact sigma,
-    # which the numerics skip; the second (sigma - 1e-6) misses
+    # which the numerics skip; the second (sigma - 1e-6, i.e. 2 x resolution) is certified to miss
     out = certify_lower(10, 5, Q("0.1"), s + Q("0.000001"))
     assert out["tries"][0].get("skipped") and out["tries"][0]["sigma_low"] == res.sigma
-    assert out["result"] is None or Q(out["sigma_low"]) < s
+    assert out["result"] is not None and Q(out["sigma_low"]) == s - Q("0.000001")
+    assert out["result"].exact > Q("0.1")
