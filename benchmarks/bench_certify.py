@@ -7,7 +7,9 @@ peak resident memory. `seconds` is the whole `certify` call at the given sigma
 (exact-TV numerics for the margin, grid choice, the rigorous bound, every retry);
 `bound s` is the rigorous computation alone; `cpu s` is the process CPU time of
 the whole call (robust when the machine is shared). With --key/--out the certificates are
-signed and written as DIR/M{M}_E{E}.json.
+signed and written as DIR/M{M}_E{E}.json. These are one-sided (v1) certificates; the
+two-sided (v2) ones, with sigma_low, eps(delta) and TPR rows, come from
+benchmarks/bench_two_sided.py (which wrote the committed artifacts/certificates/).
 
 Targets (one core): median <= 5 s per cell, hardest (M=250, E=10) <= 60 s, all nine
 <= 3 min, memory <= 4 GB, every cell certified on the first try with bound <= 0.1;

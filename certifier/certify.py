@@ -143,7 +143,11 @@ def _two_sided(out: Outcome, r, method, sigma: fmpq, target: fmpq, prec: int, sa
         return
     L = low["result"]
     say("privacy rows", 0.0)
-    priv, tpr = privacy_rows(r.b, method.eta, method.fixed_point_bits, method.prec)
+    try:
+        priv, tpr = privacy_rows(r.b, method.eta, method.fixed_point_bits, method.prec)
+    except ArithmeticError as err:                        # no certified row: stay one-sided (v1)
+        out.lower_tries.append({"sigma_low": low["sigma_low"], "try": 0, "skipped": f"privacy rows: {err}"})
+        return
     say("privacy rows", 1.0)
     out.two_sided, out.sigma_low, out.tv_lower = True, low["sigma_low"], L.tv_lower
     out.privacy, out.tpr = priv, tpr
@@ -192,8 +196,12 @@ def certify_lower(steps: int, epochs: int, target: fmpq, sigma_high: fmpq, *, pr
                               f"grid predicted to take {plan.predicted_seconds:.0f} s"})
                 break
             t0 = time.perf_counter()
-            L = lower_bound(steps, epochs, s_low, plan.method,
-                            progress=lambda stage, frac: say(f"{stage} (sigma_low {s_str})", frac))
+            try:
+                L = lower_bound(steps, epochs, s_low, plan.method,
+                                progress=lambda stage, frac: say(f"{stage} (sigma_low {s_str})", frac))
+            except (ArithmeticError, ValueError) as err_:   # e.g. disjoint supports on a coarse grid
+                tries.append({"sigma_low": s_str, "try": j + 1, "skipped": f"lower bound failed: {err_}"})
+                continue
             ok = L.exact > target
             mj = L.method.to_json(steps)
             tries.append({"sigma_low": s_str, "try": j + 1, "h": mj["h"], "eta": mj["eta"], "cap": mj["cap"],
