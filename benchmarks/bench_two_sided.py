@@ -7,9 +7,9 @@ paper's exact sigma (= sigma_high), then the numerical eps(1e-5) and optimal TPR
 of the pair (certifier.tradeoff, floating point) for comparison. Columns:
 sigma_high, sigma_low, their gap, tv_upper (the v1 bound at sigma_high), tv_lower at
 sigma_low, certified eps(1e-5) vs numerical (and the relative excess), certified TPR(1e-3)
-vs the pair's, `upper s` (the whole one-sided certify call), `lower s` (the extra seconds of
-the lower side incl. its exact-TV numerics and the privacy/TPR rows), and, when the
-verifier accepts v2, its replay time and verdict.
+vs the pair's, `upper s` (the one-sided part of the certify call: numerics, grid, bound),
+`lower s` (the extra seconds of the lower side incl. its exact-TV numerics at sigma_low),
+`rows s` (the privacy and TPR rows), and the verifier's replay time and verdict.
 
 Goals (issue 9): sigma_high = the paper's exact sigma, sigma_high - sigma_low <= 2e-6 where the
 margin allows, eps(1e-5) within 1 % of the numerical eps and inside or just above the
@@ -47,7 +47,8 @@ def run_cell(i: int, key: str | None, out: str | None) -> dict:
            "eps_1e6_cert": res.privacy["epsilon_at_delta"]["1e-06"]["epsilon"] if res.privacy else None,
            "eps_num": eps_num, "tpr_cert": res.tpr["0.001"]["tpr"] if res.tpr else None, "tpr_num": tpr_num,
            "seconds": round(secs, 2), "cpu_seconds": round(cpu, 2),
-           "lower_seconds": res.lower_seconds, "upper_seconds": round(secs - (res.lower_seconds or 0), 2),
+           "lower_seconds": res.lower_seconds, "privacy_seconds": res.privacy_seconds,
+           "upper_seconds": round(secs - (res.lower_seconds or 0) - (res.privacy_seconds or 0), 2),
            "lower_tries": res.lower_tries, "cert": None}
     if res.success and key and out:
         from certifier.envelope import canonical_json, claim_subject, sign_envelope, statement
@@ -84,7 +85,7 @@ def main() -> int:
     from benchmarks.bench_certify import replay
     hdr = (f"{'M':>4} {'E':>3} {'sigma_high':>10} {'sigma_low':>10} {'gap':>7} {'tv_upper':>13} {'tv_lower':>13} "
            f"{'eps(1e-5)':>9} {'eps num':>8} {'excess':>7} {'tpr(1e-3)':>11} {'tpr num':>9} {'ratio':>6} "
-           f"{'upper s':>7} {'lower s':>7} {'replay s':>8} {'ok':>3}")
+           f"{'upper s':>7} {'lower s':>7} {'rows s':>6} {'replay s':>8} {'ok':>3}")
     if not a.json:
         print(hdr, flush=True)
     rows = []
@@ -109,7 +110,8 @@ def main() -> int:
                   f"{r['tv_upper']:>13} {str(r['tv_lower']):>13} {str(r['eps_cert']):>9} {r['eps_num']:>8.4f} "
                   f"{(r['eps_excess'] or float('nan')):>7.2%} {str(r['tpr_cert'])[:11]:>11} {r['tpr_num']:>9.6f} "
                   f"{(r['tpr_ratio'] or float('nan')):>6.3f} {r['upper_seconds']:>7.2f} "
-                  f"{(r['lower_seconds'] or float('nan')):>7.2f} {r['replay_seconds']:>8.2f} {ok:>3}", flush=True)
+                  f"{(r['lower_seconds'] or float('nan')):>7.2f} {(r['privacy_seconds'] or float('nan')):>6.2f} "
+                  f"{r['replay_seconds']:>8.2f} {ok:>3}", flush=True)
     summ = {"cells": len(rows), "all_two_sided": all(r["two_sided"] for r in rows),
             "max_gap": max(r["gap"] for r in rows),
             "max_eps_excess": max((r["eps_excess"] or 1.0) for r in rows),
@@ -117,14 +119,16 @@ def main() -> int:
                           max(float(r["eps_cert"] or "nan") for r in rows)],
             "max_tpr_ratio": max((r["tpr_ratio"] or 9.0) for r in rows),
             "total_upper_s": round(sum(r["upper_seconds"] for r in rows), 2),
-            "total_lower_s": round(sum(r["lower_seconds"] or 0 for r in rows), 2)}
+            "total_lower_s": round(sum(r["lower_seconds"] or 0 for r in rows), 2),
+            "total_rows_s": round(sum(r["privacy_seconds"] or 0 for r in rows), 2)}
     if a.json:
         print(json.dumps({"rows": rows, "summary": summ}, indent=1))
     else:
         print(f"all two-sided: {summ['all_two_sided']}; max gap {summ['max_gap']:.1e}; certified eps(1e-5) in "
               f"[{summ['eps_range'][0]}, {summ['eps_range'][1]}], max excess over numerical "
               f"{summ['max_eps_excess']:.3%}; max TPR(1e-3) ratio {summ['max_tpr_ratio']:.3f}; "
-              f"time upper {summ['total_upper_s']} s, lower side extra {summ['total_lower_s']} s")
+              f"time upper {summ['total_upper_s']} s, lower side extra {summ['total_lower_s']} s, "
+              f"privacy/TPR rows {summ['total_rows_s']} s")
     return 0
 
 
