@@ -14,7 +14,7 @@ import flint
 from flint import fmpq
 
 from certifier import __version__
-from certifier.grids import budget_for, budget_for_lower, choose_grid, choose_lower_grid
+from certifier.grids import budget_for, budget_for_lower, choose_grid, choose_lower_grid, truncation_loss
 from certifier.params import decimal_str, parse_decimal
 from certifier.rounding import rounding_bound
 
@@ -61,6 +61,22 @@ def claim_of(steps: int, epochs: int, sigma: str, target: str) -> dict:
             "epochs": epochs, "sigma": sigma, "target": target, "statement": STATEMENT_TEXT}
 
 
+def _check_truncation(steps: int, epochs: int, lam: float, sigma: fmpq | None) -> None:
+    """Refuse at once when step (ii)'s truncation at 8M alone must exceed every budget.
+
+    Without sigma we test at the closed-form sigma, which is above the exact sigma
+    (Corollary 3.4), so the tail there is lighter than at any sigma we could certify.
+    """
+    from certifier.closed_form import closed_form_sigma
+    s = float(sigma) if sigma is not None else closed_form_sigma(steps, epochs, lam)
+    loss = truncation_loss(steps, epochs, s)
+    if loss > SAFETY[0] * 1e-7:
+        where = f"sigma {decimal_str(sigma)}" if sigma is not None else f"the closed-form sigma {s:.6f}"
+        raise ValueError(f"cannot certify M={steps}, E={epochs}: the truncation of step (ii) at 8M alone deletes "
+                         f"about {loss:.2g} of mass at {where} (Y is too heavy-tailed; method v1 needs larger M "
+                         "or sigma)")
+
+
 def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *, h=None, eta=None,
             cap=None, prec: int | None = None, progress=None, max_tries: int = 3,
             two_sided: bool = False) -> Outcome:
@@ -76,6 +92,7 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
     report = progress or (lambda stage, pct, el: None)
     say = lambda stage, frac: report(stage, 100.0 * frac, time.perf_counter() - t_start)  # noqa: E731
     lam = float(target)
+    _check_truncation(steps, epochs, lam, sigma)  # fail fast, before any long search
     if sigma is None:
         from certifier.exact import exact_sigma
         say("exact sigma", 0.0)

@@ -202,7 +202,7 @@ def choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h=None, 
     n_products = 2 * (steps.bit_length() + epochs.bit_length())
     fixed = E * n_products * float(TRIM) + 1e-15
     # step (ii) deletes epoch sums above 8M: a single Y above ~7M already loses its mass
-    trunc_loss = E * M * mod.tail(7.0 * M)
+    trunc_loss = truncation_loss(M, E, float(sigma))
     hs_list = [(float(_q(h)), h)] if h else nice_values(1e-5, 0.05)
     if cap:  # a user cap must be a multiple of h
         hs_list = [(hv, hs) for hv, hs in hs_list if (_q(cap) / _q(hs)).q == 1]
@@ -268,6 +268,11 @@ def _k_range(steps: int, h: fmpq, eta: fmpq) -> tuple[int, int]:
     hi = math.log(8.0 + 2 * float(h)) / float(eta)
     km0, kp0 = Method.default_k(eta)
     return min(km0, math.floor(lo) - 2), max(kp0, math.ceil(hi) + 2)
+
+
+def truncation_loss(steps: int, epochs: int, sigma: float) -> float:
+    """Predicted mass deleted by the fixed truncation of step (ii) at 8M (about E M Pr(Y > 7M))."""
+    return epochs * steps * Model.at(steps, epochs, sigma).tail(7.0 * steps)
 
 
 def budget_for(lam: float, tv: float | None, tv_error: float, safety: float) -> float:

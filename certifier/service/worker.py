@@ -98,8 +98,10 @@ class Worker:
         t0 = time.perf_counter()
         try:
             sigma = parse_sigma(req["sigma"]) if req.get("sigma") is not None else None
+            # two-sided (format v2) when the service searched the exact sigma itself: only then
+            # can sigma - 1e-6 be certified to miss the target (issue 9)
             res = certify(req["steps"], req["epochs"], parse_target(req["target"]), sigma,
-                          progress=self._report)
+                          progress=self._report, two_sided=sigma is None)
         except (ValueError, ArithmeticError, OverflowError, MemoryError) as err:
             msg = str(err).splitlines()[0] if str(err) else type(err).__name__
             self.store.finish(job["id"], self.owner, "failed", reason=f"error: {msg}", error_kind="error",
