@@ -242,7 +242,7 @@ def test_a_bound_above_the_target_fails_with_the_reason(svc):
 
 
 def test_cancel_a_running_job(svc):
-    r = post(svc, {"steps": 4, "epochs": 2, "target": "0.3"})  # exact sigma first: minutes
+    r = post(svc, {"steps": 250, "epochs": 10, "target": "0.1"})  # the hardest Table 4 cell: tens of seconds
     jid = r.json()["id"]
     wait_for(lambda: svc.http.get(f"/v1/certificates/{jid}").json()["status"] == "running", 60)
     c = svc.http.delete(f"/v1/certificates/{jid}", headers=svc.auth)
@@ -251,7 +251,7 @@ def test_cancel_a_running_job(svc):
     time.sleep(3)  # the worker notices, stops; a fresh worker takes its place
     assert svc.http.get(f"/v1/certificates/{jid}").json()["status"] == "cancelled"
     wait_for(lambda: svc.http.get("/healthz").json()["workers"] == 1, 30)
-    again = post(svc, {"steps": 4, "epochs": 2, "target": "0.3"})  # re-requested: queued again
+    again = post(svc, {"steps": 250, "epochs": 10, "target": "0.1"})  # re-requested: queued again
     assert again.json()["id"] == jid and again.json()["status"] == "queued"
     assert svc.http.delete(f"/v1/certificates/{jid}", headers=svc.auth).status_code == 200
 
