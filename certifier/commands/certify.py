@@ -29,20 +29,30 @@ def run_keygen(args) -> int:
 # ----------------------------------------------------------------------------- certify
 
 class _Progress:
-    """Progress lines on stderr: stage, percent, elapsed (throttled)."""
+    """Progress on stderr: stage, percent, elapsed. On a terminal one line per stage,
+    updated in place; otherwise (logs, CI) a line per stage and per 10 % step."""
 
     def __init__(self, quiet: bool):
         self.quiet = quiet
         self.last = (None, -100.0)
+        self.tty = sys.stderr.isatty()
 
     def __call__(self, stage: str, pct: float, elapsed: float) -> None:
         if self.quiet:
             return
         st, lp = self.last
+        line = f"[{elapsed:7.1f}s] {stage:<30} {pct:5.1f}%"
+        if self.tty:
+            end = "\n" if pct >= 100.0 else ""
+            if st is not None and stage != st and lp < 100.0:
+                print(file=sys.stderr)  # the previous stage stopped short of 100 %
+            print("\r" + line, end=end, file=sys.stderr, flush=True)
+            self.last = (stage, pct)
+            return
         if stage == st and pct - lp < 10.0 and pct < 100.0:
             return
         self.last = (stage, pct)
-        print(f"[{elapsed:7.1f}s] {stage:<22} {pct:5.1f}%", file=sys.stderr, flush=True)
+        print(line, file=sys.stderr, flush=True)
 
 
 def _write_atomic(path: str, data: bytes) -> None:
