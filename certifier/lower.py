@@ -32,7 +32,6 @@ all three exact integers over 2^F: the certified lower bound is an exact rationa
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 
@@ -40,8 +39,9 @@ import numpy as np
 from flint import arb, ctx, fmpq, fmpz_poly
 
 from certifier.params import ParameterError, decimal_str, parse_decimal
-from certifier.rounding import (Ledger, Method, Poly, _arb_exact, _floor_fixed, _product, _strip, _trim,
-                                _truncate_index)
+from certifier.fixedpoint import (Ledger, Poly, arb_exact, floor_fixed, power, product, strip, trim,
+                                  truncate_index)
+from certifier.rounding import Method
 
 METHOD_NAME = "data-processing-lower"
 METHOD_VERSION = 1
@@ -121,10 +121,10 @@ def step_a(sigma: fmpq, m: LowerMethod) -> tuple[Poly, Poly]:
     try:
         F = m.fixed_point_bits
         sqrt2 = arb(2).sqrt()
-        t = arb(1) / _arb_exact(sigma)
+        t = arb(1) / arb_exact(sigma)
         c = t * t / 2
         s = arb(1) / (t * sqrt2)
-        lnh = _arb_exact(m.h).log()
+        lnh = arb_exact(m.h).log()
         cap_u = int(m.cap / m.h)
         pc, qc = [0] * (cap_u + 1), [0] * (cap_u + 1)
         F1 = F - 1                                        # erfc = 2 G: one bit fewer halves it
@@ -134,12 +134,12 @@ def step_a(sigma: fmpq, m: LowerMethod) -> tuple[Poly, Poly]:
             lb = log(arb(b)) + lnh
             e0 = ((lb + c) * s).erfc()                    # 2 Pr_P(Y > b h)
             e1 = ((lb - c) * s).erfc()                    # 2 E[Y 1{Y > b h}]
-            pc[prev_a] = _floor_fixed(prev_e0 - e0, F1)
-            qc[prev_a] = _floor_fixed(prev_e1 - e1, F1)
+            pc[prev_a] = floor_fixed(prev_e0 - e0, F1)
+            qc[prev_a] = floor_fixed(prev_e1 - e1, F1)
             prev_a, prev_e0, prev_e1 = b, e0, e1
-        pc[prev_a] = _floor_fixed(prev_e0, F1)           # top cell [cap, inf)
-        qc[prev_a] = _floor_fixed(prev_e1, F1)
-        return _strip(Poly(0, fmpz_poly(pc))), _strip(Poly(0, fmpz_poly(qc)))
+        pc[prev_a] = floor_fixed(prev_e0, F1)           # top cell [cap, inf)
+        qc[prev_a] = floor_fixed(prev_e1, F1)
+        return strip(Poly(0, fmpz_poly(pc))), strip(Poly(0, fmpz_poly(qc)))
     finally:
         ctx.prec = old
 
@@ -155,7 +155,7 @@ def floor_coarsen(p: Poly, r: int) -> Poly:
     c = p.poly.left_shift(shift) if shift else p.poly
     conv = (c * fmpz_poly([1] * r)).right_shift(r - 1)
     d = conv.deflate(r) if conv.length() > 1 else conv
-    return _strip(Poly(base // r, d))
+    return strip(Poly(base // r, d))
 
 
 def _mix(a: Poly, wa: int, b: Poly, wb: int) -> Poly:
@@ -163,7 +163,7 @@ def _mix(a: Poly, wa: int, b: Poly, wb: int) -> Poly:
     off = min(a.off, b.off)
     pa = a.poly.left_shift(a.off - off) if a.poly.length() else a.poly
     pb = b.poly.left_shift(b.off - off) if b.poly.length() else b.poly
-    return _strip(Poly(off, (pa * wa + pb * wb) // (wa + wb)))
+    return strip(Poly(off, (pa * wa + pb * wb) // (wa + wb)))
 
 
 def step_b(P: Poly, Q: Poly, steps: int, m: LowerMethod, progress=None):
@@ -178,11 +178,11 @@ def step_b(P: Poly, Q: Poly, steps: int, m: LowerMethod, progress=None):
     trim_units = int((m.trim * (1 << F)).floor())
     g = list(m.lattice_schedule)
     n = len(g) - 1
-    B, Bq, gB = _truncate_index(P, T, led), _truncate_index(Q, T, led), 1
+    B, Bq, gB = truncate_index(P, T, led), truncate_index(Q, T, led), 1
     A = Aq = None
     gA, mA = 1, 0
     total, done = n + bin(steps).count("1"), 0
-    prod = lambda x, y, lim: _trim(_product(x, y, lim, led), trim_units, led)  # noqa: E731
+    prod = lambda x, y, lim: trim(product(x, y, lim, led), trim_units, led)  # noqa: E731
     for i in range(n + 1):
         if (steps >> i) & 1:
             if A is None:
@@ -205,11 +205,11 @@ def step_b(P: Poly, Q: Poly, steps: int, m: LowerMethod, progress=None):
             if g[i + 1] > gB:
                 r = g[i + 1] // gB
                 B, Bq, gB = floor_coarsen(B, r), floor_coarsen(Bq, r), g[i + 1]
-                B, Bq = _truncate_index(B, T // gB, led), _truncate_index(Bq, T // gB, led)
+                B, Bq = truncate_index(B, T // gB, led), truncate_index(Bq, T // gB, led)
             done += 1
             if progress:
                 progress(done / total)
-    return _truncate_index(A, T // gA, led), _truncate_index(Aq, T // gA, led), gA, led
+    return truncate_index(A, T // gA, led), truncate_index(Aq, T // gA, led), gA, led
 
 
 # ----------------------------------------------------------------------------- (c) buckets
@@ -255,18 +255,6 @@ def _bucket_sums(vals: list[int], beta: np.ndarray, b_min: int, b_max: int) -> l
 
 
 # ----------------------------------------------------------------------------- (d) E epochs
-
-def _power(base: Poly, epochs: int, trim_units: int, led: Ledger) -> Poly:
-    """base^E by binary powering, floors and trims (lower bounds, units 2^-F)."""
-    acc, e = None, epochs
-    while e:
-        if e & 1:
-            acc = base if acc is None else _trim(_product(acc, base, None, led), trim_units, led)
-        e >>= 1
-        if e:
-            base = _trim(_product(base, base, None, led), trim_units, led)
-    return acc
-
 
 # ----------------------------------------------------------------------------- driver
 
@@ -345,8 +333,8 @@ def lower_bound(steps: int, epochs: int, sigma: fmpq, method: LowerMethod, progr
     t3 = time.perf_counter()
     prog("lower (d)", 0.0)
     trim_units = int((method.trim * (1 << F)).floor())
-    U = _power(_strip(Poly(b_min, fmpz_poly(u))), epochs, trim_units, led)
-    W = _power(_strip(Poly(b_min, fmpz_poly(w))), epochs, trim_units, led)
+    U = power(strip(Poly(b_min, fmpz_poly(u))), epochs, trim_units, led)
+    W = power(strip(Poly(b_min, fmpz_poly(w))), epochs, trim_units, led)
     lo2 = min(U.off, W.off)
     n2 = max(U.off + U.poly.length(), W.off + W.poly.length()) - lo2
     uu = np.array(_ints(U, lo2, n2), dtype=object)

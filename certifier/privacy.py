@@ -22,7 +22,7 @@ import numpy as np
 from flint import arb, arb_poly, ctx, fmpq
 
 from certifier.params import decimal_str, parse_decimal
-from certifier.rounding import Poly, _arb_exact, arb_str, round_up_sig
+from certifier.fixedpoint import Poly, arb_exact, arb_str, round_up_sig
 
 EPSILON_GRID = "0.0001"
 DELTAS = ("1e-05", "1e-06")           # keys: str(float) of delta
@@ -70,7 +70,7 @@ class Masses:
         part = self.b.poly.truncate(z).right_shift(a) if a else self.b.poly.truncate(z)
         if not weighted:
             return arb(int(part(1))) / arb(2) ** self.F
-        eta = _arb_exact(self.eta)
+        eta = arb_exact(self.eta)
         return arb_poly(part)(eta.exp()) * (eta * (self.b.off + a)).exp() / arb(2) ** self.F
 
     def dqp_ball(self, eps: fmpq) -> arb:
@@ -81,7 +81,7 @@ class Masses:
             k1 = int((eps / self.eta).floor())                      # k eta <= eps  <=>  k <= k1
             lo_part = self._partial(self.b.off, k1 + 1, True)
             hi_mass = self._partial(k1 + 1, self.b.off + self.n, False)
-            return arb(1) - lo_part - _arb_exact(eps).exp() * hi_mass
+            return arb(1) - lo_part - arb_exact(eps).exp() * hi_mass
         finally:
             ctx.prec = old
 
@@ -93,7 +93,7 @@ class Masses:
             k2 = int((-eps / self.eta).ceil())                      # k eta >= -eps  <=>  k >= k2
             top = self._partial(k2, self.b.off + self.n, False)
             low = self._partial(self.b.off, k2, True)
-            return arb(1) - top - _arb_exact(eps).exp() * low
+            return arb(1) - top - arb_exact(eps).exp() * low
         finally:
             ctx.prec = old
 
@@ -101,7 +101,7 @@ class Masses:
 def _ok(ms: Masses, eps: fmpq, delta: fmpq) -> tuple[bool, arb, arb]:
     """Whether both certified upper bounds at eps are <= delta (upper ends of the balls)."""
     a, b = ms.dqp_ball(eps), ms.dpq_ball(eps)
-    d = _arb_exact(delta)
+    d = arb_exact(delta)
     return bool(a.upper() <= d and b.upper() <= d), a, b
 
 
@@ -141,7 +141,7 @@ def tpr_at_fpr(ms: Masses, alpha: fmpq, grid: fmpq) -> dict:
     old = ctx.prec
     ctx.prec = ms.prec
     try:
-        ball = _arb_exact(e).exp() * _arb_exact(alpha) + ms.dqp_ball(e)
+        ball = arb_exact(e).exp() * arb_exact(alpha) + ms.dqp_ball(e)
     finally:
         ctx.prec = old
     return {"tpr": round_up_sig(ball, 10), "epsilon": decimal_str(e)}

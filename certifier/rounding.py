@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from fractions import Fraction
 from itertools import accumulate
 
 from flint import arb, arb_poly, ctx, fmpq, fmpz_poly
 
+from certifier.fixedpoint import (Ledger, Poly, arb_exact, arb_str, floor_fixed, power, product, round_up_sig, strip,
+                                  trim, truncate_index)
 from certifier.params import ParameterError, decimal_str, parse_decimal
 
 METHOD_NAME = "lemma-c5-rounding"
@@ -134,75 +135,6 @@ def make_method(steps: int, *, h, eta, cap, tail_start=None, tail_step=None, lat
     return m
 
 
-# ----------------------------------------------------------------------------- helpers
-
-def _floor_fixed(x: arb, bits: int) -> int:
-    """floor(2^bits * lower end of x), clamped at 0: an integer n with n 2^-bits <= every point of x (if x >= 0)."""
-    lo = x.lower()
-    if not lo.is_finite():
-        raise ArithmeticError("non-finite ball in step (i); raise prec")
-    man, exp = lo.man_exp()
-    man, e = int(man), int(exp) + bits
-    n = man << e if e >= 0 else man >> (-e)  # >> floors for negative numbers too
-    return max(n, 0)
-
-
-def _arb_exact(q) -> arb:
-    """An exact ball for an integer or a dyadic/decimal rational (enough precision assumed)."""
-    return arb(q) if not isinstance(q, fmpq) else arb(q.p) / arb(q.q)
-
-
-def round_up_sig(x: arb, digits: int = 10) -> str:
-    """The upper end of x rounded UP to `digits` significant decimal digits (exact, via integers)."""
-    man, exp = x.upper().man_exp()
-    v = Fraction(int(man)) * (Fraction(2) ** int(exp))
-    if v <= 0:
-        return "0"
-    e10 = len(str(v.numerator // v.denominator)) - 1 if v >= 1 else -len(str(v.denominator // v.numerator))
-    while Fraction(10) ** e10 > v:
-        e10 -= 1
-    while Fraction(10) ** (e10 + 1) <= v:
-        e10 += 1
-    scale = Fraction(10) ** (digits - 1 - e10)  # v*scale in [10^(d-1), 10^d)
-    n = -((-v * scale.numerator) // scale.denominator)  # ceil(v*scale)
-    r = Fraction(n) / scale
-    return decimal_str(fmpq(r.numerator, r.denominator))
-
-
-def arb_str(x: arb) -> str:
-    """A '[mid +/- rad]' string whose ball contains x (FLINT's printing guarantees it)."""
-    return x.str(20, radius=True)
-
-
-@dataclass
-class Poly:
-    """Fixed-point masses: coefficient j of `poly` is n_j, the mass n_j 2^-F at index off + j."""
-    off: int
-    poly: fmpz_poly
-
-    def mass(self) -> int:
-        """Exact integer sum of the coefficients (units 2^-F)."""
-        return int(self.poly(1)) if self.poly.length() else 0
-
-
-@dataclass
-class Ledger:
-    """Exact integer (units 2^-F or 2^-2F as noted) and ball records of every deleted mass."""
-    F: int
-    truncation: int = 0          # units 2^-2F
-    trim: int = 0                # units 2^-F
-    fixed_point: int = 0         # units 2^-2F (floors after products, re-rounding, step iii)
-    log_grid: int = 0            # units 2^-F
-    products: int = 0
-    max_length: int = 0
-
-    def ball(self, name: str) -> arb:
-        """A ball containing the recorded deleted mass `name` (exact integer over 2^F or 2^2F)."""
-        v = getattr(self, name)
-        bits = 2 * self.F if name in ("truncation", "fixed_point") else self.F
-        return arb(v) / arb(2) ** bits
-
-
 # ----------------------------------------------------------------------------- step (i)
 
 def step_i(sigma: fmpq, m: Method):
@@ -226,10 +158,10 @@ def _step_i(sigma: fmpq, m: Method):
     """step_i at the current working precision (see step_i for what the result contains)."""
     F = m.fixed_point_bits
     sqrt2 = arb(2).sqrt()
-    t = arb(1) / _arb_exact(sigma)                       # t = 1/sigma
+    t = arb(1) / arb_exact(sigma)                       # t = 1/sigma
     c = t * t / 2                                        # t^2/2
     s = arb(1) / (t * sqrt2)                             # erfc(x/sqrt2) = 2 Phi(-x)
-    lnh = _arb_exact(m.h).log()
+    lnh = arb_exact(m.h).log()
     ts_units = int(m.tail_start / m.h)
     step_units = int(m.tail_step / m.h)
     cap_units = int(m.cap / m.h)
@@ -239,7 +171,7 @@ def _step_i(sigma: fmpq, m: Method):
     # G1(y) = E[Y 1{Y > y}] = erfc((ln y - t^2/2)/(t sqrt2))/2; G0(0) = G1(0) = 1.
     # We keep 2*G (the erfc values) and halve once per cell.
     coeffs = [0] * (cap_units + 1)
-    invh = arb(1) / _arb_exact(m.h)
+    invh = arb(1) / arb_exact(m.h)
     prev_a = 0
     prev_e0, prev_e1 = arb(2), arb(2)                    # 2 G0(0), 2 G1(0)
     carry = arb(0)                                       # 2 x mass sent up to the current point
@@ -253,10 +185,10 @@ def _step_i(sigma: fmpq, m: Method):
         mm = prev_e0 - e0                                # 2 x cell mass F0(b) - F0(a)
         mu = (prev_e1 - e1) * invh                       # 2 x cell partial mean / h
         down = (mm * b - mu) / (b - prev_a)              # Lemma C.5: (b - y)/(b - a) of the mass to a
-        coeffs[prev_a] = _floor_fixed(carry + down, F1)
+        coeffs[prev_a] = floor_fixed(carry + down, F1)
         carry = mm - down                                # the rest, (y - a)/(b - a), to b
         prev_a, prev_e0, prev_e1 = b, e0, e1
-    coeffs[prev_a] = _floor_fixed(carry, F1)
+    coeffs[prev_a] = floor_fixed(carry, F1)
     g0cap = prev_e0 / 2                                  # 1 - F0(cap): deleted above the cap
     kept = sum(coeffs)
     loss = (arb(1) - g0cap) - arb(kept) / arb(2) ** F    # true mass of the rounded Y minus kept
@@ -264,84 +196,6 @@ def _step_i(sigma: fmpq, m: Method):
 
 
 # ----------------------------------------------------------------------------- step (ii)
-
-def _product(a: Poly, b: Poly, limit: int | None, led: Ledger) -> Poly:
-    """Exact product of two fixed-point polys, floor-shifted by F; indices > limit deleted.
-
-    The result's coefficients are lower bounds (units 2^-F) on the masses of the
-    sum of the two independent variables; deleted and floored masses go to `led`.
-    """
-    F = led.F
-    off = a.off + b.off
-    full_mass = a.mass() * b.mass()                      # units 2^-2F, exact
-    if limit is not None and limit - off + 1 < a.poly.length() + b.poly.length() - 1:
-        n = max(limit - off + 1, 0)
-        p = a.poly.mul_low(b.poly, n) if n > 0 else fmpz_poly([])
-    else:
-        p = a.poly * b.poly if a.poly is not b.poly else a.poly * a.poly
-    low_mass = int(p(1)) if p.length() else 0
-    led.truncation += full_mass - low_mass               # partial sums above the truncation
-    q = p // (1 << F) if p.length() else p               # floor: still a lower bound
-    led.fixed_point += low_mass - (int(q(1)) << F if q.length() else 0)
-    led.products += 1
-    led.max_length = max(led.max_length, q.length())
-    return Poly(off, q)
-
-
-def _trim(p: Poly, trim_units: int, led: Ledger) -> Poly:
-    """Delete coefficients at both ends with combined mass <= trim (half per end); record it."""
-    n = p.poly.length()
-    if n == 0 or trim_units <= 0:
-        return _strip(p)
-    budget = trim_units // 2
-    # low end: look at growing prefixes until the budget is exceeded
-    lo_cut, removed_lo = 0, 0
-    k = 64
-    while True:
-        k = min(k, n)
-        cs = [int(x) for x in p.poly.truncate(k).coeffs()]
-        acc = 0
-        j = 0
-        while j < len(cs) and acc + cs[j] <= budget:
-            acc += cs[j]
-            j += 1
-        if j < len(cs) or k == n:
-            lo_cut, removed_lo = j, acc
-            break
-        k *= 8
-    q = p.poly.right_shift(lo_cut) if lo_cut else p.poly
-    n2 = q.length()
-    hi_cut, removed_hi = 0, 0
-    k = 64
-    while n2 > 0:
-        k = min(k, n2)
-        cs = [int(x) for x in q.right_shift(n2 - k).coeffs()]
-        cs = cs + [0] * (k - len(cs))
-        acc = 0
-        j = 0
-        while j < k and acc + cs[k - 1 - j] <= budget:
-            acc += cs[k - 1 - j]
-            j += 1
-        if j < k or k == n2:
-            hi_cut, removed_hi = j, acc
-            break
-        k *= 8
-    if hi_cut:
-        q = q.truncate(n2 - hi_cut)
-    led.trim += removed_lo + removed_hi
-    return _strip(Poly(p.off + lo_cut, q))
-
-
-def _strip(p: Poly) -> Poly:
-    """Drop exact-zero low coefficients (no mass change)."""
-    n = p.poly.length()
-    if n == 0:
-        return p
-    k = 0
-    while k < n and p.poly[k] == 0:
-        k += 1
-    return Poly(p.off + k, p.poly.right_shift(k)) if k else p
-
 
 def _coarsen(p: Poly, r: int, led: Ledger) -> Poly:
     """Two-point re-rounding of every value onto a lattice r times coarser (spec (ii)).
@@ -363,17 +217,7 @@ def _coarsen(p: Poly, r: int, led: Ledger) -> Poly:
     before = p.mass()
     after = int(q(1)) if q.length() else 0
     led.fixed_point += (before - after) << F
-    return _strip(Poly(base // r, q))
-
-
-def _truncate_index(p: Poly, limit: int, led: Ledger) -> Poly:
-    """Delete coefficients at indices > limit (partial sums above the truncation)."""
-    n = limit - p.off + 1
-    if n >= p.poly.length():
-        return p
-    keep = p.poly.truncate(max(n, 0)) if n > 0 else fmpz_poly([])
-    led.truncation += (p.mass() - (int(keep(1)) if keep.length() else 0)) << led.F
-    return Poly(p.off, keep)
+    return strip(Poly(base // r, q))
 
 
 def step_ii(P: Poly, steps: int, m: Method, led: Ledger, progress=None) -> tuple[Poly, int]:
@@ -387,7 +231,7 @@ def step_ii(P: Poly, steps: int, m: Method, led: Ledger, progress=None) -> tuple
     trim_units = int((m.trim * (1 << led.F)).floor())
     g = list(m.lattice_schedule)
     n = len(g) - 1
-    B, gB = _truncate_index(P, T, led), 1                # B_0 = P on lattice h
+    B, gB = truncate_index(P, T, led), 1                # B_0 = P on lattice h
     A, gA = None, 1
     total = n + bin(steps).count("1")
     done = 0
@@ -398,20 +242,20 @@ def step_ii(P: Poly, steps: int, m: Method, led: Ledger, progress=None) -> tuple
             else:
                 A = _coarsen(A, g[i] // gA, led)         # A onto multiples of g_i h (Lemma C.5)
                 gA = g[i]
-                A = _trim(_product(A, B, T // gA, led), trim_units, led)  # A <- A * B_i
+                A = trim(product(A, B, T // gA, led), trim_units, led)  # A <- A * B_i
             done += 1
             if progress:
                 progress(done / total)
         if i < n:
-            B = _trim(_product(B, B, T // gB, led), trim_units, led)  # B_{i+1} = B_i^2
+            B = trim(product(B, B, T // gB, led), trim_units, led)  # B_{i+1} = B_i^2
             if g[i + 1] > gB:
                 B = _coarsen(B, g[i + 1] // gB, led)     # re-round the block sum (Lemma C.5)
                 gB = g[i + 1]
-                B = _truncate_index(B, T // gB, led)
+                B = truncate_index(B, T // gB, led)
             done += 1
             if progress:
                 progress(done / total)
-    A = _truncate_index(A, T // gA, led)
+    A = truncate_index(A, T // gA, led)
     return A, gA
 
 
@@ -429,10 +273,10 @@ def _b_enclosures(k0: int, k1: int, scale: fmpq, eta: fmpq, prec: int):
     old = ctx.prec
     ctx.prec = max(prec, Q + 64)
     try:
-        e_up = _arb_exact(eta).exp()
-        e_dn = (-_arb_exact(eta)).exp()
-        qu_lo, qu_hi = _floor_fixed(e_up, Q), _floor_fixed(e_up.upper(), Q) + 1
-        qd_lo, qd_hi = _floor_fixed(e_dn, Q), _floor_fixed(e_dn.upper(), Q) + 1
+        e_up = arb_exact(eta).exp()
+        e_dn = (-arb_exact(eta)).exp()
+        qu_lo, qu_hi = floor_fixed(e_up, Q), floor_fixed(e_up.upper(), Q) + 1
+        qd_lo, qd_hi = floor_fixed(e_dn, Q), floor_fixed(e_dn.upper(), Q) + 1
     finally:
         ctx.prec = old
     b0n = scale.p * one
@@ -532,7 +376,7 @@ def step_iii(A: Poly, g: int, steps: int, m: Method, led: Ledger) -> Poly:
     led.log_grid += total - kept_in
     kept = sum(r)
     led.fixed_point += (kept_in - kept) << F
-    return _strip(Poly(k_lo, fmpz_poly(r)))
+    return strip(Poly(k_lo, fmpz_poly(r)))
 
 
 # ----------------------------------------------------------------------------- step (iv)
@@ -543,20 +387,7 @@ def step_iv(R: Poly, epochs: int, m: Method, led: Ledger, progress=None) -> Poly
     Returns b: coefficient j a lower bound (units 2^-F) on the mass at Lambda = e^{(b.off + j) eta}.
     """
     trim_units = int((m.trim * (1 << led.F)).floor())
-    base, acc = R, None
-    e = epochs
-    nbits = epochs.bit_length()
-    i = 0
-    while e:
-        if e & 1:
-            acc = base if acc is None else _trim(_product(acc, base, None, led), trim_units, led)
-        e >>= 1
-        if e:
-            base = _trim(_product(base, base, None, led), trim_units, led)
-        i += 1
-        if progress:
-            progress(i / nbits)
-    return acc
+    return power(R, epochs, trim_units, led, progress)
 
 
 def o_ball(b: Poly, m: Method) -> arb:
@@ -570,7 +401,7 @@ def o_ball(b: Poly, m: Method) -> arb:
     old = ctx.prec
     ctx.prec = max(m.prec, 128)
     try:
-        eta = _arb_exact(m.eta)
+        eta = arb_exact(m.eta)
         if n_neg:
             # sum_{j < n_neg} c_j e^{(off + j) eta} = e^{off eta} * c(e^{eta})
             val = arb_poly(neg_part)(eta.exp()) * (eta * b.off).exp()

@@ -12,7 +12,8 @@ from certifier.exact import exact_tv
 from certifier.grids import choose_grid, choose_lower_grid
 from certifier.lower import (LowerMethod, _mix, floor_coarsen, lower_bound, round_down_sig, step_a, step_b)
 from certifier.params import parse_decimal
-from certifier.rounding import Poly, make_method, rounding_bound
+from certifier.fixedpoint import Poly
+from certifier.rounding import rounding_bound
 
 Q = lambda s: parse_decimal("x", s)  # noqa: E731
 

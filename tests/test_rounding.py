@@ -10,8 +10,8 @@ from scipy.special import erf
 from certifier.exact import exact_tv
 from certifier.grids import Model, budget_for, choose_grid, lattice_for, lattice_variance
 from certifier.params import ParameterError, parse_decimal
-from certifier.rounding import (Ledger, Method, Poly, _coarsen, make_method, round_up_sig, rounding_bound,
-                                step_i, step_iii)
+from certifier.fixedpoint import Ledger, Poly, round_up_sig
+from certifier.rounding import Method, _coarsen, make_method, rounding_bound, step_i, step_iii
 
 Q = lambda s: parse_decimal("x", s)  # noqa: E731
 

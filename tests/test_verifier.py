@@ -6,8 +6,6 @@ import base64
 import copy
 import hashlib
 import json
-import os
-import shutil
 import math
 import subprocess
 import sys

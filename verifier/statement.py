@@ -191,7 +191,7 @@ def check_claim_and_method(p):
     if c["mechanism"] != MECHANISM or c["adjacency"] != ADJACENCY:
         raise Reject("claim-mechanism", f"mechanism/adjacency {c['mechanism']!r}/{c['adjacency']!r} not supported")
     if c["statement"] != STATEMENT:
-        raise Reject("claim-statement", f"claim.statement is not the v1 statement text")
+        raise Reject("claim-statement", "claim.statement is not the v1 statement text")
     if c["steps"] < 1 or c["epochs"] < 1 or c["sigma"] <= 0 or not 0 < c["target"] < 1:
         raise Reject("claim-invalid", "need steps >= 1, epochs >= 1, sigma > 0, 0 < target < 1")
     if m["name"] != "lemma-c5-rounding" or m["version"] != 1:
