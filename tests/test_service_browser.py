@@ -1,6 +1,6 @@
 """The service page in a real headless browser: Debian chromium driven by Selenium/WebDriver.
 
-Runs only with SIGMACERT_BROWSER=1 (`make test-browser`); then a missing chromium,
+Collected only with SIGMACERT_BROWSER=1 (`make test-browser`, tests/conftest.py); a missing chromium,
 chromedriver or selenium is a failure, not a skip. Needs:
     apt-get install -y chromium chromium-driver;  pip install -e ".[browser]"
 """
@@ -14,9 +14,6 @@ import tempfile
 import pytest
 
 from service_fixtures import Server, cleanup, make_key, make_token
-
-if os.environ.get("SIGMACERT_BROWSER") != "1":
-    pytest.skip("browser test: run with SIGMACERT_BROWSER=1 (make test-browser)", allow_module_level=True)
 
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
