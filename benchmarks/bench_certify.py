@@ -54,6 +54,18 @@ def _replay_child(cert_path: str, public_pem: str) -> dict:
             "cpu_seconds": round(time.process_time() - c0, 2)}
 
 
+def write_certificate(res, key: str, out: str) -> str:
+    """Sign a successful Outcome's predicate and write OUT/M{M}_E{E}.json; returns the path."""
+    from certifier.envelope import canonical_json, claim_subject, sign_envelope, statement
+    from certifier.keys import load_private
+    env = sign_envelope(statement(claim_subject(res.predicate["claim"]), res.predicate), load_private(key))
+    os.makedirs(out, exist_ok=True)
+    path = os.path.join(out, f"M{res.steps}_E{res.epochs}.json")
+    with open(path, "wb") as f:
+        f.write(canonical_json(env) + b"\n")
+    return path
+
+
 def run_cell(i: int, key: str | None, out: str | None) -> dict:
     from certifier.certify import certify
     from certifier.params import parse_decimal
@@ -67,16 +79,7 @@ def run_cell(i: int, key: str | None, out: str | None) -> dict:
            "bound_seconds": res.tries[-1]["seconds"] if res.tries else None}
     t = res.tries[-1]
     row.update({k: t[k] for k in ("h", "eta", "cap", "prec", "tail_start", "tail_step", "lattice_schedule")})
-    row["cert"] = None
-    if res.success and key and out:
-        from certifier.envelope import canonical_json, claim_subject, sign_envelope, statement
-        from certifier.keys import load_private
-        env = sign_envelope(statement(claim_subject(res.predicate["claim"]), res.predicate), load_private(key))
-        os.makedirs(out, exist_ok=True)
-        path = os.path.join(out, f"M{M}_E{E}.json")
-        with open(path, "wb") as f:
-            f.write(canonical_json(env) + b"\n")
-        row["cert"] = path
+    row["cert"] = write_certificate(res, key, out) if res.success and key and out else None
     row["peak_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     return row
 

@@ -27,7 +27,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from benchmarks.bench_certify import CELLS, TARGET  # noqa: E402
+from benchmarks.bench_certify import CELLS, TARGET, write_certificate  # noqa: E402
 
 
 def run_cell(i: int, key: str | None, out: str | None) -> dict:
@@ -49,16 +49,8 @@ def run_cell(i: int, key: str | None, out: str | None) -> dict:
            "seconds": round(secs, 2), "cpu_seconds": round(cpu, 2),
            "lower_seconds": res.lower_seconds, "privacy_seconds": res.privacy_seconds,
            "upper_seconds": round(secs - (res.lower_seconds or 0) - (res.privacy_seconds or 0), 2),
-           "lower_tries": res.lower_tries, "cert": None}
-    if res.success and key and out:
-        from certifier.envelope import canonical_json, claim_subject, sign_envelope, statement
-        from certifier.keys import load_private
-        env = sign_envelope(statement(claim_subject(res.predicate["claim"]), res.predicate), load_private(key))
-        os.makedirs(out, exist_ok=True)
-        path = os.path.join(out, f"M{M}_E{E}.json")
-        with open(path, "wb") as f:
-            f.write(canonical_json(env) + b"\n")
-        row["cert"] = path
+           "lower_tries": res.lower_tries,
+           "cert": write_certificate(res, key, out) if res.success and key and out else None}
     return row
 
 

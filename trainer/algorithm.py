@@ -52,16 +52,21 @@ def streams(seed: int):
     return [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3)]
 
 
+def check_run(n: int, n0: int, steps: int, epochs: int, sigma: float, clip_norm: float) -> None:
+    """Refuse a run Algorithm 1 does not cover: more genuine records than N0, or bad M, E, sigma, C."""
+    if n > n0:
+        raise ValueError(f"the dataset has {n} records, more than N0 = {n0}; refusing to train")
+    if steps < 1 or epochs < 1 or not (sigma > 0) or not (clip_norm > 0):
+        raise ValueError("need M >= 1, E >= 1, sigma > 0, C > 0")
+
+
 def train(model, X, y, *, n0: int, steps: int, epochs: int, sigma: float, clip_norm: float,
           optimizer=None, lr: float = 1.0, seed: int = 0, theta0=None) -> TrainResult:
     """Run Algorithm 1 on the genuine records (X, y); returns only the final model."""
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y)
     n = len(X)
-    if n > n0:
-        raise ValueError(f"the dataset has {n} records, more than N0 = {n0}; refusing to train")
-    if steps < 1 or epochs < 1 or not (sigma > 0) or not (clip_norm > 0):
-        raise ValueError("need M >= 1, E >= 1, sigma > 0, C > 0")
+    check_run(n, n0, steps, epochs, sigma, clip_norm)
     alloc_rng, noise_rng, init_rng = streams(seed)
     update = optimizer if optimizer is not None else SGD(lr)
     theta = model.init(init_rng) if theta0 is None else np.array(theta0, dtype=np.float64)

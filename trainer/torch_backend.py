@@ -18,7 +18,7 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
     raise ImportError("the torch backend needs the extra: pip install 'sigmacert[torch]' "
                       "(torch==2.13.0, CPU build)") from err
 
-from trainer.algorithm import TrainResult, streams
+from trainer.algorithm import TrainResult, check_run, streams
 from trainer.allocation import Allocation
 
 
@@ -72,10 +72,7 @@ def train_torch(model, X, y, *, n0: int, steps: int, epochs: int, sigma: float, 
     X = torch.as_tensor(np.asarray(X), dtype=torch.float32)
     y = torch.as_tensor(np.asarray(y), dtype=torch.long)
     n = len(X)
-    if n > n0:
-        raise ValueError(f"the dataset has {n} records, more than N0 = {n0}; refusing to train")
-    if steps < 1 or epochs < 1 or not (sigma > 0) or not (clip_norm > 0):
-        raise ValueError("need M >= 1, E >= 1, sigma > 0, C > 0")
+    check_run(n, n0, steps, epochs, sigma, clip_norm)
     alloc_rng, noise_rng, init_rng = streams(seed)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(init_rng.integers(2 ** 62)))
