@@ -70,3 +70,19 @@ def test_exact_sigma_is_least_on_its_grid():
 def test_exact_tv_rejects_unsupported_sigma():
     with pytest.raises(ValueError):
         exact_tv(10, 2, 0.05)
+
+
+def test_heavy_tail_uses_the_tilted_inversion_and_stays_accurate():
+    # M=10, sigma=0.7: a plain grid would need > 2^21 points; the tilted inversion keeps 2^19
+    from certifier.exact import density_for
+    dens = density_for(10, 2, 0.7)
+    assert dens.f.size == 1 << 19
+    a, b = tv_fft(dens, 2).tv, tv_mellin(dens, 2).tv
+    assert abs(a - b) < 1e-9
+    mc = monte_carlo_tv(10, 2, 0.7, samples=400_000, seed=7)
+    assert abs(mc.tv - a) < 3 * mc.se
+
+
+def test_unresolvable_density_is_refused_not_returned():
+    with pytest.raises(ValueError, match="not"):
+        exact_tv(10, 2, 0.3)
