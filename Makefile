@@ -33,6 +33,7 @@ demo: install
 	$(BIN)/sigmacert-verify "$$d/cert.json" --key "$$d/keys/public.pem"
 
 test: install
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 	$(BIN)/python -m proofs
 

@@ -103,6 +103,7 @@ def main() -> int:
     tmp = None
     if not (a.key and a.out):  # sign with a throw-away key so the verifier can replay
         import tempfile
+
         from certifier.keys import keygen
         tmp = tempfile.TemporaryDirectory()
         keygen(os.path.join(tmp.name, "keys"))

@@ -1,4 +1,4 @@
-"""Benchmark: /v1/sigma of the certification service under concurrent load (issue 8).
+"""Benchmark: /v1/sigma of the certification service under concurrent load.
 
     python benchmarks/bench_service.py [--url http://127.0.0.1:8080] [--requests 2000]
                                        [--concurrency 50] [--json]

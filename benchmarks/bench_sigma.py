@@ -2,7 +2,7 @@
 
 Prints, per cell: exact sigma (and whether it equals Table 4), closed-form sigma,
 closed-form excess in %, exact TV at the closed-form sigma, seconds to find the
-exact sigma; then the closed-form call time. Targets (issue 2): exact sigma
+exact sigma; then the closed-form call time. Targets: exact sigma
 equal to Table 4; excess 14.9-25.3 %; TV at closed form 0.0787-0.0789
 (Section 5.2); <= 1 s median per cell; closed form <= 2 us per call.
 """

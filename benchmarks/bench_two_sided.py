@@ -11,7 +11,7 @@ vs the pair's, `upper s` (the one-sided part of the certify call: numerics, grid
 `lower s` (the extra seconds of the lower side incl. its exact-TV numerics at sigma_low),
 `rows s` (the privacy and TPR rows), and the verifier's replay time and verdict.
 
-Goals (issue 9): sigma_high = the paper's exact sigma, sigma_high - sigma_low <= 2e-6 where the
+Goals: sigma_high = the paper's exact sigma, sigma_high - sigma_low <= 2e-6 where the
 margin allows, eps(1e-5) within 1 % of the numerical eps and inside or just above the
 paper's 0.939-1.022, TPR(1e-3) within 10 % of the pair's value (Table 3: 0.0023 at M=100, E=10).
 """
@@ -69,6 +69,7 @@ def main() -> int:
     tmp = None
     if not (a.key and a.out):
         import tempfile
+
         from certifier.keys import keygen
         tmp = tempfile.TemporaryDirectory()
         keygen(os.path.join(tmp.name, "keys"))

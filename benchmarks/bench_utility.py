@@ -1,4 +1,4 @@
-"""Utility report (issue 7): test accuracy at the closed-form sigma vs the exact sigma.
+"""Utility report: test accuracy at the closed-form sigma vs the exact sigma.
 
 For three (M, E) cells at lambda = 0.1, train Algorithm 1 (NumPy logistic regression on
 scikit-learn's digits, N0 = training split size, C = 1) at the closed-form sigma of Corollary 3.4 and

@@ -113,7 +113,7 @@ def main(argv=None) -> int:
         rows.append(((m, e), sig, res, t_ours))
     print("\nsmallest sigma certified within the time budget (accountant: bisection on its finest route that "
           "finishes; sigmacert: the exact sigma, certified above)")
-    for (m, e), sig, res, t_ours in rows:
+    for (m, e), sig, res, _t_ours in rows:
         lo, hi = float(sig), float(sig) * 1.10
         route_ok = None
         for route in ("fft", "geom"):

@@ -14,6 +14,7 @@ import flint
 from flint import fmpq
 
 from certifier import __version__
+from certifier.errors import CannotCertify
 from certifier.grids import budget_for, budget_for_lower, choose_grid, choose_lower_grid, truncation_loss
 from certifier.params import decimal_str, parse_decimal
 from certifier.rounding import rounding_bound
@@ -72,7 +73,7 @@ def _check_truncation(steps: int, epochs: int, lam: float, sigma: fmpq | None) -
     loss = truncation_loss(steps, epochs, s)
     if loss > SAFETY[0] * 1e-7:
         where = f"sigma {decimal_str(sigma)}" if sigma is not None else f"the closed-form sigma {s:.6f}"
-        raise ValueError(f"cannot certify M={steps}, E={epochs}: the truncation of step (ii) at 8M alone deletes "
+        raise CannotCertify(f"cannot certify M={steps}, E={epochs}: the truncation of step (ii) at 8M alone deletes "
                          f"about {loss:.2g} of mass at {where} (Y is too heavy-tailed; method v1 needs larger M "
                          "or sigma)")
 
@@ -118,7 +119,7 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
         try:
             plan = choose_grid(steps, epochs, sigma, budget, h=h, eta=eta, cap=cap, prec=prec or 100)
             if plan.predicted_seconds > MAX_PREDICTED_SECONDS and not user_grid:
-                raise ValueError(f"the margin target - TV = {lam - (tv or 0):.3g} needs a grid predicted to "
+                raise CannotCertify(f"the margin target - TV = {lam - (tv or 0):.3g} needs a grid predicted to "
                                  f"take {plan.predicted_seconds:.0f} s; pass --h/--eta/--cap to force one")
         except ValueError as err:  # includes ParameterError (grid too fine)
             if k == 0:
@@ -127,7 +128,7 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
             break
         t0 = time.perf_counter()
         r = rounding_bound(steps, epochs, sigma, plan.method,
-                           progress=lambda stage, frac: say(f"{stage} (try {k + 1})", frac))
+                           progress=lambda stage, frac, k=k: say(f"{stage} (try {k + 1})", frac))
         secs = time.perf_counter() - t0
         ok = parse_decimal("bound", r.bound) <= target
         mj = plan.method.to_json(steps)
@@ -218,7 +219,7 @@ def certify_lower(steps: int, epochs: int, target: fmpq, sigma_high: fmpq, *, pr
             t0 = time.perf_counter()
             try:
                 L = lower_bound(steps, epochs, s_low, plan.method,
-                                progress=lambda stage, frac: say(f"{stage} (sigma_low {s_str})", frac))
+                                progress=lambda stage, frac, s=s_str: say(f"{stage} (sigma_low {s})", frac))
             except (ArithmeticError, ValueError) as err_:   # e.g. disjoint supports on a coarse grid
                 tries.append({"sigma_low": s_str, "try": j + 1, "skipped": f"lower bound failed: {err_}"})
                 continue

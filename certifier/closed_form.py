@@ -18,6 +18,8 @@ import sys
 
 from scipy.special import ndtri
 
+from certifier.errors import ParameterError
+
 _LOG_HUGE = math.log(sys.float_info.max)  # exp() of more than this overflows a double
 
 
@@ -55,7 +57,7 @@ def c_E_sandwich(steps: int, epochs: int, sigma: float) -> tuple[float, float]:
 def U(c: float) -> float:
     """U(c) of Theorem 3.3: the largest TV at chi-square c (both branches)."""
     if c < 0:
-        raise ValueError("chi-square must be >= 0")
+        raise ParameterError("chi-square must be >= 0")
     if c <= 1.0:
         return 0.5 * math.sqrt(c)
     if math.isinf(c):
@@ -79,7 +81,7 @@ def accuracy_bound(steps: int, epochs: int, sigma: float) -> float:
 def c_lambda(lam: float) -> float:
     """The chi-square level with U(c_lambda) = lambda (Corollary 3.4)."""
     if not 0.0 < lam < 1.0:
-        raise ValueError("target lambda must lie in (0, 1)")
+        raise ParameterError("target lambda must lie in (0, 1)")
     return 4.0 * lam * lam if lam <= 0.5 else lam / (1.0 - lam)
 
 
@@ -106,7 +108,7 @@ def smallest_steps(epochs: int, sigma: float, lam: float) -> int:
     """Smallest M with U(c_E) <= lambda (eq. 12 solved for M)."""
     lm = log_b(sigma) - math.log(_per_epoch_level(epochs, lam))
     if lm > 60:
-        raise OverflowError("the smallest M exceeds 2^86; sigma is far too small")
+        raise ParameterError("the smallest M exceeds 2^86; sigma is far too small")
     steps = max(1, int(math.ceil(math.exp(lm))))
     while tv_bound(steps, epochs, sigma) > lam:
         steps += 1
@@ -121,7 +123,7 @@ def gdp_limit_sigma(steps: int, epochs: int, lam: float) -> float:
     calibrated with it may exceed the target at finite M and E.
     """
     if not 0.0 < lam < 1.0:
-        raise ValueError("target lambda must lie in (0, 1)")
+        raise ParameterError("target lambda must lie in (0, 1)")
     z = float(ndtri(0.5 + 0.5 * lam))
     return math.log1p(4.0 * z * z * steps / epochs) ** -0.5
 
@@ -129,7 +131,7 @@ def gdp_limit_sigma(steps: int, epochs: int, lam: float) -> float:
 def chi2_tpr_bound(alpha: float, c: float) -> float:
     """TPR <= alpha + sqrt(c alpha (1 - alpha)) at FPR alpha (Proposition B.2)."""
     if not 0.0 <= alpha <= 1.0:
-        raise ValueError("false-positive rate must lie in [0, 1]")
+        raise ParameterError("false-positive rate must lie in [0, 1]")
     return min(1.0, alpha + math.sqrt(c * alpha * (1.0 - alpha)))
 
 
@@ -140,5 +142,5 @@ def pinsker_renyi2_sigma(steps: int, epochs: int, lam: float) -> float:
     A valid bound, but it needs 25-39 % more noise than Corollary 3.4 at lambda = 0.1.
     """
     if not 0.0 < lam < 1.0:
-        raise ValueError("target lambda must lie in (0, 1)")
+        raise ParameterError("target lambda must lie in (0, 1)")
     return math.log1p(steps * math.expm1(2.0 * lam * lam / epochs)) ** -0.5

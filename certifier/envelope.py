@@ -11,15 +11,13 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
+from certifier.errors import EnvelopeError
+
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://sigmacert.dev/tv-certificate/v1"
 PREDICATE_TYPE_V2 = "https://sigmacert.dev/tv-certificate/v2"  # docs/two-sided.md: v1 + lower, privacy, tpr
 MAX_BYTES = 4 * 1024 * 1024
-
-
-class EnvelopeError(ValueError):
-    """A malformed or unverifiable envelope (one-line message)."""
 
 
 def _reject_float_specials(obj):

@@ -22,6 +22,7 @@ from scipy.optimize import brentq
 from scipy.special import erf
 
 from certifier.closed_form import closed_form_sigma, gdp_limit_sigma
+from certifier.errors import NumericsUnreliable
 from certifier.one_epoch import EpochDensity, epoch_density, upper_range
 from certifier.params import decimal_str, parse_positive_decimal
 
@@ -32,10 +33,14 @@ MAX_ERROR = 1e-6  # an error estimate above this is refused, not returned
 
 @dataclass(frozen=True)
 class ExactTV:
-    """The exact TV as a float with an a-posteriori error estimate."""
+    """The exact TV as a float with an a-posteriori error estimate (numerical, not certified)."""
     tv: float
     error: float
     method: str
+
+    def __post_init__(self):  # plain floats, whatever numpy scalar computed them
+        object.__setattr__(self, "tv", float(self.tv))
+        object.__setattr__(self, "error", float(self.error))
 
 
 def tv_m1(epochs: int, sigma: float) -> float:
@@ -136,7 +141,8 @@ def tv_mellin(dens: EpochDensity, epochs: int) -> ExactTV:
 def density_for(steps: int, epochs: int, sigma: float) -> EpochDensity:
     """The one-epoch density on a V range matched to the ln-Lambda grid of E epochs."""
     if sigma < MIN_SIGMA:
-        raise ValueError(f"the exact TV is computed for sigma >= {MIN_SIGMA} (e^(1/sigma^2) is too heavy-tailed below)")
+        raise NumericsUnreliable(f"the exact TV is computed for sigma >= {MIN_SIGMA} "
+                                 "(e^(1/sigma^2) is too heavy-tailed below)")
     v = math.sqrt(math.expm1(1.0 / (sigma * sigma)) / steps)
     top = math.expm1(min(log_period(steps, epochs, sigma) / 2.0, 700.0)) / v  # V of the grid's top
     return epoch_density(steps, sigma, v_max=min(top, upper_range(steps, 1.0 / sigma, v)))
@@ -156,7 +162,7 @@ def exact_tv(steps: int, epochs: int, sigma, check: bool = True) -> ExactTV:
         b = tv_mellin(dens, epochs)
         a = ExactTV(a.tv, a.error + abs(a.tv - b.tv), "fft+mellin")
     if not (math.isfinite(a.tv) and a.error <= MAX_ERROR):
-        raise ValueError(f"the exact TV at M={steps}, E={epochs}, sigma={sigma:g} is not reliable "
+        raise NumericsUnreliable(f"the exact TV at M={steps}, E={epochs}, sigma={sigma:g} is not reliable "
                          f"(error estimate {a.error:.1e}); use the closed-form bound or Monte Carlo")
     return a
 
@@ -178,7 +184,7 @@ def exact_sigma(steps: int, epochs: int, lam, resolution="1e-6") -> str:
     if f(seed) > 0:  # seed infeasible: step up towards the closed form
         while f(hi) > 0:
             if hi >= closed:
-                raise ArithmeticError("exact TV above the target at the closed-form sigma")
+                raise NumericsUnreliable("exact TV above the target at the closed-form sigma")
             lo, hi = hi, min(hi * 1.01, closed)
     else:
         while f(lo) <= 0:

@@ -15,6 +15,7 @@ from fractions import Fraction
 
 from flint import arb, fmpq, fmpz_poly
 
+from certifier.errors import NumericsUnreliable
 from certifier.params import decimal_str
 
 
@@ -22,7 +23,7 @@ def floor_fixed(x: arb, bits: int) -> int:
     """floor(2^bits * lower end of x), clamped at 0: an integer n with n 2^-bits <= every point of x (if x >= 0)."""
     lo = x.lower()
     if not lo.is_finite():
-        raise ArithmeticError("non-finite ball in step (i); raise prec")
+        raise NumericsUnreliable("non-finite ball in step (i); raise prec")
     man, exp = lo.man_exp()
     man, e = int(man), int(exp) + bits
     n = man << e if e >= 0 else man >> (-e)  # >> floors for negative numbers too

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from flint import fmpq
 from scipy.special import ndtr
 
+from certifier.errors import CannotCertify
 from certifier.params import ParameterError
 from certifier.rounding import Method, make_method
 
@@ -241,9 +242,9 @@ def choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h=None, 
                     best = (secs, hv, hs, rho, g, ev, es, lh, lg, cap_t, tail_loss)
     if best is None:
         if trunc_loss >= budget:
-            raise ValueError(f"the truncation of step (ii) at 8M alone loses about {trunc_loss:.2g} "
+            raise CannotCertify(f"the truncation of step (ii) at 8M alone loses about {trunc_loss:.2g} "
                              f"(> budget {budget:.2g}): Y is too heavy-tailed at this sigma")
-        raise ValueError("no grid fits the margin")
+        raise CannotCertify("no grid fits the margin")
     _, hv, hs, rho, g, ev, es, lh, lg, cap_t, tail_loss = best
     if cap:
         capq = _q(cap)
@@ -258,7 +259,8 @@ def choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h=None, 
     loss = lh + lg + le + pl + E * M * mod.tail(float(capq)) + fixed + trunc_loss
     secs = predict_seconds(mod, hv, g, float(capq), ev, pts)
     detail = {"step_i": lh, "tail": pl, "lattice": lg, "log_grid": le,
-              "cap": E * M * mod.tail(float(capq)), "truncation": trunc_loss, "trim": fixed, "rho": rho, "points": int(pts)}
+              "cap": E * M * mod.tail(float(capq)), "truncation": trunc_loss, "trim": fixed, "rho": rho,
+              "points": int(pts)}
     return Plan(method, loss, secs, budget, detail)
 
 

@@ -4,15 +4,17 @@ from __future__ import annotations
 import os
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives.serialization import (Encoding, NoEncryption, PrivateFormat,
-                                                          PublicFormat, load_pem_private_key,
-                                                          load_pem_public_key)
+from cryptography.hazmat.primitives.serialization import (
+    Encoding,
+    NoEncryption,
+    PrivateFormat,
+    PublicFormat,
+    load_pem_private_key,
+    load_pem_public_key,
+)
 
 from certifier.envelope import key_id
-
-
-class KeyError_(ValueError):
-    """A key file problem (one-line message)."""
+from certifier.errors import KeyFileError
 
 
 def keygen(directory: str) -> str:
@@ -22,7 +24,7 @@ def keygen(directory: str) -> str:
     pub_path = os.path.join(directory, "public.pem")
     for p in (priv_path, pub_path):
         if os.path.lexists(p):
-            raise KeyError_(f"{p} exists; refusing to overwrite")
+            raise KeyFileError(f"{p} exists; refusing to overwrite")
     key = Ed25519PrivateKey.generate()
     priv = key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
     pub = key.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
@@ -46,11 +48,11 @@ def load_private(path: str) -> Ed25519PrivateKey:
         with open(path, "rb") as f:
             key = load_pem_private_key(f.read(), password=None)
     except FileNotFoundError:
-        raise KeyError_(f"no such key file: {path}") from None
+        raise KeyFileError(f"no such key file: {path}") from None
     except (ValueError, TypeError):
-        raise KeyError_(f"{path} is not an unencrypted PKCS#8 PEM private key") from None
+        raise KeyFileError(f"{path} is not an unencrypted PKCS#8 PEM private key") from None
     if not isinstance(key, Ed25519PrivateKey):
-        raise KeyError_(f"{path} is not an Ed25519 key")
+        raise KeyFileError(f"{path} is not an Ed25519 key")
     return key
 
 
@@ -60,9 +62,9 @@ def load_public(path: str) -> Ed25519PublicKey:
         with open(path, "rb") as f:
             key = load_pem_public_key(f.read())
     except FileNotFoundError:
-        raise KeyError_(f"no such key file: {path}") from None
+        raise KeyFileError(f"no such key file: {path}") from None
     except ValueError:
-        raise KeyError_(f"{path} is not a PEM public key") from None
+        raise KeyFileError(f"{path} is not a PEM public key") from None
     if not isinstance(key, Ed25519PublicKey):
-        raise KeyError_(f"{path} is not an Ed25519 key")
+        raise KeyFileError(f"{path} is not an Ed25519 key")
     return key

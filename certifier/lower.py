@@ -38,9 +38,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from flint import arb, ctx, fmpq, fmpz_poly
 
+from certifier.errors import NumericsUnreliable
+from certifier.fixedpoint import Ledger, Poly, arb_exact, floor_fixed, power, product, strip, trim, truncate_index
 from certifier.params import ParameterError, decimal_str, parse_decimal
-from certifier.fixedpoint import (Ledger, Poly, arb_exact, floor_fixed, power, product, strip, trim,
-                                  truncate_index)
 from certifier.rounding import Method
 
 METHOD_NAME = "data-processing-lower"
@@ -114,7 +114,8 @@ def step_a(sigma: fmpq, m: LowerMethod) -> tuple[Poly, Poly]:
     """(P, Q): coefficient k of P.poly (resp. Q.poly) is floor(2^F x lower end of a ball containing
     Pr_P(Y in the cell whose left end is k h)) (resp. the same under the shifted law, E[Y 1{cell}]).
 
-    Cells are [kh, (k+1)h) for k < K and [cap, inf) at index K = cap/h. Both are lower bounds on the true cell masses (total 1 on each side).
+    Cells are [kh, (k+1)h) for k < K and [cap, inf) at index K = cap/h. Both are lower bounds on
+    the true cell masses (total 1 on each side).
     """
     old = ctx.prec
     ctx.prec = m.prec
@@ -232,7 +233,7 @@ def bucket_map(ap: list[int], aq: list[int], eta: float) -> tuple[np.ndarray, in
     q = np.array([float(x) for x in aq])
     both = (p > 0) & (q > 0)
     if not both.any():
-        raise ArithmeticError("the two epoch pmfs share no support; refine the grid")
+        raise NumericsUnreliable("the two epoch pmfs share no support; refine the grid")
     beta = np.full(p.size, -np.inf)
     with np.errstate(divide="ignore"):
         beta[both] = np.floor(np.log(q[both] / p[both]) / eta)
@@ -253,8 +254,6 @@ def _bucket_sums(vals: list[int], beta: np.ndarray, b_min: int, b_max: int) -> l
         out[int(beta[a]) - b_min] += sum(vals[a:b])
     return out
 
-
-# ----------------------------------------------------------------------------- (d) E epochs
 
 # ----------------------------------------------------------------------------- driver
 
@@ -344,7 +343,7 @@ def lower_bound(steps: int, epochs: int, sigma: fmpq, method: LowerMethod, progr
     u_total = int(uu.sum())
     deleted_p = (1 << F) - u_total                       # every P-side floor and deletion
     if deleted_p < 0:
-        raise ArithmeticError("P-side mass above 1: internal error")
+        raise NumericsUnreliable("P-side mass above 1: internal error")
     exact = fmpq(W_A - U_A - deleted_p, 1 << F)
     tm["step_d"] = time.perf_counter() - t3
     tm["total"] = time.perf_counter() - t0

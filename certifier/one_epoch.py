@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from certifier.errors import NumericsUnreliable, ParameterError
+
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 PLAIN_POINTS = 1 << 19  # longer V grids are replaced by a tilted inversion
 
@@ -81,7 +83,7 @@ def epoch_density(steps: int, sigma: float, v_max: float | None = None,
                   dx: float = 1.0 / 512, tol: float = 1e-17) -> EpochDensity:
     """Density of V on [x0, x0 + n dx) by inverse FFT of phi_V (eq. 15)."""
     if steps < 2:
-        raise ValueError("epoch_density needs M >= 2 (M = 1 has a closed form)")
+        raise ParameterError("epoch_density needs M >= 2 (M = 1 has a closed form)")
     t = 1.0 / sigma
     v = math.sqrt(math.expm1(t * t) / steps)
     x0 = max(-1.0 / v, -40.0)
@@ -110,7 +112,7 @@ def epoch_density(steps: int, sigma: float, v_max: float | None = None,
         if np.abs(phi[-64:]).max() < tol:
             break
         if j0 >= n // 2:  # the grid cannot resolve this density
-            raise ValueError(f"the density of L_M at M={steps}, sigma={sigma:g} is not resolved by the grid "
+            raise NumericsUnreliable(f"the density of L_M at M={steps}, sigma={sigma:g} is not resolved by the grid "
                              f"(|phi_V| = {np.abs(phi[-64:]).max():.1e} at the Nyquist frequency); "
                              "the exact TV is not available there (use the closed-form bound)")
     phi = np.concatenate(phis)

@@ -6,17 +6,21 @@ ParameterError with a one-line, user-facing message.
 """
 from __future__ import annotations
 
+import decimal
+import fractions
+import numbers
 import re
 
 from flint import fmpq
 
+from certifier.errors import ParameterError
+
+__all__ = ["ParameterError", "as_decimal_text", "parse_decimal", "decimal_str", "parse_sigma", "parse_target",
+           "parse_steps", "parse_epochs", "parse_count", "parse_positive_decimal"]
+
 MAX_STEPS = 10**7
 MAX_EPOCHS = 10**6
 _DECIMAL = re.compile(r"^[+-]?(\d+)(?:\.(\d*))?(?:[eE]([+-]?\d{1,4}))?$|^[+-]?\.(\d+)(?:[eE]([+-]?\d{1,4}))?$")
-
-
-class ParameterError(ValueError):
-    """A bad user input; str(err) is the one-line message shown to the user."""
 
 
 def parse_decimal(name: str, text) -> fmpq:
@@ -46,6 +50,37 @@ def decimal_str(q: fmpq, digits: int = 12) -> str:
             s = str(abs(n)).rjust(k + 1, "0")
             return sign + (s[:-k] + "." + s[-k:] if k else s)
     return f"{float(q):.{digits}g}"
+
+
+def as_decimal_text(name: str, value) -> str:
+    """One coercion for every numeric argument: the exact decimal text of `value`.
+
+    str is taken as written (validated later by parse_decimal); int and Decimal exactly;
+    float by its shortest round-trip repr (0.1 -> "0.1", what the user typed); Fraction
+    only if it has a finite decimal expansion. Anything else is a ParameterError.
+    """
+    if isinstance(value, bool):
+        raise ParameterError(f"{name} must be a number, got {value!r}")
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, decimal.Decimal):
+        if not value.is_finite():
+            raise ParameterError(f"{name} must be finite, got {value}")
+        return format(value, "f")
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ParameterError(f"{name} must be finite, got {value}")
+        return repr(value)
+    if isinstance(value, (fractions.Fraction, fmpq)):
+        p, q = int(value.numerator if isinstance(value, fractions.Fraction) else value.p), \
+            int(value.denominator if isinstance(value, fractions.Fraction) else value.q)
+        text = decimal_str(fmpq(p, q))
+        if parse_decimal(name, text) != fmpq(p, q):
+            raise ParameterError(f"{name} = {p}/{q} has no finite decimal expansion")
+        return text
+    raise ParameterError(f"{name} must be an int, float, str, Decimal or Fraction, got {type(value).__name__}")
 
 
 def parse_positive_decimal(name: str, text) -> fmpq:

@@ -21,8 +21,9 @@ import math
 import numpy as np
 from flint import arb, arb_poly, ctx, fmpq
 
-from certifier.params import decimal_str, parse_decimal
+from certifier.errors import NumericsUnreliable
 from certifier.fixedpoint import Poly, arb_exact, arb_str, round_up_sig
+from certifier.params import decimal_str, parse_decimal
 
 EPSILON_GRID = "0.0001"
 DELTAS = ("1e-05", "1e-06")           # keys: str(float) of delta
@@ -112,7 +113,7 @@ def epsilon_at_delta(ms: Masses, delta: fmpq, grid: fmpq) -> dict:
     vals = np.maximum(ms.dqp_float(js * g), ms.dpq_float(js * g))
     good = np.flatnonzero(vals <= dl)
     if good.size == 0:
-        raise ArithmeticError(f"no eps <= 40 reaches delta {decimal_str(delta)}")
+        raise NumericsUnreliable(f"no eps <= 40 reaches delta {decimal_str(delta)}")
     j = int(good[0])
     for _ in range(MAX_STEPS):                                  # certify upward from the float guess
         ok, a, b = _ok(ms, grid * j, delta)
@@ -120,7 +121,7 @@ def epsilon_at_delta(ms: Masses, delta: fmpq, grid: fmpq) -> dict:
             break
         j += 1
     else:
-        raise ArithmeticError("certified eps not found near the numerical one; refine the grid")
+        raise NumericsUnreliable("certified eps not found near the numerical one; refine the grid")
     while j > 0:                                                # and make it the smallest certified one
         ok2, a2, b2 = _ok(ms, grid * (j - 1), delta)
         if not ok2:

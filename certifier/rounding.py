@@ -20,8 +20,20 @@ from itertools import accumulate
 
 from flint import arb, arb_poly, ctx, fmpq, fmpz_poly
 
-from certifier.fixedpoint import (Ledger, Poly, arb_exact, arb_str, floor_fixed, power, product, round_up_sig, strip,
-                                  trim, truncate_index)
+from certifier.errors import NumericsUnreliable
+from certifier.fixedpoint import (
+    Ledger,
+    Poly,
+    arb_exact,
+    arb_str,
+    floor_fixed,
+    power,
+    product,
+    round_up_sig,
+    strip,
+    trim,
+    truncate_index,
+)
 from certifier.params import ParameterError, decimal_str, parse_decimal
 
 METHOD_NAME = "lemma-c5-rounding"
@@ -335,11 +347,11 @@ def step_iii(A: Poly, g: int, steps: int, m: Method, led: Ledger) -> Poly:
     for a, b in zip(lo, hi):
         ca, cb = -((-a) >> Q), -((-b) >> Q)
         if ca != cb:
-            raise ArithmeticError("log-grid cell edge not resolved; raise B_FRACTION_BITS")
+            raise NumericsUnreliable("log-grid cell edge not resolved; raise B_FRACTION_BITS")
         cs.append(ca)
     # the cells k_lo..k_hi-1 must cover [Jlo, Jhi] unless the log grid ends there
     if (k_lo > m.k_minus and cs[0] > Jlo) or (k_hi < m.k_plus and cs[-1] <= Jhi):
-        raise ArithmeticError("log-grid range estimate failed")
+        raise NumericsUnreliable("log-grid range estimate failed")
     P0 = [0] + list(accumulate(s))
     P1 = [0] + list(accumulate(j * v for j, v in zip(range(J0, J0 + N), s)))
 

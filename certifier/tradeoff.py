@@ -6,7 +6,7 @@ with Q-density e^s f(s):
     which thresholds ln Lambda and randomises at the threshold;
   * the hockey-stick divergences delta_{Q||P}(eps) = E_P (Lambda - e^eps)_+ and
     delta_{P||Q}(eps) = E_P (1 - e^eps Lambda)_+, and eps at a given delta.
-Floating-point numerics, not certified (issue 9 certifies these).
+Floating-point numerics, not certified (certifier.privacy certifies these).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Symbolic checks of the closed-form identities the certifier relies on (issue 5).
+"""Symbolic checks of the closed-form identities the certifier relies on.
 
 Each check is a sympy argument (simplification to zero, symbolic integration,
 series, limits, solving) for one identity of the paper; rows that need

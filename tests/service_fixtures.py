@@ -20,7 +20,7 @@ def cli(name: str, module: str) -> list[str]:
     return [path] if os.path.exists(path) else [sys.executable, "-m", module]
 
 
-SIGMACERT = cli("sigmacert", "certifier.cli")
+SIGMACERT = cli("sigmacert", "sigmacert.cli")
 VERIFY = cli("sigmacert-verify", "verifier")
 
 

@@ -1,4 +1,4 @@
-"""Linear-model membership-inference audit (Section 5.3, Table 2; issue 7)."""
+"""Linear-model membership-inference audit (Section 5.3, Table 2)."""
 from __future__ import annotations
 
 import json

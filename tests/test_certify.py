@@ -10,10 +10,10 @@ import pytest
 from flint import arb
 from scipy.special import erf
 
-from certifier.cli import main
 from certifier.envelope import load_envelope, verify_envelope
 from certifier.exact import exact_tv
 from certifier.keys import keygen, load_public
+from sigmacert.cli import main
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +140,7 @@ def test_envelope_payload_is_base64_of_canonical_statement(tmp_path, capsys, key
 
 
 def test_certify_default_is_two_sided_v2_and_show_prints_it(tmp_path, capsys, keydir):
-    """Default certify: v2 with lower, privacy, tpr; show --json gains the issue-9 keys; show prints the rows."""
+    """Default certify: v2 with lower, privacy, tpr; show --json gains the two-sided keys; show prints the rows."""
     out = tmp_path / "v2.json"
     rc, summ, err = _certify(capsys, keydir, out, "-M", "10", "-E", "5", "--target", "0.1")
     assert rc == 0 and err == "" and summ["two_sided"]

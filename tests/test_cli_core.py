@@ -9,7 +9,7 @@ from certifier.params import ParameterError, decimal_str, parse_decimal, parse_t
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "certifier.cli", *args], capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "sigmacert.cli", *args], capture_output=True, text=True, timeout=300)
 
 
 def test_sigma_json_reproduces_table_4():

@@ -10,11 +10,22 @@ import stat
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from certifier.cli import main
-from certifier.envelope import (PAYLOAD_TYPE, EnvelopeError, canonical_json, claim_subject, key_id,
-                                load_envelope, pae, public_raw, read_unverified, sign_envelope, statement,
-                                verify_envelope)
-from certifier.keys import KeyError_, keygen, load_private, load_public
+from certifier.envelope import (
+    PAYLOAD_TYPE,
+    EnvelopeError,
+    canonical_json,
+    claim_subject,
+    key_id,
+    load_envelope,
+    pae,
+    public_raw,
+    read_unverified,
+    sign_envelope,
+    statement,
+    verify_envelope,
+)
+from certifier.keys import KeyFileError, keygen, load_private, load_public
+from sigmacert.cli import main
 
 
 def test_pae_matches_dsse_spec_example():
@@ -79,7 +90,7 @@ def test_keygen_mode_refusal_and_keyid(tmp_path, capsys):
     assert pub.read_bytes().startswith(b"-----BEGIN PUBLIC KEY-----")    # SubjectPublicKeyInfo
     assert key_id(load_public(str(pub))) == kid == key_id(load_private(str(priv)).public_key())
     before = priv.read_bytes()
-    with pytest.raises(KeyError_):
+    with pytest.raises(KeyFileError):
         keygen(str(d))
     assert priv.read_bytes() == before
 

@@ -81,7 +81,7 @@ def test_m1_gaussian_closed_forms():
     r, plan, (priv, tpr) = _rows(1, E, "4", 2e-8)
     delta_of = lambda eps: norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2)  # noqa: E731
     for k, row in priv["epsilon_at_delta"].items():
-        exact = brentq(lambda e: delta_of(e) - float(k), 0.0, 20.0, xtol=1e-12)
+        exact = brentq(lambda e, k=k: delta_of(e) - float(k), 0.0, 20.0, xtol=1e-12)
         eps = float(row["epsilon"])
         assert exact - 1e-9 <= eps <= exact * 1.01 + 1e-4
     for a, row in tpr.items():

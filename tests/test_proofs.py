@@ -9,11 +9,10 @@ import pytest
 import sympy as sp
 
 import proofs
+from certifier import closed_form as cf
 from proofs import REGISTRY, run_all, run_check
 from proofs.__main__ import main
 from proofs._core import Phi, Steps, is_zero, nonneg
-
-from certifier import closed_form as cf
 
 I = sp.I
 

@@ -8,9 +8,9 @@ from flint import arb, ctx, fmpq, fmpz_poly
 from scipy.special import erf
 
 from certifier.exact import exact_tv
-from certifier.grids import Model, budget_for, choose_grid, lattice_for, lattice_variance
-from certifier.params import ParameterError, parse_decimal
 from certifier.fixedpoint import Ledger, Poly, round_up_sig
+from certifier.grids import Model, choose_grid, lattice_for, lattice_variance
+from certifier.params import ParameterError, parse_decimal
 from certifier.rounding import Method, _coarsen, make_method, rounding_bound, step_i, step_iii
 
 Q = lambda s: parse_decimal("x", s)  # noqa: E731
@@ -37,7 +37,7 @@ def test_m1_matches_closed_form():
 @pytest.mark.parametrize("M,E,sigma", [(10, 5, "2.889659"), (20, 3, "2.5")])
 def test_small_cells_bound_close_to_exact_tv(M, E, sigma):
     tv = exact_tv(M, E, float(sigma)).tv
-    plan = choose_grid(M, E, Q(sigma), budget_for(1.0, tv, 0.0, 0.6) if False else 5e-8)
+    plan = choose_grid(M, E, Q(sigma), 5e-8)
     r = rounding_bound(M, E, Q(sigma), plan.method)
     b = float(r.bound)
     assert b >= tv - 1e-11          # exact_tv is numerical (error ~1e-12)

@@ -1,4 +1,4 @@
-"""The certification service over real HTTP (issue 8): a `sigmacert serve` subprocess on a
+"""The certification service over real HTTP: a `sigmacert serve` subprocess on a
 loopback port with a temporary database and key; certificates checked with sigmacert-verify."""
 from __future__ import annotations
 
@@ -13,9 +13,7 @@ import tempfile
 import time
 
 import pytest
-
-from service_fixtures import (SIGMACERT, VERIFY, Server, alive, cleanup, make_key, make_token, wait_done,
-                              wait_for)
+from service_fixtures import SIGMACERT, VERIFY, Server, alive, cleanup, make_key, make_token, wait_done, wait_for
 
 CELL = {"steps": 4, "epochs": 2, "target": "0.3", "sigma": "2"}  # certifies in a few seconds
 SLOW = {"steps": 100, "epochs": 10, "target": "0.1"}  # exact sigma first, then certify: ~5-15 s

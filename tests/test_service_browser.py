@@ -12,13 +12,11 @@ import os
 import tempfile
 
 import pytest
-
-from service_fixtures import Server, cleanup, make_key, make_token
-
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from service_fixtures import Server, cleanup, make_key, make_token
 
 CHROMIUM = os.environ.get("SIGMACERT_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("SIGMACERT_CHROMEDRIVER", "/usr/bin/chromedriver")

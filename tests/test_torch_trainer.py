@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 import torch
 
 from trainer import torch_backend as tb  # noqa: E402

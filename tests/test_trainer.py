@@ -1,4 +1,4 @@
-"""Trainer (issue 7): the random-allocation sampler, Algorithm 1, models, and `sigmacert train`."""
+"""Trainer: the random-allocation sampler, Algorithm 1, models, and `sigmacert train`."""
 from __future__ import annotations
 
 import base64

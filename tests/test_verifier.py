@@ -1,4 +1,4 @@
-"""Tests of the independent verifier (issue 4): replay correctness, mutation suite, CLI."""
+"""Tests of the independent verifier: replay correctness, mutation suite, CLI."""
 from __future__ import annotations
 
 import ast
@@ -18,8 +18,19 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from flint import arb, arb_poly, ctx, fmpq
 
 sys.path.insert(0, str(Path(__file__).parent))
-from verifier_fixtures import (CLAIM, LOWER_METHOD, METHOD, canonical, envelope, predicate,  # noqa: E402
-                               predicate_v2, public_pem, sign_statement, statement, statement_v2)
+from verifier_fixtures import (  # noqa: E402
+    CLAIM,
+    LOWER_METHOD,
+    METHOD,
+    canonical,
+    envelope,
+    predicate,
+    predicate_v2,
+    public_pem,
+    sign_statement,
+    statement,
+    statement_v2,
+)
 
 from verifier import verify_bytes, verify_file  # noqa: E402
 from verifier.replay import replay  # noqa: E402

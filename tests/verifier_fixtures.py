@@ -84,7 +84,8 @@ def round_down(q: fmpq, digits: int) -> str:
     return round_up(q, digits, up=False)
 
 
-METHOD_V2 = dict(METHOD, cap="64", truncation="192", k_minus=-3000, k_plus=3000)  # deleted mass << 1e-6, so delta = 1e-6 is reachable
+# deleted mass << 1e-6, so delta = 1e-6 is reachable
+METHOD_V2 = dict(METHOD, cap="64", truncation="192", k_minus=-3000, k_plus=3000)
 
 
 def predicate_v2(claim=CLAIM, method=METHOD_V2, sigma_low="1.45", lower_method=LOWER_METHOD,

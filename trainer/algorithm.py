@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from certifier.errors import ParameterError
 from trainer.allocation import Allocation
 
 
@@ -55,9 +56,9 @@ def streams(seed: int):
 def check_run(n: int, n0: int, steps: int, epochs: int, sigma: float, clip_norm: float) -> None:
     """Refuse a run Algorithm 1 does not cover: more genuine records than N0, or bad M, E, sigma, C."""
     if n > n0:
-        raise ValueError(f"the dataset has {n} records, more than N0 = {n0}; refusing to train")
+        raise ParameterError(f"the dataset has {n} records, more than N0 = {n0}; refusing to train")
     if steps < 1 or epochs < 1 or not (sigma > 0) or not (clip_norm > 0):
-        raise ValueError("need M >= 1, E >= 1, sigma > 0, C > 0")
+        raise ParameterError("need M >= 1, E >= 1, sigma > 0, C > 0")
 
 
 def train(model, X, y, *, n0: int, steps: int, epochs: int, sigma: float, clip_norm: float,

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from certifier.errors import ParameterError
+
 
 def random_order(n0: int, rng: np.random.Generator) -> np.ndarray:
     """A uniformly random permutation: position i holds the record with index i."""
     if n0 < 1:
-        raise ValueError("N0 must be at least 1")
+        raise ParameterError("N0 must be at least 1")
     return rng.permutation(n0)
 
 
@@ -21,7 +23,7 @@ def allocate_epoch(n0: int, steps: int, rng: np.random.Generator, size=None) -> 
 
     With `size=T` returns a (T, n0) array: T independent allocations (used to vectorize trials)."""
     if steps < 1:
-        raise ValueError("M must be at least 1")
+        raise ParameterError("M must be at least 1")
     shape = (n0,) if size is None else (size, n0)
     return rng.integers(0, steps, size=shape)
 

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from certifier.errors import ParameterError
 from trainer.algorithm import clip
 
 DIM = 16
@@ -98,9 +99,9 @@ def audit(sigma, steps: int = 128, epochs: int = 125, trials: int = 300, *, zero
     t0 = time.perf_counter()
     sig = float(sigma)
     if not (sig > 0) or not math.isfinite(sig):
-        raise ValueError("sigma must be a positive number")
+        raise ParameterError("sigma must be a positive number")
     if trials < 2:
-        raise ValueError("need at least 2 trials")
+        raise ParameterError("need at least 2 trials")
     w, x_hat = simulate(sig, steps, epochs, trials, zero_target=zero_target, clip_norm=clip_norm, seed=seed)
     mu = math.sqrt(epochs / steps) / sig
     u = (w @ x_hat) / (sig * clip_norm * math.sqrt(epochs * steps))   # (2, T)

@@ -5,6 +5,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from certifier.errors import ParameterError
+
 DATASETS = ("digits",)
 
 
@@ -26,11 +28,11 @@ def load(name: str, test_fraction: float = 0.2, split_seed: int = 0) -> Dataset:
     """Load `name` offline.  The train/test split uses its own fixed seed (public, data-independent
     of the training randomness).  Features are scaled to [0, 1]."""
     if name != "digits":
-        raise ValueError(f"unknown dataset {name!r} (available: {', '.join(DATASETS)})")
+        raise ParameterError(f"unknown dataset {name!r} (available: {', '.join(DATASETS)})")
     try:
         from sklearn.datasets import load_digits
     except ImportError:
-        raise ValueError("dataset 'digits' needs scikit-learn: pip install 'sigmacert[train]'") from None
+        raise ParameterError("dataset 'digits' needs scikit-learn: pip install 'sigmacert[train]'") from None
     d = load_digits()  # bundled with scikit-learn; never downloads
     X = np.asarray(d.data, dtype=np.float64) / 16.0
     y = np.asarray(d.target, dtype=np.int64)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from certifier.errors import ParameterError
+
 
 def _softmax(z: np.ndarray) -> np.ndarray:
     z = z - z.max(axis=-1, keepdims=True)
@@ -109,5 +111,5 @@ MODELS = {"logreg": LogisticRegression, "mlp": MLP}
 
 def make_model(name: str, n_features: int, n_classes: int):
     if name not in MODELS:
-        raise ValueError(f"unknown model {name!r} (choose {', '.join(MODELS)})")
+        raise ParameterError(f"unknown model {name!r} (choose {', '.join(MODELS)})")
     return MODELS[name](n_features, n_classes)

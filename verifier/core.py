@@ -146,7 +146,8 @@ def _verify_v2(p, raw, rp, tol, res):
                 res.mismatches.append(f"privacy: epsilon {rows[d]['epsilon']} at {d} is not the smallest "
                                       "on the grid (still certified)")
         for a, row in p["tpr"].items():
-            bound = _upper(arb(row["epsilon"]).exp() * arb(decimal(a, a)) + deltas(rp.b, rp.F, m["eta"], row["epsilon"])[0])
+            dqp = deltas(rp.b, rp.F, m["eta"], row["epsilon"])[0]
+            bound = _upper(arb(row["epsilon"]).exp() * arb(decimal(a, a)) + dqp)
             rows[f"tpr@{a}"] = round_up(bound, 13)
             if row["tpr"] < bound:
                 raise Reject("tpr-too-small", f"recorded TPR {raw['tpr'][a]['tpr']} at FPR {a} is below the "

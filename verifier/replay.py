@@ -254,7 +254,10 @@ def replay(claim: dict, method: dict) -> ReplayResult:
                 lo, hi = (lo * elo) >> W, -((-(hi * ehi)) >> W)
             S0, S1, a0, a1 = [0], [0], 0, 0
             for i, v in enumerate(s):
-                a0 += v; a1 += i * v; S0.append(a0); S1.append(a1)
+                a0 += v
+                a1 += i * v
+                S0.append(a0)
+                S1.append(a1)
             clip = lambda j: min(max(j - off, 0), len(s))
             if ka > method["k_minus"] and bnd[ka][2] > jlo or kb < method["k_plus"] and bnd[kb][2] <= jhi:
                 raise ArithmeticError("log-grid range estimate missed the support")
@@ -268,7 +271,8 @@ def replay(claim: dict, method: dict) -> ReplayResult:
                 den = hi1 - lo0
                 up = max(mj * (1 << W) - hi0 * m, 0) // den  # lower bound, never rounded up
                 dn = max(lo1 * m - mj * (1 << W), 0) // den
-                r[k] = r.get(k, 0) + dn; r[k + 1] = r.get(k + 1, 0) + up
+                r[k] = r.get(k, 0) + dn
+                r[k + 1] = r.get(k + 1, 0) + up
                 lost += m - up - dn
             kept = S0[clip(bnd[kb][2])] - S0[clip(max(bnd[ka][2], 1))]
             L.log_grid += step_ii_mass - fmpq(kept, P.one)

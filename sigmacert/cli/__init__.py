@@ -1,9 +1,9 @@
-"""The `sigmacert` command line: a thin dispatcher over certifier.commands.*.
+"""The `sigmacert` command line: a thin dispatcher over one module per command group.
 
-Each command module defines `register(subparsers)`, which adds its
+Each module of COMMAND_MODULES defines `register(subparsers)`, which adds its
 sub-commands with `set_defaults(run=...)`; `run(args)` returns an exit code.
-Bad input raises ParameterError (or another CliError) and is reported as one
-line on stderr with exit code 2 -- never a traceback.
+Every failure is a `SigmacertError` (sigmacert.errors) and is reported as one
+line on stderr with its exit code -- never a traceback.
 """
 from __future__ import annotations
 
@@ -12,21 +12,24 @@ import importlib
 import sys
 
 from certifier import __version__
-from certifier.params import ParameterError
+from certifier.errors import SigmacertError
 
 # One module per group of sub-commands; add a module here to add commands.
 COMMAND_MODULES = (
-    "certifier.commands.core", "certifier.commands.certify", "certifier.commands.train",
-    "certifier.commands.service",
+    "sigmacert.cli.core", "sigmacert.cli.certify", "sigmacert.cli.train", "sigmacert.cli.service",
 )
 
 
-class CliError(Exception):
-    """A failure to report as one line; `code` is the exit status."""
+class CliError(SigmacertError):
+    """A command-line failure to report as one line; `code` is the exit status."""
 
     def __init__(self, message: str, code: int = 2):
         super().__init__(message)
-        self.code = code
+        self.exit_code = code
+
+    @property
+    def code(self) -> int:
+        return self.exit_code
 
 
 class _Parser(argparse.ArgumentParser):
@@ -49,18 +52,18 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.run(args) or 0)
-    except (ParameterError, CliError) as err:
+    except SigmacertError as err:
         print(f"sigmacert: error: {err}", file=sys.stderr)
-        return getattr(err, "code", 2)
+        return err.exit_code
     except KeyboardInterrupt:
         print("sigmacert: interrupted", file=sys.stderr)
         return 130
-    except (OSError, ValueError, OverflowError, MemoryError) as err:
-        print(f"sigmacert: error: {err}", file=sys.stderr)
+    except BrokenPipeError:  # e.g. `sigmacert ... --json | head -c 10`
+        sys.stderr.close()
+        return 1
+    except OSError as err:
+        print(f"sigmacert: error: {err.strerror or err}", file=sys.stderr)
         return 2
-
-
-if __name__ == "__main__":  # `python -m certifier.cli`: run the imported module, so its
-    from certifier.cli import main as _main  # CliError is the class the commands raise
-
-    sys.exit(_main())
+    except MemoryError:
+        print("sigmacert: error: out of memory", file=sys.stderr)
+        return 2

@@ -7,7 +7,7 @@ import math
 
 
 def _cli_error(msg: str, code: int = 2):
-    from certifier.cli import CliError
+    from sigmacert.cli import CliError
     return CliError(msg, code)
 
 
@@ -36,7 +36,7 @@ def run_train(args) -> int:
         from trainer.release import ReleaseError, train_release
     except ImportError as err:  # pragma: no cover - numpy is a core dependency
         raise _cli_error(f"trainer unavailable: {err}") from None
-    from certifier.keys import KeyError_
+    from certifier.keys import KeyFileError
     n0 = None if args.n0 is None else _int("--n0", args.n0, 1)
     try:
         man = train_release(certificate=args.certificate, public_key=args.key, dataset=args.dataset,
@@ -45,7 +45,7 @@ def run_train(args) -> int:
                             lr=_positive_float("--lr", args.lr), sign_key=args.sign_key)
     except ReleaseError as err:
         raise _cli_error(str(err), err.code) from None
-    except KeyError_ as err:
+    except KeyFileError as err:
         raise _cli_error(str(err), 2) from None
     if args.json:
         print(json.dumps(man, sort_keys=True))
@@ -91,7 +91,8 @@ def register(sub) -> None:
     p.add_argument("--key", required=True, metavar="PUBLIC.pem", help="public key to verify it with")
     p.add_argument("--dataset", required=True, help="data set name (digits)")
     p.add_argument("--clip", default="1.0", metavar="C", help="clipping norm C (default 1.0)")
-    p.add_argument("--n0", default=None, metavar="N0", help="public data set size N0 (default: the training split size)")
+    p.add_argument("--n0", default=None, metavar="N0",
+                   help="public data set size N0 (default: the training split size)")
     p.add_argument("--seed", default="0", help="seed for order, allocation, noise and initial model")
     p.add_argument("--model", choices=("logreg", "mlp", "gn-cnn"), default="logreg",
                    help="model (default logreg; gn-cnn is a GroupNorm CNN in PyTorch, extra torch)")

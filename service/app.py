@@ -19,20 +19,18 @@ import os
 from dataclasses import dataclass, field
 from importlib import resources
 
-from fastapi import Depends, FastAPI, Header, Query, Request
+from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
-from swagger_ui_bundle import swagger_ui_path
 from fastapi.responses import HTMLResponse, JSONResponse, Response
-from fastapi import HTTPException
+from swagger_ui_bundle import swagger_ui_path
 
 from certifier import __version__
 from certifier.params import ParameterError
-from certifier.service.compute import Busy, Pool, RateLimiter, SigmaService, verify_task
-from certifier.service.middleware import BodyLimit, SigmaCache
-from certifier.service.store import Store
-from certifier.service.validate import (CertificateRequest, Limits, describe_errors, epochs_of, normalise,
-                                        steps_of, target_of)
+from service.compute import Busy, Pool, RateLimiter, SigmaService, verify_task
+from service.middleware import BodyLimit, SigmaCache
+from service.store import Store
+from service.validate import CertificateRequest, Limits, describe_errors, epochs_of, normalise, steps_of, target_of
 
 MAX_ENVELOPE = 4 * 1024 * 1024
 STATUSES = ("queued", "running", "done", "failed", "cancelled")
@@ -97,20 +95,21 @@ def _lock(db: str):
 
 
 def _page(name: str) -> bytes:
-    return resources.files("certifier.service").joinpath("static", name).read_bytes()
+    return resources.files("service").joinpath("static", name).read_bytes()
 
 
 def create_app(config: Config | None = None) -> FastAPI:
-    if config is None:  # `uvicorn --factory certifier.service.app:create_app`: read the environment
+    if config is None:  # `uvicorn --factory service.app:create_app`: read the environment
         config = Config(db=os.environ.get("SIGMACERT_DB", "sigmacert.db"),
                         key=os.environ.get("SIGMACERT_KEY", "keys/private.pem"),
                         tokens=os.environ.get("SIGMACERT_TOKENS"),
                         workers=int(os.environ.get("SIGMACERT_WORKERS", "1")))
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
     from certifier.envelope import key_id
     from certifier.keys import load_private, load_public
-    from certifier.service.auth import Tokens
-    from certifier.service.worker import WorkerPool
-    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+    from service.auth import Tokens
+    from service.worker import WorkerPool
 
     limits = config.limits
     tokens = Tokens(config.tokens)
@@ -122,7 +121,8 @@ def create_app(config: Config | None = None) -> FastAPI:
         store = Store(config.db)
         for pem_path in config.retired_keys:
             pub = load_public(pem_path)
-            store.add_retired_key(key_id(pub), pub.public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo).decode())
+            pem = pub.public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo).decode()
+            store.add_retired_key(key_id(pub), pem)
         pub = load_private(config.key).public_key()  # only the public half stays in this process
         state["keyid"] = key_id(pub)
         store.set_active_key(state["keyid"], pub.public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo).decode())

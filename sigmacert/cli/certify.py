@@ -1,4 +1,4 @@
-"""`sigmacert keygen`, `sigmacert certify`, `sigmacert show` (issue 3, docs/certificate.md)."""
+"""`sigmacert keygen`, `sigmacert certify`, `sigmacert show` (docs/certificate.md)."""
 from __future__ import annotations
 
 import json
@@ -6,9 +6,7 @@ import os
 import sys
 import tempfile
 
-from certifier.params import (ParameterError, parse_decimal, parse_epochs, parse_sigma, parse_steps,
-                              parse_target)
-
+from certifier.params import ParameterError, parse_decimal, parse_epochs, parse_sigma, parse_steps, parse_target
 
 # ----------------------------------------------------------------------------- keygen
 
@@ -94,8 +92,7 @@ def _lower_line(t: dict) -> str:
 
 def run_certify(args) -> int:
     from certifier.certify import certify
-    from certifier.envelope import (canonical_json, claim_subject, file_subject, key_id, sign_envelope,
-                                    statement)
+    from certifier.envelope import canonical_json, claim_subject, file_subject, key_id, sign_envelope, statement
     from certifier.keys import load_private
 
     m, e = parse_steps(args.steps), parse_epochs(args.epochs)

@@ -1,6 +1,6 @@
 """Worker processes: claim a job from the store, certify, sign, record (docs/service.md).
 
-    python -m certifier.service.worker --db DB --key PRIVATE.pem --owner NAME --parent PID
+    python -m service.worker --db DB --key PRIVATE.pem --owner NAME --parent PID
 
 A worker holds a lease on its job and renews it from a heartbeat thread, which
 also publishes progress and ends the process at once when the job was cancelled
@@ -41,7 +41,7 @@ class Worker:
     def __init__(self, db: str, key_path: str, owner: str, parent: int, keyid: str | None = None):
         from certifier.envelope import key_id
         from certifier.keys import load_private
-        from certifier.service.store import Store
+        from service.store import Store
         self.store, self.owner, self.parent = Store(db), owner, parent
         self.key = load_private(key_path)
         self.keyid = key_id(self.key.public_key())
@@ -99,7 +99,7 @@ class Worker:
         try:
             sigma = parse_sigma(req["sigma"]) if req.get("sigma") is not None else None
             # two-sided (format v2) when the service searched the exact sigma itself: only then
-            # can sigma - 1e-6 be certified to miss the target (issue 9)
+            # can sigma - 1e-6 be certified to miss the target (docs/two-sided.md)
             res = certify(req["steps"], req["epochs"], parse_target(req["target"]), sigma,
                           progress=self._report, two_sided=sigma is None)
         except (ValueError, ArithmeticError, OverflowError, MemoryError) as err:
@@ -141,7 +141,7 @@ class WorkerPool:
 
     def _spawn(self, slot: int) -> None:
         owner = f"w{slot}-{os.getpid()}-{secrets.token_hex(3)}"
-        cmd = [sys.executable, "-m", "certifier.service.worker", "--db", self.db, "--key", self.key_path,
+        cmd = [sys.executable, "-m", "service.worker", "--db", self.db, "--key", self.key_path,
                "--owner", owner, "--parent", str(os.getpid()), "--keyid", self.keyid]
         p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, close_fds=True)
         self.procs[slot] = (p, owner, time.monotonic())
@@ -189,7 +189,7 @@ class WorkerPool:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m certifier.service.worker")
+    ap = argparse.ArgumentParser(prog="python -m service.worker")
     ap.add_argument("--db", required=True)
     ap.add_argument("--key", required=True)
     ap.add_argument("--owner", required=True)

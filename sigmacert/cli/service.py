@@ -9,12 +9,12 @@ from certifier.params import ParameterError, parse_count
 
 
 def _cli_error(msg: str, code: int = 2):
-    from certifier.cli import CliError
+    from sigmacert.cli import CliError
     return CliError(msg, code)
 
 
 def run_token_create(args) -> int:
-    from certifier.service.auth import TokenFileError, create_token
+    from service.auth import TokenFileError, create_token
     try:
         token = create_token(args.tokens, args.name)
     except TokenFileError as err:
@@ -48,9 +48,9 @@ def run_serve(args) -> int:
     try:
         import uvicorn
 
-        from certifier.service.app import Config, _lock, create_app
-        from certifier.service.auth import TokenFileError, Tokens
-        from certifier.service.validate import Limits
+        from service.app import Config, _lock, create_app
+        from service.auth import TokenFileError, Tokens
+        from service.validate import Limits
     except ImportError as err:
         raise _cli_error(f"the service needs the 'service' extra (pip install 'sigmacert[service]'): {err}") from None
     from certifier.keys import load_private, load_public
@@ -99,7 +99,8 @@ def register(sub) -> None:
     p = sub.add_parser("serve", help="run the certification service (HTTP API, job queue, archive)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: loopback only)")
     p.add_argument("--port", default="8080", help="TCP port (default 8080)")
-    p.add_argument("--db", default="sigmacert.db", metavar="PATH", help="SQLite archive and queue (default ./sigmacert.db)")
+    p.add_argument("--db", default="sigmacert.db", metavar="PATH",
+                   help="SQLite archive and queue (default ./sigmacert.db)")
     p.add_argument("--key", metavar="PRIVATE.pem",
                    help="issuer signing key (default: DB_DIR/issuer-key/private.pem, created if missing)")
     p.add_argument("--retired-key", action="append", metavar="PUBLIC.pem",

@@ -22,7 +22,7 @@ class Busy(Exception):
 # ----------------------------------------------------------------------------- in the pool process
 
 def _pool_init(parent: int) -> None:
-    from certifier.service.worker import die_with_parent
+    from service.worker import die_with_parent
     die_with_parent(parent)
 
 

@@ -1,0 +1,29 @@
+"""sigmacert: certified noise multipliers for DP-SGD with random allocation (balls-and-bins).
+
+    >>> import sigmacert
+    >>> sigmacert.closed_form_sigma(100, 10, "0.1")     # Corollary 3.4: a proven bound, microseconds
+    Decimal('1.736983')
+    >>> sigmacert.exact_sigma(100, 10, "0.1")           # Theorem 4.1: the least sigma any accountant can certify
+    Decimal('1.426215')
+    >>> cert = sigmacert.certify(100, 10, "0.1", key="keys/private.pem")   # Appendix C.5, signed
+    >>> sigmacert.verify(cert, "keys/public.pem").accepted                  # the independent verifier
+    True
+
+Paper: "Closed-Form Noise Calibration Against Membership Inference for Random-Allocation
+DP-SGD" (arXiv 2610.09651). Packages: `certifier` (mathematics and certificates),
+`verifier` (independent replay), `trainer` (Algorithm 1), `service` (HTTP), `proofs` (sympy).
+"""
+from certifier import __version__
+from sigmacert.api import Certificate, ExactTV, Verification, certify, closed_form_sigma, exact_sigma, exact_tv, verify
+from sigmacert.errors import (
+                           CannotCertify,
+                           EnvelopeError,
+                           KeyFileError,
+                           NumericsUnreliable,
+                           ParameterError,
+                           SigmacertError,
+)
+
+__all__ = ["__version__", "closed_form_sigma", "exact_tv", "exact_sigma", "certify", "verify", "ExactTV",
+           "Certificate", "Verification", "SigmacertError", "ParameterError", "CannotCertify",
+           "NumericsUnreliable", "KeyFileError", "EnvelopeError"]

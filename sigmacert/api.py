@@ -1,0 +1,198 @@
+"""The Python API: noise multipliers, the exact TV, certificates and their verification.
+
+Every numeric argument goes through one coercion (certifier.params.as_decimal_text):
+int, str, Decimal, Fraction and float are accepted, and a decimal string stays exact
+(it is never read through a binary float). Results are `decimal.Decimal` or small
+frozen dataclasses; failures raise `sigmacert.errors.SigmacertError` subclasses.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from decimal import ROUND_CEILING, Decimal
+from types import MappingProxyType
+from typing import Callable, Mapping
+
+from certifier import closed_form as _cf
+from certifier import exact as _exact
+from certifier.errors import CannotCertify, KeyFileError, ParameterError
+from certifier.params import as_decimal_text, parse_epochs, parse_sigma, parse_steps, parse_target
+
+ExactTV = _exact.ExactTV  # frozen dataclass: tv (float), error (float estimate), method (str)
+
+
+def _steps_epochs(steps, epochs) -> tuple[int, int]:
+    return parse_steps(as_decimal_text("steps", steps)), parse_epochs(as_decimal_text("epochs", epochs))
+
+
+def closed_form_sigma(steps, epochs, target) -> Decimal:
+    """sigma(M, E, lambda) of Corollary 3.4 (eq. 12), rounded UP to 1e-6.
+
+    A proven bound (Theorem 3.3): TV(P_M^E, Q_M^E) <= U(c_E) = target at this sigma, and
+    rounding up only adds noise. Raises ParameterError for M, E < 1 or target outside (0, 1).
+    """
+    m, e = _steps_epochs(steps, epochs)
+    lam = parse_target(as_decimal_text("target", target))
+    s = _cf.closed_form_sigma(m, e, float(lam))
+    up = Decimal(repr(s)).quantize(Decimal("0.000001"), rounding=ROUND_CEILING)
+    return up if _cf.tv_bound(m, e, float(up)) <= float(lam) else up + Decimal("0.000001")
+
+
+def exact_tv(steps, epochs, sigma) -> ExactTV:
+    """d_TV(P_M^E, Q_M^E) at sigma (Theorem 4.1, Appendix C.4): a float with an error estimate.
+
+    Numerical, not certified (use `certify` for a proof). Raises ParameterError for bad
+    input and NumericsUnreliable when the value cannot be computed to its accuracy.
+    """
+    m, e = _steps_epochs(steps, epochs)
+    s = parse_sigma(as_decimal_text("sigma", sigma))
+    return _exact.exact_tv(m, e, float(s))
+
+
+def exact_sigma(steps, epochs, target, *, resolution="1e-6") -> Decimal:
+    """The exact sigma (Appendix C.4): the least sigma on the `resolution` grid whose exact TV is
+    <= target, i.e. sigma_lambda rounded up to the grid. Numerical; `certify` proves it.
+
+    >>> exact_sigma(100, 10, "0.1")
+    Decimal('1.426215')
+    """
+    m, e = _steps_epochs(steps, epochs)
+    lam = parse_target(as_decimal_text("target", target))
+    return Decimal(_exact.exact_sigma(m, e, lam, resolution=as_decimal_text("resolution", resolution)))
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """A certified (and, with a key, signed) statement TV(P_M^E, Q_M^E) <= target at sigma.
+
+    `bound` is the upper end of the Lemma C.5 ball (Appendix C.5); for a two-sided certificate
+    `sigma_low` is proven to miss the target (tv_lower > target), so sigma_low < sigma_lambda <= sigma,
+    and `epsilon` (delta -> eps, both directions) and `tpr` (FPR -> TPR bound) are certified.
+    `envelope` is the signed DSSE envelope (canonical JSON bytes), or None without a key.
+    """
+    steps: int
+    epochs: int
+    target: Decimal
+    sigma: Decimal
+    bound: Decimal
+    two_sided: bool
+    sigma_low: Decimal | None
+    tv_lower: Decimal | None
+    epsilon: Mapping[str, Decimal]
+    tpr: Mapping[str, Decimal]
+    predicate: Mapping = field(repr=False)
+    envelope: bytes | None = field(default=None, repr=False)
+    keyid: str | None = None
+
+    def write(self, path: str) -> None:
+        """Write the signed envelope to `path` (raises ParameterError when unsigned)."""
+        if self.envelope is None:
+            raise ParameterError("this certificate is not signed (pass key= to certify)")
+        with open(path, "wb") as f:
+            f.write(self.envelope + b"\n")
+
+
+def _private_key(key):
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from certifier.keys import load_private
+    if isinstance(key, Ed25519PrivateKey):
+        return key
+    if isinstance(key, (str, os.PathLike)):
+        return load_private(os.fspath(key))
+    raise KeyFileError(f"key must be a path to a PKCS#8 PEM file or an Ed25519PrivateKey, got {type(key).__name__}")
+
+
+def certify(steps, epochs, target, sigma=None, *, key=None, two_sided: bool = True, subject=None,
+            progress: Callable[[str, float, float], None] | None = None) -> Certificate:
+    """Certify TV(P_M^E, Q_M^E) <= target at sigma by the finite computation of Appendix C.5.
+
+    Without sigma the exact sigma is found first (Theorem 4.1). two_sided (the default, as on
+    the command line) also proves sigma - 1e-6 misses the target and adds certified (eps, delta)
+    and TPR rows (format v2); if that side cannot be certified the certificate stays one-sided.
+    key: a PKCS#8 PEM path or an Ed25519PrivateKey; with it the result carries a signed DSSE
+    envelope. subject: bytes or a file path the certificate is about (default: the claim).
+    progress(stage, percent, seconds) is called as the work advances.
+    Raises ParameterError (bad input), CannotCertify (no certificate; the message says why).
+    """
+    from certifier.certify import certify as _certify
+    m, e = _steps_epochs(steps, epochs)
+    lam = parse_target(as_decimal_text("target", target))
+    s = None if sigma is None else parse_sigma(as_decimal_text("sigma", sigma))
+    priv = None if key is None else _private_key(key)  # fail early, before the long computation
+    res = _certify(m, e, lam, s, progress=progress, two_sided=two_sided)
+    if not res.success:
+        raise CannotCertify(f"not certified: the bound reached, {res.bound}, exceeds the target "
+                            f"{res.target} at sigma {res.sigma} (M={m}, E={e})")
+    envelope = keyid = None
+    if priv is not None:
+        from certifier.envelope import canonical_json, claim_subject, file_subject, key_id, sign_envelope, statement
+        if subject is None:
+            subj = claim_subject(res.predicate["claim"])
+        elif isinstance(subject, bytes):
+            subj = {"name": "subject", "digest": {"sha256": hashlib.sha256(subject).hexdigest()}}
+        else:
+            with open(subject, "rb") as f:
+                subj = file_subject(os.path.basename(os.fspath(subject)), f.read())
+        envelope = canonical_json(sign_envelope(statement(subj, res.predicate), priv))
+        keyid = key_id(priv.public_key())
+    eps = {d: Decimal(r["epsilon"]) for d, r in (res.privacy or {}).get("epsilon_at_delta", {}).items()}
+    tpr = {a: Decimal(r["tpr"]) for a, r in (res.tpr or {}).items()}
+    return Certificate(m, e, Decimal(res.target), Decimal(res.sigma), Decimal(res.bound), res.two_sided,
+                       None if res.sigma_low is None else Decimal(res.sigma_low),
+                       None if res.tv_lower is None else Decimal(res.tv_lower),
+                       MappingProxyType(eps), MappingProxyType(tpr), MappingProxyType(res.predicate),
+                       envelope, keyid)
+
+
+@dataclass(frozen=True)
+class Verification:
+    """The independent verifier's verdict (package `verifier`, docs/verifier.md)."""
+    accepted: bool
+    reason: str                      # "accepted" or a stable rejection code
+    detail: str
+    replayed_bound: Decimal | None   # the verifier's own upper bound on TV
+    replayed_lower: Decimal | None   # its own lower bound at sigma_low (two-sided)
+    claim: Mapping | None
+    keyid: str | None
+    seconds: float
+
+    def __bool__(self) -> bool:
+        return self.accepted
+
+
+def verify(certificate, public_key, *, subject=None) -> Verification:
+    """Replay a certificate with the independent verifier (never raises on a bad certificate).
+
+    certificate: a path, the envelope bytes, or a `Certificate`; public_key: a PEM path, PEM
+    bytes or an Ed25519PublicKey (or a list of them). subject: a file whose SHA-256 must be a
+    subject of the statement. Raises ParameterError only for unreadable files or keys.
+    """
+    import verifier
+    keys = public_key if isinstance(public_key, (list, tuple)) else [public_key]
+    try:
+        loaded = [verifier.load_public_key(k if isinstance(k, bytes) else open(os.fspath(k), "rb").read())
+                  if isinstance(k, (bytes, str, os.PathLike)) else k for k in keys]
+        if isinstance(certificate, Certificate):
+            if certificate.envelope is None:
+                raise ParameterError("this certificate is not signed; nothing to verify")
+            data = certificate.envelope
+        elif isinstance(certificate, bytes):
+            data = certificate
+        else:
+            data = verifier.read_limited(os.fspath(certificate))
+        digest = None
+        if subject is not None:
+            with open(subject, "rb") as f:
+                digest = hashlib.sha256(f.read()).hexdigest()
+    except (OSError, ValueError) as err:
+        raise ParameterError(f"cannot read certificate, key or subject: {err}") from None
+    r = verifier.verify_bytes(data, loaded, digest)
+    dec = lambda x: None if x is None else Decimal(x)
+    return Verification(r.accepted, r.reason, r.detail, dec(r.replayed_bound), dec(r.replayed_lower),
+                        None if r.claim is None else MappingProxyType(r.claim), r.keyid, r.seconds)
+
+
+__all__ = ["ExactTV", "Certificate", "Verification", "closed_form_sigma", "exact_tv", "exact_sigma",
+           "certify", "verify"]

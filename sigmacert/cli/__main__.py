@@ -1,0 +1,6 @@
+"""`python -m sigmacert.cli` is the `sigmacert` command."""
+import sys
+
+from sigmacert.cli import main
+
+sys.exit(main())
