@@ -88,6 +88,7 @@ class Ledger:
     trim: int = 0                # units 2^-F
     fixed_point: int = 0         # units 2^-2F (floors after products, re-rounding, step iii)
     log_grid: int = 0            # units 2^-F
+    moved_top: int = 0           # units 2^-F: mass moved down to a top point (method v2)
     products: int = 0
     max_length: int = 0
 
