@@ -21,19 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from certifier.errors import NumericsUnreliable, ParameterError
+from certifier.series import exp_minus_one_plus, log1p_minus
 
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 PLAIN_POINTS = 1 << 19  # longer V grids are replaced by a tilted inversion
-
-
-def _w_minus_one_minus_w(w: np.ndarray) -> np.ndarray:
-    """e^w - 1 - w for complex w, without cancellation for small |w|."""
-    out = np.expm1(w) - w
-    small = np.abs(w) < 0.05
-    ws = w[small]
-    # Taylor series: error below |w|^8/8! < 1e-15 |w|^2 for |w| < 0.05
-    out[small] = ws * ws * (0.5 + ws * (1 / 6 + ws * (1 / 24 + ws * (1 / 120 + ws * (1 / 720 + ws / 5040)))))
-    return out
 
 
 def z_of_u(u: np.ndarray, t: float, dx: float = 0.03) -> np.ndarray:
@@ -50,7 +41,7 @@ def z_of_u(u: np.ndarray, t: float, dx: float = 0.03) -> np.ndarray:
     out = np.empty(u.shape, dtype=complex)
     for lo in range(0, u.size, 256):  # bounded memory: 256 frequencies at a time
         uu = u[lo:lo + 256, None]
-        out[lo:lo + 256] = _w_minus_one_minus_w(1j * uu * ym1[None, :]) @ weight
+        out[lo:lo + 256] = exp_minus_one_plus(-1j * uu * ym1[None, :]) @ weight  # e^w - 1 - w
     return out
 
 
@@ -106,7 +97,7 @@ def epoch_density(steps: int, sigma: float, v_max: float | None = None,
     while True:
         w = dw * np.arange(j0, j0 + block)
         zz = z_of_u((w + 1j * alpha) / (steps * v), t)
-        phi = np.exp(steps * np.log1p(zz))  # phi_V(w) e^{+i w / v} ... see below
+        phi = np.exp(steps * (zz + log1p_minus(zz)))  # exp(M log1p(z)), see below
         phis.append(phi)
         j0 += block
         if np.abs(phi[-64:]).max() < tol:

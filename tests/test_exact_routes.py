@@ -1,0 +1,100 @@
+"""The routes of the exact TV, one by one: Laplace-Mellin moments, log-domain convolution, V-FFT."""
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from certifier.laplace_moments import SECOND, moment_line
+from certifier.log_convolution import gaussian, log_sum, mean_density, moments, tv_logconv
+from certifier.series import exp_minus_one_plus, log1p_minus
+from certifier.tv_laplace import DU, formula14, tv_laplace, tv_laplace_second
+from certifier.tv_vfft import tv_vfft
+
+
+def test_series_keep_relative_accuracy():
+    import mpmath as mp
+    mp.mp.dps = 100
+    z = np.array([1e-9 + 1e-10j, 0.3 - 0.2j, 2.0 + 5.0j, 1e-30 + 0j])
+    want_e = np.array([complex(mp.exp(-mp.mpc(v.real, v.imag)) - 1 + mp.mpc(v.real, v.imag)) for v in z])
+    want_l = np.array([complex(mp.log(1 + mp.mpc(v.real, v.imag)) - mp.mpc(v.real, v.imag)) for v in z])
+    got_e, got_l = exp_minus_one_plus(z), log1p_minus(z)
+    for g, w in ((got_e, want_e), (got_l, want_l)):
+        ok = np.abs(g - w) <= 1e-14 * np.abs(w) + 1e-320
+        assert ok.all(), (g, w)
+
+
+@pytest.mark.parametrize("epochs,sigma", [(1, 0.7), (4, 1.3), (40, 3.5), (125, 5.039)])
+def test_formula_14_reproduces_m1_closed_form(epochs, sigma):
+    # C.4: with F_1(q) = exp(q(q-1)t^2/2), formula (14) must give 2 Phi(t sqrt(E)/2) - 1
+    t = 1.0 / sigma
+    u = DU * np.arange(int(20.0 / (t * math.sqrt(epochs)) / DU) + 2)
+    q = 0.5 + 1j * u
+    got = formula14(np.exp(q * (q - 1.0) * t * t / 2.0), DU, epochs).tv
+    assert abs(got - (2.0 * norm.cdf(t * math.sqrt(epochs) / 2.0) - 1.0)) < 1e-13
+
+
+@pytest.mark.parametrize("sigma", [0.1, 0.2, 0.5, 1.0, 3.0])
+def test_laplace_moments_at_m1_match_the_closed_form(sigma):
+    """F_1(1/2 + iu) = e^{q(q-1)t^2/2} tests the Laplace transform, the rays and both r-tails."""
+    t = 1.0 / sigma
+    for line in (moment_line(1, sigma, 4.0, DU), moment_line(1, sigma, 4.0, DU, SECOND)):
+        q = 0.5 + 1j * line.u
+        err = np.abs(line.f - np.exp(q * (q - 1.0) * t * t / 2.0))
+        assert err.max() < 1e-12
+        assert np.all(err <= np.abs(line.f - line.f_coarse_r) + line.roundoff + 1e-14)
+
+
+def test_log_sum_of_two_gaussians_matches_a_direct_integral():
+    """Density of W = ln(e^A + e^B), A ~ N(0, 1), B ~ N(-1, 0.25), against the direct formula
+    f_W(w) = int_{a < w} p(a) q(ln(e^w - e^a)) e^w / (e^w - e^a) da, taken with a = w - e^y."""
+    h = 0.05
+    w = log_sum(gaussian(0.0, 1.0, h), gaussian(-1.0, 0.5, h))
+    y = np.linspace(-40.0, 4.0, 440001)
+    x = np.exp(y)  # w - a
+    for s in (-0.5, 0.7, 2.0, 4.0):
+        g = norm.pdf(s - x) * norm.pdf(s + np.log(-np.expm1(-x)), -1.0, 0.5) * x / -np.expm1(-x)
+        direct = float(np.sum(g) * (y[1] - y[0]))
+        got = w.f[round(s / h) - w.lo]
+        assert abs(got - direct) < 1e-9 * direct
+
+
+@pytest.mark.parametrize("steps,sigma", [(2, 0.7), (7, 1.0), (64, 0.6)])
+def test_log_density_has_mass_one_and_mean_one(steps, sigma):
+    """F(0) = E 1 = 1 and F(1) = E L_M = 1 exactly; F(2) = E L^2 = 1 + (e^{t^2} - 1)/M (Section 3)."""
+    d = mean_density(steps, sigma, 0.05)
+    s = d.h * (d.lo + np.arange(d.f.size))
+    mass, mean, second = (float(np.sum(d.f * np.exp(k * s)) * d.h) for k in (0, 1, 2))
+    assert abs(mass - 1) < 1e-13
+    # under Q the far right tail weighs e^s or e^{2s} times more: it is cut at the round-off floor
+    assert abs(mean - 1) < 1e-10
+    assert abs(second - (1 + math.expm1(1 / sigma**2) / steps)) < 1e-5 * second
+    f = moments(d, DU, 3)
+    assert abs(f[0] - float(np.sum(d.f * np.exp(s / 2)) * d.h)) < 1e-14
+
+
+@pytest.mark.parametrize("steps,epochs,sigma", [(2, 3, 1.5), (10, 2, 0.7), (100, 10, 0.45), (100, 10, 1.426215)])
+def test_three_independent_routes_agree(steps, epochs, sigma):
+    """Laplace-Mellin vs log-domain convolution vs (where it runs) the V-density FFT of C.4."""
+    a = tv_laplace(steps, epochs, sigma)
+    b, b_err = tv_logconv(steps, epochs, sigma)
+    assert abs(a.tv - b) <= a.error + b_err
+    assert a.error < 1e-11 and b_err < 1e-10
+    if steps >= 100 and sigma > 1:
+        c, c_err = tv_vfft(steps, epochs, sigma)
+        assert abs(a.tv - c) <= a.error + c_err
+
+
+def test_second_discretization_and_the_error_budget():
+    a = tv_laplace(1000, 10, 0.4)
+    b = tv_laplace_second(1000, 10, 0.4)
+    assert abs(a.tv - b.tv) <= a.error + b.error
+    assert set(a.parts) == {"r_step", "x_step", "r_cut", "roundoff", "u_step", "u_cut"}
+    assert a.error == pytest.approx(sum(a.parts.values()))
+
+
+def test_u_range_grows_from_a_small_hint():
+    """A hint far too small (u = 1) is extended until |F|^E has decayed; the value does not change."""
+    good = tv_laplace(100, 1, 0.7)
+    small = tv_laplace(100, 1, 0.7, u_hint=1.0)
+    assert small.u_max > 10 and abs(small.tv - good.tv) <= good.error + small.error
