@@ -18,14 +18,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy.optimize import brentq
 from scipy.special import erf
 
 from certifier.closed_form import closed_form_sigma, gdp_limit_sigma
 from certifier.errors import NumericsUnreliable, ParameterError
 from certifier.log_convolution import logconv_affordable, tv_logconv
 from certifier.params import decimal_str, parse_positive_decimal
-from certifier.tv_laplace import tv_laplace, tv_laplace_second
+from certifier.tv_laplace import tv_laplace, tv_laplace_second, u_guess
 from certifier.tv_vfft import MIN_SIGMA as VFFT_MIN_SIGMA
 from certifier.tv_vfft import LogLambdaDensity, density_for, log_lambda_density, tv_vfft, v_grid_points
 
@@ -35,6 +34,7 @@ __all__ = ["ExactTV", "exact_tv", "exact_sigma", "tv_m1", "LogLambdaDensity", "d
 MIN_SIGMA = 0.05        # below, e^{1/sigma^2} exceeds e^400 and TV is 1 to many digits anyway
 MAX_ERROR = 1e-9        # an error estimate above this is refused, not returned
 VFFT_MAX_POINTS = 1 << 18  # the V grid of the check route (larger grids are slow and tilted)
+LAPLACE_MAX_U = 300.0      # beyond, the moment line is long and route "vfft" is the cheaper primary
 
 
 @dataclass(frozen=True)
@@ -71,16 +71,58 @@ def _validate(steps, epochs, sigma) -> float:
     return s
 
 
-def _second_route(steps: int, epochs: int, sigma: float, u_hint: float) -> tuple[float, float, str]:
-    """An independent value (value, its error estimate, name) for check=True."""
+@dataclass(frozen=True)
+class RouteValue:
+    tv: float
+    error: float
+    name: str
+    u_max: float | None = None  # the laplace route's u-range, a hint for a nearby sigma
+
+
+def _laplace(steps: int, epochs: int, sigma: float, u_hint: float | None = None) -> RouteValue:
+    r = tv_laplace(steps, epochs, sigma, u_hint)
+    return RouteValue(r.tv, r.error, "laplace", r.u_max)
+
+
+def _vfft(steps: int, epochs: int, sigma: float, second_grid: bool = False) -> RouteValue:
+    tv, err = tv_vfft(steps, epochs, sigma, second_grid)
+    return RouteValue(tv, err, "vfft'" if second_grid else "vfft")
+
+
+def _light(steps: int, epochs: int, sigma: float) -> bool:
+    """|F|^E decays only beyond u = LAPLACE_MAX_U (ln L_M is narrow): the V-density route is cheaper."""
+    return u_guess(steps, epochs, sigma) > LAPLACE_MAX_U and sigma >= VFFT_MIN_SIGMA
+
+
+def primary(steps: int, epochs: int, sigma: float, u_hint: float | None = None) -> RouteValue:
+    """Route "laplace", or route "vfft" where ln L_M is so narrow that the moment line gets long."""
+    if _light(steps, epochs, sigma) and not u_hint:
+        try:
+            return _vfft(steps, epochs, sigma)
+        except NumericsUnreliable:
+            pass
+    try:
+        return _laplace(steps, epochs, sigma, u_hint)
+    except NumericsUnreliable:
+        if sigma < VFFT_MIN_SIGMA:
+            raise
+        return _vfft(steps, epochs, sigma)
+
+
+def second(steps: int, epochs: int, sigma: float, first: RouteValue) -> RouteValue:
+    """An independent value for check=True: another route where one is affordable, else the
+    same route on a second discretization (it checks the quadratures, not the formula)."""
+    if first.name == "vfft":
+        if u_guess(steps, epochs, sigma) <= 2 * LAPLACE_MAX_U:
+            return _laplace(steps, epochs, sigma)
+        return _vfft(steps, epochs, sigma, second_grid=True)
     if logconv_affordable(steps, epochs, sigma):
         tv, err = tv_logconv(steps, epochs, sigma)
-        return tv, err, "logconv"
+        return RouteValue(tv, err, "logconv")
     if sigma >= VFFT_MIN_SIGMA and v_grid_points(steps, epochs, sigma) <= VFFT_MAX_POINTS:
-        tv, err = tv_vfft(steps, epochs, sigma)
-        return tv, err, "vfft"
-    second = tv_laplace_second(steps, epochs, sigma, u_hint)
-    return second.tv, second.error, "laplace'"
+        return _vfft(steps, epochs, sigma)
+    r = tv_laplace_second(steps, epochs, sigma, first.u_max)
+    return RouteValue(r.tv, r.error, "laplace'")
 
 
 def exact_tv(steps: int, epochs: int, sigma, check: bool = True) -> ExactTV:
@@ -93,16 +135,16 @@ def exact_tv(steps: int, epochs: int, sigma, check: bool = True) -> ExactTV:
     s = _validate(steps, epochs, sigma)
     if steps == 1:
         return ExactTV(tv_m1(epochs, s), 1e-15, "closed-form M=1")
-    first = tv_laplace(steps, epochs, s)
-    tv, error, method = first.tv, first.error, "laplace"
+    first = primary(steps, epochs, s)
+    error, method = first.error, first.name
     if check:
-        other, other_error, name = _second_route(steps, epochs, s, first.u_max)
-        error += max(0.0, abs(tv - other) - error - other_error)
-        method += "+" + name
-    if not (math.isfinite(tv) and error <= MAX_ERROR):
+        other = second(steps, epochs, s, first)
+        error += max(0.0, abs(first.tv - other.tv) - first.error - other.error)
+        method += "+" + other.name
+    if not (math.isfinite(first.tv) and error <= MAX_ERROR):
         raise NumericsUnreliable(f"the exact TV at M={steps}, E={epochs}, sigma={s:g} is not reliable "
                                  f"(error estimate {error:.1e}); use the closed-form bound or Monte Carlo")
-    return ExactTV(min(1.0, max(0.0, tv)), error, method)
+    return ExactTV(min(1.0, max(0.0, first.tv)), error, method)
 
 
 class _TvCurve:
@@ -121,11 +163,11 @@ class _TvCurve:
                 if sigma < MIN_SIGMA:
                     raise NumericsUnreliable(f"the exact sigma lies below {MIN_SIGMA} (M={self.steps}, "
                                              f"E={self.epochs}, lambda={self.lam:g})")
-                r = tv_laplace(self.steps, self.epochs, sigma, self.u_hint)
+                r = primary(self.steps, self.epochs, sigma, self.u_hint)
                 if r.error > MAX_ERROR:
                     raise NumericsUnreliable(f"the exact TV at sigma={sigma:g} is not reliable "
                                              f"(error estimate {r.error:.1e})")
-                self.u_hint, tv = 1.25 * r.u_max, r.tv
+                self.u_hint, tv = (1.25 * r.u_max if r.u_max else None), r.tv
             self.values[sigma] = tv - self.lam
         return self.values[sigma]
 
@@ -156,6 +198,7 @@ def exact_sigma(steps: int, epochs: int, lam, resolution="1e-6") -> str:
     closed form (feasible by Cor. 3.4), solve by Brent, round UP to the grid and check
     that the grid point below misses.
     """
+    from scipy.optimize import brentq  # slow to import: only the search needs it
     lam = float(lam)
     if not 0.0 < lam < 1.0:
         raise ParameterError(f"target lambda must lie strictly between 0 and 1, got {lam!r}")

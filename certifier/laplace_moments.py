@@ -70,13 +70,24 @@ class RayGrid:
         return self.m * self.dr / self.t
 
 
-def ray_grid(t: float, theta: float, dr: float, r_lo: float, r_hi: float, disc: Discretization) -> RayGrid:
-    """Contour height c = -theta/t (capped) and an x-step m dr / t inside the strip of analyticity."""
+def _contour(t: float, theta: float, disc: Discretization) -> tuple[float, float]:
+    """Contour height c = -theta/t (capped) and the half-width of its strip of analyticity in x.
+
+    On x + ic, arg(wY) = theta + tc =: alpha in (-pi/2, 0] (0 unless the cap binds); Re(wY) >= 0
+    stays in |Im x| < (pi/2 - |alpha|)/t, used up to 90 %, and at most 1.5, where the Gaussian
+    factor e^{(c + 1.5)^2/2} is still harmless.
+    """
     c = min(-theta / t, disc.c_max)
-    alpha = theta + t * c  # arg(wY) on the contour, in (-pi/2, 0]; 0 unless the cap binds
-    # strip |Im x| where Re(wY) >= 0 stays; at most 1.5, where e^{(c + 1.5)^2/2} is still harmless
-    half_width = min(0.9 * (0.5 * math.pi - abs(alpha)) / t, 1.5)
-    m = max(1, int(t * half_width / disc.nodes / dr))
+    alpha = theta + t * c
+    return c, min(0.9 * (0.5 * math.pi - abs(alpha)) / t, 1.5)
+
+
+def ray_grid(t: float, theta: float, dr: float, r_lo: float, r_hi: float, disc: Discretization) -> RayGrid:
+    """The nodes for a step dr <= t * half-width / nodes: the x-step m dr / t, m >= 1, stays inside the strip."""
+    c, half_width = _contour(t, theta, disc)
+    m = int(t * half_width / disc.nodes / dr)
+    if m < 1:
+        raise ValueError("dr too large for the contour's strip")
     n_x = 2 * int(math.ceil((t + 2.0 * disc.x_half) / (2.0 * m * dr / t))) + 1
     k = np.arange(int(math.floor(r_lo / dr)), int(math.ceil(r_hi / dr)) + 1)
     return RayGrid(t, theta, c, dr, m, k, n_x, disc.x_half)
@@ -114,7 +125,8 @@ def laplace_gap(steps: int, g: RayGrid) -> tuple[np.ndarray, np.ndarray]:
     for weights in (wt, wt2):
         p = _strided_dot(d_near, near, g.m, g.n_x, weights)  # E[e^{-oY} - 1 + oY]
         s = steps * (p + log1p_minus(p - w[:near] / steps))  # M log psi_Y(o) + w
-        out_near = np.where(s.real > 1.0, e_near - np.exp(np.minimum(s.real, 700.0) + 1j * s.imag) * e_near,
+        # psi_L = e^{s - w} directly where it dominates (e^s alone may overflow while e^{-w} underflows)
+        out_near = np.where(s.real > 1.0, e_near - np.exp(s - w[:near]),
                             -e_near * np.expm1(np.minimum(s.real, 1.0) + 1j * s.imag))
         psi = _strided_dot(d_far, g.k.size - near, g.m, g.n_x, weights)
         with np.errstate(divide="ignore"):
@@ -176,6 +188,8 @@ def r_range(steps: int, t: float, theta: float, amp: float, disc: Discretization
 def moment_line(steps: int, sigma: float, u_max: float, du: float, disc: Discretization = FIRST) -> MomentLine:
     """F_M(1/2 + iu) on u = 0, du, ..., >= u_max, by the Laplace-Mellin formula above."""
     t = 1.0 / sigma
+    if u_max / du > MAX_NODES:
+        raise NumericsUnreliable(f"the moment line to u = {u_max:.0f} is too long")
     n_u = int(math.ceil(u_max / du)) + 1
     delta = min(0.5 * math.pi, disc.kappa / max(du * (n_u - 1), 1e-300))
     theta = -0.5 * math.pi + delta
@@ -183,8 +197,10 @@ def moment_line(steps: int, sigma: float, u_max: float, du: float, disc: Discret
     log_pref = np.log(q) - loggamma(1.0 - q) - 1j * q * theta
     amp = np.exp(log_pref.real)
     r_lo, r_hi = r_range(steps, t, theta, float(amp.max()), disc)
-    # r_k = k dr with dr du = 2 pi / P: e^{-i u_j r_k} = e^{-2 pi i jk/P}, one FFT of length P
-    period = max(int(math.ceil(2.0 * math.pi / (du * delta / disc.nodes))), n_u)
+    # r_k = k dr with dr du = 2 pi / P: e^{-i u_j r_k} = e^{-2 pi i jk/P}, one FFT of length P;
+    # dr resolves the ray's strip (delta) and keeps the x-step t-times smaller inside the contour's
+    dr_max = min(delta, t * _contour(t, theta, disc)[1]) / disc.nodes
+    period = max(int(math.ceil(2.0 * math.pi / (du * dr_max))), n_u)
     grid = ray_grid(t, theta, 2.0 * math.pi / (du * period), r_lo, r_hi, disc)
     if period > MAX_NODES or grid.k.size * grid.n_x > 64 * MAX_NODES:
         raise NumericsUnreliable(f"the moment line to u = {du * (n_u - 1):.0f} needs "

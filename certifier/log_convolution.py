@@ -21,7 +21,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import ndtr, ndtri
+
+from certifier.one_epoch import bulk_sd
 
 EPS_END = 40.0       # beyond D = 40, eps(D) < 1e-17: the shift is below round-off
 FLOOR = 1e-16        # relative density level where a lattice density is trimmed (round-off)
@@ -111,16 +112,6 @@ def mean_density(steps: int, sigma: float, h: float) -> LatticeDensity:
     length = 1 << int(math.ceil(math.log2(d.f.size + 64)))
     moved = _shift_rows(d.f, length, np.array([-frac]))[0]
     return _trim(d.lo - whole, h, moved[:d.f.size])
-
-
-def bulk_sd(steps: int, sigma: float) -> float:
-    """Standard deviation of ln L_M in its bulk (the steps that about one of M exceeds are dropped)."""
-    t = 1.0 / sigma
-    z = -float(ndtri(1.0 / (steps + 1.0)))
-    keep = float(ndtr(z))
-    m1 = float(ndtr(z - t)) / keep
-    m2 = math.exp(min(t * t, 700.0)) * float(ndtr(z - 2.0 * t)) / keep
-    return math.sqrt(min(t * t, math.log1p(max(m2 / (m1 * m1) - 1.0, 1e-12) / steps)))
 
 
 def lattice_step(steps: int, sigma: float) -> float:

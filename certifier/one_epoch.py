@@ -62,6 +62,19 @@ class EpochDensity:
         return self.x0 + self.dx * np.arange(self.f.size)
 
 
+def bulk_sd(steps: int, sigma: float) -> float:
+    """Standard deviation of ln L_M in its bulk: the steps beyond the level z that about one of
+    the M steps exceeds are dropped. With X <= z, E Y = Phi(z - t), E Y^2 = e^{t^2} Phi(z - 2t)
+    (in logs: both underflow at small sigma); the relative variance of L_M is then
+    (E Y^2 / (E Y)^2 - 1)/M, and of ln L_M about its log1p."""
+    from scipy.special import log_ndtr, ndtri
+    t = 1.0 / sigma
+    z = -float(ndtri(1.0 / (steps + 1.0)))
+    log_ratio = t * t + log_ndtr(z - 2.0 * t) + log_ndtr(z) - 2.0 * log_ndtr(z - t)  # ln(E Y^2/(E Y)^2)
+    rel_var = math.expm1(min(float(log_ratio), 700.0)) / steps
+    return math.sqrt(min(t * t, max(math.log1p(rel_var), 1e-24)))
+
+
 def upper_range(steps: int, t: float, v: float, tail: float = 1e-17) -> float:
     """A V beyond which the mass of V is below `tail` (one big Y_j dominates)."""
     from scipy.special import ndtri

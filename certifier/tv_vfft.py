@@ -33,12 +33,12 @@ def log_period(steps: int, epochs: int, sigma: float) -> float:
     return max(24.0 * math.sqrt(epochs * v2) + 2.0 * epochs * v2, min(8.0, one_epoch))
 
 
-def _log_grid(dens: EpochDensity, epochs: int) -> tuple[np.ndarray, float, float]:
+def _log_grid(dens: EpochDensity, epochs: int, points: int) -> tuple[np.ndarray, float, float]:
     """Samples of the density of ln L_M on the periodic grid used for composition."""
     v = dens.v
     period = log_period(dens.steps, epochs, 1.0 / dens.t)
-    h = period / GRID_POINTS
-    s = -period / 2 + h * np.arange(GRID_POINTS)  # s = 0 is a grid point
+    h = period / points
+    s = -period / 2 + h * np.arange(points)  # s = 0 is a grid point
     spline = CubicSpline(dens.x(), dens.f, extrapolate=False)
     x = np.expm1(s) / v  # V at these s
     fv = spline(x)
@@ -61,9 +61,9 @@ class LogLambdaDensity:
     zero: int  # index of s = 0
 
 
-def log_lambda_density(dens: EpochDensity, epochs: int) -> LogLambdaDensity:
+def log_lambda_density(dens: EpochDensity, epochs: int, points: int = GRID_POINTS) -> LogLambdaDensity:
     """E-fold periodic convolution of the ln L_M density by FFT (C.4)."""
-    fs, h, period = _log_grid(dens, epochs)
+    fs, h, period = _log_grid(dens, epochs, points)
     n = fs.size
     zero = n // 2
     shifted = np.roll(fs * h, -zero)  # s = 0 first
@@ -73,10 +73,10 @@ def log_lambda_density(dens: EpochDensity, epochs: int) -> LogLambdaDensity:
     return LogLambdaDensity(s, fe, h, float(fs.sum() * h), zero)
 
 
-def tv_fft(dens: EpochDensity, epochs: int) -> tuple[float, float]:
+def tv_fft(dens: EpochDensity, epochs: int, points: int = GRID_POINTS) -> tuple[float, float]:
     """E_P (1 - Lambda)_+ against the composed density, with the kink correction (C.4),
     and its defect: the one-epoch mass missing from the grid (times E) and the round-off."""
-    d = log_lambda_density(dens, epochs)
+    d = log_lambda_density(dens, epochs, points)
     z = d.zero
     negative = float(-d.f[d.f < 0].sum() * d.h)  # round-off noise, kept signed
     tv = float(np.dot(-np.expm1(d.s[:z]), d.f[:z]) * d.h)
@@ -99,21 +99,22 @@ def v_grid_points(steps: int, epochs: int, sigma: float) -> int:
     return 1 << int(math.ceil(math.log2(width / V_DX)))
 
 
-def density_for(steps: int, epochs: int, sigma: float) -> EpochDensity:
+def density_for(steps: int, epochs: int, sigma: float, dx: float = V_DX) -> EpochDensity:
     """The one-epoch density on a V range matched to the ln-Lambda grid of E epochs."""
     if sigma < MIN_SIGMA:
         raise NumericsUnreliable(f"the density of L_M is computed for sigma >= {MIN_SIGMA} "
                                  "(e^(1/sigma^2) is too heavy-tailed below)")
-    return epoch_density(steps, sigma, v_max=_v_top(steps, epochs, sigma), dx=V_DX)
+    return epoch_density(steps, sigma, v_max=_v_top(steps, epochs, sigma), dx=dx)
 
 
-def tv_vfft(steps: int, epochs: int, sigma: float) -> tuple[float, float]:
+def tv_vfft(steps: int, epochs: int, sigma: float, second_grid: bool = False) -> tuple[float, float]:
     """E_P (1 - Lambda)_+ from the V density by the FFT composition: (value, error estimate).
 
-    The estimate is the defect of `tv_fft` and 1e-12 for the grids (the paper's C.4 checks
-    found the grids' own error below 1.1e-9 only together with a second route).
+    The estimate is the defect of `tv_fft` and 1e-12 for the grids; `second_grid` halves both
+    spacings (V and ln Lambda), the paper's "second grid" check of C.4.
     """
-    a, defect = tv_fft(density_for(steps, epochs, sigma), epochs)
-    return a, defect + 1e-12
+    k = 2 if second_grid else 1
+    a, defect = tv_fft(density_for(steps, epochs, sigma, V_DX / k), epochs, k * GRID_POINTS)
+    return float(a), defect + 1e-12
 
 

@@ -45,6 +45,33 @@ def test_laplace_moments_at_m1_match_the_closed_form(sigma):
         assert np.all(err <= np.abs(line.f - line.f_coarse_r) + line.roundoff + 1e-14)
 
 
+@pytest.mark.parametrize("steps,sigma,kappa", [(10_000, 0.1668, 2.0), (3, 0.3, 1.0), (100, 2.0, 2.0)])
+def test_laplace_gap_against_mpmath(steps, sigma, kappa):
+    """e^{-w} - psi_Y(w/M)^M on the ray, both branches (|w/M| < 1 and beyond) and the region where
+    e^{-w} underflows while psi_L does not, against a 25-digit contour quadrature."""
+    import mpmath as mp
+
+    from certifier.laplace_moments import FIRST, _contour, laplace_gap, ray_grid
+    mp.mp.dps = 25
+    t = 1.0 / sigma
+    delta = kappa / 18.7
+    theta = -math.pi / 2 + delta
+    c = _contour(t, theta, FIRST)[0]
+    g = ray_grid(t, theta, delta / 7, -8.0, 40.0, FIRST)
+    gap = laplace_gap(steps, g)[0]
+    r = g.k * g.dr
+
+    def psi_y(o):
+        f = lambda x: mp.exp(-o * mp.exp(t * (x + 1j * c) - t * t / 2) - (x + 1j * c) ** 2 / 2)  # noqa: E731
+        return mp.quad(f, [-12, -6, -3, 0, 3, 6, 9, 12, 18, 24]) / mp.sqrt(2 * mp.pi)
+    for x in (-6.0, 0.0, 3.0, math.log(steps) - 0.3, math.log(steps) + 0.3, 12.0, 20.0, 35.0):
+        i = int(np.argmin(np.abs(r - x)))
+        w = mp.exp(mp.mpf(r[i]) + 1j * mp.mpf(theta))
+        ref = complex(mp.exp(-w) - psi_y(w / steps) ** steps)
+        # relative 1e-11 (M log psi_Y carries M times the rounding of psi_Y), or negligible in (14)
+        assert abs(gap[i] - ref) <= 1e-11 * max(abs(ref), math.exp(r[i] / 2) * 1e-3), (r[i], gap[i], ref)
+
+
 def test_log_sum_of_two_gaussians_matches_a_direct_integral():
     """Density of W = ln(e^A + e^B), A ~ N(0, 1), B ~ N(-1, 0.25), against the direct formula
     f_W(w) = int_{a < w} p(a) q(ln(e^w - e^a)) e^w / (e^w - e^a) da, taken with a = w - e^y."""
