@@ -54,10 +54,10 @@ def tv_table(markdown: bool) -> None:
 
 
 def sigma_table(cells, markdown: bool) -> list[float]:
+    """One line per cell as it finishes; with markdown, then one table row per (M, E): sigma (seconds)."""
     print(load())
-    print("| M | E | lambda | exact sigma | seconds |\n|---|---|---|---|---|" if markdown else
-          f"{'M':>6} {'E':>3} {'lambda':>6} {'exact sigma':>12} {'seconds':>8}")
-    times = []
+    print(f"{'M':>6} {'E':>3} {'lambda':>6} {'exact sigma':>12} {'seconds':>8}")
+    times, found = [], {}
     for m, e, lam in cells:
         t0 = time.perf_counter()
         try:
@@ -66,8 +66,13 @@ def sigma_table(cells, markdown: bool) -> list[float]:
             s = f"FAILED: {err}"
         dt = time.perf_counter() - t0
         times.append(dt)
-        print(f"| {m} | {e} | {lam} | {s} | {dt:.2f} |" if markdown else f"{m:>6} {e:>3} {lam:>6} {s:>12} {dt:>8.2f}",
-              flush=True)
+        found[m, e, lam] = f"{s} ({dt:.2f} s)"
+        print(f"{m:>6} {e:>3} {lam:>6} {s:>12} {dt:>8.2f}", flush=True)
+    if markdown:
+        lams = sorted({lam for _, _, lam in cells}, key=float)
+        print("\n| M | E | " + " | ".join(f"lambda = {lam}" for lam in lams) + " |\n|---|---|" + "---|" * len(lams))
+        for m, e in dict.fromkeys((m, e) for m, e, _ in cells):
+            print(f"| {m} | {e} | " + " | ".join(found.get((m, e, lam), "") for lam in lams) + " |")
     return times
 
 

@@ -3,14 +3,16 @@
 d_TV(P_M^E, Q_M^E) = E_P (1 - Lambda)_+, Lambda = prod_e L_{M,e} (Theorem 4.1).
 
   * M = 1: the closed form 2 Phi(t sqrt(E)/2) - 1 (C.4).
-  * M >= 2: route "laplace" (certifier.tv_laplace): formula (14) with F_M(1/2 + iu)
-    from the Laplace transform of the lognormal Y, for every tail weight and sigma.
+  * tiny sigma: TV = 1 within 1 - TV <= E Lambda^{1/2} = F_M(1/2)^E <= (sqrt(M) e^{-t^2/8})^E
+    (min{1, x} <= sqrt(x), and sqrt of a sum <= the sum of sqrts), once that is below 1e-17.
+  * otherwise route "laplace" (certifier.tv_laplace): formula (14) with F_M(1/2 + iu) from
+    the Laplace transform of the lognormal Y, for every tail weight; where ln L_M is so
+    narrow that its moment line gets long, route "vfft" (certifier.tv_vfft, C.4).
   * check=True adds an independent second route and widens the error by any
     disagreement beyond the two estimates: route "logconv" (certifier.log_convolution,
-    the density of ln L_M by log-domain convolutions) where it is affordable, else route
-    "vfft" (certifier.tv_vfft, the density of L_M by FFT inversion, C.4) where its grid
-    is small, else the laplace route on a second discretization (other ray, contour,
-    steps and cut-offs: it checks the quadratures, not the formula).
+    the density of ln L_M by log-domain convolutions) where it is affordable, else "vfft"
+    where its grid is small, else the primary route on a second discretization (it
+    checks the quadratures, not the formula).
 These are floating-point numerics with error estimates, not a certificate (docs/exact.md).
 """
 from __future__ import annotations
@@ -29,10 +31,11 @@ from certifier.tv_vfft import MIN_SIGMA as VFFT_MIN_SIGMA
 from certifier.tv_vfft import LogLambdaDensity, density_for, log_lambda_density, tv_vfft, v_grid_points
 
 __all__ = ["ExactTV", "exact_tv", "exact_sigma", "tv_m1", "LogLambdaDensity", "density_for",
-           "log_lambda_density", "MIN_SIGMA", "MAX_ERROR"]
+           "log_lambda_density", "MIN_SIGMA", "MAX_ERROR", "one_minus_tv_bound"]
 
-MIN_SIGMA = 0.05        # below, e^{1/sigma^2} exceeds e^400 and TV is 1 to many digits anyway
+MIN_SIGMA = 0.05        # below it only the tiny-sigma bound answers (it does up to M = 10^7)
 MAX_ERROR = 1e-9        # an error estimate above this is refused, not returned
+ONE_LEVEL = 1e-17       # 1 - TV below this (proven): TV = 1 is returned
 VFFT_MAX_POINTS = 1 << 18  # the V grid of the check route (larger grids are slow and tilted)
 LAPLACE_MAX_U = 300.0      # beyond, the moment line is long and route "vfft" is the cheaper primary
 
@@ -65,10 +68,17 @@ def _validate(steps, epochs, sigma) -> float:
         raise ParameterError(f"sigma must be a number, got {sigma!r}") from None
     if not (math.isfinite(s) and s > 0.0):
         raise ParameterError(f"sigma must be finite and > 0, got {sigma!r}")
-    if s < MIN_SIGMA and steps > 1:
-        raise NumericsUnreliable(f"the exact TV is computed for sigma >= {MIN_SIGMA} "
-                                 f"(at sigma = {s:g} it is 1 - e^(-1/(8 sigma^2)) or closer to 1)")
     return s
+
+
+def one_minus_tv_bound(steps: int, epochs: int, sigma: float) -> float:
+    """(sqrt(M) e^{-1/(8 sigma^2)})^E >= E min{1, Lambda} = 1 - TV (capped at 1).
+
+    min{1, x} <= x^{1/2}; E Lambda^{1/2} = F_M(1/2)^E (Theorem 4.1); and
+    F_M(1/2) = E (sum_j Y_j / M)^{1/2} <= M^{-1/2} sum_j E Y_j^{1/2} = sqrt(M) e^{-t^2/8}.
+    """
+    log_f = 0.5 * math.log(steps) - 1.0 / (8.0 * sigma * sigma)
+    return math.exp(epochs * log_f) if log_f < 0 else 1.0
 
 
 @dataclass(frozen=True)
@@ -135,6 +145,12 @@ def exact_tv(steps: int, epochs: int, sigma, check: bool = True) -> ExactTV:
     s = _validate(steps, epochs, sigma)
     if steps == 1:
         return ExactTV(tv_m1(epochs, s), 1e-15, "closed-form M=1")
+    gap = one_minus_tv_bound(steps, epochs, s)
+    if gap <= ONE_LEVEL:
+        return ExactTV(1.0, gap, "bound 1 - TV <= (sqrt(M) e^{-1/(8 sigma^2)})^E")
+    if s < MIN_SIGMA:
+        raise NumericsUnreliable(f"the exact TV is computed for sigma >= {MIN_SIGMA} or where "
+                                 f"1 - TV <= (sqrt(M) e^(-1/(8 sigma^2)))^E <= {ONE_LEVEL:g}")
     first = primary(steps, epochs, s)
     error, method = first.error, first.name
     if check:
@@ -159,6 +175,8 @@ class _TvCurve:
         if sigma not in self.values:
             if self.steps == 1:
                 tv = tv_m1(self.epochs, sigma)
+            elif one_minus_tv_bound(self.steps, self.epochs, sigma) <= ONE_LEVEL:
+                tv = 1.0
             else:
                 if sigma < MIN_SIGMA:
                     raise NumericsUnreliable(f"the exact sigma lies below {MIN_SIGMA} (M={self.steps}, "
