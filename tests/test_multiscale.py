@@ -114,7 +114,6 @@ def test_the_top_octave_clamp_moves_and_records():
 
 
 def test_trim_deletes_only_the_low_end_within_budget():
-    lat = Lattice(n=2, top=3)
     X = {0: Poly(0, fmpz_poly([3, 5, 0, 100])), 2: Poly(4, fmpz_poly([7, 0, 0, 1]))}
     led = Ledger(F)
     T = trim_ms(X, 2 * 8, led)                       # at most 8 units from the bottom
