@@ -146,7 +146,7 @@ def _nice(x: float) -> str:
 
 def _octave_of(value: float, Nh: float) -> int:
     """The octave whose range contains `value` (0 below 2 N h)."""
-    return max(0, math.floor(math.log2(value / Nh))) if value >= 2 * Nh else 0
+    return max(0, math.floor(math.log2(value) - math.log2(Nh))) if value >= 2 * Nh else 0
 
 
 def _y_bits(cm: CellModel, n: int, Nh: float, K_y: int) -> list[int]:
