@@ -3,7 +3,7 @@
 d_TV(P_M^E, Q_M^E) = E_P (1 - Lambda)_+, Lambda = prod_e L_{M,e} (Theorem 4.1).
 
   * M = 1: the closed form 2 Phi(t sqrt(E)/2) - 1 (C.4).
-  * tiny sigma: TV = 1 within 1 - TV <= E Lambda^{1/2} = F_M(1/2)^E <= (sqrt(M) e^{-t^2/8})^E
+  * small sigma: TV = 1 within 1 - TV <= E Lambda^{1/2} = F_M(1/2)^E <= (sqrt(M) e^{-t^2/8})^E
     (min{1, x} <= sqrt(x), and sqrt of a sum <= the sum of sqrts), once that is below 1e-17.
   * otherwise route "laplace" (certifier.tv_laplace): formula (14) with F_M(1/2 + iu) from
     the Laplace transform of the lognormal Y, for every tail weight; where ln L_M is so
@@ -18,6 +18,7 @@ These are floating-point numerics with error estimates, not a certificate (docs/
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 
 from scipy.special import erf
@@ -33,7 +34,7 @@ from certifier.tv_vfft import LogLambdaDensity, density_for, log_lambda_density,
 __all__ = ["ExactTV", "exact_tv", "exact_sigma", "tv_m1", "LogLambdaDensity", "density_for",
            "log_lambda_density", "MIN_SIGMA", "MAX_ERROR", "one_minus_tv_bound"]
 
-MIN_SIGMA = 0.05        # below it only the tiny-sigma bound answers (it does up to M = 10^7)
+MIN_SIGMA = 0.05        # below, refused (NumericsUnreliable) with the bound on 1 - TV in the message
 MAX_ERROR = 1e-9        # an error estimate above this is refused, not returned
 ONE_LEVEL = 1e-17       # 1 - TV below this (proven): TV = 1 is returned
 VFFT_MAX_POINTS = 1 << 18  # the V grid of the check route (larger grids are slow and tilted)
@@ -146,11 +147,11 @@ def exact_tv(steps: int, epochs: int, sigma, check: bool = True) -> ExactTV:
     if steps == 1:
         return ExactTV(tv_m1(epochs, s), 1e-15, "closed-form M=1")
     gap = one_minus_tv_bound(steps, epochs, s)
-    if gap <= ONE_LEVEL:
-        return ExactTV(1.0, gap, "bound 1 - TV <= (sqrt(M) e^{-1/(8 sigma^2)})^E")
     if s < MIN_SIGMA:
-        raise NumericsUnreliable(f"the exact TV is computed for sigma >= {MIN_SIGMA} or where "
-                                 f"1 - TV <= (sqrt(M) e^(-1/(8 sigma^2)))^E <= {ONE_LEVEL:g}")
+        raise NumericsUnreliable(f"the exact TV is computed for sigma >= {MIN_SIGMA}; at sigma = {s:g} "
+                                 f"1 - TV <= (sqrt(M) e^(-1/(8 sigma^2)))^E = {gap:.1e}")
+    if gap <= ONE_LEVEL:
+        return ExactTV(1.0, max(gap, sys.float_info.min), "bound 1 - TV <= (sqrt(M) e^{-1/(8 sigma^2)})^E")
     first = primary(steps, epochs, s)
     error, method = first.error, first.name
     if check:
