@@ -9,9 +9,10 @@ from scipy.special import erf
 
 from certifier.certify import certify, certify_lower
 from certifier.exact import exact_tv
-from certifier.fixedpoint import Poly
+from certifier.fixedpoint import Poly, round_down_sig
+from certifier.fixedpoint import coarsen_floor as floor_coarsen
 from certifier.grids import choose_grid, choose_lower_grid
-from certifier.lower import LowerMethod, _mix, floor_coarsen, lower_bound, round_down_sig, step_a, step_b
+from certifier.lower import LowerMethod, _mix, lower_bound, step_a, step_b
 from certifier.params import parse_decimal
 from certifier.rounding import rounding_bound
 
