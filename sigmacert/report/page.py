@@ -188,13 +188,12 @@ def _provenance(f: Facts, versions: dict) -> str:
         items.append(("key ids named (not checked)", "<span class=mono>" + ", ".join(map(_t, named))
                       + "</span>" + (f" and {more} more" if more > 0 else "")))
     if f.statement is not None and f.accepted:
-        subj = f.statement["subject"][0]
-        method, sw = p["method"], p["software"]
-        items += [("issued at", f"{_t(p['issued_at'])} (recorded by the issuer, not certified)"),
+        subj, method, sw = f.statement["subject"][0], p["method"], p.get("software", {})
+        grid = ", ".join(f"{k} = {_t(method[k])}" for k in ("h", "eta", "cap", "prec") if k in method)
+        items += [("issued at", f"{_t(p.get('issued_at'))} (recorded by the issuer, not certified)"),
                   ("subject", f"{_t(subj['name'])}, SHA-256 <span class=mono>{_t(subj['digest']['sha256'])}</span>"),
                   ("format", f"{'v2, two-sided' if f.two_sided else 'v1, one-sided'}; method {_t(method['name'])} "
-                   f"v{_t(method['version'])}: h = {_t(method['h'])}, &eta; = {_t(method['eta'])}, "
-                   f"cap = {_t(method['cap'])}, {_t(method['prec'])}-bit balls"),
+                   f"v{_t(method['version'])} ({grid})"),
                   ("issuer's software", ", ".join(f"{_t(k)} {_t(v)}" for k, v in sorted(sw.items())))]
     items += [("this report", ", ".join(f"{k} {v}" for k, v in versions.items())),
               ("check it yourself", "<code>sha256sum CERT.json</code>; <code>sigmacert-verify CERT.json --key "
