@@ -85,16 +85,19 @@ def _split(z: Poly, at: int) -> tuple[Poly | None, Poly | None]:
     return (strip(low) if low else None), high
 
 
-def _floor_shift(terms: list[tuple[int, fmpz_poly]], led: Ledger) -> Poly | None:
-    """Sum of exact products (units 2^-2F, with offsets), floored back to units 2^-F."""
-    terms = [(o, p) for o, p in terms if p.length()]
+def _floor_shift(terms: list[tuple[Poly, Poly]], led: Ledger) -> Poly | None:
+    """Sum of the exact products a*b of the pairs (units 2^-2F), floored back to units 2^-F."""
+    terms = [(a, b) for a, b in terms if a is not None and b is not None and a.poly.length() and b.poly.length()]
     if not terms:
         return None
-    off = min(o for o, _ in terms)
+    off = min(a.off + b.off for a, b in terms)
     acc = fmpz_poly([])
-    for o, p in terms:
-        acc += p.left_shift(o - off) if o > off else p
-    exact = int(acc(1))
+    exact = 0
+    for a, b in terms:
+        prod = a.poly * b.poly if a.poly is not b.poly else a.poly * a.poly
+        o = a.off + b.off
+        acc += prod.left_shift(o - off) if o > off else prod
+        exact += a.mass() * b.mass()                      # sum of a product's coefficients
     q = acc // (1 << led.F)
     led.fixed_point += exact - (int(q(1)) << led.F if q.length() else 0)
     led.products += 1
@@ -126,19 +129,11 @@ def oplus(X: MSDist, Y: MSDist, lat: Lattice, led: Ledger, mode: str, square: bo
     N2 = 2 * lat.N
     for k in range(min(keys), max(keys) + 1):
         x, y = X.get(k), Y.get(k)
-        terms = []
-        if square:
-            if x is not None:
-                terms.append((2 * x.off, x.poly * x.poly))
-                if xh is not None:
-                    terms.append((x.off + xh.off, 2 * (x.poly * xh.poly)))
-        else:
-            if x is not None and y is not None:
-                terms.append((x.off + y.off, x.poly * y.poly))
-            if x is not None and yh is not None:
-                terms.append((x.off + yh.off, x.poly * yh.poly))
-            if xh is not None and y is not None:
-                terms.append((xh.off + y.off, xh.poly * y.poly))
+        if square:      # Z_k = x (x + 2 xh): both copies in octave k, or one below it
+            twice = Poly(xh.off, 2 * xh.poly) if xh is not None else None
+            terms = [(x, _add(x, twice))] if x is not None else []
+        else:           # Z_k = x (y + yh) + xh y
+            terms = [(x, _add(y, yh)), (xh, y)]
         z = _floor_shift(terms, led)
         if z is not None:
             low, high = _split(z, N2)
@@ -171,12 +166,13 @@ def _edge(p: fmpz_poly, budget: int, top: bool) -> tuple[int, int]:
     return lo, part(lo)
 
 
-def trim_ms(X: MSDist, units: int, led: Ledger) -> MSDist:
-    """Delete coefficients at the lowest and highest values with mass <= units/2 per end (recorded)."""
+def trim_ms(X: MSDist, units: int, led: Ledger, ends: tuple = (False,)) -> MSDist:
+    """Delete coefficients of mass <= units/2 per end at the lowest (and with ends=(False, True) also the
+    highest) values (recorded). By default only the low end: the top carries the Q-mass."""
     if units <= 0 or not X:
         return X
     X = dict(X)
-    for top in (False, True):
+    for top in ends:
         budget = units // 2
         for k in sorted(X, reverse=top):
             p = X[k]

@@ -34,10 +34,9 @@ from certifier.fixedpoint import (
     product,
     round_up_sig,
     strip,
-    trim,
     working_prec,
 )
-from certifier.lognormal import doubled_tails
+from certifier.lognormal import doubled_tails, two_point_masses
 from certifier.multiscale import ROUND, Lattice, MSDist, ms_mass, oplus, trim_ms
 from certifier.params import decimal_str, parse_decimal
 from certifier.rounding import B_FRACTION_BITS, _b_enclosures, o_ball
@@ -60,6 +59,7 @@ class MethodV2:
     prec: int = 100
     fixed_point_bits: int = 80
     trim: fmpq = fmpq(1, 10**20)
+    trim_shift: fmpq = fmpq(0)       # step (iv) deletions are weighted by min{1, e^{k eta + trim_shift}}
 
     @property
     def lattice(self) -> Lattice:
@@ -85,13 +85,16 @@ class MethodV2:
             raise ParameterError("prec and fixed_point_bits must lie in [32, 4096] and [32, 1024]")
         if not 0 <= self.trim <= fmpq(1, 1000):
             raise ParameterError("trim must lie in [0, 0.001]")
+        if not 0 <= self.trim_shift <= 100:
+            raise ParameterError("trim_shift must lie in [0, 100]")
 
     def to_json(self) -> dict:
         return {"name": METHOD_NAME, "version": METHOD_VERSION, "h": decimal_str(self.h),
                 "mantissa_bits": self.mantissa_bits, "y_mantissa_bits": list(self.y_mantissa_bits),
                 "top_octave": self.top_octave, "cap": decimal_str(self.cap), "eta": decimal_str(self.eta),
                 "k_minus": self.k_minus, "k_plus": self.k_plus, "k_top": self.k_top, "prec": self.prec,
-                "fixed_point_bits": self.fixed_point_bits, "trim": decimal_str(self.trim)}
+                "fixed_point_bits": self.fixed_point_bits, "trim": decimal_str(self.trim),
+                "trim_shift": decimal_str(self.trim_shift)}
 
     @classmethod
     def from_json(cls, obj: dict) -> "MethodV2":
@@ -101,7 +104,8 @@ class MethodV2:
         m = cls(h=p("h"), mantissa_bits=int(obj["mantissa_bits"]),
                 y_mantissa_bits=tuple(int(x) for x in obj["y_mantissa_bits"]), top_octave=int(obj["top_octave"]),
                 eta=p("eta"), k_minus=int(obj["k_minus"]), k_plus=int(obj["k_plus"]), k_top=int(obj["k_top"]),
-                prec=int(obj["prec"]), fixed_point_bits=int(obj["fixed_point_bits"]), trim=p("trim"))
+                prec=int(obj["prec"]), fixed_point_bits=int(obj["fixed_point_bits"]), trim=p("trim"),
+                trim_shift=p("trim_shift"))
         m.validate()
         return m
 
@@ -130,20 +134,11 @@ def step_i(t2: fmpq, m: MethodV2) -> tuple[MSDist, arb, arb]:
     F = m.fixed_point_bits
     grid = y_grid(m)
     units = [j << k for k, j in grid]            # points in units of h
+    e0, e1 = doubled_tails(t2, units, m.h, m.prec)
     with working_prec(m.prec):
-        e0, e1 = doubled_tails(t2, units, m.h, m.prec)
-        inv_h = 1 / arb(m.h.p) * arb(m.h.q)
-        masses = [arb(0)] * len(units)
-        carry = arb(0)
-        for i in range(1, len(units)):
-            a, b = units[i - 1], units[i]
-            mm = e0[i - 1] - e0[i]                   # 2 Pr(a h < Y <= b h)
-            mu = (e1[i - 1] - e1[i]) * inv_h         # 2 E[Y; cell] / h
-            down = (mm * b - mu) / (b - a)           # Lemma C.5: (b - y)/(b - a) of the mass to a
-            masses[i - 1] = carry + down
-            carry = mm - down
-        moved_cap = e0[-1] / 2                       # Pr(Y > cap): moved down to the cap
-        masses[-1] = carry + e0[-1]
+        masses = two_point_masses(e0, e1, units, m.h)
+        masses[-1] += e0[-1]                         # Y > cap moved down to the cap
+        moved_cap = e0[-1] / 2
         ints = [floor_fixed(x, F - 1) for x in masses]   # the balls hold doubled masses
         loss = arb(1) - arb(sum(ints)) / arb(2) ** F
     P: MSDist = {}
@@ -289,11 +284,12 @@ def clamp_index(p: Poly, top: int, led: Ledger) -> Poly:
     return Poly(p.off, keep + fmpz_poly([0] * (n - 1) + [moved]))
 
 
-def trim_q(p: Poly, eta: fmpq, budget: int, led: Ledger) -> Poly:
-    """Delete the lowest coefficients whose Q-weight sum_k b_k e^{k eta} is at most `budget` (units 2^-F).
+def trim_q(p: Poly, eta: fmpq, shift: fmpq, budget: int, led: Ledger) -> Poly:
+    """Delete the lowest coefficients whose weight sum_k b_k min{1, e^{k eta + shift}} is <= `budget` (2^-F).
 
-    Deleting mass is always allowed; the Q-weight bounds what it costs (E_P Lambda_rest <= 1), and
-    floats only choose how many to delete.
+    Deleting mass is always allowed. The weight bounds what it costs: min{1, Lambda} and, up to
+    eps = shift, min{1, e^eps Lambda} and min{Lambda, e^eps} are at most min{1, e^shift Lambda}, and
+    E_P Lambda_rest <= 1 for the epochs still to come. Floats only choose how many to delete.
     """
     n = p.poly.length()
     if n == 0 or budget <= 0:
@@ -302,7 +298,7 @@ def trim_q(p: Poly, eta: fmpq, budget: int, led: Ledger) -> Poly:
     while True:
         cs = np.array([float(x) for x in p.poly.truncate(k).coeffs()], dtype=float)
         cs = np.concatenate([cs, np.zeros(k - cs.size)])
-        w = np.cumsum(cs * np.exp((p.off + np.arange(k)) * float(eta)))
+        w = np.cumsum(cs * np.exp(np.minimum((p.off + np.arange(k)) * float(eta) + float(shift), 0.0)))
         cut = int(np.searchsorted(w, budget * (1 - 1e-6), side="right"))
         if cut < k or k == n:
             break
@@ -316,9 +312,10 @@ def trim_q(p: Poly, eta: fmpq, budget: int, led: Ledger) -> Poly:
 
 def step_iv(R: Poly, epochs: int, m: MethodV2, led: Ledger, progress=None) -> Poly:
     """Step (iv): b = R^E by binary powering; after every product exponents above k_top are moved
-    down to k_top and at most `trim` of mass is deleted (P-mass at both ends, Q-weight at the low end)."""
+    down to k_top and low coefficients of weight (trim_q) at most `trim` are deleted. Nothing is
+    deleted at the top: there the Q-mass, which the privacy rows need, is large."""
     units = int((m.trim * (1 << led.F)).floor())
-    tidy = lambda p: trim_q(trim(clamp_index(p, m.k_top, led), units, led), m.eta, units // 2, led)
+    tidy = lambda p: trim_q(clamp_index(p, m.k_top, led), m.eta, m.trim_shift, units, led)
     acc, base, e, i, nbits = None, clamp_index(R, m.k_top, led), epochs, 0, epochs.bit_length()
     while e:
         if e & 1:
