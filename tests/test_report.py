@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import io
 import json
+import math
 import re
 import subprocess
 import sys
@@ -26,7 +27,7 @@ from certifier import closed_form as cf
 from certifier.errors import NumericsUnreliable, ParameterError
 from certifier.exact import exact_tv, tv_m1
 from sigmacert.cli import main
-from sigmacert.report import curves, render
+from sigmacert.report import curves, gaussian_pair_of, render
 from sigmacert.report.facts import Facts
 from sigmacert.report.page import page
 
@@ -122,7 +123,7 @@ def test_cli_json_default_output_and_identical_bytes_in_another_process(spec_cer
     assert other.stdout.splitlines()[-1] == f"report: {tmp_path / 'b.html'}"
     a, b = (tmp_path / "c.html").read_bytes(), (tmp_path / "b.html").read_bytes()
     assert a == b and b.count(b"<svg") == 3
-    assert b"One-sided (format v1) certificate" in a and b"no certified rows (one-sided certificate)" in a
+    assert b"One-sided certificate" in a and b"no certified rows (one-sided certificate)" in a
 
 
 def test_tampered_signature_is_reject_exit_1_and_nothing_read(tmp_path):
@@ -160,6 +161,22 @@ def test_scheme_is_shown_when_present_and_defaults_to_random_allocation():
     cmp = {a: (0.5, 0.5) for a in ("0.1", "0.01", "0.001")}
     assert "<b>random-allocation</b> sampling" in page(_facts({}), {}, {}, cmp, {})
     assert "<b>shuffle</b> sampling" in page(_facts({"scheme": "shuffle"}), {}, {}, cmp, {})
+
+
+def test_fixed_bins_claim_is_described_and_plotted_as_its_one_epoch_pair(monkeypatch):
+    """docs/method-v2.md §3: fixed bins certify (P_M, Q_M) at sigma/sqrt(E), E = ceil(iterations/M)."""
+    claim = {"scheme": "fixed-bins", "steps": 100, "epochs": 10, "iterations": 1000, "sigma": "2.1394",
+             "target": "0.1", "statement": "TV(P_M, Q_M) at sigma/sqrt(E) <= target, ..."}
+    assert gaussian_pair_of(claim) == (100, 1, pytest.approx(10 ** 0.5, rel=1e-15))
+    assert gaussian_pair_of({**claim, "scheme": "random-allocation"}) == (100, 10, 1.0)
+    assert gaussian_pair_of({**claim, "scheme": "poisson"}) is None  # no reference curves: no plots
+    monkeypatch.setattr(curves, "exact_tv", lambda *a, **k: exact_tv(1, 1, 1.0))  # only the closed form here
+    c = curves.tv_curves(100, 1, 2.1394, 0.1, None, 10 ** 0.5)
+    # U(c) = lambda with c = (e^{E/sigma^2} - 1)/M = 4 lambda^2 (Thm 3.3, first branch), solved by hand:
+    assert abs(c.closed_form_sigma - (10 / math.log1p(100 * 0.04)) ** 0.5) < 1e-12
+    assert abs(c.bound[0] - 0.5 * math.sqrt(math.expm1(10 / c.sigma[0] ** 2) / 100)) < 1e-12
+    h = page(_facts(claim), {}, {}, {a: (0.5, 0.5) for a in ("0.1", "0.01", "0.001")}, {})
+    assert "<b>fixed-bins</b> sampling" in h and "1000 iterations" in h and "at &sigma;/&radic;E" in h
 
 
 def test_certificate_text_is_escaped():

@@ -12,6 +12,7 @@ The independent verifier decides the verdict; plots are drawn only for an accept
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -23,7 +24,9 @@ import matplotlib
 import verifier
 from certifier import __version__
 from certifier import closed_form as cf
+from certifier.claim import RANDOM_ALLOCATION, Claim
 from certifier.errors import ParameterError
+from certifier.params import parse_decimal
 from sigmacert.report import curves, plots
 from sigmacert.report.facts import Facts, read_facts
 from sigmacert.report.page import page
@@ -72,20 +75,34 @@ def _subject_digest(subject) -> str | None:
         raise ParameterError(f"cannot read subject file: {err.strerror or err}") from None
 
 
+def gaussian_pair_of(claim: dict) -> tuple[int, int, float] | None:
+    """(M, E, scale): the claim's scheme reduces to the pair (P_M^E, Q_M^E) at sigma / scale (Section 2;
+    docs/method-v2.md §3), or None for a scheme this version does not know."""
+    try:
+        c = Claim(claim.get("scheme", RANDOM_ALLOCATION), claim["steps"], claim["epochs"],
+                  parse_decimal("sigma", claim["sigma"]), parse_decimal("target", claim["target"]))
+    except ParameterError:
+        return None
+    return (*c.pair(), 1.0 / c.sigma_of_pair(1.0))
+
+
 def _plots(f: Facts) -> tuple[dict, dict]:
     """The three figures of an accepted certificate, and a remark per figure (points the numerics refused)."""
     c, p = f.claim, f.predicate
-    m, e, sigma, lam = c["steps"], c["epochs"], float(c["sigma"]), float(c["target"])
+    pair_of = gaussian_pair_of(c)
+    if pair_of is None:
+        return {}, {"plots": f"No plots: this version has no reference curves for the scheme {f.scheme!r}."}
+    (m, e, scale), sigma, lam = pair_of, float(c["sigma"]), float(c["target"])
     cert = {"sigma": c["sigma"], "target": c["target"], "bound": p["bound"]}
     if f.two_sided:
         cert.update(sigma_low=p["lower"]["sigma_low"], tv_lower=p["lower"]["tv_lower"])
-    tv = curves.tv_curves(m, e, sigma, lam, float(cert["sigma_low"]) if f.two_sided else None)
-    pair = curves.gaussian_pair(m, e, sigma)
+    tv = curves.tv_curves(m, e, sigma, lam, float(cert["sigma_low"]) if f.two_sided else None, scale)
+    pair = curves.gaussian_pair(m, e, sigma / scale)
     tpr = [(float(a), float(row["tpr"])) for a, row in f.tpr_rows]
     eps = [(float(d), float(row["epsilon"])) for d, row in f.epsilon_rows]
     svgs = {"tv": plots.svg(plots.tv_figure(tv, cert), "tv"),
-            "tradeoff": plots.svg(plots.tradeoff_figure(curves.trade_off(pair, m, e, sigma, lam), lam, tpr),
-                                  "tradeoff"),
+            "tradeoff": plots.svg(plots.tradeoff_figure(curves.trade_off(pair, m, e, sigma / scale, lam), lam,
+                                                        tpr), "tradeoff"),
             "epsilon": plots.svg(plots.epsilon_figure(curves.epsilon_curve(pair), eps), "epsilon")}
     refused = ", ".join(f"{s:.6g}" for s in tv.refused)
     notes = {"tv": f"The exact-TV numerics refused sigma = {refused}; those points are left out." if refused else "",
@@ -96,8 +113,11 @@ def _plots(f: Facts) -> tuple[dict, dict]:
 
 def _comparisons(f: Facts) -> dict:
     """FPR -> (chi-square bound of Prop. B.2, alpha + lambda), floats, for the TPR table."""
-    c = f.claim
-    chi2 = cf.c_E(c["steps"], c["epochs"], float(c["sigma"]))
+    c, pair_of = f.claim, gaussian_pair_of(f.claim)
+    if pair_of is None:
+        return {a: (math.nan, min(1.0, float(a) + float(c["target"]))) for a, _ in f.tpr_rows}
+    m, e, scale = pair_of
+    chi2 = cf.c_E(m, e, float(c["sigma"]) / scale)
     return {a: (cf.chi2_tpr_bound(float(a), chi2), min(1.0, float(a) + float(c["target"]))) for a, _ in f.tpr_rows}
 
 

@@ -32,17 +32,21 @@ class TVCurves:
     closed_form_sigma: float    # Corollary 3.4: U(c_E) = lambda
 
 
-def tv_curves(steps: int, epochs: int, sigma: float, target: float, sigma_low: float | None) -> TVCurves:
-    """The closed-form bound on a dense grid and the exact TV at a few points, sigma and sigma_low included."""
-    closed = cf.closed_form_sigma(steps, epochs, target)
+def tv_curves(steps: int, epochs: int, sigma: float, target: float, sigma_low: float | None,
+              scale: float = 1.0) -> TVCurves:
+    """The closed-form bound on a dense grid and the exact TV at a few points, sigma and sigma_low included.
+
+    Noise multipliers are the claim's; the pair (P_M^E, Q_M^E) is taken at sigma / scale (scale = sqrt(E)
+    with E = 1 for the fixed-bins scheme, docs/method-v2.md §3; 1 for random allocation)."""
+    closed = scale * cf.closed_form_sigma(steps, epochs, target)
     lo, hi = 0.92 * min(sigma, closed), 1.06 * max(sigma, closed)
     grid = np.linspace(lo, hi, 241)
-    bound = np.array([cf.tv_bound(steps, epochs, s) for s in grid])
+    bound = np.array([cf.tv_bound(steps, epochs, s / scale) for s in grid])
     points = {*np.linspace(lo, hi, WIDE_POINTS).tolist(), sigma} | ({sigma_low} if sigma_low else set())
     exact, refused = {}, []
     for s in sorted(points):
         try:
-            exact[s] = exact_tv(steps, epochs, s, check=False).tv
+            exact[s] = exact_tv(steps, epochs, s / scale, check=False).tv
         except NumericsUnreliable:
             refused.append(s)
     return TVCurves(grid, bound, exact, tuple(refused), closed)

@@ -7,6 +7,7 @@ certificate's numbers are kept as "claimed" and never drawn.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 
 from certifier.envelope import load_envelope, read_unverified
@@ -45,6 +46,12 @@ class Facts:
     @property
     def scheme(self) -> str:
         return str(self.claim.get("scheme", DEFAULT_SCHEME))
+
+    @property
+    def format_version(self) -> str:
+        """The N of the predicate type .../tv-certificate/vN (docs/certificate.md §6, method-v2.md §3)."""
+        m = re.search(r"/v(\d+)$", str((self.statement or {}).get("predicateType", "")))
+        return m.group(1) if m else "?"
 
     @property
     def two_sided(self) -> bool:

@@ -5,6 +5,7 @@ no attribute carries certificate data. A Content-Security-Policy forbids every f
 """
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal
 from html import escape
@@ -88,6 +89,10 @@ def _t(x) -> str:
     return escape(s if len(s) <= MAX_TEXT else s[:MAX_TEXT] + "\u2026")
 
 
+def _num(x: float) -> str:
+    return "&ndash;" if math.isnan(x) else f"{x:.4g}"
+
+
 def _accuracy(target: str) -> str:
     return str(Decimal("0.5") + Decimal(target) / 2)  # an exact decimal: the target is one
 
@@ -99,16 +104,25 @@ def _verdict(f: Facts) -> str:
             f'<p><b>Reason</b> <code>{_t(f.reason)}</code>: {_t(f.detail)}</p></header>')
 
 
+SCHEMES = {  # how each scheme samples, and the pair its certificate bounds (docs/method-v2.md §3)
+    "random-allocation": ("balls and bins: in every epoch each record is used at one step chosen uniformly at "
+                          "random", "TV(P<sub>M</sub><sup>&otimes;E</sup>, Q<sub>M</sub><sup>&otimes;E</sup>)"),
+    "fixed-bins": ("each record is assigned once to one of the M bins, uniformly at random, and used whenever its "
+                   "bin comes round, at most E times", "TV(P<sub>M</sub>, Q<sub>M</sub>) at &sigma;/&radic;E"),
+}
+
+
 def _claim(f: Facts) -> str:
     c = f.claim
     m, e, s, lam = (_t(c[k]) for k in ("steps", "epochs", "sigma", "target"))
+    how, pair = SCHEMES.get(f.scheme, ("see the statement below", "TV"))
+    runs = f", {_t(c['iterations'])} iterations" if "iterations" in c else ""
     return f"""<section id="claim"><h2>The claim</h2>
-<p>Training by DP-SGD with <b>{_t(f.scheme)}</b> sampling (balls and bins: in each epoch every record is used at one
-step chosen uniformly at random), <b>M = {m}</b> steps per epoch, <b>E = {e}</b> epochs, noise multiplier
-<b>&sigma; = {s}</b> (noise N(0, &sigma;<sup>2</sup>C<sup>2</sup>I) at every step, C the clipping norm),
-{_t(c['adjacency'])} adjacency ({_t(c['mechanism'])}).</p>
-<p>Certified: <b>TV(P<sub>M</sub><sup>&otimes;E</sup>, Q<sub>M</sub><sup>&otimes;E</sup>) &le; &lambda; = {lam}</b>
-for the Gaussian pair of Section 2, which dominates every run of that training.</p>
+<p>Training by DP-SGD with <b>{_t(f.scheme)}</b> sampling ({how}), <b>M = {m}</b> steps per epoch,
+<b>E = {e}</b> epochs{runs}, noise multiplier <b>&sigma; = {s}</b> (noise N(0, &sigma;<sup>2</sup>C<sup>2</sup>I) at
+every step, C the clipping norm), {_t(c['adjacency'])} adjacency ({_t(c['mechanism'])}).</p>
+<p>Certified: <b>{pair} &le; &lambda; = {lam}</b> for the Gaussian pair of Section 2, which dominates every run
+of that training. The certificate's statement: <q>{_t(c['statement'])}</q>.</p>
 <p>What it means: an attacker is given the trained model and must say whether one target record was in the
 training data (in or out with probability &frac12; each). Whatever test it uses, whatever else it knows, it is
 right with probability at most &frac12; + &lambda;/2 = <b>{escape(_accuracy(c['target']))}</b>. Equivalently,
@@ -135,11 +149,13 @@ def _certified(f: Facts, comparisons: dict) -> str:
     table = ("<table><tr><th>quantity</th><th>certified</th><th>the verifier's own replay</th></tr>"
              + "".join(rows) + "</table>")
     if not f.two_sided:
-        table += ("<p class=note>One-sided (format v1) certificate: no lower bound, no (&epsilon;, &delta;) "
-                  "and no TPR rows are certified.</p>")
+        table += ("<p class=note>One-sided certificate: &sigma; is proven to meet &lambda;, not to be the least "
+                  "such &sigma; (no lower bound).</p>")
+    if not f.tpr_rows:
+        table += "<p class=note>No (&epsilon;, &delta;) and no TPR rows are certified.</p>"
     tpr = "".join(f"<tr><td class=num>{_t(a)}</td><td class=num><b>{_t(row['tpr'])}</b></td><td class=num>"
-                  f"{_t(r.get('tpr@' + a))}</td><td class=num>{comparisons[a][0]:.4g}</td><td class=num>"
-                  f"{comparisons[a][1]:.4g}</td></tr>" for a, row in f.tpr_rows)
+                  f"{_t(r.get('tpr@' + a))}</td><td class=num>{_num(comparisons[a][0])}</td><td class=num>"
+                  f"{_num(comparisons[a][1])}</td></tr>" for a, row in f.tpr_rows)
     if tpr:
         table += ("<p>Every membership-inference test with false-positive rate &alpha; has true-positive rate at "
                   "most:</p><table><tr><th>FPR &alpha;</th><th>certified TPR bound</th><th>the verifier's "
@@ -155,6 +171,8 @@ def _figures(svgs: dict, notes: dict, two_sided: bool) -> str:
         note = f" <span class=note>{escape(notes[name])}</span>" if notes.get(name) else ""
         out.append(f'<figure id="plot-{name}">{inline_svg(text)}<figcaption>{caption}{note}'
                    "</figcaption></figure>")
+    if notes.get("plots"):
+        out.append(f"<p class=note>{escape(notes['plots'])}</p>")
     return '<section id="plots"><h2>Plots</h2>' + "".join(out) + "</section>"
 
 
@@ -192,7 +210,8 @@ def _provenance(f: Facts, versions: dict) -> str:
         grid = ", ".join(f"{k} = {_t(method[k])}" for k in ("h", "eta", "cap", "prec") if k in method)
         items += [("issued at", f"{_t(p.get('issued_at'))} (recorded by the issuer, not certified)"),
                   ("subject", f"{_t(subj['name'])}, SHA-256 <span class=mono>{_t(subj['digest']['sha256'])}</span>"),
-                  ("format", f"{'v2, two-sided' if f.two_sided else 'v1, one-sided'}; method {_t(method['name'])} "
+                  ("format", f"v{_t(f.format_version)}, {'two-sided' if f.two_sided else 'one-sided'}; method "
+                   f"{_t(method['name'])} "
                    f"v{_t(method['version'])} ({grid})"),
                   ("issuer's software", ", ".join(f"{_t(k)} {_t(v)}" for k, v in sorted(sw.items())))]
     items += [("this report", ", ".join(f"{k} {v}" for k, v in versions.items())),
