@@ -318,7 +318,7 @@ def _upper_v2(claim, sigma, tv, tv_err, prec, max_tries, out, say):
         first = choose_v2(M, E, t2, budget(margin, SAFETY[0], V2_CEILING), tv, prec=prec or 100, need_eps=guess)
         _refuse_if_slow(first, margin)
         scale, est = _calibrate(M, E, t2, first, tv, run, lambda r: float(r.bound) - tv, out, say, "upper")
-        out.k_scale, out.need_eps = scale, (min(est, guess) + 3 if est < 60 else guess)
+        out.k_scale, out.need_eps = scale, (min(est, guess) + 3 if est < 100 else guess)
 
     def row(plan, r):
         out.bound = r.bound

@@ -305,7 +305,7 @@ def eps_estimate(b, eta: fmpq, F: int, delta: float = 1e-6) -> float:
 
     from certifier.privacy import Masses
     ms = Masses(b, eta, F)
-    eps = np.arange(0.0, 60.0, 0.01)
+    eps = np.arange(0.0, 100.0, 0.01)
     vals = np.maximum(ms.dqp_float(eps), ms.dpq_float(eps))
     ok = np.flatnonzero(vals <= delta)
-    return float(eps[ok[0]]) if ok.size else 60.0
+    return float(eps[ok[0]]) if ok.size else 100.0
