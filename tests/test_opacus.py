@@ -209,3 +209,13 @@ def test_opacus_digits_example_writes_the_release(cert, tmp_path):
     assert example.main(["--certificate", str(cert["path"]), "--key", str(ROOT / "artifacts/keys/public.pem"),
                          "-o", str(tmp_path / "no")]) == 1   # wrong issuer: refused, nothing trained
     assert not (tmp_path / "no").exists()
+
+
+def test_claim_scheme_reader():
+    from trainer.certificates import claim_scheme
+    assert claim_scheme({"mechanism": "dp-sgd/random-allocation"}) == "random-allocation"
+    assert claim_scheme({"mechanism": "dp-sgd/fixed-bins"}) == "fixed-bins"
+    assert claim_scheme({"mechanism": "dp-sgd/random-allocation", "scheme": "fixed-bins"}) == "fixed-bins"
+    assert claim_scheme({"mechanism": "dp-sgd/poisson"}) is None
+    assert claim_scheme({"mechanism": "dp-sgd/random-allocation", "scheme": "poisson"}) is None
+    assert claim_scheme({"mechanism": "other/fixed-bins", "scheme": "fixed-bins"}) is None
