@@ -25,12 +25,10 @@ from flint import fmpq
 
 from certifier import closed_form as cf
 from certifier import exact as _exact
+from certifier.claim import FIXED_BINS, RANDOM_ALLOCATION, SCHEMES
 from certifier.errors import NumericsUnreliable, ParameterError
 from certifier.params import decimal_str, parse_positive_decimal
 
-RANDOM_ALLOCATION = "random-allocation"
-FIXED_BINS = "fixed-bins"
-SCHEMES = (RANDOM_ALLOCATION, FIXED_BINS)
 DEFAULT_SCHEME = RANDOM_ALLOCATION
 MAX_GRID_WALK = 10_000  # grid points the fixed-bins search may walk when the numerics disagree
 
@@ -65,16 +63,6 @@ def resolve_epochs(steps: int, epochs: int | None, scheme: str, iterations: int 
         raise ParameterError(f"epochs {epochs} disagree with iterations {iterations}: "
                              f"ceil({iterations}/{steps}) = {e}")
     return e
-
-
-def certify_arguments(scheme: str, iterations: int | None = None) -> dict:
-    """Keyword arguments that name the scheme to certifier.certify.certify: none for the default
-    scheme (the certifier's own default), else scheme and iterations."""
-    if parse_scheme(scheme) == DEFAULT_SCHEME:
-        if iterations is not None:
-            raise ParameterError("iterations are taken only for the fixed-bins scheme; give epochs E")
-        return {}
-    return {"scheme": scheme, "iterations": iterations}
 
 
 @dataclass(frozen=True)

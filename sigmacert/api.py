@@ -136,8 +136,7 @@ def certify(steps, epochs, target, sigma=None, *, key=None, two_sided: bool = Tr
     lam = parse_target(as_decimal_text("target", target))
     s = None if sigma is None else parse_sigma(as_decimal_text("sigma", sigma))
     priv = None if key is None else _private_key(key)  # fail early, before the long computation
-    res = _certify(m, e, lam, s, progress=progress, two_sided=two_sided,
-                   **_schemes.certify_arguments(scheme, iterations))
+    res = _certify(m, e, lam, s, progress=progress, two_sided=two_sided, scheme=scheme, iterations=iterations)
     if not res.success:
         raise CannotCertify(f"not certified: the bound reached, {res.bound}, exceeds the target "
                             f"{res.target} at sigma {res.sigma} (M={m}, E={e}, {scheme})")

@@ -42,8 +42,6 @@ def test_scheme_names_and_iterations():
         schemes.resolve_epochs(10, 2, "fixed-bins", 25)
     with pytest.raises(ParameterError, match="only for the fixed-bins"):
         schemes.resolve_epochs(10, None, "random-allocation", 25)
-    assert schemes.certify_arguments("random-allocation") == {}
-    assert schemes.certify_arguments("fixed-bins", 25) == {"scheme": "fixed-bins", "iterations": 25}
 
 
 def test_reduced_pair_is_exact():

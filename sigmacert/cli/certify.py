@@ -94,7 +94,6 @@ def run_certify(args) -> int:
     from certifier.certify import certify
     from certifier.envelope import canonical_json, claim_subject, file_subject, key_id, sign_envelope, statement
     from certifier.keys import load_private
-    from certifier.schemes import certify_arguments
     from sigmacert.cli.core import run_shape
 
     m, e, scheme, iterations = run_shape(args)
@@ -124,7 +123,7 @@ def run_certify(args) -> int:
         raise ParameterError(f"output directory does not exist: {out_dir}")
     try:
         res = certify(m, e, lam, sigma, h=h, eta=eta, cap=cap, prec=prec, progress=_Progress(args.quiet),
-                      two_sided=not args.one_sided, **certify_arguments(scheme, iterations))
+                      two_sided=not args.one_sided, scheme=scheme, iterations=iterations)
     except ValueError as err:
         raise ParameterError(str(err)) from None
     summary = {"certified": res.success, "steps": m, "epochs": e, "scheme": scheme, "iterations": iterations,
