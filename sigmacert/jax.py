@@ -55,4 +55,5 @@ def noise_multiplier(certificate, public_key, strategy) -> float:
     return run.sigma
 
 
-__all__ = ["sigma_for", "closed_form_sigma_for", "certify_for", "noise_multiplier", "strategy_run", "StrategyRun"]
+__all__ = ["sigma_for", "closed_form_sigma_for", "certify_for", "noise_multiplier", "strategy_run", "StrategyRun",
+           "CertificateRefused"]
