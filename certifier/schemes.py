@@ -6,7 +6,7 @@ fixed-bins         jax_privacy's BallsInBinsSampling: each record draws ONE bin 
                    joins every round i = j (mod M); with E rounds per bin the pair is
                    P = N(0, I_EM) against Q = (1/M) sum_j N(t 1_{bin j}, I_EM), t = 1/sigma.
 
-Reduction (docs/integrations.md, proofs row 15): the per-bin sums S_j = sum_e x_{j,e} / sqrt(E) are
+Reduction (docs/integrations.md, proofs row 16): the per-bin sums S_j = sum_e x_{j,e} / sqrt(E) are
 sufficient, N(0, 1) under P and N(t sqrt(E) e_J, I_M) under Q given the bin J, and the rest of the
 observation has the same law under P and Q.  So the fixed-bins pair is the one-epoch pair at t sqrt(E):
 

@@ -1,10 +1,10 @@
-"""The fixed-bins scheme (jax_privacy BallsInBinsSampling; docs/integrations.md), rows 15-17.
+"""The fixed-bins scheme (jax_privacy BallsInBinsSampling; docs/integrations.md), rows 16-18.
 
 The pair: P = N(0, I_{M x E}), Q = (1/M) sum_j N(t 1_{bin j}, I_{M x E}), t = 1/sigma: each record
 has one bin j for the whole run and is in all E rounds of it.  Row 15 proves the reduction to the
-one-epoch pair at t' = sqrt(E) t (sufficiency of S_j = sum_e x_{j,e}/sqrt(E)); row 16 the closed form
+one-epoch pair at t' = sqrt(E) t (sufficiency of S_j = sum_e x_{j,e}/sqrt(E)); row 17 the closed form
 sqrt(E) * sigma(M, 1, lambda) and that fixed bins never need less closed-form noise than random
-allocation; row 17 compares certifier.schemes with these expressions numerically.
+allocation; row 18 compares certifier.schemes with these expressions numerically.
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def _mgf(mean):
     return sp.simplify(sp.integrate(integrand, (_x, -sp.oo, sp.oo), conds="none"))
 
 
-@check(15, "fixed_bins_reduction", "fixed bins, E rounds: pair = one-epoch pair at t' = sqrt(E) t",
+@check(16, "fixed_bins_reduction", "fixed bins, E rounds: pair = one-epoch pair at t' = sqrt(E) t",
        "Sec. 2 (6); docs/integrations.md")
 def fixed_bins_reduction(scale=_scale_default) -> Steps:
     """TV_fixed(M, E, sigma) = TV(M, 1, sigma/scale(E)) with scale(E) = sqrt(E).
@@ -82,13 +82,13 @@ def _fixed_sigma_default(M_, E_, c_):
     return sp.sqrt(E_) * sp.log(1 + M_ * c_) ** sp.Rational(-1, 2)
 
 
-@check(16, "fixed_bins_closed_form", "fixed-bins closed form sqrt(E) sigma(M,1,lambda); >= random allocation",
+@check(17, "fixed_bins_closed_form", "fixed-bins closed form sqrt(E) sigma(M,1,lambda); >= random allocation",
        "Cor. 3.4 at E=1; docs/integrations.md")
 def fixed_bins_closed_form(sigma=_fixed_sigma_default) -> Steps:
     """sigma_fixed(M, E, lambda) = sqrt(E) * sigma(M, 1, lambda) solves U(chi^2) = lambda.
 
     (a) at sigma_fixed the fixed-bins chi-square (e^{E/sigma^2} - 1)/M is c_lambda, on both branches
-        of U, so U(chi^2) = lambda (Theorem 3.3 at one epoch, row 15);
+        of U, so U(chi^2) = lambda (Theorem 3.3 at one epoch, row 16);
     (b) sigma_fixed equals sqrt(E) times eq. (12) at E = 1;
     (c) (e^{E t^2} - 1)/M >= (1 + (e^{t^2} - 1)/M)^E - 1 for M >= 1 (E = 1..6): with b = e^{t^2} - 1,
         M = 1 + m, M^E times the difference is a polynomial in b, m >= 0 with nonnegative
@@ -116,10 +116,10 @@ def _sample(rng):
             10 ** rng.uniform(math.log10(0.3), 2))
 
 
-@check(17, "fixed_bins_implementation", "certifier.schemes computes rows 15-16 (rel. 1e-12)",
+@check(18, "fixed_bins_implementation", "certifier.schemes computes rows 16-17 (rel. 1e-12)",
        "docs/integrations.md", method=NUMERIC)
 def fixed_bins_implementation(impl=None, n: int = 200) -> Steps:
-    """certifier.schemes' fixed-bins closed form, chi-square and bound against rows 15-16 at 50 digits."""
+    """certifier.schemes' fixed-bins closed form, chi-square and bound against rows 16-17 at 50 digits."""
     if impl is None:
         from certifier import schemes as impl
     from .implementation import ref_c_lambda, ref_U

@@ -85,7 +85,7 @@ def test_closed_form_is_sqrt_E_times_one_epoch(steps, epochs, lam):
     assert schemes.tv_bound(steps, epochs, s, "fixed-bins") == pytest.approx(lam, rel=1e-9)  # U(c) = lambda
     chi2 = schemes.chi2(steps, epochs, s, "fixed-bins")
     assert chi2 == pytest.approx(math.expm1(epochs / s**2) / steps, rel=1e-12)
-    # one bin for the whole run is never cheaper than re-allocating every epoch (proofs row 16)
+    # one bin for the whole run is never cheaper than re-allocating every epoch (proofs row 17)
     assert s >= schemes.closed_form_sigma(steps, epochs, lam, "random-allocation")
 
 
