@@ -30,9 +30,10 @@ from sigmacert.atlas.cells import Cell, claim_scheme, grid_cells
 from sigmacert.atlas.heatmap import render
 from sigmacert.atlas.index import certified_entry, failed_entry, pending_entry, summary
 from sigmacert.atlas.progress import Progress, eta_seconds
-from sigmacert.atlas.store import TMP_PREFIX, AtlasStore, write_atomic
+from sigmacert.atlas.store import AtlasStore
 from sigmacert.atlas.work import DEFAULT_SCHEME, certify_cell, check_scheme, verify_certificate
 from sigmacert.cli import main
+from sigmacert.files import TMP_PREFIX, write_atomic
 
 STEPS, EPOCHS, TARGETS = "1", "2,4", "0.1,0.2"
 CELLS = {(1, 2, "0.1"), (1, 2, "0.2"), (1, 4, "0.1"), (1, 4, "0.2")}

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import signal
+import threading
 
 from certifier.errors import ParameterError
 
@@ -37,6 +39,20 @@ def check_workers(client) -> None:
 
 
 @contextlib.contextmanager
+def _workers_ignore_ctrl_c():
+    """Ignore SIGINT while the local workers are spawned: they inherit it, so Ctrl-C at a terminal
+    (sent to the whole process group) reaches only the driver, which then closes the cluster."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
 def dask_client(scheduler: str | None, workers: int):
     """Yield a distributed.Client on `scheduler`, or on a fresh LocalCluster of `workers` processes."""
     dask, distributed = _dask()
@@ -49,9 +65,9 @@ def dask_client(scheduler: str | None, workers: int):
             check_workers(client)
             yield client
         return
-    with dask.config.set({"distributed.worker.multiprocessing-method": "spawn"}):
+    with dask.config.set({"distributed.worker.multiprocessing-method": "spawn"}), _workers_ignore_ctrl_c():
         cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                           host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR,
+                                           host="127.0.0.1", dashboard_address=None, silence_logs=logging.CRITICAL,
                                            scheduler_kwargs=LOCAL_HTTP)
     with cluster, distributed.Client(cluster) as client:
         yield client

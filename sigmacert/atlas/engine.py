@@ -167,5 +167,5 @@ def run_atlas(client, cells: list[Cell], *, scheme: str, key, out_dir: str, prog
 
 def _write_heatmap(store: AtlasStore, entries: list[dict], scheme: str) -> None:
     from sigmacert.atlas.heatmap import render
-    from sigmacert.atlas.store import write_atomic
+    from sigmacert.files import write_atomic
     write_atomic(store.path(HEATMAP), render(entries, scheme))

@@ -1,4 +1,4 @@
-"""The atlas directory. Every file is written atomically (temporary file + rename), so an
+"""The atlas directory. Every file is written atomically (sigmacert.files), so an
 interrupted run leaves each certificate and the index either old or new, never torn:
 
     DIR/public.pem                   the issuer's public key (verify with sigmacert-verify --key)
@@ -11,28 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 
 from sigmacert.atlas.cells import Cell
+from sigmacert.files import TMP_PREFIX, write_atomic
 
-TMP_PREFIX = ".atlas-tmp-"
 MAX_CERTIFICATE_BYTES = 16 * 1024 * 1024  # a larger file is not ours: the cell is recomputed
-
-
-def write_atomic(path: str, data: bytes) -> None:
-    """Write `data` to `path` through a synced temporary file in the same directory and a rename."""
-    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=os.path.dirname(os.path.abspath(path)))
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def sha256(data: bytes) -> str:
