@@ -2,8 +2,9 @@
 loopback (our own ports), the local default cluster, a worker killed mid-cell, Ctrl-C, resumption;
 plus the grid, index, progress and heatmap pieces on their own.
 
-The four cells (M=1, E in {2, 4}, lambda in {0.1, 0.2}) certify two-sided in 2-4 s each; the
-lambda = 0.999999 cells are refused at once (far outside what method v1 can certify).
+The four cells (M=1, E in {3, 4}, lambda in {0.1, 0.2}) certify two-sided with method v1 (format
+v2, which the independent verifier replays) in 2-4 s each; lambda = 0.999999 (sigma near 0.1) is
+refused at once.
 """
 from __future__ import annotations
 
@@ -22,21 +23,22 @@ from decimal import Decimal
 import pytest
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 
-from certifier.certify import certify, claim_of
-from certifier.envelope import load_envelope
+from certifier.claim import FIXED_BINS
+from certifier.claim import RANDOM_ALLOCATION as DEFAULT_SCHEME
+from certifier.envelope import load_envelope, verify_envelope
 from certifier.errors import ParameterError
-from certifier.keys import keygen, load_private
+from certifier.keys import keygen, load_private, load_public
 from sigmacert.atlas.cells import Cell, claim_scheme, grid_cells
 from sigmacert.atlas.heatmap import render
 from sigmacert.atlas.index import certified_entry, failed_entry, pending_entry, summary
 from sigmacert.atlas.progress import Progress, eta_seconds
 from sigmacert.atlas.store import AtlasStore
-from sigmacert.atlas.work import DEFAULT_SCHEME, certify_cell, check_scheme, verify_certificate
+from sigmacert.atlas.work import certify_cell, verify_certificate
 from sigmacert.cli import main
 from sigmacert.files import TMP_PREFIX, write_atomic
 
-STEPS, EPOCHS, TARGETS = "1", "2,4", "0.1,0.2"
-CELLS = {(1, 2, "0.1"), (1, 2, "0.2"), (1, 4, "0.1"), (1, 4, "0.2")}
+STEPS, EPOCHS, TARGETS = "1", "3,4", "0.1,0.2"
+CELLS = {(1, 3, "0.1"), (1, 3, "0.2"), (1, 4, "0.1"), (1, 4, "0.2")}
 REFUSED = "0.999999"
 DASK = os.path.join(os.path.dirname(sys.executable), "dask")
 LOOPBACK = ["--host", "127.0.0.1", "--no-dashboard", "--dashboard-address", "127.0.0.1:0"]
@@ -109,9 +111,9 @@ class Recording:
         return self.client.cancel(futures)
 
 
-def _run(client, out, keydir, epochs=EPOCHS, targets=TARGETS):
+def _run(client, out, keydir, epochs=EPOCHS, targets=TARGETS, scheme=DEFAULT_SCHEME):
     from sigmacert.atlas.engine import run_atlas
-    return run_atlas(client, grid_cells(STEPS, epochs, targets), scheme=DEFAULT_SCHEME,
+    return run_atlas(client, grid_cells(STEPS, epochs, targets), scheme=scheme,
                      key=load_private(str(keydir / "private.pem")), out_dir=str(out))
 
 
@@ -197,8 +199,21 @@ def test_resume_reuses_verified_recomputes_tampered_and_records_failures(first_r
         assert cells[k]["sha256"] == hashlib.sha256((out / cells[k]["file"]).read_bytes()).hexdigest()
         assert (cells[k]["sigma"], cells[k]["bound"]) == (first[k]["sigma"], first[k]["bound"])
     bad = cells[(1, 4, REFUSED)]
-    assert bad["status"] == "failed" and "cannot certify" in bad["reason"] and "file" not in bad
+    assert bad["status"] == "failed" and bad["reason"] and "file" not in bad
     assert not [p for p in os.listdir(out / "certificates") if p.startswith(TMP_PREFIX)]
+
+
+def test_fixed_bins_cells_carry_their_scheme(first_run, cluster, keydir, tmp_path):
+    """--scheme fixed-bins reaches the certifier: the certificate's claim and the index say fixed-bins,
+    and at M = 1 (every record in every step) sigma is the random-allocation sigma of the same cell."""
+    index = _run(cluster.client, tmp_path / "fb", keydir, epochs="3", targets="0.1", scheme=FIXED_BINS)
+    (cell,) = index["cells"]
+    assert cell["status"] == "certified" and cell["scheme"] == FIXED_BINS
+    assert cell["sigma"] == _by_cell(first_run[1])[(1, 3, "0.1")]["sigma"]
+    stmt = verify_envelope(load_envelope((tmp_path / "fb" / cell["file"]).read_bytes()),
+                           load_public(str(keydir / "public.pem")))
+    claim = stmt["predicate"]["claim"]
+    assert claim["mechanism"] == "dp-sgd/fixed-bins" and claim_scheme(claim) == FIXED_BINS
 
 
 @pytest.fixture(scope="module")
@@ -301,18 +316,26 @@ def test_grid_is_parsed_exactly_sorted_and_named():
 
 
 @pytest.mark.parametrize("args", [["-M", "0"], ["-E", "1.5"], ["-l", "0"], ["--workers", "0"],
-                                  ["--key", "/nonexistent/private.pem"]])
+                                  ["--key", "/nonexistent/private.pem"], ["--scheme", "poisson"]])
 def test_bad_input_is_one_line_exit_2_before_any_cluster(args, keydir, tmp_path, capsys):
     base = {"-M": "1", "-E": "2", "-l": "0.1", "--key": str(keydir / "private.pem"), "-o": str(tmp_path / "a")}
     base.update(dict(zip(args[::2], args[1::2])))
-    assert main(["atlas", *[x for kv in base.items() for x in kv]]) == 2
+    try:
+        rc = main(["atlas", *[x for kv in base.items() for x in kv]])
+    except SystemExit as exit_:  # argparse's own one-line errors (e.g. --scheme poisson)
+        rc = exit_.code
     err = capsys.readouterr().err
-    assert err.startswith("sigmacert: error:") and err.count("\n") == 1
+    assert rc == 2 and err.startswith("sigmacert") and "error:" in err and err.count("\n") == 1
     assert not (tmp_path / "a").exists()
 
 
+def _claim(steps, epochs, sigma, target):
+    return {"mechanism": "dp-sgd/random-allocation", "adjacency": "zero-out", "steps": steps, "epochs": epochs,
+            "sigma": sigma, "target": target, "statement": "TV <= target"}
+
+
 def test_a_cell_matches_only_its_own_claim():
-    claim = claim_of(1, 2, "5.627083", "0.10")
+    claim = _claim(1, 2, "5.627083", "0.10")
     assert claim_scheme(claim) == "random-allocation"
     assert Cell(1, 2, "0.1").matches(claim, "random-allocation")
     assert not Cell(1, 2, "0.2").matches(claim, "random-allocation")
@@ -322,31 +345,19 @@ def test_a_cell_matches_only_its_own_claim():
     assert not Cell(1, 2, "0.1").matches({"steps": 1}, "random-allocation")
 
 
-def test_scheme_is_passed_only_when_the_certifier_takes_it():
-    import inspect
-    check_scheme("random-allocation")
-    with pytest.raises(ParameterError):
-        check_scheme("poisson")
-    if "scheme" in inspect.signature(certify).parameters:
-        check_scheme("fixed-bins")
-    else:
-        with pytest.raises(ParameterError, match="only the random-allocation"):
-            check_scheme("fixed-bins")
-
-
 def test_worker_functions_report_refusals_and_verdicts(first_run):
     """certify_cell turns a refusal into a reason; verify_certificate rejects bytes of a tampered file."""
-    r = certify_cell(1, 2, REFUSED, DEFAULT_SCHEME)
-    assert r["ok"] is False and "cannot certify" in r["reason"]
+    r = certify_cell(1, 3, REFUSED, DEFAULT_SCHEME)
+    assert r["ok"] is False and r["reason"]
     out, index, _ = first_run
-    data = (out / _by_cell(index)[(1, 2, "0.1")]["file"]).read_bytes()
+    data = (out / _by_cell(index)[(1, 3, "0.1")]["file"]).read_bytes()
     pem = (out / "public.pem").read_bytes()
     bad = verify_certificate(data.replace(b'"payload":"', b'"payload":"AA', 1), pem)
     assert bad["accepted"] is False and bad["reason"] != "accepted"
 
 
 def _entries():
-    pred = {"claim": claim_of(1, 2, "5.627083", "0.1"), "bound": "0.0999", "lower": {"sigma_low": "5.627082"}}
+    pred = {"claim": _claim(1, 2, "5.627083", "0.1"), "bound": "0.0999", "lower": {"sigma_low": "5.627082"}}
     return [certified_entry(Cell(1, 2, "0.1"), DEFAULT_SCHEME, pred, "ab" * 32, {"seconds": 4.0}, False),
             failed_entry(Cell(1, 2, "0.2"), DEFAULT_SCHEME, "cannot certify: too heavy-tailed", 0.1),
             pending_entry(Cell(2, 2, "0.1"), DEFAULT_SCHEME)]

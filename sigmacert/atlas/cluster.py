@@ -17,11 +17,14 @@ LOCAL_HTTP = {"dashboard": False, "dashboard_address": "127.0.0.1:0"}
 
 
 def _dask():
+    """dask and distributed; also checks for matplotlib (the heatmap) before any work starts."""
     try:
         import dask
         import distributed
-    except ImportError:
-        raise ParameterError("sigmacert atlas needs Dask: pip install 'sigmacert[atlas]'") from None
+        import matplotlib  # noqa: F401
+    except ImportError as err:
+        raise ParameterError(f"sigmacert atlas needs Dask and matplotlib ({err.name} is missing): "
+                             "pip install 'sigmacert[atlas]'") from None
     return dask, distributed
 
 

@@ -6,10 +6,11 @@ reused, otherwise it is certified again. A worker that dies mid-cell costs only 
 the scheduler reschedules it, and a cell whose workers keep dying (KilledWorker) is
 resubmitted up to MAX_SUBMISSIONS times before it is recorded as failed. A cell that cannot
 be certified is recorded with its reason. The index is rewritten (atomically) after every
-finished cell, so an interrupted run leaves a consistent directory.
+finished cell (at most once a second), so an interrupted run leaves a consistent directory.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from dataclasses import dataclass, replace
@@ -33,6 +34,7 @@ from sigmacert.atlas.work import certify_cell, verify_certificate
 
 MAX_SUBMISSIONS = 3   # of one cell whose workers keep dying (each submission survives several deaths)
 TICK_SECONDS = 1.0    # the progress bar is redrawn at least this often
+INDEX_SECONDS = 1.0   # the index is rewritten at most this often while cells finish, and at the end
 HEATMAP = "heatmap.svg"
 
 
@@ -82,6 +84,7 @@ def run_atlas(client, cells: list[Cell], *, scheme: str, key, out_dir: str, prog
     entries = {c: pending_entry(c, scheme) for c in cells}
     jobs: dict = {}
     t0 = time.monotonic()
+    written = [t0]  # when the index was last written
 
     def submit(job: _Job) -> None:
         name = f"atlas-{job.kind}-{job.cell.name}-{uuid.uuid4().hex[:12]}"
@@ -153,15 +156,17 @@ def run_atlas(client, cells: list[Cell], *, scheme: str, key, out_dir: str, prog
             for fut in done:
                 job = jobs.pop(fut)
                 (on_verify if job.kind == "verify" else on_certify)(job, fut)
-            if done:
+            if done and time.monotonic() - written[0] >= INDEX_SECONDS:
                 store.write_index(document())
+                written[0] = time.monotonic()
             progress.tick(summary(list(entries.values())))
     finally:
         if jobs:
-            client.cancel(list(jobs))
-        _write_heatmap(store, list(entries.values()), scheme)
+            with contextlib.suppress(Exception):  # best effort: the cluster may be gone already
+                client.cancel(list(jobs))
         final = document()
         store.write_index(final)
+        _write_heatmap(store, list(entries.values()), scheme)
     return final
 
 

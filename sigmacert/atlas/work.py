@@ -1,32 +1,15 @@
 """What the workers run. Only cell parameters, certificate bytes and the PUBLIC key reach them.
 
-`certify_cell` computes the two-sided predicate of one cell at its exact sigma (Theorem 4.1
-for sigma, Lemma C.5 for the upper bound, data processing for sigma_low); `verify_certificate`
-replays an existing certificate with the independent verifier. Neither signs anything.
+`certify_cell` computes the two-sided predicate of one cell at its exact sigma (Theorem 4.1 for
+sigma; Lemma C.5, or its generalisation in docs/method-v2.md, for the upper bound; data processing
+for sigma_low); `verify_certificate` replays an existing certificate with the independent
+verifier. Neither signs anything.
 """
 from __future__ import annotations
 
-import inspect
 import time
 
-from certifier.errors import ParameterError, SigmacertError
-
-DEFAULT_SCHEME = "random-allocation"
-SCHEMES = ("random-allocation", "fixed-bins")
-
-
-def scheme_kwargs(scheme: str) -> dict:
-    """Keyword arguments for certifier.certify.certify: the scheme only when it is not the default."""
-    return {} if scheme == DEFAULT_SCHEME else {"scheme": scheme}
-
-
-def check_scheme(scheme: str) -> None:
-    """Refuse a scheme this installation's certifier cannot certify (before any work is sent)."""
-    from certifier.certify import certify
-    if scheme not in SCHEMES:
-        raise ParameterError(f"scheme must be one of {', '.join(SCHEMES)}, got {scheme!r}")
-    if scheme_kwargs(scheme) and "scheme" not in inspect.signature(certify).parameters:
-        raise ParameterError(f"this certifier certifies only the {DEFAULT_SCHEME} scheme, not {scheme}")
+from certifier.errors import SigmacertError
 
 
 def worker_version() -> str:
@@ -42,7 +25,7 @@ def certify_cell(steps: int, epochs: int, target: str, scheme: str) -> dict:
     from certifier.params import parse_target
     t0, c0 = time.perf_counter(), time.process_time()
     try:
-        out = certify(steps, epochs, parse_target(target), None, two_sided=True, **scheme_kwargs(scheme))
+        out = certify(steps, epochs, parse_target(target), None, scheme=scheme, two_sided=True)
     except SigmacertError as err:
         return {"ok": False, "reason": str(err), "seconds": round(time.perf_counter() - t0, 3)}
     seconds, cpu = round(time.perf_counter() - t0, 3), round(time.process_time() - c0, 3)

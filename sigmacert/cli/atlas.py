@@ -15,10 +15,8 @@ def run_atlas(args) -> int:
     from sigmacert.atlas.cluster import dask_client
     from sigmacert.atlas.engine import run_atlas as run
     from sigmacert.atlas.progress import Progress
-    from sigmacert.atlas.work import check_scheme
 
     cells = grid_cells(args.steps, args.epochs, args.targets)
-    check_scheme(args.scheme)
     workers = parse_count("workers", args.workers, MAX_LOCAL_WORKERS) if args.workers else (os.cpu_count() or 1)
     key = load_private(args.key)  # fail early, before any cluster starts; it never leaves this process
     progress = Progress(len(cells), quiet=args.quiet)
@@ -45,13 +43,13 @@ def run_atlas(args) -> int:
 
 
 def register(sub) -> None:
-    from sigmacert.atlas.work import DEFAULT_SCHEME, SCHEMES
+    from certifier.claim import RANDOM_ALLOCATION, SCHEMES
     p = sub.add_parser("atlas", help="certify every cell of a grid (M, E, lambda) on a Dask cluster (local by default)")
     p.add_argument("--steps", "-M", required=True, metavar="LIST", help="steps per epoch M, comma-separated: 50,100")
     p.add_argument("--epochs", "-E", required=True, metavar="LIST", help="epochs E, comma-separated: 1,10,100")
     p.add_argument("--targets", "-l", required=True, metavar="LIST", help="targets lambda, comma-separated: 0.05,0.1")
-    p.add_argument("--scheme", choices=SCHEMES, default=DEFAULT_SCHEME,
-                   help=f"sampling scheme (default {DEFAULT_SCHEME})")
+    p.add_argument("--scheme", choices=SCHEMES, default=RANDOM_ALLOCATION,
+                   help=f"sampling scheme (default {RANDOM_ALLOCATION})")
     p.add_argument("--key", required=True, metavar="PRIVATE.pem",
                    help="Ed25519 private key; only this process reads it (workers never see it)")
     p.add_argument("-o", "--output", required=True, metavar="DIR",
