@@ -5,7 +5,7 @@ import json
 import os
 import sys
 
-from certifier.params import ParameterError, parse_decimal, parse_epochs, parse_sigma, parse_steps, parse_target
+from certifier.params import ParameterError, parse_decimal, parse_sigma, parse_target
 from sigmacert.files import write_atomic
 
 # ----------------------------------------------------------------------------- keygen
@@ -80,8 +80,9 @@ def run_certify(args) -> int:
     from certifier.certify import certify
     from certifier.envelope import canonical_json, claim_subject, file_subject, key_id, sign_envelope, statement
     from certifier.keys import load_private
+    from sigmacert.cli.core import run_shape
 
-    m, e = parse_steps(args.steps), parse_epochs(args.epochs)
+    m, e, scheme, iterations = run_shape(args)
     lam = parse_target(args.target)
     sigma = parse_sigma(args.sigma) if args.sigma is not None else None
     h, eta, cap = (_opt_decimal("h", args.h), _opt_decimal("eta", args.eta), _opt_decimal("cap", args.cap))
@@ -108,10 +109,11 @@ def run_certify(args) -> int:
         raise ParameterError(f"output directory does not exist: {out_dir}")
     try:
         res = certify(m, e, lam, sigma, h=h, eta=eta, cap=cap, prec=prec, progress=_Progress(args.quiet),
-                      two_sided=not args.one_sided)
+                      two_sided=not args.one_sided, scheme=scheme, iterations=iterations)
     except ValueError as err:
         raise ParameterError(str(err)) from None
-    summary = {"certified": res.success, "steps": m, "epochs": e, "sigma": res.sigma,
+    summary = {"certified": res.success, "steps": m, "epochs": e, "scheme": scheme, "iterations": iterations,
+               "sigma": res.sigma,
                "target": res.target, "bound": res.bound, "tries": res.tries,
                "tv_exact": res.tv, "output": None, "two_sided": res.two_sided, "sigma_low": res.sigma_low,
                "tv_lower_at_sigma_low": res.tv_lower, "lower_tries": res.lower_tries,
@@ -142,7 +144,7 @@ def run_certify(args) -> int:
             print(_try_line(t))
         for t in res.lower_tries:
             print(_lower_line(t))
-        print(f"certified: TV <= {res.bound} <= {res.target} at sigma {res.sigma} (M={m}, E={e})")
+        print(f"certified: TV <= {res.bound} <= {res.target} at sigma {res.sigma} (M={m}, E={e}, {scheme})")
         if res.two_sided:
             print(f"certified: TV >= {res.tv_lower} > {res.target} at sigma_low {res.sigma_low}, so "
                   f"{res.sigma_low} < sigma_lambda <= {res.sigma}")
@@ -223,9 +225,11 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.set_defaults(run=run_keygen)
 
+    from sigmacert.cli.core import add_scheme_arguments
     p = sub.add_parser("certify", help="certify TV <= target at sigma (Lemma C.5) and sign a certificate")
-    p.add_argument("--steps", "-M", required=True, help="steps per epoch M")
-    p.add_argument("--epochs", "-E", required=True, help="epochs E")
+    p.add_argument("--steps", "-M", required=True, help="steps per epoch M (fixed-bins: number of bins)")
+    p.add_argument("--epochs", "-E", help="epochs E (fixed-bins: rounds per bin)")
+    add_scheme_arguments(p)
     p.add_argument("--target", "-l", required=True, help="TV target lambda in (0, 1)")
     p.add_argument("--sigma", "-s", help="noise multiplier (default: the exact sigma, found first)")
     p.add_argument("--key", required=True, metavar="PRIVATE.pem", help="Ed25519 private key (PKCS#8 PEM)")
