@@ -2,9 +2,9 @@
 loopback (our own ports), the local default cluster, a worker killed mid-cell, Ctrl-C, resumption;
 plus the grid, index, progress and heatmap pieces on their own.
 
-The four cells (M=1, E in {3, 4}, lambda in {0.1, 0.2}) certify two-sided with method v1 (format
-v2, which the independent verifier replays) in 2-4 s each; lambda = 0.999999 (sigma near 0.1) is
-refused at once.
+The four cells (M=2, E in {4, 8}, lambda in {0.1, 0.2}) certify two-sided with method v1 (format
+v2, which the independent verifier replays) in 3.5-5 s of CPU each. A scheme the certifier does not
+know fails at once, which exercises the failure path end to end.
 """
 from __future__ import annotations
 
@@ -37,9 +37,8 @@ from sigmacert.atlas.work import certify_cell, verify_certificate
 from sigmacert.cli import main
 from sigmacert.files import TMP_PREFIX, write_atomic
 
-STEPS, EPOCHS, TARGETS = "1", "3,4", "0.1,0.2"
-CELLS = {(1, 3, "0.1"), (1, 3, "0.2"), (1, 4, "0.1"), (1, 4, "0.2")}
-REFUSED = "0.999999"
+STEPS, EPOCHS, TARGETS = "2", "4,8", "0.1,0.2"
+CELLS = {(2, 4, "0.1"), (2, 4, "0.2"), (2, 8, "0.1"), (2, 8, "0.2")}
 DASK = os.path.join(os.path.dirname(sys.executable), "dask")
 LOOPBACK = ["--host", "127.0.0.1", "--no-dashboard", "--dashboard-address", "127.0.0.1:0"]
 
@@ -111,9 +110,9 @@ class Recording:
         return self.client.cancel(futures)
 
 
-def _run(client, out, keydir, epochs=EPOCHS, targets=TARGETS, scheme=DEFAULT_SCHEME):
+def _run(client, out, keydir, epochs=EPOCHS, targets=TARGETS, scheme=DEFAULT_SCHEME, steps=STEPS):
     from sigmacert.atlas.engine import run_atlas
-    return run_atlas(client, grid_cells(STEPS, epochs, targets), scheme=scheme,
+    return run_atlas(client, grid_cells(steps, epochs, targets), scheme=scheme,
                      key=load_private(str(keydir / "private.pem")), out_dir=str(out))
 
 
@@ -157,7 +156,8 @@ def test_scheduler_atlas_certifies_every_cell(first_run, cluster, keydir):
         assert (r.claim["steps"], r.claim["epochs"], r.claim["target"], r.claim["sigma"]) == (
             c["M"], c["E"], c["lambda"], c["sigma"])
     assert (out / "public.pem").read_bytes() == (keydir / "public.pem").read_bytes()
-    assert index["heatmap"] == "heatmap.svg" and b"7.958" in (out / "heatmap.svg").read_bytes()
+    svg = (out / "heatmap.svg").read_text()
+    assert index["heatmap"] == "heatmap.svg" and all(f"{float(c['sigma']):.4g}" in svg for c in cells.values())
 
 
 def _assert_no_key_material(calls, keydir):
@@ -177,39 +177,42 @@ def test_the_private_key_never_reaches_a_worker(first_run, keydir):
 
 
 def test_resume_reuses_verified_recomputes_tampered_and_records_failures(first_run, cluster, keydir):
-    """Run again (E = 4 only, refused cells added) after tampering with one certificate and leaving a
-    stale temporary file: the intact certificate is replayed and reused, the tampered one is
-    certified again, the refused cells are recorded with their reason, and the index says so."""
+    """Run again (E = 4 only) after tampering with one certificate and leaving a stale temporary
+    file: the intact certificate is replayed and reused, the tampered one is certified again; a
+    cell that cannot be certified (here: an unknown scheme) is recorded with its reason."""
     out, index, _ = first_run
-    tampered = out / "certificates" / "M1_E4_L0.2.json"
+    tampered = out / "certificates" / "M2_E4_L0.2.json"
     env = json.loads(tampered.read_bytes())
     sig = env["signatures"][0]["sig"]
     env["signatures"][0]["sig"] = ("B" if sig[0] == "A" else "A") + sig[1:]
     tampered.write_text(json.dumps(env))
     (out / "certificates" / (TMP_PREFIX + "left-by-a-killed-run")).write_bytes(b"{")
     rec = Recording(cluster.client)
-    again = _run(rec, out, keydir, epochs="4", targets=TARGETS + "," + REFUSED)
-    assert again["summary"] == {"cells": 3, "certified": 2, "failed": 1, "pending": 0, "reused": 1}
-    assert sorted(fn.__name__ for fn, _ in rec.calls) == ["certify_cell"] * 2 + ["verify_certificate"] * 2
+    again = _run(rec, out, keydir, epochs="4")
+    assert again["summary"] == {"cells": 2, "certified": 2, "failed": 0, "pending": 0, "reused": 1}
+    assert sorted(fn.__name__ for fn, _ in rec.calls) == ["certify_cell"] + ["verify_certificate"] * 2
     _assert_no_key_material(rec.calls, keydir)
     cells, first = _by_cell(again), _by_cell(index)
-    assert cells[(1, 4, "0.1")]["reused"] and cells[(1, 4, "0.1")]["seconds"] == first[(1, 4, "0.1")]["seconds"]
-    assert not cells[(1, 4, "0.2")]["reused"]
-    for k in ((1, 4, "0.1"), (1, 4, "0.2")):
+    assert cells[(2, 4, "0.1")]["reused"] and cells[(2, 4, "0.1")]["seconds"] == first[(2, 4, "0.1")]["seconds"]
+    assert not cells[(2, 4, "0.2")]["reused"]
+    for k in ((2, 4, "0.1"), (2, 4, "0.2")):
         assert cells[k]["sha256"] == hashlib.sha256((out / cells[k]["file"]).read_bytes()).hexdigest()
         assert (cells[k]["sigma"], cells[k]["bound"]) == (first[k]["sigma"], first[k]["bound"])
-    bad = cells[(1, 4, REFUSED)]
-    assert bad["status"] == "failed" and bad["reason"] and "file" not in bad
     assert not [p for p in os.listdir(out / "certificates") if p.startswith(TMP_PREFIX)]
+    failed = _run(cluster.client, out.parent / "failed", keydir, epochs="4", targets="0.1", scheme="poisson")
+    (bad,) = failed["cells"]
+    assert failed["summary"]["failed"] == 1 and bad["status"] == "failed" and "scheme" in bad["reason"]
+    assert "file" not in bad and not os.listdir(out.parent / "failed" / "certificates")
 
 
 def test_fixed_bins_cells_carry_their_scheme(first_run, cluster, keydir, tmp_path):
     """--scheme fixed-bins reaches the certifier: the certificate's claim and the index say fixed-bins,
     and at M = 1 (every record in every step) sigma is the random-allocation sigma of the same cell."""
-    index = _run(cluster.client, tmp_path / "fb", keydir, epochs="3", targets="0.1", scheme=FIXED_BINS)
+    index = _run(cluster.client, tmp_path / "fb", keydir, epochs="3", targets="0.1", scheme=FIXED_BINS, steps="1")
     (cell,) = index["cells"]
     assert cell["status"] == "certified" and cell["scheme"] == FIXED_BINS
-    assert cell["sigma"] == _by_cell(first_run[1])[(1, 3, "0.1")]["sigma"]
+    (ra,) = _run(cluster.client, tmp_path / "ra", keydir, epochs="3", targets="0.1", steps="1")["cells"]
+    assert ra["scheme"] == DEFAULT_SCHEME and cell["sigma"] == ra["sigma"]
     stmt = verify_envelope(load_envelope((tmp_path / "fb" / cell["file"]).read_bytes()),
                            load_public(str(keydir / "public.pem")))
     claim = stmt["predicate"]["claim"]
@@ -346,11 +349,11 @@ def test_a_cell_matches_only_its_own_claim():
 
 
 def test_worker_functions_report_refusals_and_verdicts(first_run):
-    """certify_cell turns a refusal into a reason; verify_certificate rejects bytes of a tampered file."""
-    r = certify_cell(1, 3, REFUSED, DEFAULT_SCHEME)
-    assert r["ok"] is False and r["reason"]
+    """certify_cell turns a refusal into a reason; verify_certificate rejects the bytes of a tampered file."""
+    r = certify_cell(2, 4, "0.1", "poisson")
+    assert r["ok"] is False and "scheme" in r["reason"]
     out, index, _ = first_run
-    data = (out / _by_cell(index)[(1, 3, "0.1")]["file"]).read_bytes()
+    data = (out / _by_cell(index)[(2, 4, "0.1")]["file"]).read_bytes()
     pem = (out / "public.pem").read_bytes()
     bad = verify_certificate(data.replace(b'"payload":"', b'"payload":"AA', 1), pem)
     assert bad["accepted"] is False and bad["reason"] != "accepted"
