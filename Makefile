@@ -3,7 +3,7 @@ PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
-EXTRAS  ?= test,train,service,torch,jax,report
+EXTRAS  ?= test,train,service,torch,jax,report,atlas
 # torch==2.13.0 must be the CPU build: take it from the machine's wheel folder when there is one
 PIP_FIND := $(if $(wildcard /opt/wheels/torch-*),--find-links /opt/wheels,)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 
 from certifier.params import ParameterError, parse_decimal, parse_sigma, parse_target
+from sigmacert.files import write_atomic
 
 # ----------------------------------------------------------------------------- keygen
 
@@ -51,20 +51,6 @@ class _Progress:
             return
         self.last = (stage, pct)
         print(line, file=sys.stderr, flush=True)
-
-
-def _write_atomic(path: str, data: bytes) -> None:
-    d = os.path.dirname(os.path.abspath(path)) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".cert-", dir=d)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _opt_decimal(name, text):
@@ -160,7 +146,7 @@ def run_certify(args) -> int:
     subj = (file_subject(os.path.basename(args.subject), subject_bytes) if args.subject
             else claim_subject(pred["claim"]))
     env = sign_envelope(statement(subj, pred), key)
-    _write_atomic(args.output, canonical_json(env) + b"\n")
+    write_atomic(args.output, canonical_json(env) + b"\n")
     summary["output"] = os.path.abspath(args.output)
     summary["keyid"] = key_id(key.public_key())
     if args.json:

@@ -6,7 +6,7 @@ import os
 import sys
 
 from certifier.params import ParameterError
-from sigmacert.cli.certify import _write_atomic
+from sigmacert.files import write_atomic
 
 
 def _default_output(cert: str) -> str:
@@ -37,7 +37,7 @@ def run_report(args) -> int:
     except OSError as err:
         raise ParameterError(f"cannot read {args.certificate}: {err.strerror or err}") from None
     r = render(data, args.key, subject=args.subject, progress=None if args.json or args.quiet else _progress)
-    _write_atomic(output, r.html.encode("utf-8"))
+    write_atomic(output, r.html.encode("utf-8"))
     path = os.path.abspath(output)
     if args.json:
         print(json.dumps({"verdict": r.verdict, "reason": r.reason, "detail": r.detail, "output": path,
