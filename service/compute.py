@@ -66,7 +66,10 @@ class Verifications:
     async def verify(self, data: bytes, pems: list[str], subject: str | None) -> dict:
         payload = {"data": base64.b64encode(data).decode(), "keys": pems, "subject": subject,
                    "max_memory": self.budget.memory, "max_seconds": self.budget.seconds}
-        out = await asyncio.wrap_future(self.lane.sandboxed("verify", payload, self.budget))
+        try:
+            out = await asyncio.wrap_future(self.lane.sandboxed("verify", payload, self.budget))
+        except OSError:  # no process could be started now (fork refused): retryable, as a full lane
+            raise Busy() from None
         if out.result is not None:
             return out.result
         if out.failure in ("memory", "seconds"):

@@ -65,22 +65,25 @@ class Outcome:
 # ----------------------------------------------------------------------------- parent side
 
 def run(task: str, payload: dict, budget: Budget, *, on_progress=None, keep_going=None) -> Outcome:
-    """Run TASK (service.tasks) on `payload` in a limited child; never raises for the child's sake."""
+    """Run TASK (service.tasks) on `payload` in a limited child. Whatever the child does ends in an
+    Outcome; OSError only when no child can be started at all."""
     t0 = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "service.sandbox", task, str(budget.memory), str(os.getpid())],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**CHILD_ENV, **os.environ}, close_fds=True)
     talk = _Conversation(proc, json.dumps(payload).encode(), on_progress)
-    failure = talk.until(t0 + budget.seconds, keep_going)
-    if failure is None:
-        try:
-            proc.wait(max(0.0, t0 + budget.seconds - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            failure = "seconds"
-    if failure is not None:
-        proc.kill()
-        proc.wait()
-    talk.close()
+    try:
+        failure = talk.until(t0 + budget.seconds, keep_going)
+        if failure is None:
+            try:
+                proc.wait(max(0.0, t0 + budget.seconds - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                failure = "seconds"
+    finally:  # whatever happened here, the child does not outlive this call
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        talk.close()
     out = Outcome(seconds=time.monotonic() - t0)
     if failure == "seconds":
         out.failure, out.reason = "seconds", budget.seconds_reason()

@@ -91,7 +91,8 @@ class ServiceState:
         os.close(self.lock)
 
 
-def get_state(request: Request) -> ServiceState:
+async def get_state(request: Request) -> ServiceState:
+    """The state (async: FastAPI then resolves it in the event loop, without a thread hop)."""
     return request.app.state.service
 
 

@@ -470,6 +470,22 @@ def test_a_worker_signs_only_the_requested_claim_with_a_bound_below_the_target()
     assert matches_request(req, {"predicate": None}) == "no predicate"
 
 
+def test_the_verifier_is_given_the_service_budget_when_it_takes_one(monkeypatch):
+    import verifier
+    from service.tasks import verify_certificate
+    real, seen = verifier.verify_bytes, []
+
+    def budgeted(data, keys, subject_digest=None, *, max_memory=None, max_seconds=None):
+        seen.append((max_memory, max_seconds))
+        return real(data, keys, subject_digest)
+    payload = {"data": base64.b64encode(b"{}").decode(), "keys": [], "subject": None,
+               "max_memory": 400 << 20, "max_seconds": 8.0}
+    monkeypatch.setattr(verifier, "verify_bytes", budgeted)
+    assert verify_certificate(payload, None)["result"] == "REJECT" and seen == [(400 << 20, 8.0)]
+    monkeypatch.setattr(verifier, "verify_bytes", lambda data, keys, subject_digest=None: real(data, keys))
+    assert verify_certificate(payload, None)["result"] == "REJECT"  # a verifier without a budget still works
+
+
 def test_second_server_on_the_same_database_is_refused(tmp_path, svc):
     out = subprocess.run([*SIGMACERT, "serve", "--port", "1", "--db", svc.db, "--key", svc.key],
                          capture_output=True, text=True, timeout=60)
