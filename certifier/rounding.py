@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from itertools import accumulate
 
-from flint import arb, arb_poly, ctx, fmpq, fmpz_poly
+from flint import arb, arb_poly, fmpq, fmpz_poly
 
 from certifier.errors import NumericsUnreliable
 from certifier.fixedpoint import (
@@ -26,6 +26,7 @@ from certifier.fixedpoint import (
     Poly,
     arb_exact,
     arb_str,
+    coarsen_two_point,
     floor_fixed,
     power,
     product,
@@ -33,6 +34,7 @@ from certifier.fixedpoint import (
     strip,
     trim,
     truncate_index,
+    working_prec,
 )
 from certifier.params import ParameterError, decimal_str, parse_decimal
 
@@ -158,12 +160,8 @@ def step_i(sigma: fmpq, m: Method):
     the deleted mass above the cap; loss is a ball containing the mass lost to
     the floors (true step-(i) mass 1 - F0(cap) minus the kept mass).
     """
-    old = ctx.prec
-    ctx.prec = m.prec                                    # the recorded working precision
-    try:
+    with working_prec(m.prec):  # the recorded working precision
         return _step_i(sigma, m)
-    finally:
-        ctx.prec = old
 
 
 def _step_i(sigma: fmpq, m: Method):
@@ -209,29 +207,6 @@ def _step_i(sigma: fmpq, m: Method):
 
 # ----------------------------------------------------------------------------- step (ii)
 
-def _coarsen(p: Poly, r: int, led: Ledger) -> Poly:
-    """Two-point re-rounding of every value onto a lattice r times coarser (spec (ii)).
-
-    Index i -> floor(i/r) with weight (r - i mod r)/r and floor(i/r) + 1 with weight
-    (i mod r)/r: the tent kernel K, then every r-th coefficient, then floor(/r).
-    Returns lower bounds (units 2^-F); the floors' loss is recorded (units 2^-2F).
-    """
-    if r == 1 or p.poly.length() == 0:
-        return p
-    F = led.F
-    shift = p.off % r
-    base = p.off - shift
-    c = p.poly.left_shift(shift) if shift else p.poly
-    kernel = fmpz_poly([r - abs(e - (r - 1)) for e in range(2 * r - 1)])
-    conv = (c * kernel).right_shift(r - 1)
-    d = conv.deflate(r) if conv.length() > 1 else conv
-    q = d // r
-    before = p.mass()
-    after = int(q(1)) if q.length() else 0
-    led.fixed_point += (before - after) << F
-    return strip(Poly(base // r, q))
-
-
 def step_ii(P: Poly, steps: int, m: Method, led: Ledger, progress=None) -> tuple[Poly, int]:
     """Lemma C.5 step (ii): the epoch sum S = sum of M rounded steps, binary powering.
 
@@ -252,7 +227,7 @@ def step_ii(P: Poly, steps: int, m: Method, led: Ledger, progress=None) -> tuple
             if A is None:
                 A, gA = B, gB
             else:
-                A = _coarsen(A, g[i] // gA, led)         # A onto multiples of g_i h (Lemma C.5)
+                A = coarsen_two_point(A, g[i] // gA, led)         # A onto multiples of g_i h (Lemma C.5)
                 gA = g[i]
                 A = trim(product(A, B, T // gA, led), trim_units, led)  # A <- A * B_i
             done += 1
@@ -261,7 +236,7 @@ def step_ii(P: Poly, steps: int, m: Method, led: Ledger, progress=None) -> tuple
         if i < n:
             B = trim(product(B, B, T // gB, led), trim_units, led)  # B_{i+1} = B_i^2
             if g[i + 1] > gB:
-                B = _coarsen(B, g[i + 1] // gB, led)     # re-round the block sum (Lemma C.5)
+                B = coarsen_two_point(B, g[i + 1] // gB, led)     # re-round the block sum (Lemma C.5)
                 gB = g[i + 1]
                 B = truncate_index(B, T // gB, led)
             done += 1
@@ -282,15 +257,11 @@ def _b_enclosures(k0: int, k1: int, scale: fmpq, eta: fmpq, prec: int):
     """
     Q = B_FRACTION_BITS
     one = 1 << Q
-    old = ctx.prec
-    ctx.prec = max(prec, Q + 64)
-    try:
+    with working_prec(max(prec, Q + 64)):
         e_up = arb_exact(eta).exp()
         e_dn = (-arb_exact(eta)).exp()
         qu_lo, qu_hi = floor_fixed(e_up, Q), floor_fixed(e_up.upper(), Q) + 1
         qd_lo, qd_hi = floor_fixed(e_dn, Q), floor_fixed(e_dn.upper(), Q) + 1
-    finally:
-        ctx.prec = old
     b0n = scale.p * one
     lo0 = int(b0n // scale.q)
     hi0 = -((-int(b0n)) // int(scale.q))
@@ -410,9 +381,7 @@ def o_ball(b: Poly, m: Method) -> arb:
     neg_part = b.poly.truncate(n_neg) if n_neg else fmpz_poly([])
     neg_sum = int(neg_part(1)) if n_neg else 0
     pos = total - neg_sum                                 # k >= 0: min{1, e^{k eta}} = 1
-    old = ctx.prec
-    ctx.prec = max(m.prec, 128)
-    try:
+    with working_prec(max(m.prec, 128)):
         eta = arb_exact(m.eta)
         if n_neg:
             # sum_{j < n_neg} c_j e^{(off + j) eta} = e^{off eta} * c(e^{eta})
@@ -420,8 +389,6 @@ def o_ball(b: Poly, m: Method) -> arb:
         else:
             val = arb(0)
         return (arb(pos) + val) / arb(2) ** F
-    finally:
-        ctx.prec = old
 
 
 # ----------------------------------------------------------------------------- driver
@@ -450,11 +417,9 @@ def rounding_bound(steps: int, epochs: int, sigma: fmpq, method: Method, progres
     if not isinstance(sigma, fmpq) or sigma <= 0:
         raise ParameterError("sigma must be a positive exact rational")
     F = method.fixed_point_bits
-    old = ctx.prec
-    ctx.prec = method.prec
     prog = progress or (lambda stage, frac: None)
     timings = {}
-    try:
+    with working_prec(method.prec):
         led = Ledger(F)
         t0 = time.perf_counter()
         prog("step_i", 0.0)
@@ -498,5 +463,4 @@ def rounding_bound(steps: int, epochs: int, sigma: fmpq, method: Method, progres
                  "products": led.products, "max_length": led.max_length}
         return BoundResult(bound, one_minus_O, O, enclosures,
                            {k: round(v, 3) for k, v in timings.items()}, stats, b)
-    finally:
-        ctx.prec = old
+
