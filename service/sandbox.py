@@ -14,8 +14,9 @@ times, then `{"result": ...}` or `{"failure": "memory" | "error", "detail": ...}
 The parent kills the child (SIGKILL) at the deadline or as soon as `keep_going()` (asked
 once a second) says no. A signal handled inside the child (SIGALRM) could not interrupt a
 long FLINT call or a large allocation; a SIGKILL from outside always ends it. A child that
-runs out of address space gets a MemoryError, or is aborted by GMP/FLINT ("Unable to
-allocate memory", which FLINT prints on stdout); both are reported as the memory limit.
+runs out of address space gets a MemoryError, or a library gives up (GMP/FLINT print "Unable
+to allocate memory", FLINT on stdout; OpenBLAS "Memory allocation still failed"); each is
+reported as the memory limit.
 """
 from __future__ import annotations
 
@@ -36,7 +37,10 @@ MAX_OUTPUT = 64 << 20     # bytes a child may write on stdout before it is kille
 PROGRESS_EVERY = 0.25     # seconds between progress lines from the child (a new stage always goes out)
 CHILD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",  # no idle thread stacks or
              "MALLOC_ARENA_MAX": "2"}                               # malloc arenas in the address space
-OUT_OF_MEMORY = re.compile(rb"MemoryError|allocate memory|Cannot (re)?allocate|out of memory", re.I)
+# how an allocation refused under RLIMIT_AS shows in a child's output (Python, GMP/FLINT, OpenBLAS,
+# C++, the dynamic loader)
+OUT_OF_MEMORY = re.compile(rb"MemoryError|allocate memory|memory allocation|out of memory|bad_alloc|"
+                           rb"failed to map segment", re.I)
 
 
 @dataclass(frozen=True)
