@@ -12,6 +12,7 @@ under a memory and a wall-clock limit (service/sandbox).
 from __future__ import annotations
 
 import contextlib
+import gc
 
 from fastapi import FastAPI
 
@@ -30,6 +31,7 @@ def create_app(config: Config | None = None) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
         app.state.service = ServiceState.open(config)
+        gc.freeze()  # start-up objects (modules, app, routes) live for good: keep full collections short
         try:
             yield
         finally:

@@ -372,12 +372,12 @@ def test_sigkill_mid_job_then_restart_finishes_everything(tmp_path):
 
 @pytest.fixture(scope="module")
 def limited():
-    """Two workers; each job process may use 400 MiB, each verification 400 MiB and 8 s."""
+    """Two workers; each job process may use 400 MiB, each verification 400 MiB and 5 s."""
     d = tempfile.mkdtemp(prefix="sigmacert-limits-")
     key = make_key(os.path.join(d, "keys"))
     tokens = os.path.join(d, "tokens.txt")
     srv = Server(d, key, tokens, "--workers", "2", "--job-memory", "400M", "--verify-memory", "400M",
-                 "--verify-seconds", "8")
+                 "--verify-seconds", "5")
     srv.auth = {"Authorization": f"Bearer {make_token(tokens, 'ci')}"}
     srv.start()
     try:
@@ -414,7 +414,7 @@ def test_hostile_certificates_are_rejected_in_bounded_time(limited):
     job = wait_done(limited, post(limited, CELL).json()["id"], 240)
     assert job["status"] == "done"
     env = limited.http.get(f"/v1/certificates/{job['id']}/envelope").content
-    for kind, seconds in (("memory", 15), ("time", 25)):
+    for kind, seconds in (("memory", 15), ("time", 20)):
         bomb = resign(env, limited.key, cost_bomb(kind))  # signed with the service's own key
         t0 = time.monotonic()
         v = limited.http.post("/v1/verify", content=bomb, headers={"Content-Type": "application/json"})
@@ -447,11 +447,10 @@ def test_a_job_over_the_wall_clock_limit_is_killed_while_a_normal_job_completes(
     assert limited.http.delete(f"/v1/certificates/{long}", headers=limited.auth).status_code == 200
 
 
-def test_limits_on_the_command_line_are_checked(tmp_path):
-    for option, value in (("--job-memory", "12X"), ("--verify-seconds", "0")):
-        out = subprocess.run([*SIGMACERT, "serve", "--port", "1", "--db", str(tmp_path / "a.db"), option, value],
-                             capture_output=True, text=True, timeout=60)
-        assert out.returncode == 2 and option in out.stderr and out.stderr.count("\n") == 1, out.stderr
+def test_a_bad_limit_on_the_command_line_is_refused_in_one_line(tmp_path):
+    out = subprocess.run([*SIGMACERT, "serve", "--port", "1", "--db", str(tmp_path / "a.db"), "--job-memory", "12X"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "--job-memory" in out.stderr and out.stderr.count("\n") == 1, out.stderr
     assert not os.path.exists(tmp_path / "issuer-key")  # refused before anything was created
 
 
