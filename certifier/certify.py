@@ -360,11 +360,15 @@ def _lower(claim: Claim, sigma: fmpq, meth, use_v1: bool, out: Outcome, say) -> 
             out.lower_tries.append({"sigma_low": s_str, "skipped": f"numerical TV {tv_low:.12g} does not exceed "
                                     "the target"})
             continue
-        found = (_lower_v1 if use_v1 else _lower_v2)(low_claim, s_low, tv_low, err, meth, out, say)
+        found, version = None, 0
+        for v, prove in ((1, _lower_v1), (2, _lower_v2)) if use_v1 else ((2, _lower_v2),):
+            found, version = prove(low_claim, s_low, tv_low, err, meth, out, say), v   # v1 first, then v2
+            if found is not None:
+                break
         if found is not None:
             out.lower_seconds = round(time.perf_counter() - t0, 3)
             L, lm = found
-            if use_v1:
+            if version == 1:
                 method_json = lm.to_json(claim.steps)
             else:
                 from certifier.lower_ms import METHOD_NAME, METHOD_VERSION
