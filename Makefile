@@ -3,11 +3,11 @@ PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
-EXTRAS  ?= test,train,service,torch,report
+EXTRAS  ?= test,train,service,torch,jax,report
 # torch==2.13.0 must be the CPU build: take it from the machine's wheel folder when there is one
 PIP_FIND := $(if $(wildcard /opt/wheels/torch-*),--find-links /opt/wheels,)
 
-.PHONY: install demo test bench reproduce clean
+.PHONY: install demo test bench reproduce clean example-opacus
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -40,6 +40,13 @@ test: install
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 	$(BIN)/python -m proofs
+
+# Opacus 1.6 trains a small MLP on scikit-learn's digits (offline) at the sigma of a committed
+# certificate, verified first by the independent verifier; writes the release to $(OUT).
+CERT ?= artifacts/certificates/M100_E10.json
+OUT  ?= build/opacus-digits
+example-opacus: install
+	$(BIN)/python examples/opacus_digits.py --certificate $(CERT) --key artifacts/keys/public.pem -o $(OUT)
 
 bench: install
 	$(BIN)/python benchmarks/bench_sigma.py

@@ -10,7 +10,6 @@ docs/method-v2.md), which covers heavy tails, one epoch, large lambda and the fi
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 
@@ -64,21 +63,10 @@ def _say(progress, t_start):
 
 
 def exact_sigma_for(claim_like: Claim, target: fmpq) -> fmpq:
-    """The exact sigma on the 1e-6 grid for the claim's scheme (Theorem 4.1, numerical)."""
-    from certifier.exact import exact_sigma, exact_tv
-    M, E = claim_like.steps, claim_like.epochs
-    if claim_like.scheme == RANDOM_ALLOCATION:
-        return parse_decimal("sigma", exact_sigma(M, E, target, resolution=SEARCH_RESOLUTION))
-    res = parse_decimal("r", SEARCH_RESOLUTION)         # fixed bins: least k res with TV(M, 1, k res/sqrt E) <= lam
-    s1 = float(parse_decimal("s", exact_sigma(M, 1, target, resolution="1e-9")))
-    lam = float(target)
-    ok = lambda k: exact_tv(M, 1, float(res * k) / math.sqrt(E), check=False).tv <= lam
-    k = math.ceil(s1 * math.sqrt(E) / float(res))
-    while not ok(k):
-        k += 1
-    while k > 1 and ok(k - 1):
-        k -= 1
-    return res * k
+    """The exact sigma on the 1e-6 grid for the claim's scheme (Theorem 4.1, numerical; certifier.schemes)."""
+    from certifier.schemes import exact_sigma
+    return parse_decimal("sigma", exact_sigma(claim_like.steps, claim_like.epochs, target, scheme=claim_like.scheme,
+                                              resolution=SEARCH_RESOLUTION))
 
 
 def _numerics(claim: Claim, sigma: fmpq) -> tuple[float | None, float | None]:
@@ -318,7 +306,7 @@ def _upper_v2(claim, sigma, tv, tv_err, prec, max_tries, out, say):
         first = choose_v2(M, E, t2, budget(margin, SAFETY[0], V2_CEILING), tv, prec=prec or 100, need_eps=guess)
         _refuse_if_slow(first, margin)
         scale, est = _calibrate(M, E, t2, first, tv, run, lambda r: float(r.bound) - tv, out, say, "upper")
-        out.k_scale, out.need_eps = scale, (min(est, guess) + 3 if est < 60 else guess)
+        out.k_scale, out.need_eps = scale, (min(est, guess) + 3 if est < 100 else guess)
 
     def row(plan, r):
         out.bound = r.bound

@@ -107,7 +107,7 @@ def rows(epochs: int, t2: fmpq, prec: int = PREC) -> tuple[dict, dict]:
     priv = {}
     for d in DELTAS:
         dq = parse_decimal("delta", d)
-        js = np.arange(0, int(60 / g))
+        js = np.arange(0, int(100 / g))
         j = int(np.flatnonzero(dfloat(js * g) <= float(dq))[0])
         up = lambda j, dq=dq: delta_ball(epochs, t2, grid * j, prec).upper() <= arb_exact(dq)
         while not up(j):

@@ -220,8 +220,12 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     k_top = math.ceil(max(mean_rest + 8 * cm.s, need_eps + 8 * cm.s + cm.s**2 / 2, 1.0) / ev)
     trim = fmpq(1, 10**14)
     shift = parse_decimal("shift", str(math.ceil(need_eps))) if need_eps > 0 else fmpq(0)
+    # a mass unit 2^-F at Lambda = e^x weighs e^x 2^-F under Q: where the rows need Lambda up to
+    # e^(k_top eta), the fixed point must resolve Q-masses there to ~1e-20
+    bits = max(80, math.ceil((min(k_top * ev, epochs * (k_plus * ev)) + 46) / math.log(2))) if need_eps > 0 else 80
     method = MethodV2(h=parse_decimal("h", hs), mantissa_bits=n, y_mantissa_bits=tuple(y_bits), top_octave=top,
-                      eta=eq, k_minus=k_minus, k_plus=k_plus, k_top=k_top, prec=prec, trim=trim, trim_shift=shift)
+                      eta=eq, k_minus=k_minus, k_plus=k_plus, k_top=k_top, prec=max(prec, bits + 20),
+                      fixed_point_bits=min(bits, 1024), trim=trim, trim_shift=shift)
     method.validate()
     loss = {"lattice": cm.K * C_RHO / N**2 if steps > 1 else 0.0, "step_i": y_loss, "log_grid": cm.K * ev * ev / 6,
             "small": cm.K * steps * h * cm.Gm1(Nh) / S_typ**2,
@@ -301,7 +305,7 @@ def eps_estimate(b, eta: fmpq, F: int, delta: float = 1e-6) -> float:
 
     from certifier.privacy import Masses
     ms = Masses(b, eta, F)
-    eps = np.arange(0.0, 60.0, 0.01)
+    eps = np.arange(0.0, 100.0, 0.01)
     vals = np.maximum(ms.dqp_float(eps), ms.dpq_float(eps))
     ok = np.flatnonzero(vals <= delta)
-    return float(eps[ok[0]]) if ok.size else 60.0
+    return float(eps[ok[0]]) if ok.size else 100.0
