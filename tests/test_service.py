@@ -30,7 +30,7 @@ from service_fixtures import (
 CELL = {"steps": 4, "epochs": 2, "target": "0.3", "sigma": "2"}  # certifies in a few seconds
 SLOW = {"steps": 100, "epochs": 10, "target": "0.1"}  # exact sigma first, then certify: ~5-15 s
 # Address space of a job process (RLIMIT_AS, interpreter and libraries included): CELL needs about
-# 290 MiB; BIG passes 400 MiB within about 10 s of computing (its step (ii) grows past 600 MB).
+# 290 MiB; BIG passes 400 MiB within seconds of computing (it grows past 600 MB).
 # LONG (exact sigma, then both sides of M=500) computes for minutes.
 BIG = {"steps": 500, "epochs": 10, "target": "0.1", "sigma": "0.834432"}
 LONG = {"steps": 500, "epochs": 10, "target": "0.1"}
