@@ -1,5 +1,6 @@
-"""The certification service: HTTP API (app), SQLite archive and job queue (store), worker
-processes (worker), bearer tokens (auth), exact sigma and verification pools (compute).
+"""The certification service: HTTP API (app, routes, state), SQLite archive and job queue
+(store), workers that sign (worker), limited child processes that compute (sandbox, tasks),
+bearer tokens (auth).
 
     sigmacert serve --tokens tokens.txt      # docs/service.md
 """

@@ -1,12 +1,16 @@
-"""Worker processes: claim a job from the store, certify, sign, record (docs/service.md).
+"""Workers: claim a job, compute it in a limited child process, sign, record (docs/service.md).
 
-    python -m service.worker --db DB --key PRIVATE.pem --owner NAME --parent PID
+    python -m service.worker --db DB --key PRIVATE.pem --owner NAME --parent PID --keyid HEX
+                             --memory BYTES --seconds S
 
-A worker holds a lease on its job and renews it from a heartbeat thread, which
-also publishes progress and ends the process at once when the job was cancelled
-or taken away (the server's supervisor then starts a fresh worker). A worker dies
-with its server (PR_SET_PDEATHSIG, and a parent check), so after a SIGKILL of the
-server no orphan keeps computing; the restarted server re-queues the job.
+A worker holds the signing key and never computes: each job runs in its own child process
+(service.sandbox: a fresh interpreter without the key, an address-space limit, killed at
+the wall-clock limit). Once a second the worker renews its lease on the job and publishes
+the child's progress; when the job was cancelled or taken away it kills the child and
+takes the next job. A child over a limit is killed and its job fails with that reason;
+the worker carries on. A worker dies with its server (PR_SET_PDEATHSIG, and a parent
+check), and its child with it, so after a SIGKILL of the server no orphan keeps computing;
+the restarted server re-queues the job.
 """
 from __future__ import annotations
 
@@ -19,112 +23,105 @@ import subprocess
 import sys
 import threading
 import time
-import traceback
+
+from service.sandbox import Budget, die_with_parent, run
 
 LEASE = 60.0      # seconds a claim is valid without a heartbeat
-HEARTBEAT = 1.0   # seconds between heartbeats (progress, lease, cancellation, parent)
 POLL = 0.5        # seconds between queue polls when idle
 
 
-def die_with_parent(parent: int) -> None:
-    """Linux: SIGKILL this process when the parent dies; and exit now if it already has."""
+def matches_request(req: dict, outcome: dict) -> str | None:
+    """Why a child's certified predicate must not be signed for `req` (None: it may).
+
+    The child is our own code, but the key signs only a claim that is the one requested
+    and a bound that meets the target, read back from the predicate itself."""
+    from certifier.params import parse_decimal
+    pred = outcome.get("predicate")
+    if not isinstance(pred, dict) or not isinstance(pred.get("claim"), dict):
+        return "no predicate"
+    claim = pred["claim"]
+    want = {"steps": req["steps"], "epochs": req["epochs"], "target": req["target"]}
+    if req.get("sigma") is not None:
+        want["sigma"] = req["sigma"]
+    for k, v in want.items():
+        if claim.get(k) != v:
+            return f"claim.{k} is {claim.get(k)!r}, the request asked for {v!r}"
     try:
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:
-        os._exit(0)
+        if parse_decimal("bound", pred["bound"]) > parse_decimal("target", claim["target"]):
+            return f"bound {pred['bound']} exceeds the target {claim['target']}"
+    except (KeyError, TypeError, ValueError):
+        return "no readable bound"
+    return None
 
 
 class Worker:
-    def __init__(self, db: str, key_path: str, owner: str, parent: int, keyid: str | None = None):
+    def __init__(self, db: str, key_path: str, owner: str, parent: int, budget: Budget, keyid: str | None = None):
         from certifier.envelope import key_id
         from certifier.keys import load_private
         from service.store import Store
-        self.store, self.owner, self.parent = Store(db), owner, parent
+        self.store, self.owner, self.parent, self.budget = Store(db), owner, parent, budget
         self.key = load_private(key_path)
         self.keyid = key_id(self.key.public_key())
         if keyid is not None and keyid != self.keyid:  # the key file changed under a running server
             raise SystemExit(f"sigmacert worker: {key_path} is no longer the key this server publishes "
                              f"({keyid[:16]}...); restart the server to rotate keys")
-        self.job = None
-        self.progress = {"stage": "starting", "percent": 0.0, "elapsed": 0.0}
-        threading.Thread(target=self._heartbeat, daemon=True).start()
-        signal.signal(signal.SIGTERM, self._on_term)
+        signal.signal(signal.SIGTERM, lambda signum, frame: os._exit(0))  # the child dies with us;
+        # the supervisor puts our job back in the queue (WorkerPool.stop / _monitor)
 
-    def _on_term(self, signum, frame):
-        os._exit(0)  # the supervisor puts our job back in the queue (WorkerPool.stop / _monitor)
-
-    def _heartbeat(self) -> None:
-        while True:
-            time.sleep(HEARTBEAT)
-            if os.getppid() != self.parent:
-                os._exit(0)
-            job = self.job
-            if job is None:
-                continue
-            p = dict(self.progress)
-            try:
-                ok = self.store.heartbeat(job["id"], self.owner, LEASE, p["stage"], p["percent"], p["elapsed"])
-            except Exception:  # a busy database: try again next beat; the lease is long
-                continue
-            if not ok and self.job is job:  # cancelled, or re-queued and given to another worker
-                print(f"sigmacert worker {self.owner}: job {job['id']} no longer ours; stopping",
-                      file=sys.stderr, flush=True)
-                os._exit(0)
-
-    def _report(self, stage: str, percent: float, elapsed: float) -> None:
-        self.progress = {"stage": stage, "percent": round(float(percent), 1), "elapsed": round(float(elapsed), 2)}
+    def _check_parent(self) -> None:
+        if os.getppid() != self.parent:
+            os._exit(0)
 
     def run_forever(self) -> None:
         while True:
+            self._check_parent()
             job = self.store.claim(self.owner, LEASE)
             if job is None:
                 time.sleep(POLL)
                 continue
-            self.progress = {"stage": "starting", "percent": 0.0, "elapsed": 0.0}
-            self.job = job
-            try:
-                self.run(job)
-            finally:
-                self.job = None
+            self.run(job)
 
     def run(self, job: dict) -> None:
-        from certifier.certify import certify
+        jid, req = job["id"], json.loads(job["request"])
+        progress = {"stage": "starting", "percent": 0.0, "elapsed": 0.0}
+
+        def heartbeat() -> bool:  # once a second: lease, progress; False once the job is not ours
+            self._check_parent()
+            try:
+                ok = self.store.heartbeat(jid, self.owner, LEASE, **progress)
+            except Exception:  # a busy database: try again next beat; the lease is long
+                return True
+            if not ok:
+                print(f"sigmacert worker {self.owner}: job {jid} no longer ours; stopping it",
+                      file=sys.stderr, flush=True)
+            return ok
+
+        out = run("certify", req, self.budget, on_progress=lambda **p: progress.update(p), keep_going=heartbeat)
+        finish = lambda status, **kw: self.store.finish(jid, self.owner, status, elapsed=out.seconds, **kw)  # noqa: E731
+        if out.failure == "stopped":
+            return  # cancelled or given to another worker: nothing of ours to record
+        if out.failure is not None:
+            finish("failed", reason=out.reason, error_kind="limit" if out.failure in ("memory", "seconds")
+                   else "error")
+            return
+        res = out.result
+        if "error" in res:
+            finish("failed", reason=f"error: {res['error']}", error_kind="error")
+        elif not res["success"]:
+            finish("failed", error_kind="not-certified", bound=res["bound"], sigma=res["sigma"],
+                   reason=f"not certified: the bound reached, {res['bound']}, exceeds the target "
+                          f"{res['target']} at sigma {res['sigma']}")
+        elif (why := matches_request(req, res)) is not None:
+            finish("failed", reason=f"internal error: not signed: {why}", error_kind="error")
+        else:
+            finish("done", bound=res["bound"], sigma=res["sigma"], keyid=self.keyid,
+                   envelope=self._sign(req, res["predicate"]))
+
+    def _sign(self, req: dict, pred: dict) -> str:
         from certifier.envelope import canonical_json, claim_subject, sign_envelope, statement
-        from certifier.params import parse_sigma, parse_target
-        req = json.loads(job["request"])
-        t0 = time.perf_counter()
-        try:
-            sigma = parse_sigma(req["sigma"]) if req.get("sigma") is not None else None
-            # two-sided (format v2) when the service searched the exact sigma itself: only then
-            # can sigma - 1e-6 be certified to miss the target (docs/two-sided.md)
-            res = certify(req["steps"], req["epochs"], parse_target(req["target"]), sigma,
-                          progress=self._report, two_sided=sigma is None)
-        except (ValueError, ArithmeticError, OverflowError, MemoryError) as err:
-            msg = str(err).splitlines()[0] if str(err) else type(err).__name__
-            self.store.finish(job["id"], self.owner, "failed", reason=f"error: {msg}", error_kind="error",
-                              elapsed=time.perf_counter() - t0)
-            return
-        except Exception as err:  # logged for the operator; the API only shows one line
-            traceback.print_exc(file=sys.stderr)
-            self.store.finish(job["id"], self.owner, "failed", reason=f"internal error: {type(err).__name__}",
-                              error_kind="error", elapsed=time.perf_counter() - t0)
-            return
-        elapsed = time.perf_counter() - t0
-        if not res.success:
-            self.store.finish(job["id"], self.owner, "failed", error_kind="not-certified", bound=res.bound,
-                              sigma=res.sigma, elapsed=elapsed,
-                              reason=f"not certified: the bound reached, {res.bound}, exceeds the target "
-                                     f"{res.target} at sigma {res.sigma}")
-            return
-        pred = res.predicate
         s = req.get("subject")
-        subject = ({"name": s["name"], "digest": {"sha256": s["sha256"]}} if s else claim_subject(pred["claim"]))
-        env = sign_envelope(statement(subject, pred), self.key)
-        self.store.finish(job["id"], self.owner, "done", bound=res.bound, sigma=res.sigma, keyid=self.keyid,
-                          envelope=canonical_json(env).decode("utf-8"), elapsed=elapsed)
+        subject = {"name": s["name"], "digest": {"sha256": s["sha256"]}} if s else claim_subject(pred["claim"])
+        return canonical_json(sign_envelope(statement(subject, pred), self.key)).decode("utf-8")
 
 
 # ----------------------------------------------------------------------------- supervisor (server side)
@@ -132,8 +129,9 @@ class Worker:
 class WorkerPool:
     """N worker processes, restarted when one ends; a dead worker's job goes back to the queue."""
 
-    def __init__(self, store, db: str, key_path: str, n: int, keyid: str, log=None):
+    def __init__(self, store, db: str, key_path: str, n: int, keyid: str, budget: Budget, log=None):
         self.store, self.db, self.key_path, self.n, self.keyid = store, db, key_path, n, keyid
+        self.budget = budget
         self.log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
         self.procs: dict[int, tuple[subprocess.Popen, str, float]] = {}
         self._stop = threading.Event()
@@ -142,7 +140,8 @@ class WorkerPool:
     def _spawn(self, slot: int) -> None:
         owner = f"w{slot}-{os.getpid()}-{secrets.token_hex(3)}"
         cmd = [sys.executable, "-m", "service.worker", "--db", self.db, "--key", self.key_path,
-               "--owner", owner, "--parent", str(os.getpid()), "--keyid", self.keyid]
+               "--owner", owner, "--parent", str(os.getpid()), "--keyid", self.keyid,
+               "--memory", str(self.budget.memory), "--seconds", repr(self.budget.seconds)]
         p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, close_fds=True)
         self.procs[slot] = (p, owner, time.monotonic())
 
@@ -150,6 +149,9 @@ class WorkerPool:
         for slot in range(self.n):
             self._spawn(slot)
         self._thread.start()
+
+    def alive(self) -> int:
+        return sum(p.poll() is None for p, _, _ in self.procs.values())
 
     def _monitor(self) -> None:
         while not self._stop.wait(0.5):
@@ -166,9 +168,6 @@ class WorkerPool:
                 if time.monotonic() - started < 2.0:
                     time.sleep(2.0)  # a worker that cannot start must not spin
                 self._spawn(slot)
-
-    def pids(self) -> list[int]:
-        return [p.pid for p, _, _ in self.procs.values()]
 
     def stop(self, grace: float = 10.0) -> None:
         self._stop.set()
@@ -195,14 +194,13 @@ def main(argv=None) -> int:
     ap.add_argument("--owner", required=True)
     ap.add_argument("--parent", type=int, required=True)
     ap.add_argument("--keyid", help="the key id the server publishes; refuse any other key")
+    ap.add_argument("--memory", type=int, required=True, help="address-space limit of each job process (bytes)")
+    ap.add_argument("--seconds", type=float, required=True, help="wall-clock limit of each job (s)")
     args = ap.parse_args(argv)
     die_with_parent(args.parent)
     try:
-        os.nice(5)  # the API stays responsive while workers compute
-    except OSError:
-        pass
-    try:
-        Worker(args.db, args.key, args.owner, args.parent, args.keyid).run_forever()
+        Worker(args.db, args.key, args.owner, args.parent, Budget(args.memory, args.seconds),
+               args.keyid).run_forever()
     except KeyboardInterrupt:
         return 0
     return 0

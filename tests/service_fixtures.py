@@ -173,3 +173,36 @@ def wait_done(srv: Server, jid: str, timeout: float = 180.0) -> dict:
 
 def cleanup(path: str) -> None:
     shutil.rmtree(path, ignore_errors=True)
+
+
+def resign(envelope: bytes, private_key: str, mutate) -> bytes:
+    """The certificate `envelope` with mutate(predicate) applied, signed again with `private_key`:
+    what a careless or hostile holder of the issuer's key could publish."""
+    import base64
+    import json
+
+    from certifier.envelope import canonical_json, sign_envelope, statement
+    from certifier.keys import load_private
+    stmt = json.loads(base64.b64decode(json.loads(envelope)["payload"]))
+    mutate(stmt["predicate"])
+    subject = stmt["subject"][0]
+    return canonical_json(sign_envelope(statement(subject, stmt["predicate"]), load_private(private_key)))
+
+
+def cost_bomb(kind: str):
+    """A mutation of a method (docs/certificate.md section 4) that passes every static check of
+    the format but is expensive to replay: `memory` puts the cap 3e8 grid steps out with 30
+    coarse tail points (a 3e8-entry list in step (i), about 2.4 GB); `time` asks for 2e5 grid
+    points at 4096 bits of precision (minutes of erfc, little memory)."""
+    from certifier.params import decimal_str, parse_decimal
+
+    def mutate(pred):
+        m = pred["method"]
+        h, start = parse_decimal("h", m["h"]), parse_decimal("tail_start", m["tail_start"])
+        if kind == "memory":
+            step = h * 10**7
+            m["tail_step"], m["cap"] = decimal_str(step), decimal_str(start + 30 * step)
+        else:
+            m["prec"], m["tail_start"] = 4096, decimal_str(h * 200_000)
+            m["cap"] = m["tail_start"]
+    return mutate

@@ -13,10 +13,27 @@ import tempfile
 import time
 
 import pytest
-from service_fixtures import SIGMACERT, VERIFY, Server, alive, cleanup, make_key, make_token, wait_done, wait_for
+from service_fixtures import (
+    SIGMACERT,
+    VERIFY,
+    Server,
+    alive,
+    cleanup,
+    cost_bomb,
+    make_key,
+    make_token,
+    resign,
+    wait_done,
+    wait_for,
+)
 
 CELL = {"steps": 4, "epochs": 2, "target": "0.3", "sigma": "2"}  # certifies in a few seconds
 SLOW = {"steps": 100, "epochs": 10, "target": "0.1"}  # exact sigma first, then certify: ~5-15 s
+# Address space of a job process (RLIMIT_AS, interpreter and libraries included): CELL needs about
+# 290 MiB; BIG passes 400 MiB within seconds of computing (it grows past 600 MB).
+# LONG (exact sigma, then both sides of M=500) computes for minutes.
+BIG = {"steps": 500, "epochs": 10, "target": "0.1", "sigma": "0.834432"}
+LONG = {"steps": 500, "epochs": 10, "target": "0.1"}
 
 
 @pytest.fixture(scope="module")
@@ -349,6 +366,131 @@ def test_sigkill_mid_job_then_restart_finishes_everything(tmp_path):
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     assert db.execute("SELECT COUNT(*) FROM jobs WHERE status='done'").fetchone()[0] == 3
     db.close()
+
+
+# ----------------------------------------------------------------------------- limits
+
+@pytest.fixture(scope="module")
+def limited():
+    """Two workers; each job process may use 400 MiB, each verification 400 MiB and 5 s."""
+    d = tempfile.mkdtemp(prefix="sigmacert-limits-")
+    key = make_key(os.path.join(d, "keys"))
+    tokens = os.path.join(d, "tokens.txt")
+    srv = Server(d, key, tokens, "--workers", "2", "--job-memory", "400M", "--verify-memory", "400M",
+                 "--verify-seconds", "5")
+    srv.auth = {"Authorization": f"Bearer {make_token(tokens, 'ci')}"}
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+        cleanup(d)
+
+
+def elapsed_of(srv, jid: str) -> float:
+    db = sqlite3.connect(srv.db)
+    try:
+        return db.execute("SELECT elapsed FROM jobs WHERE id=?", (jid,)).fetchone()[0]
+    finally:
+        db.close()
+
+
+def test_a_job_over_the_memory_limit_fails_while_a_normal_job_completes(limited):
+    workers = limited.children()
+    assert len(workers) == 2
+    big = post(limited, BIG).json()["id"]
+    normal = post(limited, CELL).json()["id"]
+    jobs = {j: wait_done(limited, j, 240) for j in (big, normal)}
+    assert jobs[big]["status"] == "failed", jobs[big]
+    assert jobs[big]["reason"] == "exceeded the memory limit of 400 MiB" and "envelope" not in jobs[big]
+    assert jobs[normal]["status"] == "done" and float(jobs[normal]["bound"]) <= 0.3
+    # the worker that ran the job lives on (no restart); its job process is gone
+    assert wait_for(lambda: limited.children() == workers, 10)
+    h = limited.http.get("/healthz").json()
+    assert h["workers"] == 2 and h["jobs"] == {"failed": 1, "done": 1}
+
+
+def test_hostile_certificates_are_rejected_in_bounded_time(limited):
+    job = wait_done(limited, post(limited, CELL).json()["id"], 240)
+    assert job["status"] == "done"
+    env = limited.http.get(f"/v1/certificates/{job['id']}/envelope").content
+    for kind, seconds in (("memory", 15), ("time", 20)):
+        bomb = resign(env, limited.key, cost_bomb(kind))  # signed with the service's own key
+        t0 = time.monotonic()
+        v = limited.http.post("/v1/verify", content=bomb, headers={"Content-Type": "application/json"})
+        took = time.monotonic() - t0
+        assert v.status_code == 200, v.text
+        body = v.json()
+        assert body["result"] == "REJECT" and body["accepted"] is False
+        assert body["reason"] == "cost-exceeds-limit" and body["detail"], body
+        assert took < seconds, (kind, took)
+    assert limited.http.get("/healthz").json()["ok"]
+
+
+def test_a_job_over_the_wall_clock_limit_is_killed_while_a_normal_job_completes(limited):
+    # the same archive, restarted with a wall-clock limit of 30 s per job and the default memory limit
+    # (30 s: a job process pays its imports, about 1 s on an idle machine and 5 s when it is overloaded)
+    limited.stop()
+    limited.extra = ["--workers", "2", "--job-seconds", "30"]
+    limited.start()
+    workers = limited.children()
+    long = post(limited, LONG).json()["id"]
+    normal = post(limited, {**CELL, "subject": {"name": "m.bin", "sha256": "ab" * 32}}).json()["id"]
+    jobs = {j: wait_done(limited, j, 240) for j in (long, normal)}
+    assert jobs[long]["status"] == "failed", jobs[long]
+    assert jobs[long]["reason"] == "exceeded the wall-clock limit of 30 s" and jobs[long]["attempts"] == 1
+    assert 30 <= elapsed_of(limited, long) < 33  # killed at the limit, not when its computation ends
+    assert jobs[normal]["status"] == "done", jobs[normal]["reason"]
+    assert wait_for(lambda: limited.children() == workers, 10)
+    again = post(limited, LONG)  # a failure at a limit is not final: the same request is queued again
+    assert again.status_code == 202 and again.json()["id"] == long
+    assert limited.http.delete(f"/v1/certificates/{long}", headers=limited.auth).status_code == 200
+
+
+def test_limits_are_read_as_sizes_and_whole_seconds():
+    from certifier.params import ParameterError
+    from service.config import parse_memory, parse_seconds
+    assert parse_memory("m", "400M") == 400 << 20 and parse_memory("m", "4G") == 4 << 30
+    assert parse_memory("m", "512") == 512 << 20 and parse_seconds("s", "30") == 30.0
+    for bad in ("12X", "1M", "0G", "2048G", "-5M", "1.5G", ""):
+        with pytest.raises(ParameterError, match="must"):
+            parse_memory("--job-memory", bad)
+    for bad in ("0", "1.5", "x", "10000000"):
+        with pytest.raises(ParameterError, match="must"):
+            parse_seconds("--job-seconds", bad)
+
+
+def test_a_worker_signs_only_the_requested_claim_with_a_bound_below_the_target():
+    from service.worker import matches_request
+    req = {"steps": 4, "epochs": 2, "target": "0.3", "sigma": "2", "subject": None}
+    good = {"predicate": {"claim": {"steps": 4, "epochs": 2, "target": "0.3", "sigma": "2"}, "bound": "0.29"}}
+    assert matches_request(req, good) is None
+    assert matches_request({**req, "sigma": None}, good) is None  # the service searched sigma itself
+    for path, value, word in ((("claim", "steps"), 5, "steps"), (("claim", "sigma"), "1.9", "sigma"),
+                              (("claim", "target"), "0.31", "target"), (("bound",), "0.31", "exceeds")):
+        bad = json.loads(json.dumps(good))
+        node = bad["predicate"]
+        for k in path[:-1]:
+            node = node[k]
+        node[path[-1]] = value
+        assert word in matches_request(req, bad)
+    assert matches_request(req, {"predicate": None}) == "no predicate"
+
+
+def test_the_verifier_is_given_the_service_budget_when_it_takes_one(monkeypatch):
+    import verifier
+    from service.tasks import verify_certificate
+    real, seen = verifier.verify_bytes, []
+
+    def budgeted(data, keys, subject_digest=None, *, max_memory=None, max_seconds=None):
+        seen.append((max_memory, max_seconds))
+        return real(data, keys, subject_digest)
+    payload = {"data": base64.b64encode(b"{}").decode(), "keys": [], "subject": None,
+               "max_memory": 400 << 20, "max_seconds": 8.0}
+    monkeypatch.setattr(verifier, "verify_bytes", budgeted)
+    assert verify_certificate(payload, None)["result"] == "REJECT" and seen == [(400 << 20, 8.0)]
+    monkeypatch.setattr(verifier, "verify_bytes", lambda data, keys, subject_digest=None: real(data, keys))
+    assert verify_certificate(payload, None)["result"] == "REJECT"  # a verifier without a budget still works
 
 
 def test_second_server_on_the_same_database_is_refused(tmp_path, svc):

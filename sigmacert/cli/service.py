@@ -44,12 +44,22 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _budget(memory: str | None, seconds: str | None, kind: str, default):
+    """--KIND-memory and --KIND-seconds over the defaults of service.config."""
+    from service.config import parse_memory, parse_seconds
+    from service.sandbox import Budget
+    return Budget(parse_memory(f"--{kind}-memory", memory) if memory is not None else default.memory,
+                  parse_seconds(f"--{kind}-seconds", seconds) if seconds is not None else default.seconds)
+
+
 def run_serve(args) -> int:
     try:
         import uvicorn
 
-        from service.app import Config, _lock, create_app
+        from service.app import create_app
         from service.auth import TokenFileError, Tokens
+        from service.config import JOB, VERIFY, Config
+        from service.state import lock_database
         from service.validate import Limits
     except ImportError as err:
         raise _cli_error(f"the service needs the 'service' extra (pip install 'sigmacert[service]'): {err}") from None
@@ -62,6 +72,8 @@ def run_serve(args) -> int:
     db = os.path.abspath(args.db)
     rate = float(parse_count("verify-rate", args.verify_rate, 10**6))
     burst = parse_count("verify-burst", args.verify_burst, 10**6)
+    job = _budget(args.job_memory, args.job_seconds, "job", JOB)
+    verify = _budget(args.verify_memory, args.verify_seconds, "verify", VERIFY)
     if not os.path.isdir(os.path.dirname(db)):
         raise ParameterError(f"database directory does not exist: {os.path.dirname(db)}")
     if args.tokens:
@@ -83,12 +95,12 @@ def run_serve(args) -> int:
         print(f"sigmacert serve: WARNING listening on {args.host}: bearer tokens travel in clear text; "
               "put a TLS reverse proxy in front", file=sys.stderr)
     try:
-        os.close(_lock(db))  # one server per database; the app takes the lock for real at start-up
+        os.close(lock_database(db))  # one server per database; the app takes the lock for real at start-up
     except RuntimeError as err:
         raise _cli_error(str(err)) from None
     cfg = Config(db=db, key=key, tokens=os.path.abspath(args.tokens) if args.tokens else None,
                  workers=workers, retired_keys=[os.path.abspath(p) for p in args.retired_key or []],
-                 limits=limits, verify_per_minute=rate, verify_burst=burst)
+                 limits=limits, verify_per_minute=rate, verify_burst=burst, job=job, verify=verify)
     app = create_app(cfg)
     uvicorn.run(app, host=args.host, port=port, log_level=args.log_level, proxy_headers=False,
                 server_header=False, timeout_graceful_shutdown=10, access_log=not args.no_access_log)
@@ -109,6 +121,14 @@ def register(sub) -> None:
     p.add_argument("--workers", default="1", help="certification worker processes (default 1)")
     p.add_argument("--max-steps", default="10000", help="largest M accepted (default 10000)")
     p.add_argument("--max-epochs", default="1000", help="largest E accepted (default 1000)")
+    p.add_argument("--job-memory", metavar="SIZE",
+                   help="address space of each job process, e.g. 512M, 4G (default 4G); over it the job fails")
+    p.add_argument("--job-seconds", metavar="S",
+                   help="wall-clock limit of each job; at it the job process is killed (default 3600)")
+    p.add_argument("--verify-memory", metavar="SIZE",
+                   help="address space of each /v1/verify process (default 2G)")
+    p.add_argument("--verify-seconds", metavar="S",
+                   help="wall-clock limit of each /v1/verify (default 120)")
     p.add_argument("--verify-rate", default="30", help="verifications per minute per client (default 30)")
     p.add_argument("--verify-burst", default="10", help="verification burst per client (default 10)")
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])

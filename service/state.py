@@ -1,0 +1,108 @@
+"""The running service: one explicit state object that every router reads (app.state.service).
+
+    state = ServiceState.open(config)   # lifespan start: lock, archive, keys, workers, lanes
+    state.close()                       # lifespan end
+
+Opening takes an exclusive lock on the database, re-queues jobs left `running` by a
+previous (killed) server, records the public half of the signing key (older keys become
+retired) and starts the workers. The private key stays out of this process: only the
+workers read it. Routers get the state with `Depends(get_state)`; a new feature adds a
+field here and a router in service/routes.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+from dataclasses import dataclass
+
+from fastapi import Depends, Header, Request
+
+from service.auth import Tokens
+from service.compute import Lane, SigmaService, Verifications
+from service.config import Config
+from service.errors import ApiError
+from service.ratelimit import RateLimiter
+from service.store import Store
+from service.worker import WorkerPool
+
+
+def lock_database(db: str) -> int:
+    """An exclusive flock on DB.lock (a file descriptor); RuntimeError if another server holds it."""
+    fd = os.open(db + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise RuntimeError(f"another sigmacert server is using {db}") from None
+    return fd
+
+
+def _public_pem(public_key) -> str:
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+    return public_key.public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo).decode()
+
+
+@dataclass
+class ServiceState:
+    config: Config
+    tokens: Tokens
+    store: Store
+    keyid: str                    # the active signing key
+    workers: WorkerPool           # certification jobs (start, stop, alive)
+    sigma: SigmaService           # GET /v1/sigma
+    verifications: Verifications  # POST /v1/verify
+    limiter: RateLimiter          # POST /v1/verify, per client
+    lanes: tuple[Lane, ...]
+    lock: int
+
+    @classmethod
+    def open(cls, config: Config) -> ServiceState:
+        from certifier.envelope import key_id
+        from certifier.keys import load_private, load_public
+        tokens = Tokens(config.tokens)
+        lock = lock_database(config.db)
+        try:
+            store = Store(config.db)
+            for pem_path in config.retired_keys:
+                pub = load_public(pem_path)
+                store.add_retired_key(key_id(pub), _public_pem(pub))
+            pub = load_private(config.key).public_key()  # only the public half stays in this process
+            keyid = key_id(pub)
+            store.set_active_key(keyid, _public_pem(pub))
+            n = store.requeue()
+        except BaseException:
+            os.close(lock)
+            raise
+        if n:
+            print(f"sigmacert serve: {n} job(s) left running by a previous server re-queued", flush=True)
+        workers = WorkerPool(store, config.db, config.key, config.workers, keyid, config.job)
+        workers.start()
+        sigma_lane, verify_lane = Lane("sigma", 1, 8), Lane("verify", 1, 4)
+        return cls(config=config, tokens=tokens, store=store, keyid=keyid, workers=workers,
+                   sigma=SigmaService(store, sigma_lane, config.job, config.sigma_wait),
+                   verifications=Verifications(verify_lane, config.verify),
+                   limiter=RateLimiter(config.verify_per_minute, config.verify_burst),
+                   lanes=(sigma_lane, verify_lane), lock=lock)
+
+    def close(self) -> None:
+        self.workers.stop()
+        for lane in self.lanes:
+            lane.shutdown()
+        os.close(self.lock)
+
+
+async def get_state(request: Request) -> ServiceState:
+    """The state (async: FastAPI then resolves it in the event loop, without a thread hop)."""
+    return request.app.state.service
+
+
+def caller(authorization: str | None = Header(None, include_in_schema=False),
+           state: ServiceState = Depends(get_state)) -> str:
+    """The name of the bearer token presented (401 without a valid one)."""
+    if not state.tokens.configured:
+        raise ApiError(401, "this server has no API tokens (start it with --tokens FILE; "
+                            "create one with `sigmacert token create`)", {"WWW-Authenticate": "Bearer"})
+    name = state.tokens.check(authorization)
+    if name is None:
+        raise ApiError(401, "missing or invalid bearer token", {"WWW-Authenticate": "Bearer"})
+    return name

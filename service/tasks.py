@@ -1,0 +1,67 @@
+"""What a sandboxed child computes (service.sandbox): certify, verify, exact sigma.
+
+Each task takes its JSON payload and `progress(stage, percent, elapsed)` and returns a
+JSON-able dict. An error that belongs to the answer (a parameter the mathematics refuses,
+a certificate the verifier rejects) is part of that dict; running out of memory raises
+MemoryError, which the child reports as the memory limit.
+"""
+from __future__ import annotations
+
+import base64
+import inspect
+import time
+
+
+def _one_line(err: Exception) -> str:
+    text = str(err).splitlines()[0] if str(err) else ""
+    return text or type(err).__name__
+
+
+def certify_job(req: dict, progress) -> dict:
+    """A job of POST /v1/certificates: Lemma C.5 bound at sigma (the exact sigma when absent).
+
+    Two-sided (format v2) when the exact sigma is searched here: only then can sigma - 1e-6
+    be certified to miss the target (docs/two-sided.md). The predicate is returned unsigned:
+    the worker that started this process holds the key and signs."""
+    from certifier.certify import certify
+    from certifier.errors import SigmacertError
+    from certifier.params import parse_sigma, parse_target
+    try:
+        sigma = parse_sigma(req["sigma"]) if req.get("sigma") is not None else None
+        res = certify(req["steps"], req["epochs"], parse_target(req["target"]), sigma, progress=progress,
+                      two_sided=sigma is None)
+    except (SigmacertError, ValueError, ArithmeticError, OverflowError) as err:
+        return {"error": _one_line(err)}
+    return {"success": res.success, "bound": res.bound, "sigma": res.sigma, "target": res.target,
+            "predicate": res.predicate}
+
+
+def exact_sigma(payload: dict, progress) -> dict:
+    """GET /v1/sigma: the exact sigma of a cell (Theorem 4.1), rounded up to 1e-6."""
+    from certifier.errors import SigmacertError
+    from certifier.exact import exact_sigma as search
+    from certifier.params import parse_target
+    t0 = time.perf_counter()
+    try:
+        s = search(payload["steps"], payload["epochs"], parse_target(payload["target"]))
+    except (SigmacertError, ValueError, ArithmeticError, OverflowError) as err:
+        return {"exact": None, "exact_status": "error", "exact_error": f"{type(err).__name__}: {err}"[:300]}
+    return {"exact": s, "exact_status": "done", "exact_seconds": round(time.perf_counter() - t0, 3)}
+
+
+def verify_certificate(payload: dict, progress) -> dict:
+    """POST /v1/verify: the independent verifier's answer against the listed keys.
+
+    The verifier is told the same budget as this process, so its cost model (when it has
+    one) rejects an over-budget certificate before any arithmetic: `cost-exceeds-limit`."""
+    from verifier import load_public_key, verify_bytes
+    keys = [load_public_key(p.encode()) for p in payload["keys"]]
+    accepted = inspect.signature(verify_bytes).parameters
+    budget = {k: payload[k] for k in ("max_memory", "max_seconds") if k in accepted}
+    r = verify_bytes(base64.b64decode(payload["data"]), keys, payload.get("subject"), **budget).as_dict()
+    if r["reason"] == "internal-error" and "MemoryError" in (r.get("detail") or ""):
+        raise MemoryError  # the verifier caught it; it is this process's limit, not the certificate's fault
+    return r
+
+
+TASKS = {"certify": certify_job, "sigma": exact_sigma, "verify": verify_certificate}

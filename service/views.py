@@ -1,0 +1,42 @@
+"""JSON views of archive rows: what the API shows of a job and of a key."""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+
+
+def iso(t: float | None) -> str | None:
+    """A UNIX time as `YYYY-MM-DDTHH:MM:SSZ` (UTC, whole seconds)."""
+    if t is None:
+        return None
+    return _dt.datetime.fromtimestamp(t, _dt.timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def job_view(row: dict, full: bool = True) -> dict:
+    """A job: its request and status; `full` adds progress, attempts and the signed envelope."""
+    req = json.loads(row["request"])
+    out = {"id": row["id"], "status": row["status"], "request": req, "steps": row["steps"],
+           "epochs": row["epochs"], "target": row["target"], "sigma": row["sigma"],
+           "created_at": iso(row["created_at"]), "finished_at": iso(row["finished_at"])}
+    if row.get("bound") is not None:
+        out["bound"] = row["bound"]
+    if row.get("keyid"):
+        out["keyid"] = row["keyid"]
+    if row["status"] in ("failed", "cancelled"):
+        out["reason"] = row["reason"]
+    if not full:
+        return out
+    out.update(updated_at=iso(row["updated_at"]), attempts=row["attempts"], requested_by=row["requested_by"])
+    if row["status"] == "running":
+        out.update(stage=row["stage"], percent=row["percent"], elapsed=row["elapsed"])
+    if row["status"] == "done":
+        out["elapsed"] = row["elapsed"]
+        out["envelope"] = json.loads(row["envelope"])
+    return out
+
+
+def key_view(row: dict) -> dict:
+    """An issuer key: its PEM and whether it signs now (active) or did before (retired)."""
+    return {"keyid": row["keyid"], "public_pem": row["public_pem"],
+            "status": "retired" if row["retired_at"] else "active",
+            "added_at": iso(row["added_at"]), "retired_at": iso(row["retired_at"])}
