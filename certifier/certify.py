@@ -1,32 +1,34 @@
-"""Orchestration of `sigmacert certify`: exact sigma, grid choice, the Lemma C.5 bound, the predicate.
+"""Orchestration of `sigmacert certify`: exact sigma, method and grid choice, the bounds, the predicate.
 
-The certified statement is only what rounding.rounding_bound proves (1 - O >= TV,
-a rigorous ball computation); everything from the exact-TV numerics is used to
-choose grids and is recorded under `numerics` as informative.
+The certified statements are only what the rigorous bounds prove (certifier.rounding /
+rounding_ms for the upper bound, certifier.lower / lower_ms for the lower, certifier.privacy for
+the rows); the exact-TV numerics only choose grids and are recorded under `numerics`.
+
+Method choice: v1 (uniform lattice, Appendix C.5 as in the paper) where its fixed truncation at
+8M is harmless and the cost model finds it cheaper; otherwise v2 (multiscale lattice with moves,
+docs/method-v2.md), which covers heavy tails, one epoch, large lambda and the fixed-bins scheme.
 """
 from __future__ import annotations
 
-import datetime as _dt
+import math
 import time
 from dataclasses import dataclass, field
 
-import flint
 from flint import fmpq
 
-from certifier import __version__
-from certifier.errors import CannotCertify
-from certifier.grids import budget_for, budget_for_lower, choose_grid, choose_lower_grid, truncation_loss
+from certifier import predicate as pred_
+from certifier.claim import RANDOM_ALLOCATION, Claim
+from certifier.errors import CannotCertify, NumericsUnreliable, ParameterError
+from certifier.grids import budget, choose_grid, choose_lower_grid, truncation_loss
+from certifier.grids_ms import choose_v2
 from certifier.params import decimal_str, parse_decimal
-from certifier.rounding import rounding_bound
 
-SAFETY = (0.6, 0.3, 0.12)       # share of the margin the grid may lose, per try
+SAFETY = (0.6, 0.3, 0.12)          # share of the margin the grid may lose, per try
 SEARCH_RESOLUTION = "1e-6"
-MAX_PREDICTED_SECONDS = 3600.0  # refuse automatic grids predicted to run longer than this
-LOWER_SAFETY = (0.8, 0.45, 0.2)  # share of TV(sigma_low) - target the lower side may lose, per try
-LOWER_STEPS = 2                  # sigma_low = sigma - k * resolution for k = 1, ..., LOWER_STEPS
-LOWER_MAX_PREDICTED_SECONDS = 600.0
-STATEMENT_TEXT = ("TV(P_M^E, Q_M^E) <= target, so every membership-inference test has accuracy "
-                  "<= 1/2 + target/2")
+MAX_PREDICTED_SECONDS = 3600.0     # refuse automatic grids predicted to run longer than this
+LOWER_SAFETY = (0.8, 0.45, 0.2)    # share of TV(sigma_low) - target the lower side may lose, per try
+V2_LOWER_LOSS_RATIO = 2.5          # measured (lower-side loss) / (upper-side loss) on the same grid
+V2_CEILING = 1e-6                  # method v2 may use margins up to this (v1: 1e-7)
 
 
 @dataclass
@@ -50,209 +52,302 @@ class Outcome:
     privacy_seconds: float | None = None
     privacy: dict | None = None
     tpr: dict | None = None
+    scheme: str = RANDOM_ALLOCATION
+    method_version: int | None = None
+    k_scale: float = 1.0              # method v2: the calibrated factor of the loss model
+    need_eps: float = 0.0             # method v2: estimated eps(1e-6), the range the rows need
 
 
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+def _say(progress, t_start):
+    report = progress or (lambda stage, pct, el: None)
+    return lambda stage, frac: report(stage, 100.0 * frac, time.perf_counter() - t_start)
 
 
-def claim_of(steps: int, epochs: int, sigma: str, target: str) -> dict:
-    """The `claim` object of docs/certificate.md §3."""
-    return {"mechanism": "dp-sgd/random-allocation", "adjacency": "zero-out", "steps": steps,
-            "epochs": epochs, "sigma": sigma, "target": target, "statement": STATEMENT_TEXT}
+def exact_sigma_for(claim_like: Claim, target: fmpq) -> fmpq:
+    """The exact sigma on the 1e-6 grid for the claim's scheme (Theorem 4.1, numerical)."""
+    from certifier.exact import exact_sigma, exact_tv
+    M, E = claim_like.steps, claim_like.epochs
+    if claim_like.scheme == RANDOM_ALLOCATION:
+        return parse_decimal("sigma", exact_sigma(M, E, target, resolution=SEARCH_RESOLUTION))
+    res = parse_decimal("r", SEARCH_RESOLUTION)         # fixed bins: least k res with TV(M, 1, k res/sqrt E) <= lam
+    s1 = float(parse_decimal("s", exact_sigma(M, 1, target, resolution="1e-9")))
+    lam = float(target)
+    ok = lambda k: exact_tv(M, 1, float(res * k) / math.sqrt(E), check=False).tv <= lam
+    k = math.ceil(s1 * math.sqrt(E) / float(res))
+    while not ok(k):
+        k += 1
+    while k > 1 and ok(k - 1):
+        k -= 1
+    return res * k
 
 
-def _check_truncation(steps: int, epochs: int, lam: float, sigma: fmpq | None) -> None:
-    """Refuse at once when step (ii)'s truncation at 8M alone must exceed every budget.
-
-    Without sigma we test at the closed-form sigma, which is above the exact sigma
-    (Corollary 3.4), so the tail there is lighter than at any sigma we could certify.
-    """
-    from certifier.closed_form import closed_form_sigma
-    s = float(sigma) if sigma is not None else closed_form_sigma(steps, epochs, lam)
-    loss = truncation_loss(steps, epochs, s)
-    if loss > SAFETY[0] * 1e-7:
-        where = f"sigma {decimal_str(sigma)}" if sigma is not None else f"the closed-form sigma {s:.6f}"
-        raise CannotCertify(f"cannot certify M={steps}, E={epochs}: the truncation of step (ii) at 8M alone deletes "
-                         f"about {loss:.2g} of mass at {where} (Y is too heavy-tailed; method v1 needs larger M "
-                         "or sigma)")
+def _numerics(claim: Claim, sigma: fmpq) -> tuple[float | None, float | None]:
+    """The exact TV at sigma (FFT route) and its error estimate, or (None, None) if unavailable."""
+    from certifier.exact import exact_tv
+    M, E = claim.pair()
+    try:
+        r = exact_tv(M, E, claim.sigma_of_pair(float(sigma)), check=False)
+        return float(r.tv), float(r.error)
+    except (NumericsUnreliable, ParameterError, OverflowError):
+        return None, None
 
 
-def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *, h=None, eta=None,
-            cap=None, prec: int | None = None, progress=None, max_tries: int = 3,
-            two_sided: bool = False) -> Outcome:
-    """Find the exact sigma if absent, choose a grid, compute the bound; refine and retry if short.
+def _v1_fits(claim: Claim, lam: float, sigma: float) -> bool:
+    """Method v1 applies: random allocation and its fixed truncation at 8M costs < 1e-9."""
+    if claim.scheme != RANDOM_ALLOCATION:
+        return False
+    return truncation_loss(claim.steps, claim.epochs, sigma) < 1e-9
 
-    progress(stage, percent, elapsed_seconds) is called throughout. Every try is
-    recorded in Outcome.tries (grid, predicted loss, bound, seconds). With two_sided, after
-    the upper side succeeds, `certify_lower` proves that sigma - k * resolution (k = 1, 2)
-    misses the target and the predicate becomes v2 (docs/two-sided.md) with the certified
-    privacy and TPR rows; if no sigma_low can be certified the predicate stays v1.
+
+def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *, scheme: str = RANDOM_ALLOCATION,
+            iterations: int | None = None, h=None, eta=None, cap=None, prec: int | None = None, progress=None,
+            max_tries: int = 3, two_sided: bool = False, method: str = "auto") -> Outcome:
+    """Find the exact sigma if absent, choose the method and grid, compute the bound; refine and retry if short.
+
+    progress(stage, percent, elapsed_seconds) is called throughout; every try is recorded in
+    Outcome.tries. After the upper side succeeds, the certified (eps, delta) and TPR rows are added
+    whenever they can be certified, and with two_sided the lower side at sigma - 1e-6 (1e-6, then
+    2e-6) when the numerics say it can succeed. method: "auto", "v1" or "v2".
     """
     t_start = time.perf_counter()
-    report = progress or (lambda stage, pct, el: None)
-    say = lambda stage, frac: report(stage, 100.0 * frac, time.perf_counter() - t_start)  # noqa: E731
+    say = _say(progress, t_start)
     lam = float(target)
-    _check_truncation(steps, epochs, lam, sigma)  # fail fast, before any long search
+    probe = Claim(scheme, steps, epochs, sigma or fmpq(1), target, iterations)
+    if method not in ("auto", "v1", "v2"):
+        raise ParameterError("method must be auto, v1 or v2")
+    if method == "v1" and scheme != RANDOM_ALLOCATION:
+        raise ParameterError("method v1 covers random allocation only")
     if sigma is None:
-        from certifier.exact import exact_sigma
         say("exact sigma", 0.0)
-        sigma = parse_decimal("sigma", exact_sigma(steps, epochs, target, resolution=SEARCH_RESOLUTION))
+        sigma = exact_sigma_for(probe, target)
         say("exact sigma", 1.0)
-    sigma_s, target_s = decimal_str(sigma), decimal_str(target)
-    tv = tv_err = None
+    claim = Claim(scheme, steps, epochs, sigma, target, iterations)
     say("exact tv", 0.0)
-    try:
-        from certifier.exact import exact_tv
-        res = exact_tv(steps, epochs, float(sigma), check=False)  # FFT route: enough for a margin
-        tv, tv_err = float(res.tv), float(res.error)
-    except (ImportError, ArithmeticError, ValueError, OverflowError):
-        tv = tv_err = None  # numerics unavailable: the grid model falls back to a default budget
+    tv, tv_err = _numerics(claim, sigma)
     say("exact tv", 1.0)
-    out = Outcome(False, steps, epochs, sigma_s, target_s, None, tv=tv, tv_error=tv_err)
+    out = Outcome(False, steps, epochs, decimal_str(sigma), decimal_str(target), None, tv=tv, tv_error=tv_err,
+                  scheme=scheme)
     user_grid = any(x is not None for x in (h, eta, cap))
-    n_tries = 1 if user_grid else max_tries
-    margin_ok = tv is None or lam - tv - (tv_err or 0) > 0
-    for k in range(n_tries):
-        budget = budget_for(lam, tv, tv_err or 0.0, SAFETY[min(k, len(SAFETY) - 1)])
-        say(f"grid (try {k + 1})", 0.0)
+    use_v1 = method == "v1" or user_grid or (method == "auto" and _v1_fits(claim, lam, float(sigma)))
+    r = None
+    if use_v1:
         try:
-            plan = choose_grid(steps, epochs, sigma, budget, h=h, eta=eta, cap=cap, prec=prec or 100)
-            if plan.predicted_seconds > MAX_PREDICTED_SECONDS and not user_grid:
-                raise CannotCertify(f"the margin target - TV = {lam - (tv or 0):.3g} needs a grid predicted to "
-                                 f"take {plan.predicted_seconds:.0f} s; pass --h/--eta/--cap to force one")
-        except ValueError as err:  # includes ParameterError (grid too fine)
-            if k == 0:
+            r = _upper_v1(claim, sigma, tv, tv_err, h, eta, cap, prec, max_tries, out, say)
+        except CannotCertify as err:
+            if method == "v1" or user_grid:
                 raise
-            out.tries.append({"try": k + 1, "skipped": str(err)})
-            break
-        t0 = time.perf_counter()
-        r = rounding_bound(steps, epochs, sigma, plan.method,
-                           progress=lambda stage, frac, k=k: say(f"{stage} (try {k + 1})", frac))
-        secs = time.perf_counter() - t0
-        ok = parse_decimal("bound", r.bound) <= target
-        mj = plan.method.to_json(steps)
-        out.tries.append({"try": k + 1, "h": mj["h"], "eta": mj["eta"], "cap": mj["cap"],
-                          "tail_start": mj["tail_start"], "tail_step": mj["tail_step"],
-                          "lattice_schedule": mj["lattice_schedule"], "prec": mj["prec"],
-                          "budget": budget, "predicted_loss": plan.predicted_loss,
-                          "bound": r.bound, "seconds": round(secs, 3), "certified": ok})
-        out.bound = r.bound
-        if ok:
-            out.success = True
-            out.predicate = build_predicate(steps, epochs, sigma_s, target_s, mj, r, tv, tv_err, lam,
-                                            time.perf_counter() - t_start)
-            if two_sided:
-                _two_sided(out, r, plan.method, sigma, target, prec or 100, say)
-            break
-        if not margin_ok:
-            break  # exact TV is above the target: no grid can certify; do not grind
+            out.tries.append({"try": 0, "method": 1, "skipped": f"method v1: {err}"})
+            use_v1 = False                          # auto: v1's grid model found nothing; v2 covers every cell
+    if not use_v1:
+        r = _upper_v2(claim, sigma, tv, tv_err, prec, max_tries, out, say)
+    if r is None:
+        say("done", 1.0)
+        return out
+    out.success, out.method_version = True, 1 if use_v1 else 2
+    res, meth = r
+    rows = None
+    if two_sided or not use_v1:
+        rows = _privacy(res, meth, out, say)
+    low = _lower(claim, sigma, meth, use_v1, out, say) if two_sided else None
+    out.predicate = pred_.build(claim, meth, res, low, rows, tv, tv_err, time.perf_counter() - t_start)
+    if low is not None:
+        out.two_sided, out.sigma_low, out.tv_lower = True, low["sigma_low"], low["result"].tv_lower
     say("done", 1.0)
     return out
 
 
-def _two_sided(out: Outcome, r, method, sigma: fmpq, target: fmpq, prec: int, say) -> None:
-    """Add the lower side, privacy and TPR rows to a successful one-sided outcome (in place)."""
-    from certifier.privacy import privacy_rows
+@dataclass
+class Side:
+    """One side to prove: the upper bound at sigma (TV <= target) or the lower bound at sigma_low (TV > target).
+
+    plan(budget) chooses a grid predicted to lose at most `budget`; run(method, progress) computes the
+    rigorous bound; proves(result) says whether it decides the target; row(plan, result) is the try's record.
+    """
+    label: str
+    margin: float | None
+    safeties: tuple
+    ceiling: float
+    plan: object
+    run: object
+    proves: object
+    row: object
+
+
+def _refuse_if_slow(plan, margin: float) -> None:
+    """Fail fast, before any long computation, when the grid the margin needs is predicted to be too slow."""
+    if plan.predicted_seconds > MAX_PREDICTED_SECONDS:
+        raise CannotCertify(f"the margin target - TV = {margin:.3g} needs a grid predicted to take "
+                            f"{plan.predicted_seconds:.0f} s (more than {MAX_PREDICTED_SECONDS:.0f} s); a slightly "
+                            "larger sigma gives a larger margin")
+
+
+def _prove(side: Side, max_tries: int, tries: list, say, single: bool = False):
+    """Try grids of decreasing predicted loss until the bound decides the target; (result, method) or None."""
+    for k in range(1 if single else max_tries):
+        b = budget(side.margin, side.safeties[min(k, len(side.safeties) - 1)], side.ceiling)
+        say(f"{side.label} grid (try {k + 1})", 0.0)
+        try:
+            plan = side.plan(b)
+            if not single:
+                _refuse_if_slow(plan, side.margin or 0.0)
+        except CannotCertify as err:
+            if k == 0 and side.label == "upper":
+                raise
+            tries.append({"try": k + 1, "skipped": str(err)})
+            return None
+        t0 = time.perf_counter()
+        try:
+            res = side.run(plan.method, lambda stage, frac, k=k: say(f"{stage} ({side.label} try {k + 1})", frac))
+        except NumericsUnreliable as err:
+            tries.append({"try": k + 1, "skipped": f"bound failed: {err}"})
+            continue
+        ok = bool(side.proves(res))
+        tries.append({"try": k + 1, **side.row(plan, res), "budget": b, "predicted_loss": plan.predicted_loss,
+                      "seconds": round(time.perf_counter() - t0, 3), "certified": ok})
+        if ok:
+            return res, plan.method
+        if side.margin is not None and side.margin <= 0:
+            return None                          # the numerics say no grid can decide it: do not grind
+    return None
+
+
+def _upper_v1(claim, sigma, tv, tv_err, h, eta, cap, prec, max_tries, out, say):
+    """Method v1 (certifier.rounding); returns (BoundResult, Method) or None."""
+    from certifier.rounding import rounding_bound
+    loss = truncation_loss(claim.steps, claim.epochs, float(sigma))
+    if loss > SAFETY[0] * 1e-7:
+        raise CannotCertify(f"cannot certify M={claim.steps}, E={claim.epochs} with method v1: its truncation at 8M "
+                            f"deletes about {loss:.2g} at sigma {decimal_str(sigma)} (use method v2)")
+    user_grid = any(x is not None for x in (h, eta, cap))
+
+    def row(plan, r):
+        mj = plan.method.to_json(claim.steps)
+        out.bound = r.bound
+        return {"method": 1, **{k: mj[k] for k in ("h", "eta", "cap", "tail_start", "tail_step", "lattice_schedule",
+                                                   "prec")}, "bound": r.bound}
+    side = Side("upper", None if tv is None else float(claim.target) - tv - (tv_err or 0), SAFETY, 1e-7,
+                lambda b: choose_grid(claim.steps, claim.epochs, sigma, b, h=h, eta=eta, cap=cap, prec=prec or 100),
+                lambda m, prog: rounding_bound(claim.steps, claim.epochs, sigma, m, progress=prog),
+                lambda r: parse_decimal("bound", r.bound) <= claim.target, row)
+    return _prove(side, max_tries, out.tries, say, single=user_grid)
+
+
+def _calibrate(M, E, t2, plan, tv, run, measured_loss, out, say, label) -> tuple[float, float]:
+    """A run on the grid 8x coarser: (k_scale, eps estimate) — how far the loss model is off at this cell."""
+    from certifier.grids_ms import coarse, eps_estimate, k_scale_from
+    cal = coarse(plan, M, E, t2, tv, drop=3)
     t0 = time.perf_counter()
-    low = certify_lower(out.steps, out.epochs, target, sigma, prec=prec, say=say)
-    out.lower_tries = low["tries"]
-    out.lower_seconds = round(time.perf_counter() - t0, 3)   # lower side incl. its numerics
-    if low["result"] is None:
-        return
+    res = run(cal.method, lambda stage, frac: say(f"calibration ({label}) {stage}", frac))
+    scale = k_scale_from(cal, measured_loss(res))
+    eps = eps_estimate(res.b, cal.method.eta, cal.method.fixed_point_bits) if hasattr(res, "b") else None
+    out.tries.append({"try": 0, "calibration": label, "mantissa_bits": cal.method.mantissa_bits,
+                      "eta": decimal_str(cal.method.eta), "k_scale": round(scale, 3), "eps_estimate": eps,
+                      "seconds": round(time.perf_counter() - t0, 3)})
+    return scale, eps
+
+
+def _row_v2(plan, bound_key, value):
+    mj = plan.method.to_json()
+    return {"method": 2, **{k: mj[k] for k in ("h", "mantissa_bits", "eta", "cap", "top_octave")},
+            "predicted_seconds": round(plan.predicted_seconds, 2),
+            "predicted_steps": {k: round(v, 2) for k, v in plan.detail["seconds"].items()}, bound_key: value}
+
+
+def _upper_v2(claim, sigma, tv, tv_err, prec, max_tries, out, say):
+    """Method v2 (certifier.rounding_ms); returns (BoundResultV2, MethodV2) or None.
+
+    With the numerical TV known, a calibration run on a grid 8x coarser first measures how far the
+    loss model is off at this cell (k_scale) and estimates eps(1e-6) for the privacy rows' range.
+    """
+    from certifier.grids_ms import eps_gaussian
+    from certifier.rounding_ms import rounding_bound_v2
+    M, E = claim.pair()
+    t2 = claim.t2_at(sigma)
+    run = lambda m, prog: rounding_bound_v2(M, E, t2, m, progress=prog)
+    margin = None if tv is None else float(claim.target) - tv - (tv_err or 0)
+    if margin is not None and margin > 0:
+        guess = 2 * eps_gaussian(tv) + 5                  # heavy tails: well beyond the Gaussian pair's eps
+        first = choose_v2(M, E, t2, budget(margin, SAFETY[0], V2_CEILING), tv, prec=prec or 100, need_eps=guess)
+        _refuse_if_slow(first, margin)
+        scale, est = _calibrate(M, E, t2, first, tv, run, lambda r: float(r.bound) - tv, out, say, "upper")
+        out.k_scale, out.need_eps = scale, (min(est, guess) + 3 if est < 60 else guess)
+
+    def row(plan, r):
+        out.bound = r.bound
+        return _row_v2(plan, "bound", r.bound)
+    side = Side("upper", margin, SAFETY, V2_CEILING,
+                lambda b: choose_v2(M, E, t2, b, tv, prec=prec or 100, k_scale=out.k_scale, need_eps=out.need_eps),
+                run, lambda r: parse_decimal("bound", r.bound) <= claim.target, row)
+    return _prove(side, max_tries, out.tries, say)
+
+
+def _privacy(res, meth, out, say):
+    """The certified (eps, delta) and TPR rows from the upper bound's masses b, or None."""
+    from certifier.privacy import privacy_rows
     t1 = time.perf_counter()
-    L = low["result"]
     say("privacy rows", 0.0)
     try:
-        priv, tpr = privacy_rows(r.b, method.eta, method.fixed_point_bits, method.prec)
-    except ArithmeticError as err:                        # no certified row: stay one-sided (v1)
-        out.lower_tries.append({"sigma_low": low["sigma_low"], "try": 0, "skipped": f"privacy rows: {err}"})
-        return
+        priv, tpr = privacy_rows(res.b, meth.eta, meth.fixed_point_bits, meth.prec)
+    except NumericsUnreliable as err:
+        out.lower_tries.append({"try": 0, "skipped": f"privacy rows: {err}"})
+        return None
     say("privacy rows", 1.0)
     out.privacy_seconds = round(time.perf_counter() - t1, 3)
-    out.two_sided, out.sigma_low, out.tv_lower = True, low["sigma_low"], L.tv_lower
     out.privacy, out.tpr = priv, tpr
-    out.predicate["lower"] = {"sigma_low": low["sigma_low"], "target": out.target,
-                              "method": L.method.to_json(out.steps), "tv_lower": L.tv_lower,
-                              "enclosures": L.enclosures}
-    out.predicate["privacy"] = priv
-    out.predicate["tpr"] = tpr
+    return priv, tpr
 
 
-def certify_lower(steps: int, epochs: int, target: fmpq, sigma_high: fmpq, *, prec: int = 100,
-                  resolution: str = SEARCH_RESOLUTION, say=None) -> dict:
-    """Prove that sigma_low = sigma_high - k * resolution misses the target (TV > target), k = 1, 2.
-
-    Returns {"result": LowerResult or None, "sigma_low": str or None, "tries": [...]}. The exact-TV
-    numerics at sigma_low only choose the grid (budget = a share of TV - target); the statement
-    is the exact rational lower bound of certifier.lower.
-    """
-    from certifier.exact import exact_tv
-    from certifier.lower import lower_bound
-    say = say or (lambda stage, frac: None)
-    lam, res = float(target), parse_decimal("resolution", resolution)
-    tries = []
-    for k in range(1, LOWER_STEPS + 1):
-        s_low = sigma_high - res * k
-        s_str = decimal_str(s_low)
+def _lower(claim: Claim, sigma: fmpq, meth, use_v1: bool, out: Outcome, say) -> dict | None:
+    """The lower side: sigma_low = sigma - k 1e-6 (k = 1, 2) certified to miss the target, or None."""
+    t0 = time.perf_counter()
+    res = parse_decimal("resolution", SEARCH_RESOLUTION)
+    for k in (1, 2):
+        s_low = sigma - res * k
         if s_low <= 0:
             break
-        try:
-            e = exact_tv(steps, epochs, float(s_low), check=False)
-            tv_low, err = float(e.tv), float(e.error)
-        except (ImportError, ArithmeticError, ValueError, OverflowError):
-            tv_low, err = None, 0.0
-        if tv_low is not None and tv_low - err <= lam:
-            tries.append({"sigma_low": s_str, "skipped": f"numerical TV {tv_low:.12g} does not exceed the target"})
+        low_claim = Claim(claim.scheme, claim.steps, claim.epochs, s_low, claim.target, claim.iterations)
+        tv_low, err = _numerics(low_claim, s_low)
+        s_str = decimal_str(s_low)
+        if tv_low is not None and tv_low - err <= float(claim.target):
+            out.lower_tries.append({"sigma_low": s_str, "skipped": f"numerical TV {tv_low:.12g} does not exceed "
+                                    "the target"})
             continue
-        for j, safety in enumerate(LOWER_SAFETY):
-            budget = budget_for_lower(lam, tv_low, err, safety)
-            try:
-                plan = choose_lower_grid(steps, epochs, s_low, budget, prec=prec)
-            except ValueError as err_:
-                tries.append({"sigma_low": s_str, "try": j + 1, "skipped": str(err_)})
-                break
-            if plan.predicted_seconds > LOWER_MAX_PREDICTED_SECONDS:
-                tries.append({"sigma_low": s_str, "try": j + 1, "skipped":
-                              f"grid predicted to take {plan.predicted_seconds:.0f} s"})
-                break
-            t0 = time.perf_counter()
-            try:
-                L = lower_bound(steps, epochs, s_low, plan.method,
-                                progress=lambda stage, frac, s=s_str: say(f"{stage} (sigma_low {s})", frac))
-            except (ArithmeticError, ValueError) as err_:   # e.g. disjoint supports on a coarse grid
-                tries.append({"sigma_low": s_str, "try": j + 1, "skipped": f"lower bound failed: {err_}"})
-                continue
-            ok = L.exact > target
-            mj = L.method.to_json(steps)
-            tries.append({"sigma_low": s_str, "try": j + 1, "h": mj["h"], "eta": mj["eta"], "cap": mj["cap"],
-                          "lattice_schedule": mj["lattice_schedule"], "budget": budget,
-                          "predicted_loss": plan.predicted_loss, "tv_exact": tv_low,
-                          "tv_lower": L.tv_lower, "seconds": round(time.perf_counter() - t0, 3),
-                          "certified": bool(ok)})
-            if ok:
-                return {"result": L, "sigma_low": s_str, "tries": tries}
-    return {"result": None, "sigma_low": None, "tries": tries}
+        found = (_lower_v1 if use_v1 else _lower_v2)(low_claim, s_low, tv_low, err, meth, out, say)
+        if found is not None:
+            out.lower_seconds = round(time.perf_counter() - t0, 3)
+            return {"sigma_low": s_str, "result": found[0], "method": found[1], "version": 1 if use_v1 else 2}
+    out.lower_seconds = round(time.perf_counter() - t0, 3)
+    return None
 
 
-def build_predicate(steps, epochs, sigma_s, target_s, method_json, r, tv, tv_err, lam, total) -> dict:
-    """The predicate of docs/certificate.md §3 from a successful bound."""
-    from certifier.closed_form import closed_form_sigma
-    try:
-        cfs = f"{closed_form_sigma(steps, epochs, lam):.6f}"
-    except (ValueError, ArithmeticError, OverflowError):
-        cfs = "n/a"
-    timings = {k: r.timings[k] for k in ("step_i", "step_ii", "step_iii", "step_iv", "total")}
-    return {
-        "claim": claim_of(steps, epochs, sigma_s, target_s),
-        "method": method_json,
-        "enclosures": r.enclosures,
-        "bound": r.bound,
-        "numerics": {"tv_exact": "n/a" if tv is None else f"{tv:.12g}",
-                     "tv_error": "n/a" if tv_err is None else f"{tv_err:.3g}",
-                     "closed_form_sigma": cfs, "search_resolution": SEARCH_RESOLUTION},
-        "software": {"sigmacert": __version__, "python-flint": flint.__version__,
-                     "flint": flint.__FLINT_VERSION__},
-        "issued_at": _now(),
-        "timings": timings,
-    }
+def _lower_v1(low_claim, s_low, tv_low, err, meth, out, say):
+    from certifier.lower import lower_bound
+    M, E = low_claim.pair()
+    side = Side("lower", None if tv_low is None else tv_low - err - float(low_claim.target), LOWER_SAFETY, 1e-7,
+                lambda b: choose_lower_grid(M, E, s_low, b, prec=meth.prec),
+                lambda m, prog: lower_bound(M, E, s_low, m, progress=prog),
+                lambda L: L.exact > low_claim.target,
+                lambda plan, L: {"sigma_low": decimal_str(s_low), "method": 1,
+                                 **{k: L.method.to_json(M)[k] for k in ("h", "eta", "cap", "lattice_schedule")},
+                                 "tv_exact": tv_low, "tv_lower": L.tv_lower})
+    found = _prove(side, len(LOWER_SAFETY), out.lower_tries, say)
+    return None if found is None else (found[0], found[0].method)
+
+
+def _lower_v2(low_claim, s_low, tv_low, err, meth, out, say):
+    from certifier.lower_ms import lower_bound_v2
+    M, E = low_claim.pair()
+    t2 = low_claim.t2_at(s_low)
+    run = lambda m, prog: lower_bound_v2(M, E, t2, m, progress=prog)
+    margin = None if tv_low is None else tv_low - err - float(low_claim.target)
+    scale = out.k_scale * V2_LOWER_LOSS_RATIO
+    if margin is not None and margin > 0:
+        first = choose_v2(M, E, t2, budget(margin, LOWER_SAFETY[0], V2_CEILING), tv_low, prec=meth.prec,
+                          k_scale=scale, need_eps=out.need_eps)
+        scale, _ = _calibrate(M, E, t2, first, tv_low, run, lambda L: tv_low - float(L.exact), out, say, "lower")
+    side = Side("lower", margin, LOWER_SAFETY, V2_CEILING,
+                lambda b: choose_v2(M, E, t2, b, tv_low, prec=meth.prec, k_scale=scale, need_eps=out.need_eps),
+                run, lambda L: L.exact > low_claim.target,
+                lambda plan, L: {"sigma_low": decimal_str(s_low), **_row_v2(plan, "tv_lower", L.tv_lower),
+                                 "tv_exact": tv_low})
+    return _prove(side, len(LOWER_SAFETY), out.lower_tries, say)

@@ -17,6 +17,7 @@ PAYLOAD_TYPE = "application/vnd.in-toto+json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://sigmacert.dev/tv-certificate/v1"
 PREDICATE_TYPE_V2 = "https://sigmacert.dev/tv-certificate/v2"  # docs/two-sided.md: v1 + lower, privacy, tpr
+PREDICATE_TYPE_V3 = "https://sigmacert.dev/tv-certificate/v3"  # docs/method-v2.md: scheme, method v2
 MAX_BYTES = 4 * 1024 * 1024
 
 
@@ -63,7 +64,10 @@ def file_subject(name: str, data: bytes) -> dict:
 
 
 def predicate_type(predicate: dict) -> str:
-    """v2 iff the predicate carries the two-sided additions (docs/two-sided.md), else v1."""
+    """v3 iff the claim names its scheme (docs/method-v2.md); else v2 iff the predicate carries the
+    two-sided additions (docs/two-sided.md); else v1."""
+    if "scheme" in predicate["claim"]:
+        return PREDICATE_TYPE_V3
     return PREDICATE_TYPE_V2 if "lower" in predicate else PREDICATE_TYPE
 
 

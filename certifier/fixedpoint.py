@@ -10,13 +10,25 @@ Balls (`arb`) enter only through `floor_fixed` and leave through `arb_str` /
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from fractions import Fraction
 
-from flint import arb, fmpq, fmpz_poly
+from flint import arb, ctx, fmpq, fmpz_poly
 
 from certifier.errors import NumericsUnreliable
 from certifier.params import decimal_str
+
+
+@contextlib.contextmanager
+def working_prec(bits: int):
+    """Run a block at `bits` of arb working precision, restoring the previous precision after."""
+    old = ctx.prec
+    ctx.prec = bits
+    try:
+        yield
+    finally:
+        ctx.prec = old
 
 
 def floor_fixed(x: arb, bits: int) -> int:
@@ -76,6 +88,7 @@ class Ledger:
     trim: int = 0                # units 2^-F
     fixed_point: int = 0         # units 2^-2F (floors after products, re-rounding, step iii)
     log_grid: int = 0            # units 2^-F
+    moved_top: int = 0           # units 2^-F: mass moved down to a top point (method v2)
     products: int = 0
     max_length: int = 0
 
@@ -189,3 +202,53 @@ def power(base: Poly, n: int, trim_units: int, led: Ledger, progress=None) -> Po
         if progress:
             progress(i / nbits)
     return acc
+
+
+def coarsen_two_point(p: Poly, r: int, led: Ledger) -> Poly:
+    """Two-point (mean-preserving) re-rounding of every value onto a lattice r times coarser.
+
+    Index i -> floor(i/r) with weight (r - i mod r)/r and floor(i/r) + 1 with weight (i mod r)/r:
+    the tent kernel K, then every r-th coefficient, then floor(/r). The result's coefficients are
+    lower bounds (units 2^-F); the floors' loss is recorded in led.fixed_point (units 2^-2F).
+    """
+    if r == 1 or p.poly.length() == 0:
+        return p
+    shift = p.off % r
+    base = p.off - shift
+    c = p.poly.left_shift(shift) if shift else p.poly
+    kernel = fmpz_poly([r - abs(e - (r - 1)) for e in range(2 * r - 1)])
+    conv = (c * kernel).right_shift(r - 1)
+    d = conv.deflate(r) if conv.length() > 1 else conv
+    q = d // r
+    before = p.mass()
+    after = int(q(1)) if q.length() else 0
+    led.fixed_point += (before - after) << led.F
+    return strip(Poly(base // r, q))
+
+
+def coarsen_floor(p: Poly, r: int) -> Poly:
+    """The image of the map i -> floor(i / r): groups of r coefficients are added (exact, no loss)."""
+    if r == 1 or p.poly.length() == 0:
+        return p
+    shift = p.off % r
+    base = p.off - shift
+    c = p.poly.left_shift(shift) if shift else p.poly
+    conv = (c * fmpz_poly([1] * r)).right_shift(r - 1)
+    d = conv.deflate(r) if conv.length() > 1 else conv
+    return strip(Poly(base // r, d))
+
+
+def round_down_sig(q: fmpq, digits: int = 10) -> str:
+    """q rounded DOWN to `digits` significant decimal digits (exact integer arithmetic)."""
+    if q <= 0:
+        return decimal_str(-((-q * 10**12).ceil()) / fmpq(10**12)) if q < 0 else "0"
+    p, d = int(q.p), int(q.q)
+    e10 = len(str(p // d)) - 1 if p >= d else -len(str(d // p))
+    while fmpq(10) ** e10 > q:
+        e10 -= 1
+    while fmpq(10) ** (e10 + 1) <= q:
+        e10 += 1
+    k = digits - 1 - e10
+    scale = fmpq(10) ** k if k >= 0 else fmpq(1) / fmpq(10) ** (-k)
+    n = (q * scale).floor()
+    return decimal_str(fmpq(int(n)) / scale)

@@ -36,10 +36,23 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from flint import arb, ctx, fmpq, fmpz_poly
+from flint import arb, fmpq, fmpz_poly
 
 from certifier.errors import NumericsUnreliable
-from certifier.fixedpoint import Ledger, Poly, arb_exact, floor_fixed, power, product, strip, trim, truncate_index
+from certifier.fixedpoint import (
+    Ledger,
+    Poly,
+    coarsen_floor,
+    floor_fixed,
+    power,
+    product,
+    round_down_sig,
+    strip,
+    trim,
+    truncate_index,
+    working_prec,
+)
+from certifier.lognormal import doubled_tails, floor_cell_masses
 from certifier.params import ParameterError, decimal_str, parse_decimal
 from certifier.rounding import Method
 
@@ -117,47 +130,16 @@ def step_a(sigma: fmpq, m: LowerMethod) -> tuple[Poly, Poly]:
     Cells are [kh, (k+1)h) for k < K and [cap, inf) at index K = cap/h. Both are lower bounds on
     the true cell masses (total 1 on each side).
     """
-    old = ctx.prec
-    ctx.prec = m.prec
-    try:
-        F = m.fixed_point_bits
-        sqrt2 = arb(2).sqrt()
-        t = arb(1) / arb_exact(sigma)
-        c = t * t / 2
-        s = arb(1) / (t * sqrt2)
-        lnh = arb_exact(m.h).log()
-        cap_u = int(m.cap / m.h)
-        pc, qc = [0] * (cap_u + 1), [0] * (cap_u + 1)
-        F1 = F - 1                                        # erfc = 2 G: one bit fewer halves it
-        prev_a, prev_e0, prev_e1 = 0, arb(2), arb(2)      # 2 G0(0) = 2 G1(0) = 2
-        log = arb.log
-        for b in range(1, cap_u + 1):
-            lb = log(arb(b)) + lnh
-            e0 = ((lb + c) * s).erfc()                    # 2 Pr_P(Y > b h)
-            e1 = ((lb - c) * s).erfc()                    # 2 E[Y 1{Y > b h}]
-            pc[prev_a] = floor_fixed(prev_e0 - e0, F1)
-            qc[prev_a] = floor_fixed(prev_e1 - e1, F1)
-            prev_a, prev_e0, prev_e1 = b, e0, e1
-        pc[prev_a] = floor_fixed(prev_e0, F1)           # top cell [cap, inf)
-        qc[prev_a] = floor_fixed(prev_e1, F1)
-        return strip(Poly(0, fmpz_poly(pc))), strip(Poly(0, fmpz_poly(qc)))
-    finally:
-        ctx.prec = old
+    F = m.fixed_point_bits
+    pts = list(range(int(m.cap / m.h) + 1))             # cells [kh, (k+1)h), k < K, and [cap, inf)
+    e0, e1 = doubled_tails(1 / (sigma * sigma), pts, m.h, m.prec)
+    with working_prec(m.prec):
+        pc = [floor_fixed(x, F - 1) for x in floor_cell_masses(e0)]   # doubled masses: one bit fewer
+        qc = [floor_fixed(x, F - 1) for x in floor_cell_masses(e1)]
+    return strip(Poly(0, fmpz_poly(pc))), strip(Poly(0, fmpz_poly(qc)))
 
 
 # ----------------------------------------------------------------------------- (b) the epoch sum
-
-def floor_coarsen(p: Poly, r: int) -> Poly:
-    """The image of the map j -> floor(j / r) (exact: groups of r coefficients are added, no loss)."""
-    if r == 1 or p.poly.length() == 0:
-        return p
-    shift = p.off % r
-    base = p.off - shift
-    c = p.poly.left_shift(shift) if shift else p.poly
-    conv = (c * fmpz_poly([1] * r)).right_shift(r - 1)
-    d = conv.deflate(r) if conv.length() > 1 else conv
-    return strip(Poly(base // r, d))
-
 
 def _mix(a: Poly, wa: int, b: Poly, wb: int) -> Poly:
     """floor((wa a + wb b) / (wa + wb)) coefficientwise: a lower bound on the mixture's masses."""
@@ -190,7 +172,7 @@ def step_b(P: Poly, Q: Poly, steps: int, m: LowerMethod, progress=None):
                 A, Aq, gA, mA = B, Bq, gB, 1 << i
             else:
                 r = g[i] // gA
-                A, Aq, gA = floor_coarsen(A, r), floor_coarsen(Aq, r), g[i]
+                A, Aq, gA = coarsen_floor(A, r), coarsen_floor(Aq, r), g[i]
                 lim = T // gA
                 w = 1 << i
                 Aq = _mix(prod(Aq, B, lim), mA, prod(A, Bq, lim), w)   # the shifted step in A or in B_i
@@ -205,7 +187,7 @@ def step_b(P: Poly, Q: Poly, steps: int, m: LowerMethod, progress=None):
             B = prod(B, B, lim)
             if g[i + 1] > gB:
                 r = g[i + 1] // gB
-                B, Bq, gB = floor_coarsen(B, r), floor_coarsen(Bq, r), g[i + 1]
+                B, Bq, gB = coarsen_floor(B, r), coarsen_floor(Bq, r), g[i + 1]
                 B, Bq = truncate_index(B, T // gB, led), truncate_index(Bq, T // gB, led)
             done += 1
             if progress:
@@ -268,30 +250,10 @@ class LowerResult:
     stats: dict = field(default_factory=dict)
 
 
-def round_down_sig(q: fmpq, digits: int = 10) -> str:
-    """q rounded DOWN to `digits` significant decimal digits (exact integer arithmetic)."""
-    if q <= 0:
-        return decimal_str(-((-q * 10**12).ceil()) / fmpq(10**12)) if q < 0 else "0"
-    p, d = int(q.p), int(q.q)
-    e10 = len(str(p // d)) - 1 if p >= d else -len(str(d // p))
-    while fmpq(10) ** e10 > q:
-        e10 -= 1
-    while fmpq(10) ** (e10 + 1) <= q:
-        e10 += 1
-    k = digits - 1 - e10
-    scale = fmpq(10) ** k if k >= 0 else fmpq(1) / fmpq(10) ** (-k)
-    n = (q * scale).floor()
-    return decimal_str(fmpq(int(n)) / scale)
-
-
 def _exact_str(n: int, F: int) -> str:
     """An arb string of the exact value n 2^-F (a ball of radius 0 up to printing, containing it)."""
-    old = ctx.prec
-    ctx.prec = max(128, n.bit_length() + 8)
-    try:
+    with working_prec(max(128, n.bit_length() + 8)):
         return (arb(n) / arb(2) ** F).str(20, radius=True)
-    finally:
-        ctx.prec = old
 
 
 def lower_bound(steps: int, epochs: int, sigma: fmpq, method: LowerMethod, progress=None,

@@ -19,10 +19,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from flint import arb, arb_poly, ctx, fmpq
+from flint import arb, arb_poly, fmpq
 
 from certifier.errors import NumericsUnreliable
-from certifier.fixedpoint import Poly, arb_exact, arb_str, round_up_sig
+from certifier.fixedpoint import Poly, arb_exact, arb_str, round_up_sig, working_prec
 from certifier.params import decimal_str, parse_decimal
 
 EPSILON_GRID = "0.0001"
@@ -76,27 +76,19 @@ class Masses:
 
     def dqp_ball(self, eps: fmpq) -> arb:
         """A ball containing 1 - sum_k b_k min{e^{k eta}, e^eps}: an upper bound on delta_{Q||P}(eps)."""
-        old = ctx.prec
-        ctx.prec = self.prec
-        try:
+        with working_prec(self.prec):
             k1 = int((eps / self.eta).floor())                      # k eta <= eps  <=>  k <= k1
             lo_part = self._partial(self.b.off, k1 + 1, True)
             hi_mass = self._partial(k1 + 1, self.b.off + self.n, False)
             return arb(1) - lo_part - arb_exact(eps).exp() * hi_mass
-        finally:
-            ctx.prec = old
 
     def dpq_ball(self, eps: fmpq) -> arb:
         """A ball containing 1 - sum_k b_k min{1, e^{eps + k eta}}: an upper bound on delta_{P||Q}(eps)."""
-        old = ctx.prec
-        ctx.prec = self.prec
-        try:
+        with working_prec(self.prec):
             k2 = int((-eps / self.eta).ceil())                      # k eta >= -eps  <=>  k >= k2
             top = self._partial(k2, self.b.off + self.n, False)
             low = self._partial(self.b.off, k2, True)
             return arb(1) - top - arb_exact(eps).exp() * low
-        finally:
-            ctx.prec = old
 
 
 def _ok(ms: Masses, eps: fmpq, delta: fmpq) -> tuple[bool, arb, arb]:
@@ -139,12 +131,8 @@ def tpr_at_fpr(ms: Masses, alpha: fmpq, grid: fmpq) -> dict:
         vals = np.exp(eps) * al + ms.dqp_float(eps)
     j = int(js[int(np.argmin(vals))])
     e = grid * j
-    old = ctx.prec
-    ctx.prec = ms.prec
-    try:
+    with working_prec(ms.prec):
         ball = arb_exact(e).exp() * arb_exact(alpha) + ms.dqp_ball(e)
-    finally:
-        ctx.prec = old
     return {"tpr": round_up_sig(ball, 10), "epsilon": decimal_str(e)}
 
 

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from itertools import accumulate
 
-from flint import arb, arb_poly, ctx, fmpq, fmpz_poly
+from flint import arb, arb_poly, fmpq, fmpz_poly
 
 from certifier.errors import NumericsUnreliable
 from certifier.fixedpoint import (
@@ -26,6 +26,7 @@ from certifier.fixedpoint import (
     Poly,
     arb_exact,
     arb_str,
+    coarsen_two_point,
     floor_fixed,
     power,
     product,
@@ -33,7 +34,9 @@ from certifier.fixedpoint import (
     strip,
     trim,
     truncate_index,
+    working_prec,
 )
+from certifier.lognormal import doubled_tails, two_point_masses
 from certifier.params import ParameterError, decimal_str, parse_decimal
 
 METHOD_NAME = "lemma-c5-rounding"
@@ -158,79 +161,26 @@ def step_i(sigma: fmpq, m: Method):
     the deleted mass above the cap; loss is a ball containing the mass lost to
     the floors (true step-(i) mass 1 - F0(cap) minus the kept mass).
     """
-    old = ctx.prec
-    ctx.prec = m.prec                                    # the recorded working precision
-    try:
+    with working_prec(m.prec):  # the recorded working precision
         return _step_i(sigma, m)
-    finally:
-        ctx.prec = old
 
 
 def _step_i(sigma: fmpq, m: Method):
     """step_i at the current working precision (see step_i for what the result contains)."""
     F = m.fixed_point_bits
-    sqrt2 = arb(2).sqrt()
-    t = arb(1) / arb_exact(sigma)                       # t = 1/sigma
-    c = t * t / 2                                        # t^2/2
-    s = arb(1) / (t * sqrt2)                             # erfc(x/sqrt2) = 2 Phi(-x)
-    lnh = arb_exact(m.h).log()
-    ts_units = int(m.tail_start / m.h)
-    step_units = int(m.tail_step / m.h)
-    cap_units = int(m.cap / m.h)
+    ts_units, step_units, cap_units = int(m.tail_start / m.h), int(m.tail_step / m.h), int(m.cap / m.h)
     # grid points in units of h: 0, 1, ..., ts, ts + d, ..., cap (spec section 4 (i))
     pts = list(range(0, ts_units + 1)) + list(range(ts_units + step_units, cap_units + 1, step_units))
-    # G0(y) = 1 - F0(y) = Phi(-(ln y + t^2/2)/t) = erfc((ln y + t^2/2)/(t sqrt2))/2;
-    # G1(y) = E[Y 1{Y > y}] = erfc((ln y - t^2/2)/(t sqrt2))/2; G0(0) = G1(0) = 1.
-    # We keep 2*G (the erfc values) and halve once per cell.
+    e0, e1 = doubled_tails(1 / (sigma * sigma), pts, m.h, m.prec)
     coeffs = [0] * (cap_units + 1)
-    invh = arb(1) / arb_exact(m.h)
-    prev_a = 0
-    prev_e0, prev_e1 = arb(2), arb(2)                    # 2 G0(0), 2 G1(0)
-    carry = arb(0)                                       # 2 x mass sent up to the current point
-    F1 = F - 1                                           # masses are kept doubled (erfc = 2 G)
-    log = arb.log
-    for idx in range(1, len(pts)):
-        b = pts[idx]
-        lb = log(arb(b)) + lnh                           # ln(b h)
-        e0 = ((lb + c) * s).erfc()                       # 2 G0(bh)
-        e1 = ((lb - c) * s).erfc()                       # 2 G1(bh)
-        mm = prev_e0 - e0                                # 2 x cell mass F0(b) - F0(a)
-        mu = (prev_e1 - e1) * invh                       # 2 x cell partial mean / h
-        down = (mm * b - mu) / (b - prev_a)              # Lemma C.5: (b - y)/(b - a) of the mass to a
-        coeffs[prev_a] = floor_fixed(carry + down, F1)
-        carry = mm - down                                # the rest, (y - a)/(b - a), to b
-        prev_a, prev_e0, prev_e1 = b, e0, e1
-    coeffs[prev_a] = floor_fixed(carry, F1)
-    g0cap = prev_e0 / 2                                  # 1 - F0(cap): deleted above the cap
-    kept = sum(coeffs)
-    loss = (arb(1) - g0cap) - arb(kept) / arb(2) ** F    # true mass of the rounded Y minus kept
+    for p, x in zip(pts, two_point_masses(e0, e1, pts, m.h)):
+        coeffs[p] = floor_fixed(x, F - 1)                # the balls hold doubled masses
+    g0cap = e0[-1] / 2                                   # 1 - F0(cap): deleted above the cap
+    loss = (arb(1) - g0cap) - arb(sum(coeffs)) / arb(2) ** F   # true mass of the rounded Y minus kept
     return Poly(0, fmpz_poly(coeffs)), g0cap, loss
 
 
 # ----------------------------------------------------------------------------- step (ii)
-
-def _coarsen(p: Poly, r: int, led: Ledger) -> Poly:
-    """Two-point re-rounding of every value onto a lattice r times coarser (spec (ii)).
-
-    Index i -> floor(i/r) with weight (r - i mod r)/r and floor(i/r) + 1 with weight
-    (i mod r)/r: the tent kernel K, then every r-th coefficient, then floor(/r).
-    Returns lower bounds (units 2^-F); the floors' loss is recorded (units 2^-2F).
-    """
-    if r == 1 or p.poly.length() == 0:
-        return p
-    F = led.F
-    shift = p.off % r
-    base = p.off - shift
-    c = p.poly.left_shift(shift) if shift else p.poly
-    kernel = fmpz_poly([r - abs(e - (r - 1)) for e in range(2 * r - 1)])
-    conv = (c * kernel).right_shift(r - 1)
-    d = conv.deflate(r) if conv.length() > 1 else conv
-    q = d // r
-    before = p.mass()
-    after = int(q(1)) if q.length() else 0
-    led.fixed_point += (before - after) << F
-    return strip(Poly(base // r, q))
-
 
 def step_ii(P: Poly, steps: int, m: Method, led: Ledger, progress=None) -> tuple[Poly, int]:
     """Lemma C.5 step (ii): the epoch sum S = sum of M rounded steps, binary powering.
@@ -252,7 +202,7 @@ def step_ii(P: Poly, steps: int, m: Method, led: Ledger, progress=None) -> tuple
             if A is None:
                 A, gA = B, gB
             else:
-                A = _coarsen(A, g[i] // gA, led)         # A onto multiples of g_i h (Lemma C.5)
+                A = coarsen_two_point(A, g[i] // gA, led)         # A onto multiples of g_i h (Lemma C.5)
                 gA = g[i]
                 A = trim(product(A, B, T // gA, led), trim_units, led)  # A <- A * B_i
             done += 1
@@ -261,7 +211,7 @@ def step_ii(P: Poly, steps: int, m: Method, led: Ledger, progress=None) -> tuple
         if i < n:
             B = trim(product(B, B, T // gB, led), trim_units, led)  # B_{i+1} = B_i^2
             if g[i + 1] > gB:
-                B = _coarsen(B, g[i + 1] // gB, led)     # re-round the block sum (Lemma C.5)
+                B = coarsen_two_point(B, g[i + 1] // gB, led)     # re-round the block sum (Lemma C.5)
                 gB = g[i + 1]
                 B = truncate_index(B, T // gB, led)
             done += 1
@@ -282,15 +232,11 @@ def _b_enclosures(k0: int, k1: int, scale: fmpq, eta: fmpq, prec: int):
     """
     Q = B_FRACTION_BITS
     one = 1 << Q
-    old = ctx.prec
-    ctx.prec = max(prec, Q + 64)
-    try:
+    with working_prec(max(prec, Q + 64)):
         e_up = arb_exact(eta).exp()
         e_dn = (-arb_exact(eta)).exp()
         qu_lo, qu_hi = floor_fixed(e_up, Q), floor_fixed(e_up.upper(), Q) + 1
         qd_lo, qd_hi = floor_fixed(e_dn, Q), floor_fixed(e_dn.upper(), Q) + 1
-    finally:
-        ctx.prec = old
     b0n = scale.p * one
     lo0 = int(b0n // scale.q)
     hi0 = -((-int(b0n)) // int(scale.q))
@@ -410,9 +356,7 @@ def o_ball(b: Poly, m: Method) -> arb:
     neg_part = b.poly.truncate(n_neg) if n_neg else fmpz_poly([])
     neg_sum = int(neg_part(1)) if n_neg else 0
     pos = total - neg_sum                                 # k >= 0: min{1, e^{k eta}} = 1
-    old = ctx.prec
-    ctx.prec = max(m.prec, 128)
-    try:
+    with working_prec(max(m.prec, 128)):
         eta = arb_exact(m.eta)
         if n_neg:
             # sum_{j < n_neg} c_j e^{(off + j) eta} = e^{off eta} * c(e^{eta})
@@ -420,8 +364,6 @@ def o_ball(b: Poly, m: Method) -> arb:
         else:
             val = arb(0)
         return (arb(pos) + val) / arb(2) ** F
-    finally:
-        ctx.prec = old
 
 
 # ----------------------------------------------------------------------------- driver
@@ -450,11 +392,9 @@ def rounding_bound(steps: int, epochs: int, sigma: fmpq, method: Method, progres
     if not isinstance(sigma, fmpq) or sigma <= 0:
         raise ParameterError("sigma must be a positive exact rational")
     F = method.fixed_point_bits
-    old = ctx.prec
-    ctx.prec = method.prec
     prog = progress or (lambda stage, frac: None)
     timings = {}
-    try:
+    with working_prec(method.prec):
         led = Ledger(F)
         t0 = time.perf_counter()
         prog("step_i", 0.0)
@@ -498,5 +438,4 @@ def rounding_bound(steps: int, epochs: int, sigma: fmpq, method: Method, progres
                  "products": led.products, "max_length": led.max_length}
         return BoundResult(bound, one_minus_O, O, enclosures,
                            {k: round(v, 3) for k, v in timings.items()}, stats, b)
-    finally:
-        ctx.prec = old
+

@@ -7,11 +7,12 @@ import pytest
 from flint import fmpq, fmpz_poly
 from scipy.special import erf
 
-from certifier.certify import certify, certify_lower
+from certifier.certify import certify
 from certifier.exact import exact_tv
-from certifier.fixedpoint import Poly
+from certifier.fixedpoint import Poly, round_down_sig
+from certifier.fixedpoint import coarsen_floor as floor_coarsen
 from certifier.grids import choose_grid, choose_lower_grid
-from certifier.lower import LowerMethod, _mix, floor_coarsen, lower_bound, round_down_sig, step_a, step_b
+from certifier.lower import LowerMethod, _mix, lower_bound, step_a, step_b
 from certifier.params import parse_decimal
 from certifier.rounding import rounding_bound
 
@@ -140,9 +141,9 @@ def test_lower_side_refuses_at_or_above_the_exact_sigma():
         assert L.exact <= Q("0.1")
         fine = choose_lower_grid(10, 5, sig, 5e-9)        # a finer grid does not help either
         assert lower_bound(10, 5, sig, fine.method).exact <= Q("0.1")
-    # certify_lower starting one step above the exact sigma: its first sigma_low is the exact sigma,
+    # two-sided certify one step above the exact sigma: its first sigma_low is the exact sigma,
     # which the numerics skip; the second (sigma - 1e-6, i.e. 2 x resolution) is certified to miss
-    out = certify_lower(10, 5, Q("0.1"), s + Q("0.000001"))
-    assert out["tries"][0].get("skipped") and out["tries"][0]["sigma_low"] == res.sigma
-    assert out["result"] is not None and Q(out["sigma_low"]) == s - Q("0.000001")
-    assert out["result"].exact > Q("0.1")
+    out = certify(10, 5, Q("0.1"), s + Q("0.000001"), two_sided=True)
+    assert out.lower_tries[0].get("skipped") and out.lower_tries[0]["sigma_low"] == res.sigma
+    assert out.two_sided and Q(out.sigma_low) == s - Q("0.000001")
+    assert Q(out.tv_lower) > Q("0.1")

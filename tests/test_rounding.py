@@ -9,9 +9,10 @@ from scipy.special import erf
 
 from certifier.exact import exact_tv
 from certifier.fixedpoint import Ledger, Poly, round_up_sig
+from certifier.fixedpoint import coarsen_two_point as _coarsen
 from certifier.grids import Model, choose_grid, lattice_for, lattice_variance
 from certifier.params import ParameterError, parse_decimal
-from certifier.rounding import Method, _coarsen, make_method, rounding_bound, step_i, step_iii
+from certifier.rounding import Method, make_method, rounding_bound, step_i, step_iii
 
 Q = lambda s: parse_decimal("x", s)  # noqa: E731
 

@@ -1,0 +1,77 @@
+"""The claim a certificate makes, and the Gaussian pair it reduces to (Section 2; docs/method-v2.md §3).
+
+Two sampling schemes:
+  * random-allocation (Algorithm 1): every epoch re-draws each record's step; the pair is
+    (P_M^E, Q_M^E) at t = 1/sigma (Appendix B.5).
+  * fixed-bins (jax_privacy's BallsInBinsSampling): each record keeps ONE bin for the whole run and
+    is seen in E rounds; the per-bin sums of the E noisy outputs are sufficient, so the pair is the
+    one-epoch pair at sigma/sqrt(E): (P_M, Q_M) with t^2 = E/sigma^2. With `iterations` not a
+    multiple of M, bins are seen E or E - 1 times, E = ceil(iterations/M); dropping observations is
+    data processing, so the certificate for E covers the run.
+Everything downstream is parametrised by the exact rational t^2, never by a rounded sqrt(E).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flint import fmpq
+
+from certifier.errors import ParameterError
+from certifier.params import decimal_str
+
+RANDOM_ALLOCATION, FIXED_BINS = "random-allocation", "fixed-bins"
+SCHEMES = (RANDOM_ALLOCATION, FIXED_BINS)
+STATEMENT_TEXT = ("TV(P_M^E, Q_M^E) <= target, so every membership-inference test has accuracy "
+                  "<= 1/2 + target/2")
+FIXED_BINS_TEXT = ("TV(P_M, Q_M) at sigma/sqrt(E) <= target, where E = ceil(iterations/M) rounds per bin "
+                   "(bins seen fewer times are covered by data processing), so every membership-inference "
+                   "test has accuracy <= 1/2 + target/2")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a certificate states: the mechanism (scheme, M, E, sigma) and the TV target lambda."""
+    scheme: str
+    steps: int
+    epochs: int
+    sigma: fmpq
+    target: fmpq
+    iterations: int | None = None    # fixed-bins only: the run's number of rounds
+
+    def __post_init__(self):
+        if self.scheme not in SCHEMES:
+            raise ParameterError(f"scheme must be one of {', '.join(SCHEMES)}, got {self.scheme!r}")
+        if self.scheme == FIXED_BINS and self.iterations is not None:
+            if -(-self.iterations // self.steps) != self.epochs:
+                raise ParameterError("fixed-bins: epochs must be ceil(iterations / steps)")
+
+    @classmethod
+    def fixed_bins(cls, steps: int, iterations: int, sigma: fmpq, target: fmpq) -> "Claim":
+        """A fixed-bins claim for a run of `iterations` rounds over `steps` bins (E = ceil(iterations/M))."""
+        return cls(FIXED_BINS, steps, -(-iterations // steps), sigma, target, iterations)
+
+    def pair(self) -> tuple[int, int]:
+        """(M, E) of the Gaussian pair the certificate bounds."""
+        return (self.steps, self.epochs) if self.scheme == RANDOM_ALLOCATION else (self.steps, 1)
+
+    def t2_at(self, sigma: fmpq) -> fmpq:
+        """t^2 of the pair at noise multiplier sigma: 1/sigma^2, or E/sigma^2 for fixed bins."""
+        return (1 if self.scheme == RANDOM_ALLOCATION else self.epochs) / (sigma * sigma)
+
+    def sigma_of_pair(self, sigma: float) -> float:
+        """The pair's noise multiplier as a float (numerics only): sigma or sigma/sqrt(E)."""
+        return sigma if self.scheme == RANDOM_ALLOCATION else sigma / self.epochs ** 0.5
+
+    def to_json(self, version: int) -> dict:
+        """The `claim` object (docs/certificate.md §3; version 3 adds scheme and, for fixed bins, iterations)."""
+        mech = "dp-sgd/" + self.scheme
+        obj = {"mechanism": mech, "adjacency": "zero-out", "steps": self.steps, "epochs": self.epochs,
+               "sigma": decimal_str(self.sigma), "target": decimal_str(self.target),
+               "statement": STATEMENT_TEXT if self.scheme == RANDOM_ALLOCATION else FIXED_BINS_TEXT}
+        if version >= 3:
+            obj["scheme"] = self.scheme
+            if self.scheme == FIXED_BINS:
+                obj["iterations"] = self.iterations if self.iterations is not None else self.steps * self.epochs
+        elif self.scheme != RANDOM_ALLOCATION:
+            raise ParameterError("a fixed-bins claim needs format v3")
+        return obj
