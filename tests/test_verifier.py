@@ -169,11 +169,11 @@ OTHER = Ed25519PrivateKey.generate()
 
 
 def certifier_certificate(tmp: Path):
-    """A real certificate from `sigmacert certify` at a small cell (M=12, E=3, sigma=1.5)."""
+    """A real v1 certificate from `sigmacert certify --one-sided` at a small cell (M=12, E=3, sigma=1.5)."""
     exe = BIN / "sigmacert"
     subprocess.run([str(exe), "keygen", "-o", str(tmp / "keys")], check=True, capture_output=True, timeout=60)
     subprocess.run([str(exe), "certify", "--steps", "12", "--epochs", "3", "--target", "0.15",
-                    "--sigma", "1.5", "--key", str(tmp / "keys" / "private.pem"), "-o",
+                    "--sigma", "1.5", "--one-sided", "--key", str(tmp / "keys" / "private.pem"), "-o",
                     str(tmp / "cert.json"), "--quiet"], check=True, capture_output=True, timeout=300)
     key = serialization.load_pem_private_key((tmp / "keys" / "private.pem").read_bytes(), None)
     data = (tmp / "cert.json").read_bytes()

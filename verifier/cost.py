@@ -28,7 +28,7 @@ DEFAULT_MAX_SECONDS = 1800.0  # predicted seconds: a real replay of about 10 min
 BASE_MEMORY = 64 << 20  # the interpreter with python-flint and cryptography loaded
 
 ARB_POINT = (1.5e-5, 4.5e-9, 1.4)  # one grid point or cell in arb (log, 2 erfc) at prec p: a + b p^c s
-MUL = 1.3e-10  # s per output bit and log2(bits) of an fmpz_poly product (Kronecker / FFT)
+MUL = 1.3e-10  # s per output bit and log2(bits) of an fmpz_poly product (Kronecker / FFT), more when wide
 FLINT_COEF = 3e-8  # s per coefficient of a C-level pass (floor, sum, trim search)
 PY_COEF = 8e-7  # s per coefficient of a Python-level pass (coeffs(), int lists, prefix sums)
 PY_CELL = 6e-6  # s per log-grid cell or bucket entry handled in Python
@@ -132,7 +132,7 @@ def _product(la: float, lb: float, cap: float, bits: float):
     (length, seconds, bytes of the product, its temporaries and the floored copy)."""
     full = la + lb - 1
     n, ob = min(full, cap), 2 * bits + _lg(min(la, lb))
-    secs = MUL * full * ob * _lg(full * ob) + FLINT_COEF * n * _lg(n)
+    secs = MUL * full * ob * _lg(full * ob) * (1 + ob / 2048) + FLINT_COEF * n * _lg(n)
     return n, secs, n * (_fmpz(ob) + ob / 3 + 2 * _fmpz(bits))
 
 
