@@ -23,8 +23,8 @@ from flint import fmpq
 from .strict import Reject
 
 GiB = 1 << 30
-DEFAULT_MAX_MEMORY = 8 * GiB  # predicted peak bytes: a real replay of about 4 GB fits twice
-DEFAULT_MAX_SECONDS = 1800.0  # predicted seconds: a real replay of about 10 minutes fits three times
+DEFAULT_MAX_MEMORY = 8 * GiB  # predicted peak bytes (a real replay of 4 GB is predicted at 4.1-7.6 GB)
+DEFAULT_MAX_SECONDS = 1800.0  # predicted seconds (a real replay of 10 minutes is predicted at 9-15)
 BASE_MEMORY = 64 << 20  # the interpreter with python-flint and cryptography loaded
 
 ARB_POINT = (1.5e-5, 4.5e-9, 1.4)  # one grid point or cell in arb (log, 2 erfc) at prec p: a + b p^c s
