@@ -44,7 +44,7 @@ res = certify(M, E, target, sigma, two_sided=True)
 t_cert = time.perf_counter() - t1
 row = {"M": M, "E": E, "lambda": lam, "sigma": res.sigma, "sigma_s": round(t_sigma, 2),
        "certified": res.success, "two_sided": res.two_sided, "bound": res.bound, "sigma_low": res.sigma_low,
-       "tv_lower": res.tv_lower, "tv": res.tv, "method": res.method_version, "certify_s": round(t_cert, 2),
+       "tv_lower": res.tv_lower, "tv": res.tv, "method": res.method, "certify_s": round(t_cert, 2),
        "lower_s": res.lower_seconds, "rows_s": res.privacy_seconds,
        "upper_tries": sum(1 for t in res.tries if "calibration" not in t),
        "lower_tries": sum(1 for t in res.lower_tries if "calibration" not in t and "sigma_low" in t),
@@ -84,11 +84,16 @@ def run_cell(M, E, lam, key, outdir, timeout):
     return {"M": M, "E": E, "lambda": lam, "error": err, "wall_s": round(time.perf_counter() - t0, 2)}
 
 
+def _m(method) -> str:
+    """Short method label: v1, v2 or gs (gaussian-shift)."""
+    return "-" if not method else ("gs" if method.startswith("gaussian") else method.split()[-1])
+
+
 def fmt(r) -> str:
     if "error" in r:
         return f"{r['M']:>6} {r['E']:>4} {r['lambda']:>5}  ERROR {r['error']}"
     f = lambda x, spec: "-" if x is None else format(x, spec)
-    return (f"{r['M']:>6} {r['E']:>4} {r['lambda']:>5} {r['sigma']:>10} {r['sigma_s']:>6.1f} v{r['method']} "
+    return (f"{r['M']:>6} {r['E']:>4} {r['lambda']:>5} {r['sigma']:>10} {r['sigma_s']:>6.1f} {_m(r['method'])} "
             f"{str(r['bound']):>13} {str(r['sigma_low']):>10} {str(r['tv_lower']):>13} "
             f"{r['upper_s']:>7.1f} {f(r['lower_s'], '7.1f')} {f(r['rows_s'], '5.1f')} "
             f"{r['upper_tries']}/{r['lower_tries']} {f(r.get('verify_s'), '7.1f')} {str(r.get('verdict'))[:12]:>12} "

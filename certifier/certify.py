@@ -10,7 +10,6 @@ docs/method-v2.md), which covers heavy tails, one epoch, large lambda and the fi
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 
@@ -53,7 +52,7 @@ class Outcome:
     privacy: dict | None = None
     tpr: dict | None = None
     scheme: str = RANDOM_ALLOCATION
-    method_version: int | None = None
+    method: str | None = None         # the upper bound's method, e.g. 'lemma-c5-rounding v2'
     k_scale: float = 1.0              # method v2: the calibrated factor of the loss model
     need_eps: float = 0.0             # method v2: estimated eps(1e-6), the range the rows need
 
@@ -64,21 +63,10 @@ def _say(progress, t_start):
 
 
 def exact_sigma_for(claim_like: Claim, target: fmpq) -> fmpq:
-    """The exact sigma on the 1e-6 grid for the claim's scheme (Theorem 4.1, numerical)."""
-    from certifier.exact import exact_sigma, exact_tv
-    M, E = claim_like.steps, claim_like.epochs
-    if claim_like.scheme == RANDOM_ALLOCATION:
-        return parse_decimal("sigma", exact_sigma(M, E, target, resolution=SEARCH_RESOLUTION))
-    res = parse_decimal("r", SEARCH_RESOLUTION)         # fixed bins: least k res with TV(M, 1, k res/sqrt E) <= lam
-    s1 = float(parse_decimal("s", exact_sigma(M, 1, target, resolution="1e-9")))
-    lam = float(target)
-    ok = lambda k: exact_tv(M, 1, float(res * k) / math.sqrt(E), check=False).tv <= lam
-    k = math.ceil(s1 * math.sqrt(E) / float(res))
-    while not ok(k):
-        k += 1
-    while k > 1 and ok(k - 1):
-        k -= 1
-    return res * k
+    """The exact sigma on the 1e-6 grid for the claim's scheme (Theorem 4.1, numerical; certifier.schemes)."""
+    from certifier.schemes import exact_sigma
+    return parse_decimal("sigma", exact_sigma(claim_like.steps, claim_like.epochs, target, scheme=claim_like.scheme,
+                                              resolution=SEARCH_RESOLUTION))
 
 
 def _numerics(claim: Claim, sigma: fmpq) -> tuple[float | None, float | None]:
@@ -128,6 +116,8 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
     out = Outcome(False, steps, epochs, decimal_str(sigma), decimal_str(target), None, tv=tv, tv_error=tv_err,
                   scheme=scheme)
     user_grid = any(x is not None for x in (h, eta, cap))
+    if method == "auto" and claim.pair()[0] == 1 and not user_grid:
+        return _gaussian_shift(claim, sigma, two_sided, out, say)
     use_v1 = method == "v1" or user_grid or (method == "auto" and _v1_fits(claim, lam, float(sigma)))
     r = None
     if use_v1:
@@ -143,17 +133,63 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
     if r is None:
         say("done", 1.0)
         return out
-    out.success, out.method_version = True, 1 if use_v1 else 2
+    out.success, out.method = True, f"lemma-c5-rounding v{1 if use_v1 else 2}"
     res, meth = r
     rows = None
     if two_sided or not use_v1:
         rows = _privacy(res, meth, out, say)
     low = _lower(claim, sigma, meth, use_v1, out, say) if two_sided else None
-    out.predicate = pred_.build(claim, meth, res, low, rows, tv, tv_err, time.perf_counter() - t_start)
+    method_json = meth.to_json(claim.steps) if use_v1 else meth.to_json()
+    return _finish(out, claim, method_json, res, low, rows, say)
+
+
+def _finish(out: Outcome, claim: Claim, method_json: dict, res, low: dict | None, rows, say) -> Outcome:
+    """Record the lower side and build the predicate of a successful upper bound."""
+    out.predicate = pred_.build(claim, method_json, res, low, rows, out.tv, out.tv_error)
     if low is not None:
-        out.two_sided, out.sigma_low, out.tv_lower = True, low["sigma_low"], low["result"].tv_lower
+        out.two_sided, out.sigma_low, out.tv_lower = True, low["sigma_low"], low["tv_lower"]
     say("done", 1.0)
     return out
+
+
+def _gaussian_shift(claim: Claim, sigma: fmpq, two_sided: bool, out: Outcome, say) -> Outcome:
+    """M = 1: the pair is a Gaussian shift, certified in closed form (certifier.gaussian_shift)."""
+    from certifier import gaussian_shift as gs
+    meth = gs.GaussianShift()
+    E = claim.pair()[1]
+    t0 = time.perf_counter()
+    res = gs.upper(1, E, claim.t2_at(sigma), meth)
+    res.timings["total"] = round(time.perf_counter() - t0, 3)
+    out.bound = res.bound
+    ok = parse_decimal("bound", res.bound) <= claim.target
+    out.tries.append({"try": 1, "method": "gaussian-shift", "bound": res.bound, "certified": ok,
+                      "seconds": res.timings["total"]})
+    if not ok:
+        say("done", 1.0)
+        return out
+    out.success, out.method = True, "gaussian-shift v1"
+    t1 = time.perf_counter()
+    rows = gs.rows(E, claim.t2_at(sigma), meth.prec)
+    out.privacy, out.tpr = rows
+    out.privacy_seconds = round(time.perf_counter() - t1, 3)
+    low = None
+    if two_sided:
+        t2 = time.perf_counter()
+        res_q = parse_decimal("resolution", SEARCH_RESOLUTION)
+        for k in (1, 2):
+            s_low = sigma - res_q * k
+            if s_low <= 0:
+                break
+            exact, tv_lower, enc = gs.lower(1, E, claim.t2_at(s_low), meth)
+            ok = exact > claim.target
+            out.lower_tries.append({"sigma_low": decimal_str(s_low), "try": 1, "method": "gaussian-shift",
+                                    "tv_lower": tv_lower, "certified": bool(ok)})
+            if ok:
+                low = {"sigma_low": decimal_str(s_low), "method": meth.to_json(), "tv_lower": tv_lower,
+                       "enclosures": enc}
+                break
+        out.lower_seconds = round(time.perf_counter() - t2, 3)
+    return _finish(out, claim, meth.to_json(), res, low, rows, say)
 
 
 @dataclass
@@ -270,7 +306,7 @@ def _upper_v2(claim, sigma, tv, tv_err, prec, max_tries, out, say):
         first = choose_v2(M, E, t2, budget(margin, SAFETY[0], V2_CEILING), tv, prec=prec or 100, need_eps=guess)
         _refuse_if_slow(first, margin)
         scale, est = _calibrate(M, E, t2, first, tv, run, lambda r: float(r.bound) - tv, out, say, "upper")
-        out.k_scale, out.need_eps = scale, (min(est, guess) + 3 if est < 60 else guess)
+        out.k_scale, out.need_eps = scale, (min(est, guess) + 3 if est < 100 else guess)
 
     def row(plan, r):
         out.bound = r.bound
@@ -312,10 +348,21 @@ def _lower(claim: Claim, sigma: fmpq, meth, use_v1: bool, out: Outcome, say) -> 
             out.lower_tries.append({"sigma_low": s_str, "skipped": f"numerical TV {tv_low:.12g} does not exceed "
                                     "the target"})
             continue
-        found = (_lower_v1 if use_v1 else _lower_v2)(low_claim, s_low, tv_low, err, meth, out, say)
+        found, version = None, 0
+        for v, prove in ((1, _lower_v1), (2, _lower_v2)) if use_v1 else ((2, _lower_v2),):
+            found, version = prove(low_claim, s_low, tv_low, err, meth, out, say), v   # v1 first, then v2
+            if found is not None:
+                break
         if found is not None:
             out.lower_seconds = round(time.perf_counter() - t0, 3)
-            return {"sigma_low": s_str, "result": found[0], "method": found[1], "version": 1 if use_v1 else 2}
+            L, lm = found
+            if version == 1:
+                method_json = lm.to_json(claim.steps)
+            else:
+                from certifier.lower_ms import METHOD_NAME, METHOD_VERSION
+                method_json = {**lm.to_json(), "name": METHOD_NAME, "version": METHOD_VERSION}
+                method_json.pop("trim_shift")
+            return {"sigma_low": s_str, "method": method_json, "tv_lower": L.tv_lower, "enclosures": L.enclosures}
     out.lower_seconds = round(time.perf_counter() - t0, 3)
     return None
 

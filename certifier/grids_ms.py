@@ -27,7 +27,8 @@ from certifier.grids import Plan
 from certifier.params import parse_decimal
 from certifier.rounding_ms import MethodV2
 
-C_RHO = 0.4             # relative variance per epoch times N^2 (measured 0.16-0.28 at M=100, lambda=0.1, 0.7)
+C_RHO = 0.3             # relative variance per epoch from the sums, times N^2 (measured 0.16-0.28 at M = 100)
+Y_SHARE = 0.25          # share of the budget for the rounding of the steps themselves (step i)
 MOVE_SHARE = 0.02       # share of the budget for moves (cap, top octave) and deletions (k_minus)
 SMALL_SHARE = 0.05      # share for the absolute lattice of octave 0 (values below N h)
 # Costs in units of REF, the time of one product of fmpz_polys of lengths 2^13 and 2^14 with 80-bit
@@ -119,11 +120,13 @@ def _octave_products(cm: CellModel, steps: int, Nh: float, top: int) -> float:
     x_max = math.exp(min(cm.t * z - cm.t2 / 2, 700.0))         # one step beyond this: mass < 1e-24 / M
     s1 = cm.s / math.sqrt(cm.epochs)
     y_typ = math.exp(-s1 * s1 / 2)
-    for i in range(steps.bit_length()):
+    nbits = steps.bit_length()
+    first = (steps & -steps).bit_length() - 1                    # the lowest set bit starts A: no sum
+    for i in range(nbits):
         lo = _octave_of(max(Nh, (1 << i) * y_typ / 4), Nh)
         hi = min(top, _octave_of(max(min(x_max * (1 << i), 1e300), Nh), Nh) + 1)
         width = max(1, hi - lo + 1)
-        total += width * (1 + 2 * ((steps >> i) & 1))            # the square, and A (+) B at a set bit
+        total += width * ((i < nbits - 1) + 2 * (((steps >> i) & 1) and i != first))
     return total
 
 
@@ -141,20 +144,32 @@ def _octave_of(value: float, Nh: float) -> int:
     return max(0, math.floor(math.log2(value) - math.log2(Nh))) if value >= 2 * Nh else 0
 
 
-def _y_bits(cm: CellModel, n: int, Nh: float, K_y: int) -> list[int]:
-    """Mantissa bits of the step-(i) grid per octave: full where Y's octave matters, fewer where
-    M Pr(Y in octave) (y/S)^2 is small (each bit fewer quadruples that octave's rounding variance)."""
+def _y_bits(cm: CellModel, n: int, Nh: float, K_y: int, allowed: float) -> tuple[list[int], float]:
+    """Mantissa bits of the step-(i) grid per octave, the fewest points whose predicted loss is <= allowed.
+
+    A step Y in octave k rounded with spacing d_k = 2^k N h 2^-b_k adds about d_k^2/6 to the variance of
+    its epoch sum S >= max(Y, the typical sum), i.e. the relative variance M p_k d_k^2 / (6 max(Y, S)^2)
+    to L over the M steps (p_k = Pr(Y in octave k)); the loss is K times it. Minimising sum_k 2^b_k subject to it
+    gives 2^b_k proportional to (p_k 4^k)^(1/3); the common factor is found by bisection.
+    Returns (bits, predicted loss).
+    """
     s1 = cm.s / math.sqrt(cm.epochs)
-    S_typ = cm.steps * math.exp(-s1 * s1 / 2)
-    out = []
+    S_typ = cm.steps * math.exp(-s1 * s1 / 2)                # typical epoch sum
+    w = []
     for k in range(K_y + 1):
         lo, hi = (0.0, 2 * Nh) if k == 0 else (Nh * 2**k, Nh * 2 ** (k + 1))
-        p = (1 - cm.G0(hi)) - (0.0 if lo == 0 else 1 - cm.G0(lo))       # Pr(lo < Y < hi)
-        p = max(p, 0.0)
-        weight = cm.steps * p * min(1.0, (hi / S_typ) ** 2)
-        drop = 0 if weight >= 1 else min(n - 2, int(math.log(1 / max(weight, 1e-300), 4)))
-        out.append(max(2, n - drop))
-    return out
+        p = max((1 - cm.G0(hi)) - (0.0 if lo == 0 else 1 - cm.G0(lo)), 0.0)     # Pr(lo < Y < hi)
+        y = max(lo, Nh)                                      # relative to S >= max(Y, the rest of the sum)
+        w.append(cm.K * cm.steps * p * (Nh * 2**k / max(y, S_typ)) ** 2 / 6)    # loss at 1 point per octave
+    bits = lambda a: [min(n, max(2, round(math.log2(max(a * (x ** (1 / 3)), 1e-300))))) if x > 0 else 2
+                      for x in w]
+    loss = lambda bs: sum(x * 4.0 ** -b for x, b in zip(w, bs))
+    lo_a, hi_a = 1e-12, 1e12
+    for _ in range(80):
+        mid = math.sqrt(lo_a * hi_a)
+        lo_a, hi_a = (mid, hi_a) if loss(bits(mid)) > allowed else (lo_a, mid)
+    bs = bits(hi_a)
+    return bs, loss(bs)
 
 
 def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, *, n: int, eta: str,
@@ -193,7 +208,7 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
         cap *= 2
     K_y = max(0, _octave_of(cap, Nh) - 1)
     top = max(K_y + 1, _octave_of(top_val, Nh) - 1)
-    y_bits = _y_bits(cm, n, Nh, K_y)
+    y_bits, y_loss = _y_bits(cm, n, Nh, K_y, Y_SHARE * budget)
     if need_eps > 0:
         y_bits[0] = n                           # the first grid point above 0 is h
     eq = parse_decimal("eta", eta)
@@ -205,10 +220,14 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     k_top = math.ceil(max(mean_rest + 8 * cm.s, need_eps + 8 * cm.s + cm.s**2 / 2, 1.0) / ev)
     trim = fmpq(1, 10**14)
     shift = parse_decimal("shift", str(math.ceil(need_eps))) if need_eps > 0 else fmpq(0)
+    # a mass unit 2^-F at Lambda = e^x weighs e^x 2^-F under Q: where the rows need Lambda up to
+    # e^(k_top eta), the fixed point must resolve Q-masses there to ~1e-20
+    bits = max(80, math.ceil((min(k_top * ev, epochs * (k_plus * ev)) + 46) / math.log(2))) if need_eps > 0 else 80
     method = MethodV2(h=parse_decimal("h", hs), mantissa_bits=n, y_mantissa_bits=tuple(y_bits), top_octave=top,
-                      eta=eq, k_minus=k_minus, k_plus=k_plus, k_top=k_top, prec=prec, trim=trim, trim_shift=shift)
+                      eta=eq, k_minus=k_minus, k_plus=k_plus, k_top=k_top, prec=max(prec, bits + 20),
+                      fixed_point_bits=min(bits, 1024), trim=trim, trim_shift=shift)
     method.validate()
-    loss = {"lattice": cm.K * C_RHO / N**2, "log_grid": cm.K * ev * ev / 6,
+    loss = {"lattice": cm.K * C_RHO / N**2 if steps > 1 else 0.0, "step_i": y_loss, "log_grid": cm.K * ev * ev / 6,
             "small": cm.K * steps * h * cm.Gm1(Nh) / S_typ**2,
             "moves": cm.move_cost(2 ** (K_y + 1) * Nh) + cm.move_cost(2 ** (top + 1) * Nh),
             "k_minus": epochs * math.exp(k_minus * ev + need_eps), "trim": 200 * float(trim)}
@@ -216,8 +235,8 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     oct_products = _octave_products(cm, steps, Nh, top)
     n_oct = max(1, top - _octave_of(max(S_typ / 8, Nh), Nh) + 1)
     L_lo = max(math.exp(k_minus * ev), Nh / steps, S_typ / steps * math.exp(-6 * s1))
-    cells = math.log(2 ** (top + 1) * Nh / steps / L_lo) / ev
-    span = min(epochs * cells, k_top + (cm.s**2 / 2 + 8 * cm.s) / ev)
+    cells = max(1.0, math.log(2 ** (top + 1) * Nh / steps / L_lo) / ev)
+    span = max(1.0, min(epochs * cells, k_top + (cm.s**2 / 2 + 8 * cm.s) / ev))
     ref = ref_seconds()
     iv = 2 * epochs.bit_length() * span * REF_COEFF * (1 + math.log2(max(span, 2)) / 20)
     secs = {"step_i": points * REF_POINT * ref,
@@ -227,20 +246,21 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
                   {"loss": loss, "seconds": secs, "octaves": n_oct, "points": points, "K": cm.K, "k_scale": k_scale})
 
 
-ETAS = ("1e-5", "2e-5", "5e-5", "1e-4", "2e-4", "5e-4", "1e-3", "2e-3")
+ETAS = ("1e-6", "2e-6", "5e-6", "1e-5", "2e-5", "5e-5", "1e-4", "2e-4", "5e-4", "1e-3", "2e-3")
 
 
 def choose_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, *, need_eps: float = 0.0,
               prec: int = 100, k_scale: float = 1.0) -> Plan:
     """The cheapest (by the cost model) method-v2 parameters whose predicted loss is <= budget."""
     best = None
-    for n in range(6, 19):
+    for n in range(6, 23):
         for eta in ETAS:
             p = plan_v2(steps, epochs, t2, budget, tv, n=n, eta=eta, need_eps=need_eps, prec=prec, k_scale=k_scale)
             if p.predicted_loss <= budget and (best is None or p.predicted_seconds < best.predicted_seconds):
                 best = p
     if best is None:
-        raise CannotCertify(f"no method-v2 grid fits the margin {budget:.2g} (mantissa up to 2^18 bits)")
+        raise CannotCertify(f"no method-v2 grid fits the margin {budget:.2g} (mantissa up to 22 bits, eta down to "
+                            "1e-6); a larger sigma gives a larger margin")
     return best
 
 
@@ -258,8 +278,8 @@ def coarse(plan: Plan, steps: int, epochs: int, t2: fmpq, tv: float | None, drop
                       k_minus=math.floor(m.k_minus * r), k_plus=math.ceil(m.k_plus * r),
                       k_top=math.ceil(m.k_top * r), prec=m.prec, fixed_point_bits=m.fixed_point_bits, trim=m.trim,
                       trim_shift=m.trim_shift)
-    K, lo = plan.detail["K"], plan.detail["loss"]
-    kpart = K * (C_RHO / (1 << n) ** 2 + ev * ev / 6) + lo["small"] * (1 << d)
+    lo = plan.detail["loss"]
+    kpart = (lo["lattice"] + lo["log_grid"] + lo["step_i"]) * 4**d + lo["small"] * (1 << d)
     fixed = lo["moves"] + lo["k_minus"] + lo["trim"]
     return Plan(method, kpart + fixed, plan.predicted_seconds / 4 ** d, plan.budget,
                   {**plan.detail, "kpart": kpart, "fixed": fixed})
@@ -285,7 +305,7 @@ def eps_estimate(b, eta: fmpq, F: int, delta: float = 1e-6) -> float:
 
     from certifier.privacy import Masses
     ms = Masses(b, eta, F)
-    eps = np.arange(0.0, 60.0, 0.01)
+    eps = np.arange(0.0, 100.0, 0.01)
     vals = np.maximum(ms.dqp_float(eps), ms.dpq_float(eps))
     ok = np.flatnonzero(vals <= delta)
-    return float(eps[ok[0]]) if ok.size else 60.0
+    return float(eps[ok[0]]) if ok.size else 100.0

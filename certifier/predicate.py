@@ -13,6 +13,7 @@ import flint
 
 from certifier import __version__
 from certifier.claim import RANDOM_ALLOCATION, Claim
+from certifier.params import decimal_str
 
 SEARCH_RESOLUTION = "1e-6"
 
@@ -21,42 +22,32 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def format_version(claim: Claim, method_version: int, low: dict | None, rows) -> int:
+def format_version(claim: Claim, method_json: dict, low: dict | None, rows) -> int:
     """The least format version that expresses this certificate."""
-    if claim.scheme != RANDOM_ALLOCATION or method_version != 1:
+    v1_method = method_json["name"] == "lemma-c5-rounding" and method_json["version"] == 1
+    if claim.scheme != RANDOM_ALLOCATION or not v1_method:
         return 3
     if low is None and rows is None:
         return 1
-    if low is not None and rows is not None and low["version"] == 1:
+    if low is not None and rows is not None and low["method"]["version"] == 1:
         return 2
     return 3
 
 
-def _lower_json(low: dict, claim: Claim) -> dict:
-    L = low["result"]
-    if low["version"] == 1:
-        method = L.method.to_json(claim.steps)
-    else:
-        from certifier.lower_ms import METHOD_NAME, METHOD_VERSION
-        method = {**low["method"].to_json(), "name": METHOD_NAME, "version": METHOD_VERSION}
-        method.pop("trim_shift")
-    return {"sigma_low": low["sigma_low"], "target": claim.to_json(3)["target"], "method": method,
-            "tv_lower": L.tv_lower, "enclosures": L.enclosures}
-
-
-def build(claim: Claim, meth, res, low: dict | None, rows, tv, tv_err, total: float) -> dict:
-    """The predicate for a successful upper bound `res` with method `meth` (plus optional lower side and rows)."""
+def build(claim: Claim, method_json: dict, res, low: dict | None, rows, tv, tv_err) -> dict:
+    """The predicate for a successful upper bound `res` (its method's JSON `method_json`), with the optional
+    lower side (the `lower` object: sigma_low, method, tv_lower, enclosures) and (privacy, tpr) rows."""
     from certifier.closed_form import closed_form_sigma
-    mv = 2 if hasattr(meth, "mantissa_bits") else 1
-    version = format_version(claim, mv, low, rows)
+    version = format_version(claim, method_json, low, rows)
     M, E = claim.pair()
     try:
-        cfs = f"{closed_form_sigma(M, E, float(claim.target)) * (claim.epochs ** 0.5 if E != claim.epochs else 1):.6f}"
+        scale = claim.epochs ** 0.5 if E != claim.epochs else 1.0      # fixed bins: sigma of the pair x sqrt(E)
+        cfs = f"{closed_form_sigma(M, E, float(claim.target)) * scale:.6f}"
     except (ValueError, ArithmeticError, OverflowError):
         cfs = "n/a"
     pred = {
         "claim": claim.to_json(version),
-        "method": meth.to_json() if mv == 2 else meth.to_json(claim.steps),
+        "method": method_json,
         "enclosures": res.enclosures,
         "bound": res.bound,
         "numerics": {"tv_exact": "n/a" if tv is None else f"{tv:.12g}",
@@ -67,7 +58,8 @@ def build(claim: Claim, meth, res, low: dict | None, rows, tv, tv_err, total: fl
         "timings": {k: res.timings[k] for k in ("step_i", "step_ii", "step_iii", "step_iv", "total")},
     }
     if low is not None and version >= 2:
-        pred["lower"] = _lower_json(low, claim)
+        pred["lower"] = {"sigma_low": low["sigma_low"], "target": decimal_str(claim.target),
+                         "method": low["method"], "tv_lower": low["tv_lower"], "enclosures": low["enclosures"]}
     if rows is not None and version >= 2:
         pred["privacy"], pred["tpr"] = rows
     return pred

@@ -28,6 +28,7 @@ from certifier.params import decimal_str, parse_decimal
 EPSILON_GRID = "0.0001"
 DELTAS = ("1e-05", "1e-06")           # keys: str(float) of delta
 ALPHAS = ("0.1", "0.01", "0.001")     # keys: str(float) of alpha
+EPS_MAX = 100.0                       # the largest eps searched (the format allows up to 100)
 EPS_RANGE = (-10.0, 30.0)             # eps = ln gamma searched for the TPR bound
 MAX_STEPS = 64                        # grid steps walked when floats mislocate
 
@@ -101,11 +102,11 @@ def _ok(ms: Masses, eps: fmpq, delta: fmpq) -> tuple[bool, arb, arb]:
 def epsilon_at_delta(ms: Masses, delta: fmpq, grid: fmpq) -> dict:
     """The smallest eps = j grid (j >= 0) whose certified hockey-stick bounds are both <= delta."""
     g, dl = float(grid), float(delta)
-    js = np.arange(0, int(math.ceil(40.0 / g)) + 1)
+    js = np.arange(0, int(math.ceil(EPS_MAX / g)) + 1)
     vals = np.maximum(ms.dqp_float(js * g), ms.dpq_float(js * g))
     good = np.flatnonzero(vals <= dl)
     if good.size == 0:
-        raise NumericsUnreliable(f"no eps <= 40 reaches delta {decimal_str(delta)}")
+        raise NumericsUnreliable(f"no eps <= {EPS_MAX:g} reaches delta {decimal_str(delta)}")
     j = int(good[0])
     for _ in range(MAX_STEPS):                                  # certify upward from the float guess
         ok, a, b = _ok(ms, grid * j, delta)

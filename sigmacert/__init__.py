@@ -14,7 +14,18 @@ DP-SGD" (arXiv 2610.09651). Packages: `certifier` (mathematics and certificates)
 `verifier` (independent replay), `trainer` (Algorithm 1), `service` (HTTP), `proofs` (sympy).
 """
 from certifier import __version__
-from sigmacert.api import Certificate, ExactTV, Verification, certify, closed_form_sigma, exact_sigma, exact_tv, verify
+from sigmacert.api import (
+                           DEFAULT_SCHEME,
+                           SCHEMES,
+                           Certificate,
+                           ExactTV,
+                           Verification,
+                           certify,
+                           closed_form_sigma,
+                           exact_sigma,
+                           exact_tv,
+                           verify,
+)
 from sigmacert.errors import (
                            CannotCertify,
                            EnvelopeError,
@@ -26,4 +37,4 @@ from sigmacert.errors import (
 
 __all__ = ["__version__", "closed_form_sigma", "exact_tv", "exact_sigma", "certify", "verify", "ExactTV",
            "Certificate", "Verification", "SigmacertError", "ParameterError", "CannotCertify",
-           "NumericsUnreliable", "KeyFileError", "EnvelopeError"]
+           "NumericsUnreliable", "KeyFileError", "EnvelopeError", "SCHEMES", "DEFAULT_SCHEME"]

@@ -14,52 +14,62 @@ from decimal import ROUND_CEILING, Decimal
 from types import MappingProxyType
 from typing import Callable, Mapping
 
-from certifier import closed_form as _cf
-from certifier import exact as _exact
+from certifier import schemes as _schemes
 from certifier.errors import CannotCertify, KeyFileError, ParameterError
-from certifier.params import as_decimal_text, parse_epochs, parse_sigma, parse_steps, parse_target
+from certifier.exact import ExactTV
+from certifier.params import as_decimal_text, parse_count, parse_epochs, parse_sigma, parse_steps, parse_target
 
-ExactTV = _exact.ExactTV  # frozen dataclass: tv (float), error (float estimate), method (str)
-
-
-def _steps_epochs(steps, epochs) -> tuple[int, int]:
-    return parse_steps(as_decimal_text("steps", steps)), parse_epochs(as_decimal_text("epochs", epochs))
+DEFAULT_SCHEME = _schemes.DEFAULT_SCHEME  # "random-allocation" (Algorithm 1); or "fixed-bins"
+SCHEMES = _schemes.SCHEMES
 
 
-def closed_form_sigma(steps, epochs, target) -> Decimal:
+def _run(steps, epochs, scheme, iterations=None) -> tuple[int, int, str, int | None]:
+    """(M, E, scheme, iterations): a fixed-bins run may give its iterations instead of E = ceil(T/M)."""
+    scheme = _schemes.parse_scheme(scheme)
+    m = parse_steps(as_decimal_text("steps", steps))
+    e = None if epochs is None else parse_epochs(as_decimal_text("epochs", epochs))
+    t = None if iterations is None else parse_count("iterations", as_decimal_text("iterations", iterations), 10**12)
+    return m, parse_epochs(_schemes.resolve_epochs(m, e, scheme, t)), scheme, t
+
+
+def closed_form_sigma(steps, epochs, target, *, scheme=DEFAULT_SCHEME, iterations=None) -> Decimal:
     """sigma(M, E, lambda) of Corollary 3.4 (eq. 12), rounded UP to 1e-6.
 
     A proven bound (Theorem 3.3): TV(P_M^E, Q_M^E) <= U(c_E) = target at this sigma, and
-    rounding up only adds noise. Raises ParameterError for M, E < 1 or target outside (0, 1).
+    rounding up only adds noise. For scheme="fixed-bins" the pair is the one-epoch pair at
+    sigma/sqrt(E) (docs/integrations.md), so the closed form is sqrt(E) * sigma(M, 1, lambda).
+    Raises ParameterError for M, E < 1, target outside (0, 1) or an unknown scheme.
     """
-    m, e = _steps_epochs(steps, epochs)
+    m, e, scheme, _ = _run(steps, epochs, scheme, iterations)
     lam = parse_target(as_decimal_text("target", target))
-    s = _cf.closed_form_sigma(m, e, float(lam))
+    s = _schemes.closed_form_sigma(m, e, float(lam), scheme)
     up = Decimal(repr(s)).quantize(Decimal("0.000001"), rounding=ROUND_CEILING)
-    return up if _cf.tv_bound(m, e, float(up)) <= float(lam) else up + Decimal("0.000001")
+    return up if _schemes.tv_bound(m, e, float(up), scheme) <= float(lam) else up + Decimal("0.000001")
 
 
-def exact_tv(steps, epochs, sigma) -> ExactTV:
+def exact_tv(steps, epochs, sigma, *, scheme=DEFAULT_SCHEME, iterations=None) -> ExactTV:
     """d_TV(P_M^E, Q_M^E) at sigma (Theorem 4.1, Appendix C.4): a float with an error estimate.
 
+    scheme="fixed-bins": TV(M, 1, sigma/sqrt(E)), the same distance (docs/integrations.md).
     Numerical, not certified (use `certify` for a proof). Raises ParameterError for bad
     input and NumericsUnreliable when the value cannot be computed to its accuracy.
     """
-    m, e = _steps_epochs(steps, epochs)
+    m, e, scheme, _ = _run(steps, epochs, scheme, iterations)
     s = parse_sigma(as_decimal_text("sigma", sigma))
-    return _exact.exact_tv(m, e, float(s))
+    return _schemes.exact_tv(m, e, float(s), scheme)
 
 
-def exact_sigma(steps, epochs, target, *, resolution="1e-6") -> Decimal:
+def exact_sigma(steps, epochs, target, *, resolution="1e-6", scheme=DEFAULT_SCHEME, iterations=None) -> Decimal:
     """The exact sigma (Appendix C.4): the least sigma on the `resolution` grid whose exact TV is
     <= target, i.e. sigma_lambda rounded up to the grid. Numerical; `certify` proves it.
+    For scheme="fixed-bins" the grid is searched on TV(M, 1, sigma/sqrt(E)).
 
     >>> exact_sigma(100, 10, "0.1")
     Decimal('1.426215')
     """
-    m, e = _steps_epochs(steps, epochs)
+    m, e, scheme, _ = _run(steps, epochs, scheme, iterations)
     lam = parse_target(as_decimal_text("target", target))
-    return Decimal(_exact.exact_sigma(m, e, lam, resolution=as_decimal_text("resolution", resolution)))
+    return Decimal(_schemes.exact_sigma(m, e, lam, scheme, resolution=as_decimal_text("resolution", resolution)))
 
 
 @dataclass(frozen=True)
@@ -84,6 +94,8 @@ class Certificate:
     predicate: Mapping = field(repr=False)
     envelope: bytes | None = field(default=None, repr=False)
     keyid: str | None = None
+    scheme: str = DEFAULT_SCHEME
+    iterations: int | None = None   # fixed-bins: the run's rounds; epochs = ceil(iterations / steps)
 
     def write(self, path: str) -> None:
         """Write the signed envelope to `path` (raises ParameterError when unsigned)."""
@@ -105,7 +117,8 @@ def _private_key(key):
 
 
 def certify(steps, epochs, target, sigma=None, *, key=None, two_sided: bool = True, subject=None,
-            progress: Callable[[str, float, float], None] | None = None) -> Certificate:
+            progress: Callable[[str, float, float], None] | None = None, scheme=DEFAULT_SCHEME,
+            iterations=None) -> Certificate:
     """Certify TV(P_M^E, Q_M^E) <= target at sigma by the finite computation of Appendix C.5.
 
     Without sigma the exact sigma is found first (Theorem 4.1). two_sided (the default, as on
@@ -114,17 +127,19 @@ def certify(steps, epochs, target, sigma=None, *, key=None, two_sided: bool = Tr
     key: a PKCS#8 PEM path or an Ed25519PrivateKey; with it the result carries a signed DSSE
     envelope. subject: bytes or a file path the certificate is about (default: the claim).
     progress(stage, percent, seconds) is called as the work advances.
+    scheme="fixed-bins" certifies jax_privacy's balls-in-bins sampler (one bin per record for the
+    whole run; iterations instead of epochs gives E = ceil(iterations/M)); the claim names it.
     Raises ParameterError (bad input), CannotCertify (no certificate; the message says why).
     """
     from certifier.certify import certify as _certify
-    m, e = _steps_epochs(steps, epochs)
+    m, e, scheme, iterations = _run(steps, epochs, scheme, iterations)
     lam = parse_target(as_decimal_text("target", target))
     s = None if sigma is None else parse_sigma(as_decimal_text("sigma", sigma))
     priv = None if key is None else _private_key(key)  # fail early, before the long computation
-    res = _certify(m, e, lam, s, progress=progress, two_sided=two_sided)
+    res = _certify(m, e, lam, s, progress=progress, two_sided=two_sided, scheme=scheme, iterations=iterations)
     if not res.success:
         raise CannotCertify(f"not certified: the bound reached, {res.bound}, exceeds the target "
-                            f"{res.target} at sigma {res.sigma} (M={m}, E={e})")
+                            f"{res.target} at sigma {res.sigma} (M={m}, E={e}, {scheme})")
     envelope = keyid = None
     if priv is not None:
         from certifier.envelope import canonical_json, claim_subject, file_subject, key_id, sign_envelope, statement
@@ -143,7 +158,7 @@ def certify(steps, epochs, target, sigma=None, *, key=None, two_sided: bool = Tr
                        None if res.sigma_low is None else Decimal(res.sigma_low),
                        None if res.tv_lower is None else Decimal(res.tv_lower),
                        MappingProxyType(eps), MappingProxyType(tpr), MappingProxyType(res.predicate),
-                       envelope, keyid)
+                       envelope, keyid, scheme, iterations)
 
 
 @dataclass(frozen=True)
@@ -195,4 +210,4 @@ def verify(certificate, public_key, *, subject=None) -> Verification:
 
 
 __all__ = ["ExactTV", "Certificate", "Verification", "closed_form_sigma", "exact_tv", "exact_sigma",
-           "certify", "verify"]
+           "certify", "verify", "SCHEMES", "DEFAULT_SCHEME"]

@@ -1,4 +1,5 @@
 """Collection rules: the browser test is its own suite (`make test-browser`), not a skip in `make test`."""
 import os
 
-collect_ignore = [] if os.environ.get("SIGMACERT_BROWSER") == "1" else ["test_service_browser.py"]
+BROWSER_SUITE = ["test_service_browser.py", "test_report_browser.py"]
+collect_ignore = [] if os.environ.get("SIGMACERT_BROWSER") == "1" else BROWSER_SUITE

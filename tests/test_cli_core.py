@@ -16,7 +16,8 @@ def test_sigma_json_reproduces_table_4():
     r = run("sigma", "--steps", "250", "--epochs", "20", "--target", "0.1", "--json")
     assert r.returncode == 0, r.stderr
     obj = json.loads(r.stdout)
-    assert set(obj) == {"steps", "epochs", "target", "closed_form", "exact", "gdp_limit"}
+    assert set(obj) == {"steps", "epochs", "scheme", "target", "closed_form", "exact", "gdp_limit"}
+    assert obj["scheme"] == "random-allocation"
     assert obj["exact"] == "1.309428"
     assert obj["closed_form"] > float(obj["exact"]) * 1.14  # Section 5.2: 14.9-25.3 % excess
 

@@ -102,7 +102,7 @@ def test_fixed_bins_claim_reduces_to_one_epoch_at_sigma_over_sqrt_e():
 def test_certify_fixed_bins_is_v3_and_bounds_the_one_epoch_pair():
     from certifier.exact import exact_tv
     out = certify(10, 4, Q("0.3"), Q("2"), scheme=FIXED_BINS, iterations=40)
-    assert out.success and out.method_version == 2
+    assert out.success and out.method == "lemma-c5-rounding v2"
     p = out.predicate
     assert p["claim"]["scheme"] == FIXED_BINS and p["claim"]["iterations"] == 40 and p["method"]["version"] == 2
     tv1 = exact_tv(10, 1, 1.0).tv                                 # sigma/sqrt(E) = 2/2 = 1, one epoch
@@ -110,12 +110,15 @@ def test_certify_fixed_bins_is_v3_and_bounds_the_one_epoch_pair():
     assert {"privacy", "tpr"} <= set(p) and "lower" not in p     # rows without the lower side: v3
 
 
-def test_certify_heavy_one_step_two_sided_v3_rows_against_gdp():
-    """M = E = 1, lambda = 0.9: Y lognormal with t = 3.29; TV, eps(delta), TPR are closed forms (mu-GDP)."""
-    out = certify(1, 1, Q("0.9"), two_sided=True)
-    assert out.success and out.two_sided and out.method_version == 2
+@pytest.mark.parametrize("method,name", [("v2", "lemma-c5-rounding v2"), ("auto", "gaussian-shift v1")])
+def test_certify_heavy_one_step_two_sided_v3_rows_against_gdp(method, name):
+    """M = E = 1, lambda = 0.9: Y lognormal with t = 3.29; TV, eps(delta), TPR are closed forms (mu-GDP).
+    Method v2 computes them by the multiscale construction, gaussian-shift (auto at M = 1) in closed form."""
+    out = certify(1, 1, Q("0.9"), two_sided=True, method=method)
+    assert out.success and out.two_sided and out.method == name
     p = out.predicate
-    assert p["claim"]["scheme"] == "random-allocation" and p["lower"]["method"]["version"] == 2
+    assert p["claim"]["scheme"] == "random-allocation"
+    assert p["lower"]["method"]["name"] == ("data-processing-lower" if method == "v2" else "gaussian-shift")
     mu = 1 / float(Q(out.sigma))
     assert tv_m1(1, float(Q(out.sigma))) <= float(out.bound) <= 0.9 < float(out.tv_lower)
     delta = lambda e: ndtr(-e / mu + mu / 2) - math.exp(e) * ndtr(-e / mu - mu / 2)
@@ -131,5 +134,5 @@ def test_refuses_fast_when_the_grid_would_be_too_slow(monkeypatch):
     monkeypatch.setattr(certify_mod, "MAX_PREDICTED_SECONDS", 1e-6)
     t0 = time.perf_counter()
     with pytest.raises(CannotCertify, match="predicted to take"):
-        certify(1, 2, Q("0.5"), Q("0.9"))            # M = 1: the numerics are a closed form
+        certify(1, 2, Q("0.5"), Q("0.9"), method="v2")   # M = 1: the numerics are a closed form
     assert time.perf_counter() - t0 < 5

@@ -10,11 +10,20 @@ import sympy as sp
 
 import proofs
 from certifier import closed_form as cf
+from certifier import schemes
 from proofs import REGISTRY, run_all, run_check
 from proofs.__main__ import main
 from proofs._core import Phi, Steps, is_zero, nonneg
 
 I = sp.I
+
+
+def _schemes_impl(**changed):
+    """A copy of certifier.schemes with some functions replaced."""
+    ns = types.SimpleNamespace(**{k: getattr(schemes, k) for k in dir(schemes) if not k.startswith("__")})
+    for k, v in changed.items():
+        setattr(ns, k, v)
+    return ns
 
 
 def _impl(**changed):
@@ -64,6 +73,15 @@ PERTURBED = [
     ("implementation", dict(impl=_impl(gdp_limit_sigma=lambda M, E, lam:
                                        cf.math.log1p(2.0 * float(cf.ndtri(0.5 + 0.5 * lam)) ** 2
                                                      * M / E) ** -0.5))),
+    ("fixed_bins_reduction", dict(scale=lambda E: E)),
+    ("fixed_bins_reduction", dict(scale=lambda E: sp.sqrt(E) * sp.Rational(101, 100))),
+    ("fixed_bins_closed_form", dict(sigma=lambda M, E, c: E * sp.log(1 + M * c) ** sp.Rational(-1, 2))),
+    ("fixed_bins_closed_form", dict(sigma=lambda M, E, c: sp.sqrt(E) * sp.log(1 + 2 * M * c)
+                                    ** sp.Rational(-1, 2))),
+    ("fixed_bins_implementation", dict(impl=_schemes_impl(
+        closed_form_sigma=lambda M, E, lam, scheme: (E + 1) ** 0.5 * cf.closed_form_sigma(M, 1, lam)))),
+    ("fixed_bins_implementation", dict(impl=_schemes_impl(
+        chi2=lambda M, E, sigma, scheme: cf.c_E(M, E, sigma)))),   # the random-allocation chi-square
 ]
 
 
@@ -74,7 +92,7 @@ def results():
 
 def test_rows_are_numbered_without_gaps():
     numbers = sorted(c.number for c in REGISTRY.values())
-    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 15
+    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 18
 
 
 @pytest.mark.parametrize("key", sorted(REGISTRY))

@@ -10,9 +10,10 @@ import hashlib
 import json
 import math
 import os
-from decimal import Decimal
 
 import numpy as np
+
+from trainer.certificates import sigma_float
 
 MANIFEST_FORMAT = "sigmacert-release/v1"
 RELEASE_PREDICATE_TYPE = "https://sigmacert.dev/release/v1"
@@ -34,32 +35,18 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def sigma_float(text: str) -> float:
-    """The certified decimal sigma as a float never below it (round up to the next double)."""
-    x = float(Decimal(text))
-    if Decimal(x) < Decimal(text):
-        x = float(np.nextafter(x, math.inf))
-    return x
-
-
 def verified_claim(cert_path: str, public_key_path: str) -> dict:
-    """Verify the certificate; return its claim, or raise ReleaseError (exit 1) with the reason."""
-    from verifier import verify_file
+    """Verify the certificate (random allocation, Algorithm 1); its claim, or ReleaseError (exit 1)."""
+    from certifier.errors import ParameterError
+    from certifier.schemes import RANDOM_ALLOCATION
+    from trainer.certificates import CertificateRefused, verified_run
     try:
-        res = verify_file(cert_path, [public_key_path])
-    except (OSError, ValueError) as err:
-        raise ReleaseError(f"cannot read certificate or key: {err}", 2) from None
-    if not res.accepted:
-        detail = f": {res.detail}" if res.detail else ""
-        raise ReleaseError(f"certificate rejected ({res.reason}){detail}; refusing to train", 1)
-    claim = res.claim or {}
-    if claim.get("mechanism") != "dp-sgd/random-allocation" or claim.get("adjacency") != "zero-out":
-        raise ReleaseError("certificate is not for DP-SGD with random allocation under zero-out "
-                           "adjacency; refusing to train", 1)
-    for k in ("steps", "epochs", "sigma", "target"):
-        if k not in claim:
-            raise ReleaseError(f"certificate claim lacks {k!r}; refusing to train", 1)
-    return dict(claim, keyid=res.keyid)
+        run = verified_run(cert_path, public_key_path, scheme=RANDOM_ALLOCATION)
+    except ParameterError as err:
+        raise ReleaseError(str(err), 2) from None
+    except CertificateRefused as err:
+        raise ReleaseError(str(err), 1) from None
+    return dict(run.claim, keyid=run.keyid)
 
 
 def _write(path: str, data: bytes) -> None:
@@ -113,25 +100,38 @@ def train_release(*, certificate: str, public_key: str, dataset: str, outdir: st
                               clip_norm=clip_norm, lr=lr, seed=seed)
         acc = algorithm.accuracy(model, res.theta, ds.X_test, ds.y_test)
 
-    os.makedirs(outdir, exist_ok=True)
+    training = {"algorithm": "Algorithm 1 (DP-SGD, random allocation)", "steps": steps,
+                "epochs": epochs, "sigma": sigma_text, "sigma_float": repr(sigma), "n0": n0,
+                "clip": clip_norm, "b0": res.b0, "optimizer": "sgd", "lr": lr, "seed": seed,
+                "updates": res.updates, "empty_steps": res.empty_steps}
+    model_info = {"architecture": model_name, "parameters": int(model.size), "features": ds.n_features,
+                  "classes": ds.n_classes}
+    dataset_info = {"name": dataset, "size": n_train, "test_size": len(ds.X_test)}
+    return write_release(outdir, theta=res.theta, cert_bytes=cert_bytes, claim=claim, model=model_info,
+                         training=training, dataset=dataset_info, test_accuracy=acc, signer=signer)
+
+
+def write_release(outdir: str, *, theta, cert_bytes: bytes, claim: dict, model: dict, training: dict,
+                  dataset: dict, test_accuracy: float, signer=None) -> dict:
+    """Write model.npy (theta as little-endian float64), certificate.json (a byte copy) and
+    release.json; with `signer` (an Ed25519 private key) also release.dsse.json. Returns the manifest.
+
+    `claim` is the verified claim with its `keyid`."""
     import io
+    os.makedirs(outdir, exist_ok=True)
     buf = io.BytesIO()
-    np.save(buf, res.theta.astype("<f8"), allow_pickle=False)
+    np.save(buf, np.asarray(theta).astype("<f8"), allow_pickle=False)
     model_bytes = buf.getvalue()
     _write(os.path.join(outdir, MODEL_FILE), model_bytes)
     _write(os.path.join(outdir, CERT_FILE), cert_bytes)
     manifest = {
         "format": MANIFEST_FORMAT,
-        "model": {"file": MODEL_FILE, "sha256": sha256_bytes(model_bytes), "architecture": model_name,
-                  "parameters": int(model.size), "features": ds.n_features, "classes": ds.n_classes},
+        "model": {"file": MODEL_FILE, "sha256": sha256_bytes(model_bytes), **model},
         "certificate": {"file": CERT_FILE, "sha256": sha256_bytes(cert_bytes), "keyid": claim["keyid"],
                         "claim": {k: v for k, v in claim.items() if k != "keyid"}},
-        "training": {"algorithm": "Algorithm 1 (DP-SGD, random allocation)", "steps": steps,
-                     "epochs": epochs, "sigma": sigma_text, "sigma_float": repr(sigma), "n0": n0,
-                     "clip": clip_norm, "b0": res.b0, "optimizer": "sgd", "lr": lr, "seed": seed,
-                     "updates": res.updates, "empty_steps": res.empty_steps},
-        "dataset": {"name": dataset, "size": n_train, "test_size": len(ds.X_test)},
-        "test_accuracy": acc,
+        "training": training,
+        "dataset": dataset,
+        "test_accuracy": test_accuracy,
     }
     _write(os.path.join(outdir, MANIFEST_FILE),
            (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode("utf-8"))

@@ -4,9 +4,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 
-from certifier.params import ParameterError, parse_decimal, parse_epochs, parse_sigma, parse_steps, parse_target
+from certifier.params import ParameterError, parse_decimal, parse_sigma, parse_target
+from sigmacert.files import write_atomic
 
 # ----------------------------------------------------------------------------- keygen
 
@@ -53,20 +53,6 @@ class _Progress:
         print(line, file=sys.stderr, flush=True)
 
 
-def _write_atomic(path: str, data: bytes) -> None:
-    d = os.path.dirname(os.path.abspath(path)) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".cert-", dir=d)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def _opt_decimal(name, text):
     if text is None:
         return None
@@ -76,26 +62,39 @@ def _opt_decimal(name, text):
     return text.strip()
 
 
+_GRID_KEYS = ("method", "h", "mantissa_bits", "eta", "cap", "top_octave", "lattice_schedule")
+
+
+def _grid(t: dict) -> str:
+    """The grid of one try, as `key=value` pairs of whatever the method records."""
+    return " ".join(f"{k}={t[k]}" for k in _GRID_KEYS if k in t)
+
+
 def _try_line(t: dict) -> str:
     if "skipped" in t:
         return f"try {t['try']}: not run: {t['skipped']}"
-    return (f"try {t['try']}: h={t['h']} eta={t['eta']} cap={t['cap']} lattice={t['lattice_schedule']} "
-            f"-> bound {t['bound']} ({t['seconds']} s)")
+    if "calibration" in t:
+        return (f"calibration ({t['calibration']}): mantissa_bits={t['mantissa_bits']} eta={t['eta']} -> loss model "
+                f"x {t['k_scale']} ({t['seconds']} s)")
+    return f"try {t['try']}: {_grid(t)} -> bound {t['bound']} ({t['seconds']} s)"
 
 
 def _lower_line(t: dict) -> str:
+    if "calibration" in t or t.get("try") == 0:
+        return _try_line(t)
     if "skipped" in t:
-        return f"lower side at sigma_low {t['sigma_low']}: not run: {t['skipped']}"
-    return (f"lower side at sigma_low {t['sigma_low']} try {t['try']}: h={t['h']} eta={t['eta']} cap={t['cap']} "
-            f"lattice={t['lattice_schedule']} -> TV >= {t['tv_lower']} ({t['seconds']} s)")
+        return f"lower side at sigma_low {t.get('sigma_low', '-')}: not run: {t['skipped']}"
+    return (f"lower side at sigma_low {t['sigma_low']} try {t['try']}: {_grid(t)} -> TV >= {t['tv_lower']} "
+            f"({t.get('seconds', 0)} s)")
 
 
 def run_certify(args) -> int:
     from certifier.certify import certify
     from certifier.envelope import canonical_json, claim_subject, file_subject, key_id, sign_envelope, statement
     from certifier.keys import load_private
+    from sigmacert.cli.core import run_shape
 
-    m, e = parse_steps(args.steps), parse_epochs(args.epochs)
+    m, e, scheme, iterations = run_shape(args)
     lam = parse_target(args.target)
     sigma = parse_sigma(args.sigma) if args.sigma is not None else None
     h, eta, cap = (_opt_decimal("h", args.h), _opt_decimal("eta", args.eta), _opt_decimal("cap", args.cap))
@@ -122,10 +121,11 @@ def run_certify(args) -> int:
         raise ParameterError(f"output directory does not exist: {out_dir}")
     try:
         res = certify(m, e, lam, sigma, h=h, eta=eta, cap=cap, prec=prec, progress=_Progress(args.quiet),
-                      two_sided=not args.one_sided)
+                      two_sided=not args.one_sided, scheme=scheme, iterations=iterations)
     except ValueError as err:
         raise ParameterError(str(err)) from None
-    summary = {"certified": res.success, "steps": m, "epochs": e, "sigma": res.sigma,
+    summary = {"certified": res.success, "steps": m, "epochs": e, "scheme": scheme, "iterations": iterations,
+               "sigma": res.sigma,
                "target": res.target, "bound": res.bound, "tries": res.tries,
                "tv_exact": res.tv, "output": None, "two_sided": res.two_sided, "sigma_low": res.sigma_low,
                "tv_lower_at_sigma_low": res.tv_lower, "lower_tries": res.lower_tries,
@@ -146,7 +146,7 @@ def run_certify(args) -> int:
     subj = (file_subject(os.path.basename(args.subject), subject_bytes) if args.subject
             else claim_subject(pred["claim"]))
     env = sign_envelope(statement(subj, pred), key)
-    _write_atomic(args.output, canonical_json(env) + b"\n")
+    write_atomic(args.output, canonical_json(env) + b"\n")
     summary["output"] = os.path.abspath(args.output)
     summary["keyid"] = key_id(key.public_key())
     if args.json:
@@ -156,7 +156,7 @@ def run_certify(args) -> int:
             print(_try_line(t))
         for t in res.lower_tries:
             print(_lower_line(t))
-        print(f"certified: TV <= {res.bound} <= {res.target} at sigma {res.sigma} (M={m}, E={e})")
+        print(f"certified: TV <= {res.bound} <= {res.target} at sigma {res.sigma} (M={m}, E={e}, {scheme})")
         if res.two_sided:
             print(f"certified: TV >= {res.tv_lower} > {res.target} at sigma_low {res.sigma_low}, so "
                   f"{res.sigma_low} < sigma_lambda <= {res.sigma}")
@@ -175,17 +175,19 @@ def run_certify(args) -> int:
 def _flat(env: dict, stmt: dict) -> dict:
     p = stmt["predicate"]
     c, mth = p["claim"], p["method"]
+    grid = {k: mth.get(k) for k in ("h", "eta", "cap", "prec", "tail_start", "tail_step", "lattice_schedule",
+                                    "k_minus", "k_plus", "fixed_point_bits", "trim", "mantissa_bits",
+                                    "top_octave", "k_top")}
     return {"steps": c["steps"], "epochs": c["epochs"], "sigma": c["sigma"], "target": c["target"],
-            "bound": p["bound"], "h": mth["h"], "eta": mth["eta"], "cap": mth["cap"], "prec": mth["prec"],
-            "tail_start": mth.get("tail_start"), "tail_step": mth.get("tail_step"),
-            "lattice_schedule": mth.get("lattice_schedule"), "k_minus": mth.get("k_minus"),
-            "k_plus": mth.get("k_plus"), "fixed_point_bits": mth.get("fixed_point_bits"),
-            "trim": mth.get("trim"), "method": f"{mth['name']} v{mth['version']}",
+            "scheme": c.get("scheme", "random-allocation"), "iterations": c.get("iterations"),
+            "bound": p["bound"], **grid, "method": f"{mth['name']} v{mth['version']}", "method_object": mth,
             "keyid": env["signatures"][0]["keyid"], "issued_at": p["issued_at"],
             "subject": stmt["subject"][0]["name"], "predicate_type": stmt["predicateType"],
             "tv_exact": p.get("numerics", {}).get("tv_exact"), "verified": False,
             "sigma_low": p["lower"]["sigma_low"] if "lower" in p else None,
             "tv_lower_at_sigma_low": p["lower"]["tv_lower"] if "lower" in p else None,
+            "lower_method": (f"{p['lower']['method']['name']} v{p['lower']['method']['version']}"
+                             if "lower" in p else None),
             "epsilon_at_delta": ({k: v["epsilon"] for k, v in p["privacy"]["epsilon_at_delta"].items()}
                                  if "privacy" in p else None),
             "tpr_at_fpr": {k: v["tpr"] for k, v in p["tpr"].items()} if "tpr" in p else None}
@@ -208,23 +210,28 @@ def run_show(args) -> int:
         print(json.dumps(flat))
         return 0
     f = flat
+    fixed = f["scheme"] == "fixed-bins"
     print("sigmacert certificate (NOT verified by `show`; run the verifier for that)")
-    print(f"  claim   : TV(P_M^E, Q_M^E) <= {f['target']} for DP-SGD with random allocation, zero-out")
-    print(f"            M={f['steps']} steps/epoch, E={f['epochs']} epochs, sigma={f['sigma']}")
+    if fixed:
+        print(f"  claim   : TV <= {f['target']} for DP-SGD with fixed bins (each record in one bin for the "
+              "whole run), zero-out")
+        print(f"            M={f['steps']} bins, E={f['epochs']} rounds per bin ({f['iterations']} iterations), "
+              f"sigma={f['sigma']}: the one-epoch pair at sigma/sqrt(E)")
+    else:
+        print(f"  claim   : TV(P_M^E, Q_M^E) <= {f['target']} for DP-SGD with random allocation, zero-out")
+        print(f"            M={f['steps']} steps/epoch, E={f['epochs']} epochs, sigma={f['sigma']}")
     print(f"            so every membership-inference test has accuracy <= 1/2 + {f['target']}/2")
-    print(f"  bound   : {f['bound']}  (upper end of 1 - O, Lemma C.5)")
+    print(f"  bound   : {f['bound']}  ({f['method']})")
     if f["sigma_low"] is not None:
         print(f"  lower   : TV >= {f['tv_lower_at_sigma_low']} > {f['target']} at sigma_low={f['sigma_low']} "
-              f"(data processing)")
+              f"({f['lower_method']})")
         print(f"  interval: {f['sigma_low']} < sigma_lambda <= {f['sigma']}")
-        for d, eps in f["epsilon_at_delta"].items():
-            print(f"  privacy : ({eps}, {d})-DP, both directions (hockey-stick bounds from the same b_k)")
-        for a, tpr in f["tpr_at_fpr"].items():
-            print(f"  tpr     : every test with FPR {a} has TPR <= {tpr}")
-    print(f"  method  : {f['method']}: h={f['h']} tail_start={f['tail_start']} tail_step={f['tail_step']} "
-          f"cap={f['cap']}")
-    print(f"            eta={f['eta']} k=[{f['k_minus']}, {f['k_plus']}] lattice={f['lattice_schedule']} "
-          f"prec={f['prec']} bits, fixed point 2^-{f['fixed_point_bits']}, trim={f['trim']}")
+    for d, eps in (f["epsilon_at_delta"] or {}).items():
+        print(f"  privacy : ({eps}, {d})-DP, both directions (hockey-stick bounds from the same computation)")
+    for a, tpr in (f["tpr_at_fpr"] or {}).items():
+        print(f"  tpr     : every test with FPR {a} has TPR <= {tpr}")
+    params = " ".join(f"{k}={v}" for k, v in f["method_object"].items() if k not in ("name", "version"))
+    print(f"  method  : {f['method']}: {params}")
     print(f"  issuer  : key id {f['keyid']}, issued {f['issued_at']}, subject {f['subject']!r}")
     return 0
 
@@ -237,9 +244,11 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.set_defaults(run=run_keygen)
 
+    from sigmacert.cli.core import add_scheme_arguments
     p = sub.add_parser("certify", help="certify TV <= target at sigma (Lemma C.5) and sign a certificate")
-    p.add_argument("--steps", "-M", required=True, help="steps per epoch M")
-    p.add_argument("--epochs", "-E", required=True, help="epochs E")
+    p.add_argument("--steps", "-M", required=True, help="steps per epoch M (fixed-bins: number of bins)")
+    p.add_argument("--epochs", "-E", help="epochs E (fixed-bins: rounds per bin)")
+    add_scheme_arguments(p)
     p.add_argument("--target", "-l", required=True, help="TV target lambda in (0, 1)")
     p.add_argument("--sigma", "-s", help="noise multiplier (default: the exact sigma, found first)")
     p.add_argument("--key", required=True, metavar="PRIVATE.pem", help="Ed25519 private key (PKCS#8 PEM)")

@@ -1,11 +1,10 @@
-"""`sigmacert sigma` and `sigmacert tv`: the closed form and the exact TV."""
+"""`sigmacert sigma` and `sigmacert tv`: the closed form and the exact TV, for either sampling scheme."""
 from __future__ import annotations
 
 import json
 
-from certifier import closed_form as cf
-from certifier.exact import exact_sigma, exact_tv
-from certifier.params import ParameterError, parse_epochs, parse_sigma, parse_steps, parse_target
+from certifier import schemes
+from certifier.params import ParameterError, parse_count, parse_epochs, parse_sigma, parse_steps, parse_target
 
 
 def _emit(args, obj: dict, lines: list[str]) -> int:
@@ -13,19 +12,46 @@ def _emit(args, obj: dict, lines: list[str]) -> int:
     return 0
 
 
+def run_shape(args) -> tuple[int, int, str, int | None]:
+    """(M, E, scheme, iterations) from --steps, --epochs / --iterations and --scheme."""
+    scheme = schemes.parse_scheme(args.scheme)
+    m = parse_steps(args.steps)
+    e = None if args.epochs is None else parse_epochs(args.epochs)
+    t = None if args.iterations is None else parse_count("iterations", args.iterations, 10**12)
+    return m, parse_epochs(schemes.resolve_epochs(m, e, scheme, t)), scheme, t
+
+
+def _scheme_line(m: int, e: int, scheme: str, t: int | None) -> str:
+    if scheme == schemes.RANDOM_ALLOCATION:
+        return f"M={m} E={e} (random allocation, Algorithm 1: a fresh allocation every epoch)"
+    rounds = f"{t} iterations, E = ceil({t}/{m}) = {e}" if t is not None else f"E={e}"
+    return (f"M={m} bins, {rounds} (fixed bins: one bin per record for the whole run; "
+            f"the pair is the one-epoch pair at sigma/sqrt({e}))")
+
+
+def _shape_json(m: int, e: int, scheme: str, t: int | None) -> dict:
+    obj = {"steps": m, "epochs": e, "scheme": scheme}
+    if t is not None:
+        obj["iterations"] = t
+    return obj
+
+
 def run_sigma(args) -> int:
-    m, e = parse_steps(args.steps), parse_epochs(args.epochs)
+    m, e, scheme, t = run_shape(args)
     lam_q = parse_target(args.target)
     lam = float(lam_q)
-    closed, gdp = cf.closed_form_sigma(m, e, lam), cf.gdp_limit_sigma(m, e, lam)
-    exact = exact_sigma(m, e, lam_q)
-    obj = {"steps": m, "epochs": e, "target": args.target, "closed_form": closed,
-           "exact": exact, "gdp_limit": gdp}
+    closed = schemes.closed_form_sigma(m, e, lam, scheme)
+    gdp = schemes.gdp_limit_sigma(m, e, lam, scheme)
+    exact = schemes.exact_sigma(m, e, lam_q, scheme)
+    obj = {**_shape_json(m, e, scheme, t), "target": args.target, "closed_form": closed, "exact": exact,
+           "gdp_limit": gdp}
     if args.json:
         return _emit(args, obj, [])
-    tv_x, tv_c = exact_tv(m, e, float(exact), check=False).tv, exact_tv(m, e, closed, check=False).tv
+    tv_x = schemes.exact_tv(m, e, float(exact), scheme, check=False).tv
+    tv_c = schemes.exact_tv(m, e, closed, scheme, check=False).tv
     return _emit(args, obj, [
-        f"M={m} E={e} target lambda={args.target} (every membership test: accuracy <= {0.5 + lam / 2:.6g})",
+        f"{_scheme_line(m, e, scheme, t)}",
+        f"target lambda={args.target} (every membership test: accuracy <= {0.5 + lam / 2:.6g})",
         f"  closed-form sigma (Cor. 3.4, a proven bound)    : {closed:.6f}  "
         f"(+{100 * (closed / float(exact) - 1):.2f} % noise; exact TV {tv_c:.6f}, accuracy <= {0.5 + tv_c / 2:.6f})",
         f"  exact sigma (Thm 4.1, rounded up to 1e-6)       : {exact}  "
@@ -35,35 +61,46 @@ def run_sigma(args) -> int:
 
 
 def run_tv(args) -> int:
-    m, e = parse_steps(args.steps), parse_epochs(args.epochs)
+    m, e, scheme, t = run_shape(args)
     sigma = float(parse_sigma(args.sigma))
-    res = exact_tv(m, e, sigma)
-    c = cf.c_E(m, e, sigma)
-    bound = cf.tv_bound(m, e, sigma)
-    obj = {"steps": m, "epochs": e, "sigma": args.sigma, "tv_exact": res.tv, "tv_error": res.error,
+    res = schemes.exact_tv(m, e, sigma, scheme)
+    c = schemes.chi2(m, e, sigma, scheme)
+    bound = schemes.tv_bound(m, e, sigma, scheme)
+    obj = {**_shape_json(m, e, scheme, t), "sigma": args.sigma, "tv_exact": res.tv, "tv_error": res.error,
            "tv_bound": bound, "chi2": c, "accuracy_bound": 0.5 + 0.5 * bound,
            "accuracy_exact": 0.5 + 0.5 * res.tv}
     return _emit(args, obj, [
-        f"M={m} E={e} sigma={args.sigma}",
+        f"{_scheme_line(m, e, scheme, t)}, sigma={args.sigma}",
         f"  exact TV (Thm 4.1)        : {res.tv:.12f}  (error estimate {res.error:.1e}, numerical, not certified)",
-        f"  chi-square c_E (eq. 9)    : {c:.6g}",
-        f"  bound U(c_E) (Thm 3.3)    : {bound:.12f}",
+        f"  chi-square (eq. 9)        : {c:.6g}",
+        f"  bound U(chi2) (Thm 3.3)   : {bound:.12f}",
         f"  attack accuracy, exact    : {0.5 + 0.5 * res.tv:.12f}",
         f"  attack accuracy, bound    : {0.5 + 0.5 * bound:.12f}",
     ])
 
 
+def add_scheme_arguments(p) -> None:
+    """--scheme and --iterations, shared by sigma, tv and certify."""
+    p.add_argument("--scheme", default=schemes.DEFAULT_SCHEME, choices=schemes.SCHEMES,
+                   help="sampling scheme: random-allocation (Algorithm 1, default) or fixed-bins "
+                        "(jax_privacy BallsInBinsSampling: one bin per record for the whole run)")
+    p.add_argument("--iterations", "-T", help="fixed-bins only: total iterations T instead of --epochs "
+                                              "(E = ceil(T/M))")
+
+
 def register(sub) -> None:
     p = sub.add_parser("sigma", help="closed-form, exact and GDP-limit sigma for a target lambda")
-    p.add_argument("--steps", "-M", required=True, help="steps per epoch M")
-    p.add_argument("--epochs", "-E", required=True, help="epochs E")
+    p.add_argument("--steps", "-M", required=True, help="steps per epoch M (fixed-bins: number of bins)")
+    p.add_argument("--epochs", "-E", help="epochs E (fixed-bins: rounds per bin)")
     p.add_argument("--target", "-l", required=True, help="TV target lambda in (0, 1)")
+    add_scheme_arguments(p)
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.set_defaults(run=run_sigma)
     p = sub.add_parser("tv", help="exact TV and the closed-form bound at a given sigma")
-    p.add_argument("--steps", "-M", required=True, help="steps per epoch M")
-    p.add_argument("--epochs", "-E", required=True, help="epochs E")
+    p.add_argument("--steps", "-M", required=True, help="steps per epoch M (fixed-bins: number of bins)")
+    p.add_argument("--epochs", "-E", help="epochs E (fixed-bins: rounds per bin)")
     p.add_argument("--sigma", "-s", required=True, help="noise multiplier sigma > 0")
+    add_scheme_arguments(p)
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.set_defaults(run=run_tv)
     register_mc(sub)
@@ -71,7 +108,6 @@ def register(sub) -> None:
 
 def run_mc(args) -> int:
     from certifier.montecarlo import monte_carlo_tv
-    from certifier.params import parse_count
     m, e = parse_steps(args.steps), parse_epochs(args.epochs)
     sigma = float(parse_sigma(args.sigma))
     n = parse_count("samples", args.samples, 10**10)

@@ -1,0 +1,63 @@
+"""`sigmacert atlas`: certify a grid of cells (M, E, lambda) on a Dask cluster (docs/atlas.md)."""
+from __future__ import annotations
+
+import json
+import os
+
+from certifier.params import parse_count
+
+MAX_LOCAL_WORKERS = 256
+
+
+def run_atlas(args) -> int:
+    from certifier.keys import load_private
+    from sigmacert.atlas.cells import grid_cells
+    from sigmacert.atlas.cluster import dask_client
+    from sigmacert.atlas.engine import run_atlas as run
+    from sigmacert.atlas.progress import Progress
+
+    cells = grid_cells(args.steps, args.epochs, args.targets)
+    workers = parse_count("workers", args.workers, MAX_LOCAL_WORKERS) if args.workers else (os.cpu_count() or 1)
+    key = load_private(args.key)  # fail early, before any cluster starts; it never leaves this process
+    progress = Progress(len(cells), quiet=args.quiet)
+    try:
+        with dask_client(args.scheduler, workers) as client:
+            index = run(client, cells, scheme=args.scheme, key=key, out_dir=args.output, progress=progress)
+    finally:
+        progress.close()
+    out = os.path.abspath(args.output)
+    s = index["summary"]
+    failures = [{k: c[k] for k in ("M", "E", "lambda", "reason")} for c in index["cells"] if c["status"] == "failed"]
+    if args.json:
+        print(json.dumps({"output": out, "index": os.path.join(out, "index.json"), **s, "seconds": index["seconds"],
+                          "keyid": index["keyid"], "heatmap": os.path.join(out, index["heatmap"]),
+                          "failures": failures}))
+    else:
+        print(f"atlas {out}: {s['certified']}/{s['cells']} cells certified ({s['reused']} reused), "
+              f"{s['failed']} failed, in {index['seconds']:.1f} s")
+        for f in failures:
+            print(f"  failed M={f['M']} E={f['E']} lambda={f['lambda']}: {f['reason']}")
+        print(f"  index {os.path.join(out, 'index.json')}, heatmap {os.path.join(out, index['heatmap'])}, "
+              f"public key {os.path.join(out, 'public.pem')} (key id {index['keyid']})")
+    return 0 if s["certified"] == s["cells"] else 1
+
+
+def register(sub) -> None:
+    from certifier.claim import RANDOM_ALLOCATION, SCHEMES
+    p = sub.add_parser("atlas", help="certify every cell of a grid (M, E, lambda) on a Dask cluster (local by default)")
+    p.add_argument("--steps", "-M", required=True, metavar="LIST", help="steps per epoch M, comma-separated: 50,100")
+    p.add_argument("--epochs", "-E", required=True, metavar="LIST", help="epochs E, comma-separated: 1,10,100")
+    p.add_argument("--targets", "-l", required=True, metavar="LIST", help="targets lambda, comma-separated: 0.05,0.1")
+    p.add_argument("--scheme", choices=SCHEMES, default=RANDOM_ALLOCATION,
+                   help=f"sampling scheme (default {RANDOM_ALLOCATION})")
+    p.add_argument("--key", required=True, metavar="PRIVATE.pem",
+                   help="Ed25519 private key; only this process reads it (workers never see it)")
+    p.add_argument("-o", "--output", required=True, metavar="DIR",
+                   help="atlas directory (created; an existing one is resumed: verified certificates are kept)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="an existing Dask scheduler")
+    where.add_argument("--workers", metavar="N",
+                       help="worker processes of the local cluster (default: the number of CPUs)")
+    p.add_argument("--json", action="store_true", help="one JSON summary on stdout")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.set_defaults(run=run_atlas)

@@ -1,0 +1,60 @@
+"""`sigmacert report`: verify a certificate independently and write its audit report (one HTML file)."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from certifier.params import ParameterError
+from sigmacert.files import write_atomic
+
+
+def _default_output(cert: str) -> str:
+    """CERT.json -> CERT.html, next to the certificate."""
+    stem, ext = os.path.splitext(cert)
+    return (stem if ext.lower() == ".json" else cert) + ".html"
+
+
+def _progress(stage: str) -> None:
+    what = {"verifying": "replaying the certificate with the independent verifier",
+            "plotting": "computing the curves and drawing the plots"}
+    print(f"report: {what.get(stage, stage)} ...", file=sys.stderr, flush=True)
+
+
+def run_report(args) -> int:
+    try:
+        from sigmacert.report import render
+    except ModuleNotFoundError as err:
+        if err.name != "matplotlib":
+            raise
+        raise ParameterError("`sigmacert report` needs matplotlib: pip install 'sigmacert[report]'") from None
+    import verifier
+    output = args.output or _default_output(args.certificate)
+    if not os.path.isdir(os.path.dirname(os.path.abspath(output))):
+        raise ParameterError(f"output directory does not exist: {os.path.dirname(os.path.abspath(output))}")
+    try:
+        data = verifier.read_limited(args.certificate)
+    except OSError as err:
+        raise ParameterError(f"cannot read {args.certificate}: {err.strerror or err}") from None
+    r = render(data, args.key, subject=args.subject, progress=None if args.json or args.quiet else _progress)
+    write_atomic(output, r.html.encode("utf-8"))
+    path = os.path.abspath(output)
+    if args.json:
+        print(json.dumps({"verdict": r.verdict, "reason": r.reason, "detail": r.detail, "output": path,
+                          "sha256": r.sha256}))
+    else:
+        print(f"{r.verdict} ({r.reason}): {r.detail}")
+        print(f"report: {path}")
+    return 0 if r.accepted else 1
+
+
+def register(sub) -> None:
+    p = sub.add_parser("report", help="verify a certificate and write a self-contained HTML audit report with plots")
+    p.add_argument("certificate", metavar="CERT.json")
+    p.add_argument("--key", required=True, action="append", metavar="PUBLIC.pem",
+                   help="issuer's Ed25519 public key (repeat for several)")
+    p.add_argument("-o", "--output", metavar="REPORT.html", help="report to write (default: CERT.html beside CERT)")
+    p.add_argument("--subject", metavar="FILE", help="file whose SHA-256 must be the certificate's subject")
+    p.add_argument("--json", action="store_true", help="one JSON object: verdict, reason, detail, output, sha256")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.set_defaults(run=run_report)

@@ -1,0 +1,146 @@
+"""The audit report: a certificate a person can read, archive and show.
+
+    from sigmacert.report import render
+    r = render(open("cert.json", "rb").read(), ["keys/public.pem"])
+    r.verdict, r.reason, r.sha256      # "ACCEPT", "accepted", SHA-256 of the envelope bytes
+    r.html                             # one self-contained page (inline CSS and SVG, no URL)
+    r.svgs["tv"], r.svgs["tradeoff"], r.svgs["epsilon"]   # standalone SVG documents
+
+The independent verifier decides the verdict; plots are drawn only for an accepted certificate
+(a rejected one's numbers are not trusted). The same input gives the same bytes.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Callable, Mapping
+
+import flint
+import matplotlib
+
+import verifier
+from certifier import __version__
+from certifier import closed_form as cf
+from certifier.claim import RANDOM_ALLOCATION, Claim
+from certifier.errors import ParameterError
+from certifier.params import parse_decimal
+from sigmacert.report import curves, plots
+from sigmacert.report.facts import Facts, read_facts
+from sigmacert.report.page import page
+
+
+@dataclass(frozen=True)
+class Report:
+    html: str                   # the whole self-contained page
+    verdict: str                # "ACCEPT" or "REJECT"
+    reason: str                 # the verifier's reason code ("accepted" or why not)
+    detail: str                 # the verifier's one-line explanation
+    sha256: str                 # of the certificate bytes, as `sha256sum` prints it
+    svgs: Mapping[str, str]     # name -> standalone SVG document; empty for a rejected certificate
+
+    @property
+    def accepted(self) -> bool:
+        return self.verdict == "ACCEPT"
+
+
+def _key(k):
+    """An Ed25519 public key from PEM bytes, a PEM path or the key itself."""
+    if not isinstance(k, (bytes, str, os.PathLike)):
+        return k
+    name = "given as bytes" if isinstance(k, bytes) else os.fspath(k)
+    try:
+        return verifier.load_public_key(k if isinstance(k, bytes) else verifier.read_limited(os.fspath(k)))
+    except OSError as err:
+        raise ParameterError(f"cannot read public key {name}: {err.strerror or err}") from None
+    except ValueError:
+        raise ParameterError(f"public key {name} is not an Ed25519 SubjectPublicKeyInfo PEM") from None
+
+
+def _keys(public_keys) -> list:
+    return [_key(k) for k in (public_keys if isinstance(public_keys, (list, tuple)) else [public_keys])]
+
+
+def _subject_digest(subject) -> str | None:
+    if subject is None:
+        return None
+    if isinstance(subject, bytes):
+        return hashlib.sha256(subject).hexdigest()
+    try:
+        with open(subject, "rb") as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()
+    except OSError as err:
+        raise ParameterError(f"cannot read subject file: {err.strerror or err}") from None
+
+
+def gaussian_pair_of(claim: dict) -> tuple[int, int, float] | None:
+    """(M, E, scale): the claim's scheme reduces to the pair (P_M^E, Q_M^E) at sigma / scale (Section 2;
+    docs/method-v2.md §3), or None for a scheme this version does not know."""
+    try:
+        c = Claim(claim.get("scheme", RANDOM_ALLOCATION), claim["steps"], claim["epochs"],
+                  parse_decimal("sigma", claim["sigma"]), parse_decimal("target", claim["target"]))
+    except ParameterError:
+        return None
+    return (*c.pair(), 1.0 / c.sigma_of_pair(1.0))
+
+
+def _plots(f: Facts) -> tuple[dict, dict]:
+    """The three figures of an accepted certificate, and a remark per figure (points the numerics refused)."""
+    c, p = f.claim, f.predicate
+    pair_of = gaussian_pair_of(c)
+    if pair_of is None:
+        return {}, {"plots": f"No plots: this version has no reference curves for the scheme {f.scheme!r}."}
+    (m, e, scale), sigma, lam = pair_of, float(c["sigma"]), float(c["target"])
+    cert = {"sigma": c["sigma"], "target": c["target"], "bound": p["bound"]}
+    if f.two_sided:
+        cert.update(sigma_low=p["lower"]["sigma_low"], tv_lower=p["lower"]["tv_lower"])
+    tv = curves.tv_curves(m, e, sigma, lam, float(cert["sigma_low"]) if f.two_sided else None, scale)
+    pair = curves.gaussian_pair(m, e, sigma / scale)
+    tpr = [(float(a), float(row["tpr"])) for a, row in f.tpr_rows]
+    eps = [(float(d), float(row["epsilon"])) for d, row in f.epsilon_rows]
+    svgs = {"tv": plots.svg(plots.tv_figure(tv, cert), "tv"),
+            "tradeoff": plots.svg(plots.tradeoff_figure(curves.trade_off(pair, m, e, sigma / scale, lam), lam,
+                                                        tpr), "tradeoff"),
+            "epsilon": plots.svg(plots.epsilon_figure(curves.epsilon_curve(pair), eps), "epsilon")}
+    refused = ", ".join(f"{s:.6g}" for s in tv.refused)
+    notes = {"tv": f"The exact-TV numerics refused sigma = {refused}; those points are left out." if refused else "",
+             "tradeoff": "" if pair else "The numerics refused the Gaussian pair's density at this sigma.",
+             "epsilon": "" if pair else "The numerics refused the Gaussian pair's density at this sigma."}
+    return svgs, notes
+
+
+def _comparisons(f: Facts) -> dict:
+    """FPR -> (chi-square bound of Prop. B.2, alpha + lambda), floats, for the TPR table."""
+    c, pair_of = f.claim, gaussian_pair_of(f.claim)
+    if pair_of is None:
+        return {a: (math.nan, min(1.0, float(a) + float(c["target"]))) for a, _ in f.tpr_rows}
+    m, e, scale = pair_of
+    chi2 = cf.c_E(m, e, float(c["sigma"]) / scale)
+    return {a: (cf.chi2_tpr_bound(float(a), chi2), min(1.0, float(a) + float(c["target"]))) for a, _ in f.tpr_rows}
+
+
+def render(envelope_bytes: bytes, public_keys, *, subject=None,
+           progress: Callable[[str], None] | None = None) -> Report:
+    """Verify a certificate with the independent verifier and write its report.
+
+    public_keys: PEM bytes, a PEM path or an Ed25519PublicKey, or a list of them. subject: a file
+    path or bytes whose SHA-256 must be a subject of the statement. progress(stage) is called with
+    "verifying" and "plotting". A rejected certificate gives a Report with verdict "REJECT" (never
+    an exception); unreadable keys or subject raise ParameterError.
+    """
+    keys, digest = _keys(public_keys), _subject_digest(subject)
+    progress = progress or (lambda stage: None)
+    progress("verifying")
+    f = read_facts(envelope_bytes, verifier.verify_bytes(envelope_bytes, keys, digest))
+    if f.accepted:
+        progress("plotting")
+    svgs, notes = _plots(f) if f.accepted else ({}, {})
+    versions = {"sigmacert": __version__, "python-flint (verifier)": flint.__version__,
+                "FLINT": flint.__FLINT_VERSION__, "matplotlib": matplotlib.__version__}
+    html = page(f, svgs, notes, _comparisons(f) if f.accepted else {}, versions)
+    return Report(html, f.verdict, f.reason, f.detail, f.sha256, MappingProxyType(svgs))
+
+
+__all__ = ["Report", "render"]

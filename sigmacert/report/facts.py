@@ -1,0 +1,89 @@
+"""What the report states about one certificate: the verifier's verdict and the signed numbers.
+
+Verify-then-read: the Statement is read only when the verifier parsed it, i.e. after a
+signature by a given key checked (`verifier.Result.claim` is set only then). A rejected
+certificate's numbers are kept as "claimed" and never drawn.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+from certifier.envelope import load_envelope, read_unverified
+from certifier.errors import EnvelopeError
+
+DEFAULT_SCHEME = "random-allocation"  # the only scheme of formats v1 and v2 (Section 2)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """The page's content. Decimal strings stay as the certificate wrote them."""
+    sha256: str
+    size: int
+    accepted: bool
+    reason: str                      # "accepted" or the verifier's rejection code
+    detail: str
+    keyid: str | None                # the key whose signature checked (None: none did)
+    envelope_keyids: tuple = ()      # the keyids the envelope names (claimed, for a rejection)
+    replayed_bound: str | None = None
+    replayed_lower: str | None = None
+    replayed_rows: dict = field(default_factory=dict)  # the verifier's own delta and TPR bounds
+    statement: dict | None = None    # read only after a signature checked
+
+    @property
+    def verdict(self) -> str:
+        return "ACCEPT" if self.accepted else "REJECT"
+
+    @property
+    def predicate(self) -> dict:
+        return (self.statement or {}).get("predicate", {})
+
+    @property
+    def claim(self) -> dict:
+        return self.predicate.get("claim", {})
+
+    @property
+    def scheme(self) -> str:
+        return str(self.claim.get("scheme", DEFAULT_SCHEME))
+
+    @property
+    def format_version(self) -> str:
+        """The N of the predicate type .../tv-certificate/vN (docs/certificate.md §6, method-v2.md §3)."""
+        m = re.search(r"/v(\d+)$", str((self.statement or {}).get("predicateType", "")))
+        return m.group(1) if m else "?"
+
+    @property
+    def two_sided(self) -> bool:
+        return "lower" in self.predicate
+
+    @property
+    def epsilon_rows(self) -> list[tuple[str, dict]]:
+        """(delta, row) for the certified (eps, delta) rows, largest delta first (two-sided.md §2)."""
+        rows = self.predicate.get("privacy", {}).get("epsilon_at_delta", {})
+        return sorted(rows.items(), key=lambda kv: -float(kv[0]))
+
+    @property
+    def tpr_rows(self) -> list[tuple[str, dict]]:
+        """(FPR alpha, row) for the certified TPR bounds, largest alpha first (two-sided.md §3)."""
+        return sorted(self.predicate.get("tpr", {}).items(), key=lambda kv: -float(kv[0]))
+
+
+def envelope_keyids(data: bytes) -> tuple:
+    """The keyids an envelope names, without trusting them; () when it does not parse."""
+    try:
+        return tuple(str(s["keyid"]) for s in load_envelope(data)["signatures"])
+    except EnvelopeError:
+        return ()
+
+
+def read_facts(data: bytes, result) -> Facts:
+    """Facts from the envelope bytes and the independent verifier's `Result` for them."""
+    statement = None
+    if result.claim is not None:  # the verifier checked the signature and parsed the Statement
+        statement = read_unverified(load_envelope(data))
+    return Facts(sha256=hashlib.sha256(data).hexdigest(), size=len(data), accepted=result.accepted,
+                 reason=result.reason, detail=result.detail, keyid=result.keyid,
+                 envelope_keyids=envelope_keyids(data), replayed_bound=result.replayed_bound,
+                 replayed_lower=result.replayed_lower, replayed_rows=dict(result.derived or {}),
+                 statement=statement)

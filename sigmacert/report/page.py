@@ -1,0 +1,243 @@
+"""The report page: one self-contained HTML file (inline CSS and SVG, no script, no URL).
+
+Everything taken from a certificate is HTML-escaped and shortened, and appears as text only;
+no attribute carries certificate data. A Content-Security-Policy forbids every fetch.
+"""
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal
+from html import escape
+
+from sigmacert.report.facts import Facts
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'"
+MAX_TEXT = 400  # characters shown of any one string from a certificate
+
+CSS = """
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;color:#1a1a1a;
+ max-width:920px;margin:0 auto;padding:0 18px 40px}
+h1{font-size:1.25em;margin:18px 0 6px;color:#444} h2{font-size:1.1em;margin:26px 0 8px;
+ border-bottom:1px solid #ddd;padding-bottom:3px}
+.verdict{border-radius:8px;padding:14px 18px;margin:8px 0 14px;border:3px solid}
+.verdict .word{font-size:2.4em;font-weight:800;letter-spacing:.06em}
+.accept{background:#e8f5ee;border-color:#1b7f4b;color:#0f4d2c}
+.reject{background:#fdecea;border-color:#b3261e;color:#7a1610}
+code,.mono{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:.9em;
+ overflow-wrap:anywhere}
+table{border-collapse:collapse;width:100%;margin:6px 0} th,td{border:1px solid #ccc;padding:4px 8px;
+ text-align:left;vertical-align:top} th{background:#f3f3f3} td.num{font-variant-numeric:tabular-nums}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:4px 14px;margin:6px 0} dt{font-weight:600}
+dd{margin:0;overflow-wrap:anywhere}
+figure{margin:14px 0 22px} figure svg{width:100%;max-width:700px;height:auto;display:block;margin:0 auto}
+#plot-tv svg{max-width:none}
+figcaption{font-size:.92em;color:#333;margin-top:4px} .note{color:#555;font-size:.92em}
+.claimed{border:2px dashed #b3261e;padding:4px 12px;border-radius:6px}
+svg *{stroke-linejoin:round;stroke-linecap:butt}
+@page{size:A4;margin:14mm}
+@media print{body{font-size:10pt;max-width:none;padding:0}
+ .verdict{-webkit-print-color-adjust:exact;print-color-adjust:exact}
+ figure,table,dl,.verdict{break-inside:avoid} h2{break-after:avoid}}
+"""
+
+CAPTIONS = {
+    "tv": "<b>Total variation against the noise multiplier.</b> Blue: the closed-form bound U(c<sub>E</sub>) "
+          "of Theorem 3.3 (a proven bound, evaluated in floating point); orange: the exact TV of Theorem 4.1 "
+          "(numerical, not certified; dots are the points computed, the line joins them); dashed: the "
+          "target &lambda;; white square: the closed-form &sigma; of Corollary 3.4, where the bound meets "
+          "&lambda;. Green &#9660;: the certified upper bound at &sigma;.",
+    "tradeoff": "<b>True-positive rate of membership tests at a false-positive rate &alpha;</b> (log-log). "
+                "Green &#9670;: the certified TPR bounds of the certificate (every test with FPR &alpha; has TPR at "
+                "most this). Orange: the optimal (Neyman&ndash;Pearson) test on the Gaussian pair at &sigma; "
+                "(numerical, Appendix B.4). Blue: the &chi;<sup>2</sup> bound &alpha; + &radic;(c<sub>E</sub>"
+                "&alpha;(1&minus;&alpha;)) of Proposition B.2. Dashed: &alpha; + &lambda;, what TV &le; "
+                "&lambda; alone allows. Grey: random guessing.",
+    "epsilon": "<b>(&epsilon;, &delta;)-differential privacy.</b> Green &#9670;: the certified &epsilon; at each "
+               "&delta; (both directions, from the same polynomial as the TV bound). Orange: the numerical "
+               "&epsilon;(&delta;) of the Gaussian pair at &sigma; (the larger of the two hockey-stick "
+               "divergences, Appendix B.4; not certified). The certified points lie on or just above it.",
+}
+
+ZOOM = (" Red &#9650;: the certified lower bound at &sigma;<sub>low</sub>. Right: the same near &sigma; at the "
+        "scale of the 10<sup>-6</sup> grid, relative to &lambda; &mdash; the exact curve crosses &lambda; between "
+        "the two certified points, as the certificate proves: &sigma;<sub>low</sub> &lt; &sigma;<sub>&lambda;</sub> "
+        "&le; &sigma;.")
+
+TRUST = """
+<ul>
+<li><b>Certified</b> (a finite computation in FLINT ball and exact integer arithmetic that the independent
+verifier has just replayed): the upper bound on TV at &sigma; (Lemma C.5), the lower bound at
+&sigma;<sub>low</sub> (data processing), the &epsilon;(&delta;) rows and the TPR rows.</li>
+<li><b>Trusted</b>: FLINT and python-flint (versions below), the mathematics of Lemma C.5 and of data
+processing, and the reduction of Section 2: the Gaussian pair dominates every run of Algorithm 1 (DP-SGD with
+random allocation, zero-out adjacency, per-record clipping to C, noise N(0, &sigma;<sup>2</sup>C<sup>2</sup>I),
+public divisor B<sub>0</sub>, exactly E&middot;M updates, only the final model released). Also the holder of the
+signing key, for having issued it.</li>
+<li><b>Not certified</b>: the curves of the plots (the closed form is a proven bound evaluated in floating
+point; the exact TV, the optimal test and &epsilon;(&delta;) are numerical), the certificate's
+<code>numerics</code>, <code>issued_at</code> and <code>timings</code>.</li>
+<li><b>Not covered</b>: that a given model was trained by Algorithm 1 with these M, E and &sigma;. A release
+manifest (<code>sigmacert train --sign-key</code>) binds a model to a certificate.</li>
+</ul>
+"""
+
+
+def _t(x) -> str:
+    """Escaped, shortened text of any value from a certificate."""
+    s = str(x)
+    return escape(s if len(s) <= MAX_TEXT else s[:MAX_TEXT] + "\u2026")
+
+
+def _num(x: float) -> str:
+    return "&ndash;" if math.isnan(x) else f"{x:.4g}"
+
+
+def _accuracy(target: str) -> str:
+    return str(Decimal("0.5") + Decimal(target) / 2)  # an exact decimal: the target is one
+
+
+def _verdict(f: Facts) -> str:
+    cls, lead = ("accept", "The independent verifier replayed this certificate and accepts it.") if f.accepted \
+        else ("reject", "The independent verifier rejects this certificate. Do not rely on it.")
+    return (f'<header id="verdict" class="verdict {cls}"><div class="word">{f.verdict}</div><p>{lead}</p>'
+            f'<p><b>Reason</b> <code>{_t(f.reason)}</code>: {_t(f.detail)}</p></header>')
+
+
+SCHEMES = {  # how each scheme samples, and the pair its certificate bounds (docs/method-v2.md §3)
+    "random-allocation": ("balls and bins: in every epoch each record is used at one step chosen uniformly at "
+                          "random", "TV(P<sub>M</sub><sup>&otimes;E</sup>, Q<sub>M</sub><sup>&otimes;E</sup>)"),
+    "fixed-bins": ("each record is assigned once to one of the M bins, uniformly at random, and used whenever its "
+                   "bin comes round, at most E times", "TV(P<sub>M</sub>, Q<sub>M</sub>) at &sigma;/&radic;E"),
+}
+
+
+def _claim(f: Facts) -> str:
+    c = f.claim
+    m, e, s, lam = (_t(c[k]) for k in ("steps", "epochs", "sigma", "target"))
+    how, pair = SCHEMES.get(f.scheme, ("see the statement below", "TV"))
+    runs = f", {_t(c['iterations'])} iterations" if "iterations" in c else ""
+    return f"""<section id="claim"><h2>The claim</h2>
+<p>Training by DP-SGD with <b>{_t(f.scheme)}</b> sampling ({how}), <b>M = {m}</b> steps per epoch,
+<b>E = {e}</b> epochs{runs}, noise multiplier <b>&sigma; = {s}</b> (noise N(0, &sigma;<sup>2</sup>C<sup>2</sup>I) at
+every step, C the clipping norm), {_t(c['adjacency'])} adjacency ({_t(c['mechanism'])}).</p>
+<p>Certified: <b>{pair} &le; &lambda; = {lam}</b> for the Gaussian pair of Section 2, which dominates every run
+of that training. The certificate's statement: <q>{_t(c['statement'])}</q>.</p>
+<p>What it means: an attacker is given the trained model and must say whether one target record was in the
+training data (in or out with probability &frac12; each). Whatever test it uses, whatever else it knows, it is
+right with probability at most &frac12; + &lambda;/2 = <b>{escape(_accuracy(c['target']))}</b>. Equivalently,
+every membership-inference test with false-positive rate &alpha; has true-positive rate at most &alpha; +
+&lambda;; the certified rows below are sharper at small &alpha;.</p></section>"""
+
+
+def _certified(f: Facts, comparisons: dict) -> str:
+    p, c, r = f.predicate, f.claim, f.replayed_rows
+    rows = [f"<tr><td>upper bound at &sigma; = {_t(c['sigma'])}</td><td class=num>TV &le; {_t(p['bound'])} "
+            f"&le; &lambda; = {_t(c['target'])}</td><td class=num>{_t(f.replayed_bound)}</td></tr>"]
+    if f.two_sided:
+        lo = p["lower"]
+        rows += [f"<tr><td>lower bound at &sigma;<sub>low</sub> = {_t(lo['sigma_low'])}</td><td class=num>TV &ge; "
+                 f"{_t(lo['tv_lower'])} &gt; &lambda;</td><td class=num>{_t(f.replayed_lower)}</td></tr>",
+                 f"<tr><td>the least &sigma; meeting &lambda;</td><td class=num><b>{_t(lo['sigma_low'])} &lt; "
+                 f"&sigma;<sub>&lambda;</sub> &le; {_t(c['sigma'])}</b></td><td></td></tr>"]
+    for d, row in f.epsilon_rows:
+        mine = r.get(d, {})
+        rows.append(f"<tr><td>(&epsilon;, &delta;)-DP at &delta; = {_t(d)}, both directions</td><td class=num>"
+                    f"&epsilon; = {_t(row['epsilon'])}</td><td class=num>&delta;<sub>Q&#8214;P</sub> &le; "
+                    f"{_t(mine.get('delta_qp'))}, &delta;<sub>P&#8214;Q</sub> &le; {_t(mine.get('delta_pq'))}"
+                    "</td></tr>")
+    table = ("<table><tr><th>quantity</th><th>certified</th><th>the verifier's own replay</th></tr>"
+             + "".join(rows) + "</table>")
+    if not f.two_sided:
+        table += ("<p class=note>One-sided certificate: &sigma; is proven to meet &lambda;, not to be the least "
+                  "such &sigma; (no lower bound).</p>")
+    if not f.tpr_rows:
+        table += "<p class=note>No (&epsilon;, &delta;) and no TPR rows are certified.</p>"
+    tpr = "".join(f"<tr><td class=num>{_t(a)}</td><td class=num><b>{_t(row['tpr'])}</b></td><td class=num>"
+                  f"{_t(r.get('tpr@' + a))}</td><td class=num>{_num(comparisons[a][0])}</td><td class=num>"
+                  f"{_num(comparisons[a][1])}</td></tr>" for a, row in f.tpr_rows)
+    if tpr:
+        table += ("<p>Every membership-inference test with false-positive rate &alpha; has true-positive rate at "
+                  "most:</p><table><tr><th>FPR &alpha;</th><th>certified TPR bound</th><th>the verifier's "
+                  "replay</th><th>&chi;<sup>2</sup> bound (Prop. B.2)</th><th>&alpha; + &lambda;</th></tr>"
+                  + tpr + "</table>")
+    return f'<section id="certified"><h2>What is certified</h2>{table}</section>'
+
+
+def _figures(svgs: dict, notes: dict, two_sided: bool) -> str:
+    out = []
+    for name, text in svgs.items():
+        caption = CAPTIONS[name] + (ZOOM if name == "tv" and two_sided else "")
+        note = f" <span class=note>{escape(notes[name])}</span>" if notes.get(name) else ""
+        out.append(f'<figure id="plot-{name}">{inline_svg(text)}<figcaption>{caption}{note}'
+                   "</figcaption></figure>")
+    if notes.get("plots"):
+        out.append(f"<p class=note>{escape(notes['plots'])}</p>")
+    return '<section id="plots"><h2>Plots</h2>' + "".join(out) + "</section>"
+
+
+def inline_svg(text: str) -> str:
+    """An SVG document as an element of an HTML page: the namespace declarations are implied there."""
+    return re.sub(r'\s+xmlns(:xlink)?="[^"]*"', "", text, count=2)
+
+
+def _claimed(f: Facts) -> str:
+    """A rejected certificate: what it claims when its signature checked, marked as not verified."""
+    if f.statement is None:
+        return ('<section id="claimed"><h2>Contents not read</h2><p>No signature by a given key checked, so the '
+                "certificate's contents were not read (verify, then read). No plots are drawn.</p></section>")
+    c, p = f.claim, f.predicate
+    keys = ("steps", "epochs", "sigma", "target", "mechanism", "adjacency")
+    rows = "".join(f"<dt>{k}</dt><dd class=mono>{_t(c.get(k))}</dd>" for k in keys)
+    rows += f"<dt>scheme</dt><dd class=mono>{_t(f.scheme)}</dd><dt>bound</dt><dd class=mono>{_t(p.get('bound'))}</dd>"
+    return ('<section id="claimed" class="claimed"><h2>What the certificate claims &mdash; NOT verified</h2>'
+            f"<dl>{rows}</dl><p class=note>The signature checked, but the verifier rejected the contents. No plots "
+            "are drawn: they would show numbers the verifier did not accept.</p></section>")
+
+
+def _provenance(f: Facts, versions: dict) -> str:
+    p = f.predicate
+    items = [("certificate SHA-256", f'<span class=mono>{f.sha256}</span> ({f.size} bytes)')]
+    if f.keyid:
+        items.append(("signed by key id", f'<span class=mono>{_t(f.keyid)}</span> (checked against the given '
+                      "public key)"))
+    elif f.envelope_keyids:
+        named, more = f.envelope_keyids[:4], len(f.envelope_keyids) - 4
+        items.append(("key ids named (not checked)", "<span class=mono>" + ", ".join(map(_t, named))
+                      + "</span>" + (f" and {more} more" if more > 0 else "")))
+    if f.statement is not None and f.accepted:
+        subj, method, sw = f.statement["subject"][0], p["method"], p.get("software", {})
+        grid = ", ".join(f"{k} = {_t(method[k])}" for k in ("h", "eta", "cap", "prec") if k in method)
+        items += [("issued at", f"{_t(p.get('issued_at'))} (recorded by the issuer, not certified)"),
+                  ("subject", f"{_t(subj['name'])}, SHA-256 <span class=mono>{_t(subj['digest']['sha256'])}</span>"),
+                  ("format", f"v{_t(f.format_version)}, {'two-sided' if f.two_sided else 'one-sided'}; method "
+                   f"{_t(method['name'])} "
+                   f"v{_t(method['version'])} ({grid})"),
+                  ("issuer's software", ", ".join(f"{_t(k)} {_t(v)}" for k, v in sorted(sw.items())))]
+    items += [("this report", ", ".join(f"{k} {v}" for k, v in versions.items())),
+              ("check it yourself", "<code>sha256sum CERT.json</code>; <code>sigmacert-verify CERT.json --key "
+               "PUBLIC.pem</code>")]
+    dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in items)
+    return f'<section id="provenance"><h2>Issuer, software and this file</h2><dl>{dl}</dl></section>'
+
+
+def _title(f: Facts) -> str:
+    c = f.claim
+    cell = f" \u2014 M={c.get('steps')}, E={c.get('epochs')}, \u03c3={c.get('sigma')}" if f.accepted else ""
+    return f"sigmacert report: {f.verdict}{_t(cell)}"
+
+
+def page(f: Facts, svgs: dict, notes: dict, comparisons: dict, versions: dict) -> str:
+    """The whole page. svgs: name -> SVG document (accepted certificates only); notes: name -> remark;
+    comparisons: FPR -> (chi-square bound, alpha + lambda); versions: component -> version."""
+    body = [_verdict(f)]
+    if f.accepted:
+        body += [_claim(f), _certified(f, comparisons), _figures(svgs, notes, f.two_sided)]
+    else:
+        body.append(_claimed(f))
+    body += [_provenance(f, versions), f'<section id="trust"><h2>What is trusted, what is not</h2>{TRUST}</section>']
+    return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{_title(f)}</title><style>{CSS}</style></head>\n<body><h1>sigmacert audit report</h1>\n"
+            + "\n".join(body) + "\n</body></html>\n")
