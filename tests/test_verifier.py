@@ -48,7 +48,8 @@ def typed(claim, method):
 # ---------------------------------------------------------------- independence --
 def test_verifier_imports_nothing_from_certifier():
     allowed = {"__future__", "argparse", "base64", "binascii", "dataclasses", "fractions", "hashlib",
-               "json", "math", "re", "sys", "time", "flint", "cryptography"}
+               "faulthandler", "json", "math", "os", "re", "resource", "stat", "statistics", "sys", "time", "flint",
+               "cryptography"}
     files = sorted((ROOT / "verifier").glob("*.py"))
     assert len(files) >= 5
     for f in files:
@@ -168,11 +169,11 @@ OTHER = Ed25519PrivateKey.generate()
 
 
 def certifier_certificate(tmp: Path):
-    """A real certificate from `sigmacert certify` at a small cell (M=12, E=3, sigma=1.5)."""
+    """A real v1 certificate from `sigmacert certify --one-sided` at a small cell (M=12, E=3, sigma=1.5)."""
     exe = BIN / "sigmacert"
     subprocess.run([str(exe), "keygen", "-o", str(tmp / "keys")], check=True, capture_output=True, timeout=60)
     subprocess.run([str(exe), "certify", "--steps", "12", "--epochs", "3", "--target", "0.15",
-                    "--sigma", "1.5", "--key", str(tmp / "keys" / "private.pem"), "-o",
+                    "--sigma", "1.5", "--one-sided", "--key", str(tmp / "keys" / "private.pem"), "-o",
                     str(tmp / "cert.json"), "--quiet"], check=True, capture_output=True, timeout=300)
     key = serialization.load_pem_private_key((tmp / "keys" / "private.pem").read_bytes(), None)
     data = (tmp / "cert.json").read_bytes()
@@ -349,9 +350,10 @@ MUTATIONS = {
     "schedule-length": ("resign", setp("method.lattice_schedule", lambda v: v[:-1]), "method-invalid"),
     "h-not-dividing-grid": ("resign", bad_h, "method-invalid"),
     "target-above-one": ("resign", setp("claim.target", "1.5"), "claim-invalid"),
-    "too-expensive": ("resign", setp("method.h", "0.0000001"), "method-too-expensive"),
-    "epoch-product-too-long": ("resign", lambda p: (p["claim"].update(epochs=100), p["method"].update(
-        k_plus=p["method"]["k_minus"] + 10**7 - 1)) and None, "method-too-expensive"),
+    "too-expensive": ("resign", setp("method.h", "0.0000001"), "cost-exceeds-limit"),
+    "eta-huge": ("resign", lambda p: p["method"].update(eta="7000000000", k_minus=-1, k_plus=2), "cost-exceeds-limit"),
+    "every-limit-at-once": ("resign", lambda p: p["method"].update(
+        h="0.0000008", tail_start="16", cap="16", prec=4096, fixed_point_bits=1024, k_minus=-5 * 10**6, k_plus=5 * 10**6), "cost-exceeds-limit"),
     "huge-exponent-decimal": ("resign", setp("method.trim", "1e-99999999"), "schema-type"),
     "huge-exponent-ball": ("resign", setp("enclosures.O", "[1e-99999999 +/- 1e-99999999]"), "schema-type"),
     "lattice-spacing-huge": ("resign", setp("method.lattice_schedule", lambda v: v[:-1] + [2**40]), "method-invalid"),
@@ -380,6 +382,12 @@ MUTATIONS = {
     "enclosure-O": ("resign", edit_O, "enclosure-mismatch"),
     "enclosure-step-ii": ("resign", setp("enclosures.mass.step_ii", "[0.9 +/- 1e-20]"), "enclosure-mismatch"),
     "enclosure-deleted-cap": ("resign", setp("enclosures.deleted.cap", "[0.001 +/- 1e-20]"), "enclosure-mismatch"),
+    # vacuous or impossible enclosures (certificate.md §3: radius <= 2^-40, a point in [0, 1])
+    "enclosure-O-vacuous": ("resign", setp("enclosures.O", "[1000 +/- 999.09999]"), "enclosure-too-wide"),
+    "enclosure-mass-vacuous": ("resign", setp("enclosures.mass.step_i", "[0 +/- 1e9]"), "enclosure-too-wide"),
+    "enclosure-radius-2^-39": ("resign", setp("enclosures.deleted.trim", "[0 +/- 1.9e-12]"), "enclosure-too-wide"),
+    "enclosure-O-above-one": ("resign", setp("enclosures.O", "[1.0001 +/- 1e-30]"), "enclosure-out-of-range"),
+    "enclosure-deleted-negative": ("resign", setp("enclosures.deleted.fixed_point", "[-0.5 +/- 1e-30]"), "enclosure-out-of-range"),
 }
 
 
@@ -605,6 +613,11 @@ def raise_tv_lower(by):
     return fn
 
 
+def bump(d, k, by):
+    with working_prec(200):
+        d[k] = (arb(d[k]) + arb(by.numerator) / by.denominator).str(30, radius=True)
+
+
 def eps_row(d):
     return lambda p: p["privacy"]["epsilon_at_delta"][d]
 
@@ -636,7 +649,7 @@ MUTATIONS_V2 = {
     "lower-method-name": (setp("lower.method.name", "sampling-lower"), "lower-method-unknown"),
     "lower-schedule-length": (setp("lower.method.lattice_schedule", [1, 2]), "lower-method-invalid"),
     "lower-cap-not-multiple": (lambda p: lw(p)["method"].update(cap=dec(Fr(lw(p)["method"]["cap"]) + Fr(lw(p)["method"]["h"]) / 2)), "lower-method-invalid"),
-    "lower-too-expensive": (setp("lower.method.h", "0.0000001"), "method-too-expensive"),
+    "lower-too-expensive": (setp("lower.method.h", "0.0000001"), "cost-exceeds-limit"),
     # the lower side
     "sigma-low-at-sigma": (lambda p: lw(p).update(sigma_low=p["claim"]["sigma"]), "lower-sigma-not-below"),
     # sigma - 1e-9 is above the exact sigma_lambda: TV there <= the upper bound + 1e-9 |dTV/dsigma| < target
@@ -645,6 +658,12 @@ MUTATIONS_V2 = {
     "tv-lower-not-above-target": (lambda p: lw(p).update(tv_lower=p["claim"]["target"]), "lower-recorded-not-above-target"),
     "tv-lower-raised-alone": (setp("lower.tv_lower", lambda v: dec(Fr(v) + Fr(1, 10**6))), "lower-inconsistent"),
     "tv-lower-raised": (raise_tv_lower(Fr(1, 10**6)), "lower-replay-below-recorded"),
+    # the recorded enclosures of the lower side against our replay
+    "W_A-edited": (lambda p: bump(lw(p)["enclosures"], "W_A", Fr(1, 10**9)), "lower-enclosure-mismatch"),
+    "U_A-edited": (lambda p: bump(lw(p)["enclosures"], "U_A", -Fr(1, 10**9)), "lower-enclosure-mismatch"),
+    "deleted-p-edited": (lambda p: bump(lw(p)["enclosures"], "deleted_p", Fr(1, 10**9)), ("lower-enclosure-mismatch", "lower-inconsistent")),
+    "W_A-vacuous": (lambda p: lw(p)["enclosures"].update(W_A="[0.5 +/- 0.5]"), "enclosure-too-wide"),
+    "delta-vacuous": (lambda p: eps_row("1e-06")(p).update(delta_qp="[0 +/- 1e-6]"), "enclosure-too-wide"),
     "lower-h-coarsened": (lambda p: lw(p)["method"].update(h=dec(2 * Fr(lw(p)["method"]["h"])), cap=dec(
         2 * Fr(lw(p)["method"]["h"]) * (Fr(lw(p)["method"]["cap"]) / Fr(lw(p)["method"]["h"]) // 2))), ("lower-replay-below-recorded", "lower-replay-not-above-target")),
     "lower-eta-coarsened": (lambda p: lw(p)["method"].update(eta=dec(2 * Fr(lw(p)["method"]["eta"]))), ("lower-replay-below-recorded", "lower-replay-not-above-target")),
@@ -691,17 +710,22 @@ def test_v2_mutation_is_rejected_with_its_reason(base_v2, name):
     assert r.reason in (want if isinstance(want, tuple) else (want,)), (r.reason, r.detail)
 
 
-def test_v2_tv_lower_within_1e12_is_a_mismatch_not_a_rejection(base_v2):
+def test_v2_tv_lower_above_the_replay_by_any_amount_is_rejected(base_v2):
+    """No slack: a tv_lower 1e-20 above our exact lower bound is not proven, so it is rejected."""
     pred, key, _ = base_v2
-    r = verify_bytes(base_v2[2], [key.public_key()])
     p = copy.deepcopy(pred)
-    mine = Fr(r.replayed_lower)  # rounded down: our bound is >= this
-    raise_tv_lower(mine + Fr(5, 10**13) - Fr(p["lower"]["tv_lower"]))(p)
+    c, lo = typed(p["claim"], p["method"])["claim"], p["lower"]
+    mine = replay_lower(c["steps"], c["epochs"], Fr_q(lo["sigma_low"]), lower_method(**lo["method"])).bound
+    above = Fr(round_up(mine, 20))  # at most 1e-20 above
+    assert Fr(int(mine.p), int(mine.q)) < above
+    raise_tv_lower(above - Fr(lo["tv_lower"]))(p)
     r = verify_bytes(sign_statement(statement_v2(p), key), [key.public_key()])
-    assert r.accepted and any(m.startswith("lower.tv_lower") for m in r.mismatches), (r.reason, r.detail)
+    assert r.reason == "lower-replay-below-recorded", (r.reason, r.detail)
 
 
-def test_v2_non_minimal_epsilon_is_still_certified(base_v2):
+def test_v2_non_minimal_epsilon_is_rejected(base_v2):
+    """certificate.md §6.2: epsilon is the smallest grid point; one 0.1 above it (with its own,
+    correct delta balls) is still certified but not minimal."""
     pred, key, _ = base_v2
     p = copy.deepcopy(pred)
     row = p["privacy"]["epsilon_at_delta"]["1e-05"]
@@ -711,7 +735,7 @@ def test_v2_non_minimal_epsilon_is_still_certified(base_v2):
         dqp, dpq = deltas(r0.b, r0.F, Fr_q(p["method"]["eta"]), Fr_q(row["epsilon"]))
     row["delta_qp"], row["delta_pq"] = dqp.str(30, radius=True), dpq.str(30, radius=True)
     r = verify_bytes(sign_statement(statement_v2(p), key), [key.public_key()])
-    assert r.accepted and any("not the smallest" in m for m in r.mismatches), (r.reason, r.detail)
+    assert r.reason == "privacy-epsilon-not-minimal", (r.reason, r.detail)
 
 
 def Fr_q(s: str) -> fmpq:

@@ -1,12 +1,15 @@
-"""verify_file / verify_bytes: envelope -> Statement -> replay -> ACCEPT or REJECT."""
+"""verify_file / verify_bytes: envelope -> Statement -> cost -> replay -> ACCEPT or REJECT."""
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 import time
 from dataclasses import dataclass, field
 
 from flint import arb, fmpq
 
+from .cost import DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS, check_budget, predict
 from .envelope import MAX_BYTES, load_public_key, open_envelope
 from .replay import _dyadic, replay
 from .statement import parse_statement
@@ -28,6 +31,7 @@ class Result:
     replay_seconds: dict | None = None
     replayed_lower: str | None = None  # format v2: our lower bound on TV at sigma_low, rounded down
     derived: dict | None = None  # format v2: our delta bounds at the recorded epsilons, TPR bounds
+    cost: dict | None = None  # the cost model's prediction: seconds, peak memory (bytes), per step
 
     def as_dict(self) -> dict:
         return {"result": "ACCEPT" if self.accepted else "REJECT", **self.__dict__}
@@ -54,6 +58,12 @@ def _upper(x: arb) -> fmpq:
     return fmpq(_dyadic(x, True, 400), 2**400)
 
 
+def slack(M: int, E: int, m: dict, width: fmpq, products: int) -> fmpq:
+    """How far two correct replays may differ: only by their optional deletions (trimming <= trim
+    and fixed-point floors <= width 2^-F per product), amplified at most M E times."""
+    return 2 * M * E * products * (m["trim"] + width / fmpq(2) ** m["fixed_point_bits"])
+
+
 def _compare(rec: dict, mine: dict, tol: fmpq, path="enclosures") -> list:
     """Names whose recorded ball and replayed value differ by more than radii + tol."""
     out = []
@@ -69,64 +79,78 @@ def _compare(rec: dict, mine: dict, tol: fmpq, path="enclosures") -> list:
     return out
 
 
-def verify_bytes(data: bytes, keys: list, subject_digest: str | None = None) -> Result:
+def verify_bytes(data: bytes, keys: list, subject_digest: str | None = None, *,
+                 max_memory: float | None = None, max_seconds: float | None = None) -> Result:
+    """Verify a DSSE envelope against Ed25519 public keys.  The replay runs only if the cost
+    model's prediction fits max_memory (bytes) and max_seconds (None: the defaults
+    DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS); above them the reason is `cost-exceeds-limit`."""
     t0 = time.perf_counter()
     res = Result(False, "internal-error", "")
     try:
         payload, res.keyid = open_envelope(data, keys)
         raw, p = parse_statement(payload, subject_digest)
         res.claim, res.recorded_bound = raw["claim"], raw["bound"]
-        c, m, enc = p["claim"], p["method"], p["enclosures"]
-        with working_prec(400):
-            rec_top = _upper(1 - enc["O"])  # `bound` is the upper end of 1 - O, rounded up
-        if rec_top > p["bound"]:
-            raise Reject("bound-inconsistent", f"recorded bound {raw['bound']} is below the upper end "
-                         f"of 1 - O from the recorded O {raw['enclosures']['O']}")
+        cost = predict(p)
+        res.cost = cost.as_dict()
+        check_budget(cost, DEFAULT_MAX_MEMORY if max_memory is None else max_memory,
+                     DEFAULT_MAX_SECONDS if max_seconds is None else max_seconds)
+        c, m = p["claim"], p["method"]
         rp = replay(c, m)  # Lemma C.5 (i)-(iv) from claim and method alone
         res.replayed_bound, res.replay_seconds = round_up(rp.bound, 13), rp.seconds
         if rp.bound > p["bound"]:
             raise Reject("replay-bound-exceeds", f"replayed 1 - O = {res.replayed_bound} > recorded "
                          f"bound {raw['bound']}: the mathematics does not certify this claim")
-        # Two correct replays differ only by optional deletions (trim, floors), amplified at
-        # most M*E times; beyond that slack (and 1e-12) a recorded enclosure is wrong.
-        nprod = 2 * (c["steps"].bit_length() + c["epochs"].bit_length())
         width = m["truncation"] / m["h"] + m["cap"] / m["h"] + (m["k_plus"] - m["k_minus"]) * c["epochs"]
-        tol = fmpq(1, 10**12) + 2 * c["steps"] * c["epochs"] * nprod * (
-            m["trim"] + width / fmpq(2) ** m["fixed_point_bits"])
+        tol = slack(c["steps"], c["epochs"], m, width, 2 * (c["steps"].bit_length() + c["epochs"].bit_length()))
         with working_prec(400):
-            res.mismatches = _compare(enc, rp.enclosures, tol)
+            res.mismatches = _compare(p["enclosures"], rp.enclosures, tol)
         if res.mismatches:
             raise Reject("enclosure-mismatch", "recorded enclosures disagree with the replay: "
                          + "; ".join(res.mismatches))
         res.detail = (f"TV <= {raw['bound']} <= target {raw['claim']['target']} at sigma "
                       f"{raw['claim']['sigma']}, M={c['steps']}, E={c['epochs']} (replayed {res.replayed_bound})")
         if "lower" in p:
-            _verify_v2(p, raw, rp, tol, res)
+            _verify_lower(p, raw, res)
+            _verify_rows(p, raw, rp, tol, res)
         res.accepted, res.reason = True, "accepted"
     except Reject as r:
         res.reason, res.detail = r.reason, r.detail
+    except MemoryError:
+        res.reason, res.detail = "memory-exhausted", "the replay ran out of memory (cost model: " \
+            f"{res.cost and res.cost['memory']} bytes predicted)"
     except Exception as e:  # a certificate that breaks the replay is rejected, never a traceback
         res.reason, res.detail = "internal-error", f"replay failed: {type(e).__name__}: {e}"
     res.seconds = time.perf_counter() - t0
     return res
 
 
-def _verify_v2(p, raw, rp, tol, res):
-    """docs/two-sided.md: replay the lower bound; recompute the privacy and TPR rows."""
-    c, lo = p["claim"], p["lower"]
-    lr = replay_lower(c["steps"], c["epochs"], lo["sigma_low"], lo["method"])
+def _verify_lower(p, raw, res):
+    """docs/two-sided.md §1: our own lower bound at sigma_low must exceed the target and reach
+    the recorded tv_lower exactly; the recorded W_A, U_A, deleted_p must agree with ours."""
+    c, lo, m = p["claim"], p["lower"], p["lower"]["method"]
+    lr = replay_lower(c["steps"], c["epochs"], lo["sigma_low"], m)
     res.replayed_lower, res.replay_seconds["lower"] = round_up(lr.bound, 13, up=False), lr.seconds
     if lr.bound <= c["target"]:
         raise Reject("lower-replay-not-above-target", f"replayed lower bound {res.replayed_lower} on TV at "
                      f"sigma_low {raw['lower']['sigma_low']} does not exceed the target {raw['claim']['target']}")
     if lr.bound < lo["tv_lower"]:
-        if lo["tv_lower"] - lr.bound >= fmpq(1, 10**12):
-            raise Reject("lower-replay-below-recorded", f"replayed lower bound {res.replayed_lower} is "
-                         f"below the recorded tv_lower {raw['lower']['tv_lower']} by more than 1e-12")
-        res.mismatches.append(f"lower.tv_lower: recorded {raw['lower']['tv_lower']}, replayed "
-                              f"{res.replayed_lower} (below by < 1e-12: bucket ties)")
+        raise Reject("lower-replay-below-recorded", f"replayed lower bound {res.replayed_lower} is below "
+                     f"the recorded tv_lower {raw['lower']['tv_lower']}")
+    width = 8 * c["steps"] / m["h"] + m["cap"] / m["h"] + (m["b_max"] - m["b_min"]) * c["epochs"]
+    tol = slack(c["steps"], c["epochs"], m, width, 5 * c["steps"].bit_length() + 4 * c["epochs"].bit_length())
+    with working_prec(400):
+        bad = _compare(lo["enclosures"], {"W_A": lr.W_A, "U_A": lr.U_A, "deleted_p": lr.deficit}, tol,
+                       "lower.enclosures")
+    if bad:
+        raise Reject("lower-enclosure-mismatch", "recorded lower enclosures disagree with the replay: "
+                     + "; ".join(bad))
+
+
+def _verify_rows(p, raw, rp, tol, res):
+    """docs/two-sided.md §2-3: the privacy and TPR rows recomputed from our own b_k."""
     m, rows = p["method"], {}
     res.derived = rows  # filled as we go, so a rejection shows the rows replayed so far
+    worst = lambda eps: max(_upper(x) for x in deltas(rp.b, rp.F, m["eta"], eps))
     with working_prec(max(200, m["prec"])):
         grid = p["privacy"]["epsilon_grid"]
         for d, row in p["privacy"]["epsilon_at_delta"].items():
@@ -142,9 +166,11 @@ def _verify_v2(p, raw, rp, tol, res):
                            tol, f"privacy.epsilon_at_delta.{d}")
             if bad:
                 raise Reject("privacy-mismatch", "recorded deltas disagree with the replay: " + "; ".join(bad))
-            if eps >= grid and max(_upper(x) for x in deltas(rp.b, rp.F, m["eta"], eps - grid)) <= delta:
-                res.mismatches.append(f"privacy: epsilon {rows[d]['epsilon']} at {d} is not the smallest "
-                                      "on the grid (still certified)")
+            if eps >= grid and worst(eps - grid) + tol <= delta:  # every correct replay certifies eps - grid
+                raise Reject("privacy-epsilon-not-minimal", f"epsilon {rows[d]['epsilon']} at delta {d} is not "
+                             f"the smallest on the grid: at epsilon - {raw['privacy']['epsilon_grid']} the "
+                             f"replayed bounds are <= {round_up(worst(eps - grid), 13)}, below delta by more "
+                             f"than the slack {round_up(tol, 3)}")
         for a, row in p["tpr"].items():
             dqp = deltas(rp.b, rp.F, m["eta"], row["epsilon"])[0]
             bound = _upper(arb(row["epsilon"]).exp() * arb(decimal(a, a)) + dqp)
@@ -161,21 +187,39 @@ def read_limited(path: str) -> bytes:
         return f.read(MAX_BYTES + 1)
 
 
-def verify_file(path: str, public_keys, subject: str | None = None) -> Result:
-    """Verify the certificate at `path` against PEM public keys (paths or bytes or key objects).
+def subject_digest(path: str) -> str:
+    """SHA-256 of a regular file, reading no more than the size it had when opened (a device such
+    as /dev/zero, a FIFO or a directory is refused with ValueError: it could be read forever)."""
+    with open(path, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{path} is not a regular file")
+        h, left = hashlib.sha256(), st.st_size
+        while left > 0:
+            chunk = f.read(min(left, 1 << 20))
+            if not chunk:
+                break
+            h.update(chunk)
+            left -= len(chunk)
+    return h.hexdigest()
 
-    Raises OSError/ValueError for unreadable files or keys (usage errors); every problem
-    with the certificate itself is a Result with accepted=False and a reason."""
+
+def load_inputs(path: str, public_keys, subject: str | None = None):
+    """(certificate bytes, Ed25519 keys, subject digest or None) for verify_bytes.  Keys are PEM
+    paths, PEM bytes or key objects.  Raises OSError/ValueError for unreadable files or keys or a
+    subject that is not a regular file."""
     keys = []
     for k in public_keys:
         if isinstance(k, (bytes, str)):
             k = load_public_key(k if isinstance(k, bytes) else read_limited(k))
         keys.append(k)
-    digest = None
-    if subject is not None:
-        with open(subject, "rb") as f:
-            h = hashlib.sha256()
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-        digest = h.hexdigest()
-    return verify_bytes(read_limited(path), keys, digest)
+    return read_limited(path), keys, None if subject is None else subject_digest(subject)
+
+
+def verify_file(path: str, public_keys, subject: str | None = None, *,
+                max_memory: float | None = None, max_seconds: float | None = None) -> Result:
+    """Verify the certificate at `path` against PEM public keys (see load_inputs).
+
+    Raises OSError/ValueError only for usage errors (load_inputs); every problem with the
+    certificate itself is a Result with accepted=False and a reason."""
+    return verify_bytes(*load_inputs(path, public_keys, subject), max_memory=max_memory, max_seconds=max_seconds)

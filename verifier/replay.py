@@ -14,6 +14,7 @@ so 1 - O is a rigorous upper bound on TV.  Arithmetic (see docs/verifier.md):
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 
 from flint import arb, ctx, fmpq, fmpz, fmpz_poly
@@ -126,8 +127,8 @@ class _Poly:
         return self.trim(base, out)
 
 
-def step_i(sigma: fmpq, h: fmpq, points: list[int], F: int):
-    """Lemma C.5 step (i).  G(y) = E(y-Y)_+ = y F0(y) - F1(y) is convex with G' = F0,
+def grid_masses(sigma: fmpq, h: fmpq, points: list[int], F: int):
+    """The masses p_k of step (i) at the grid points u*h.  G(y) = E(y-Y)_+ = y F0(y) - F1(y) is convex with G' = F0,
     and the mass that the two-point rounding of Y onto the grid puts at a grid point
     is the jump of the slope of the piecewise-linear interpolant of G there:
         p_k = slope(y_k, y_{k+1}) - slope(y_{k-1}, y_k),  slope(-, 0) = 0,  slope(cap, +) = F0(cap).
@@ -180,123 +181,158 @@ class ReplayResult:
 
 
 def replay(claim: dict, method: dict) -> ReplayResult:
-    import time
-    t0 = time.perf_counter()
-    M, E, sigma = claim["steps"], claim["epochs"], claim["sigma"]
-    h, eta = method["h"], method["eta"]
-    F = method["fixed_point_bits"] + EXTRA_BITS
-    old_prec, ctx.prec = ctx.prec, method["prec"]
-    try:
-        L = Losses()
-        P = _Poly(F, method["trim"], L)
-        # ---- (i) one step on the grid G -------------------------------------------
-        n0, ncap = int((method["tail_start"] / h).floor()), int((method["cap"] / h).floor())
-        stp = int((method["tail_step"] / h).floor()) if ncap > n0 else 1
-        points = list(range(n0 + 1)) + list(range(n0 + stp, ncap + 1, stp))
-        q, cap_del = step_i(sigma, h, points, F)
-        coeffs = [0] * (ncap + 1)
-        for u, m in zip(points, q):
-            coeffs[u] = m
-        step_i_mass = fmpq(sum(q), P.one)
-        F0cap = 1 - cap_del
-        L.fixed_point += fmpq(_dyadic(F0cap, True, 2 * F), P.one ** 2) - step_i_mass
-        t1 = time.perf_counter()
-        # ---- (ii) epoch sum by binary powering along the bits of M --------------------
-        sched, T = method["lattice_schedule"], method["truncation"]
-        K = lambda g: int((T / (h * g)).floor())  # largest lattice index not above T
-        B, gB = P.cut(*P.trim(0, fmpz_poly(coeffs), True), K(1)), 1
-        A, gA = None, 1
-        for i in range(len(sched)):
-            if i:
-                B = P.mul(B, B, K(gB))  # B_i = B_{i-1}^2: blocks of 2^i steps
-                if sched[i] > gB:  # re-round the block sum onto multiples of g_i h
-                    B, gB = P.cut(*P.reround(B, sched[i] // gB), K(sched[i])), sched[i]
-            if (M >> i) & 1:  # accumulator A <- A * B_i, A first re-rounded to g_i h
-                if A is None:
-                    A, gA = B, gB
-                else:
-                    if gA < gB:
-                        A, gA = P.cut(*P.reround(A, gB // gA), K(gB)), gB
-                    A = P.mul(A, B, K(gB))
-        off, S = A
-        t2 = time.perf_counter()
-        # ---- (iii) epoch value L = j g h / M onto the grid e^{k eta} -----------------
-        # cell k holds j in [c_k, c_{k+1}), c_k = ceil(beta_k), beta_k = M e^{k eta}/(g h);
-        # up-mass = sum_j s_j (j - beta_k)/(beta_{k+1} - beta_k), from two prefix sums.
-        s = [int(x) for x in S.coeffs()]
-        step_ii_mass = fmpq(sum(s), P.one)
-        r, k_lo, lost = {}, method["k_minus"], 0
-        if s:
-            W, C0 = ctx.prec + 64, fmpq(M) / (h * gA)  # W: scale of the integer edge bounds
-            jlo, jhi = max(off, 1), off + len(s) - 1
-            est = lambda j: math.log(j / float(C0)) / float(eta)
-            ka = min(max(method["k_minus"], math.floor(est(jlo)) - 2), method["k_plus"])
-            kb = max(min(method["k_plus"], math.ceil(est(jhi)) + 2), ka)
-            # integer interval recurrence beta_{k+1} = beta_k e^eta on [lo, hi] * 2^-W
-            e = arb(eta).exp()
-            elo, ehi = _dyadic(e, False, W), _dyadic(e, True, W)
-            b0 = arb(C0) * arb(eta * ka).exp()
-            lo, hi, bnd = _dyadic(b0, False, W), _dyadic(b0, True, W), {}
-            for k in range(ka, kb + 1):
-                cc = -((-lo) >> W)  # ceil(beta_k) if the interval decides it
-                if k == 0:  # beta_0 = M/(g h) exactly
-                    lo, hi, cc = int((C0 * 2**W).floor()), int((C0 * 2**W).ceil()), int(C0.ceil())
-                elif cc != -((-hi) >> W):
-                    p2, beta = ctx.prec, None
-                    while beta is None or _dyadic(beta, True, 0) - _dyadic(beta, False, 0) != 1:
-                        p2 *= 2  # an integer may lie inside: beta_k is irrational, refine it
-                        if p2 > 1 << 16:
-                            raise ArithmeticError("cannot place a log-grid cell edge")
-                        with working_prec(p2):
-                            beta = arb(C0) * (arb(eta) * k).exp()
-                    lo, hi, cc = _dyadic(beta, False, W), _dyadic(beta, True, W), _dyadic(beta, True, 0)
-                bnd[k] = (lo, hi, cc)
-                lo, hi = (lo * elo) >> W, -((-(hi * ehi)) >> W)
-            S0, S1, a0, a1 = [0], [0], 0, 0
-            for i, v in enumerate(s):
-                a0 += v
-                a1 += i * v
-                S0.append(a0)
-                S1.append(a1)
-            clip = lambda j: min(max(j - off, 0), len(s))
-            if ka > method["k_minus"] and bnd[ka][2] > jlo or kb < method["k_plus"] and bnd[kb][2] <= jhi:
-                raise ArithmeticError("log-grid range estimate missed the support")
-            for k in range(ka, kb):
-                (lo0, hi0, c0), (lo1, hi1, c1) = bnd[k], bnd[k + 1]
-                i0, i1 = clip(c0), clip(c1)
-                m = S0[i1] - S0[i0]
-                if m == 0:
-                    continue
-                mj = (S1[i1] - S1[i0]) + off * m  # sum of j s_j over the cell, exact
-                den = hi1 - lo0
-                up = max(mj * (1 << W) - hi0 * m, 0) // den  # lower bound, never rounded up
-                dn = max(lo1 * m - mj * (1 << W), 0) // den
-                r[k] = r.get(k, 0) + dn
-                r[k + 1] = r.get(k + 1, 0) + up
-                lost += m - up - dn
-            kept = S0[clip(bnd[kb][2])] - S0[clip(max(bnd[ka][2], 1))]
-            L.log_grid += step_ii_mass - fmpq(kept, P.one)
-            L.fixed_point += fmpq(lost, P.one)
-            k_lo = min(r) if r else 0
-        R = fmpz_poly([r.get(k, 0) for k in range(k_lo, max(r) + 1)] if r else [])
-        step_iii_mass = fmpq(int(R(1)), P.one)
-        t3 = time.perf_counter()
-        # ---- (iv) E epochs: exponents add, (sum_k r_k z^k)^E by binary powering ------
-        X = P.power(P.trim(k_lo, R, True), E)
-        ob, b = X
-        nneg = min(max(-ob, 0), b.length())
-        pos = int(b.right_shift(nneg)(1))  # sum of b_k, k >= 0 (weight min{1, e^{k eta}} = 1)
-        neg = (arb(eta) * ob).exp() * b.truncate(nneg)(arb(eta).exp()) if nneg else arb(0)
-        O = (pos + neg) / arb(P.one)  # O = sum_k b_k min{1, e^{k eta}}
-        O_lo = fmpq(pos + _units(neg, 0), P.one)
-        step_iv_mass = fmpq(int(b(1)), P.one)
-        t4 = time.perf_counter()
-    finally:
-        ctx.prec = old_prec
-    enc = {"O": O, "mass": {"step_i": step_i_mass, "step_ii": step_ii_mass,
-                            "step_iii": step_iii_mass, "step_iv": step_iv_mass},
+    """Lemma C.5 (i)-(iv) from `claim` and `method` alone (docs/certificate.md §4)."""
+    M, E, m = claim["steps"], claim["epochs"], method
+    P = _Poly(m["fixed_point_bits"] + EXTRA_BITS, m["trim"], Losses())
+    K = lambda g: int((m["truncation"] / (m["h"] * g)).floor())  # largest lattice index <= truncation
+    t = [time.perf_counter()]
+    with working_prec(m["prec"]):
+        p, cap_del, mass_i = step_i(claim["sigma"], m, K(1), P)
+        t.append(time.perf_counter())
+        S, g = step_ii(p, M, m["lattice_schedule"], K, P)
+        mass_ii = fmpq(int(S[1](1)), P.one)
+        t.append(time.perf_counter())
+        R = step_iii(S, fmpq(M) / (m["h"] * g), m, P)
+        t.append(time.perf_counter())
+        b, O, O_lo = step_iv(R, E, m["eta"], P)
+        t.append(time.perf_counter())
+    L = P.L
+    enc = {"O": O, "mass": {"step_i": mass_i, "step_ii": mass_ii, "step_iii": fmpq(int(R[1](1)), P.one),
+                            "step_iv": fmpq(int(b[1](1)), P.one)},
            "deleted": {"cap": cap_del, "truncation": L.truncation, "trim": L.trim,
                        "log_grid": L.log_grid, "fixed_point": L.fixed_point}}
-    secs = {"step_i": t1 - t0, "step_ii": t2 - t1, "step_iii": t3 - t2, "step_iv": t4 - t3,
-            "total": t4 - t0}
-    return ReplayResult(O=O, bound=1 - O_lo, enclosures=enc, seconds=secs, b=X, F=F)
+    secs = dict(zip(("step_i", "step_ii", "step_iii", "step_iv"), (t1 - t0 for t0, t1 in zip(t, t[1:]))))
+    return ReplayResult(O=O, bound=1 - O_lo, enclosures=enc, seconds={**secs, "total": t[-1] - t[0]}, b=b, F=P.F)
+
+
+def step_i(sigma: fmpq, m: dict, K1: int, P: _Poly):
+    """(i) One step: the masses p_k on the grid G = {0, h, ..., tail_start} U {tail_start +
+    i tail_step}, in units 2^-F; the mass above the cap is deleted.  Grid points above
+    `truncation` (lattice index > K1) are cut at once (they would be cut after step (ii)'s
+    first product anyway), so the polynomial never has more than K1 + 1 coefficients.
+    Returns ((offset, polynomial), deleted cap mass, total mass)."""
+    h = m["h"]
+    n0, ncap = int((m["tail_start"] / h).floor()), int((m["cap"] / h).floor())
+    stp = int((m["tail_step"] / h).floor()) if ncap > n0 else 1
+    points = list(range(n0 + 1)) + list(range(n0 + stp, ncap + 1, stp))
+    q, cap_del = grid_masses(sigma, h, points, P.F)
+    coeffs, above = [0] * (min(ncap, K1) + 1), 0
+    for u, x in zip(points, q):
+        if u <= K1:
+            coeffs[u] = x
+        else:
+            above += x
+    mass = fmpq(sum(q), P.one)
+    P.L.fixed_point += fmpq(_dyadic(1 - cap_del, True, 2 * P.F), P.one ** 2) - mass
+    P.L.truncation += fmpq(above, P.one)
+    return P.trim(0, fmpz_poly(coeffs), True), cap_del, mass
+
+
+def step_ii(B, M: int, sched: list, K, P: _Poly):
+    """(ii) One epoch: the sum of M steps by binary powering along the bits of M.  B_i = B_{i-1}^2
+    (blocks of 2^i steps), re-rounded onto multiples of g_i h when g_i > g_{i-1}; at each set bit i
+    the accumulator A, re-rounded onto g_i h, becomes A * B_i.  Sums above `truncation` (index
+    > K(g)) are never formed.  Returns ((offset, polynomial) on the lattice g h, g)."""
+    gB, A, gA = 1, None, 1
+    for i in range(len(sched)):
+        if i:
+            B = P.mul(B, B, K(gB))
+            if sched[i] > gB:
+                B, gB = P.cut(*P.reround(B, sched[i] // gB), K(sched[i])), sched[i]
+        if (M >> i) & 1:
+            if A is None:
+                A, gA = B, gB
+            else:
+                if gA < gB:
+                    A, gA = P.cut(*P.reround(A, gB // gA), K(gB)), gB
+                A = P.mul(A, B, K(gB))
+    return A, gA
+
+
+def step_iii(S, C0: fmpq, m: dict, P: _Poly):
+    """(iii) The epoch value L = j g h / M two-point rounded onto the grid e^{k eta}, k_minus <= k
+    <= k_plus; L = 0 and values outside the grid are deleted.  Cell k holds j in [c_k, c_{k+1}),
+    c_k = ceil(beta_k), beta_k = C0 e^{k eta}, C0 = M/(g h); the mass sent up from cell k is
+    sum_j s_j (j - beta_k)/(beta_{k+1} - beta_k), from the prefix sums of s_j and j s_j (exact),
+    with each beta replaced by the end of its integer interval that makes the mass smaller.
+    Returns (k_lo, polynomial sum_k r_k z^(k - k_lo))."""
+    off, s = S[0], [int(x) for x in S[1].coeffs()]
+    jlo, jhi, eta = max(off, 1), off + len(s) - 1, m["eta"]
+    r, W = {}, ctx.prec + 64  # W: scale of the integer edge bounds
+    if jhi >= jlo:  # some mass at L > 0
+        est = lambda j: (math.log(j) - math.log(C0.p) + math.log(C0.q)) / max(float(eta), 1e-300)
+        ka = min(max(m["k_minus"], math.floor(est(jlo)) - 2), m["k_plus"])
+        kb = max(min(m["k_plus"], math.ceil(est(jhi)) + 2), ka)
+        bnd = _cell_edges(C0, eta, ka, kb, W)
+        if ka > m["k_minus"] and bnd[ka][2] > jlo or kb < m["k_plus"] and bnd[kb][2] <= jhi:
+            raise ArithmeticError("log-grid range estimate missed the support")
+        S0, S1, a0, a1 = [0], [0], 0, 0
+        for i, v in enumerate(s):
+            a0 += v
+            a1 += i * v
+            S0.append(a0)
+            S1.append(a1)
+        clip = lambda j: min(max(j - off, 0), len(s))
+        lost = 0
+        for k in range(ka, kb):
+            (lo0, hi0, c0), (lo1, hi1, c1) = bnd[k], bnd[k + 1]
+            i0, i1 = clip(c0), clip(c1)
+            mk = S0[i1] - S0[i0]
+            if mk == 0:
+                continue
+            mj = (S1[i1] - S1[i0]) + off * mk  # sum of j s_j over the cell, exact
+            den = hi1 - lo0
+            up = max(mj * (1 << W) - hi0 * mk, 0) // den  # lower bound, never rounded up
+            dn = max(lo1 * mk - mj * (1 << W), 0) // den
+            r[k] = r.get(k, 0) + dn
+            r[k + 1] = r.get(k + 1, 0) + up
+            lost += mk - up - dn
+        kept = S0[clip(bnd[kb][2])] - S0[clip(max(bnd[ka][2], 1))]
+        P.L.fixed_point += fmpq(lost, P.one)
+    else:
+        kept = 0
+    P.L.log_grid += fmpq(sum(s) - kept, P.one)
+    k_lo = min(r) if r else 0
+    return k_lo, fmpz_poly([r.get(k, 0) for k in range(k_lo, max(r) + 1)] if r else [])
+
+
+def _cell_edges(C0: fmpq, eta: fmpq, ka: int, kb: int, W: int) -> dict:
+    """k -> (lo, hi, c): beta_k = C0 e^{k eta} lies in [lo, hi] 2^-W and c = ceil(beta_k), from
+    the recurrence beta_{k+1} = beta_k e^eta with outward rounding; an edge whose interval holds
+    an integer is recomputed at doubled precision (beta_k is irrational for k != 0)."""
+    e = arb(eta).exp()
+    elo, ehi = _dyadic(e, False, W), _dyadic(e, True, W)
+    b0 = arb(C0) * arb(eta * ka).exp()
+    lo, hi, bnd = _dyadic(b0, False, W), _dyadic(b0, True, W), {}
+    for k in range(ka, kb + 1):
+        cc = -((-lo) >> W)  # ceil(beta_k) if the interval decides it
+        if k == 0:  # beta_0 = C0 exactly
+            lo, hi, cc = int((C0 * 2**W).floor()), int((C0 * 2**W).ceil()), int(C0.ceil())
+        elif cc != -((-hi) >> W):
+            p2, top = ctx.prec, (1 << 16) + 4 * max(0, int(1.45 * k * float(eta)) + C0.p.bit_length())
+            while True:
+                p2 *= 2
+                if p2 > top:  # top: the bits of beta_k plus 2^16
+                    raise ArithmeticError("cannot place a log-grid cell edge")
+                with working_prec(p2):
+                    beta = arb(C0) * (arb(eta) * k).exp()
+                    if _dyadic(beta, True, 0) - _dyadic(beta, False, 0) == 1:
+                        cc = _dyadic(beta, True, 0)
+                        break
+            lo, hi = _dyadic(beta, False, W), _dyadic(beta, True, W)
+        bnd[k] = (lo, hi, cc)
+        lo, hi = (lo * elo) >> W, -((-(hi * ehi)) >> W)
+    return bnd
+
+
+def step_iv(R, E: int, eta: fmpq, P: _Poly):
+    """(iv) E epochs: exponents add, b = (sum_k r_k z^k)^E by binary powering;
+    O = sum_k b_k min{1, e^{k eta}} = sum_{k >= 0} b_k + e^{k_0 eta} B(e^eta), the second term
+    one arb evaluation of the polynomial B of the coefficients with k < 0.
+    Returns ((offset, polynomial) of the b_k, O as a ball, exact lower bound on O)."""
+    X = P.power(P.trim(*R, True), E)
+    ob, b = X
+    nneg = min(max(-ob, 0), b.length())
+    pos = int(b.right_shift(nneg)(1))  # sum of b_k, k >= 0 (weight min{1, e^{k eta}} = 1)
+    neg = (arb(eta) * ob).exp() * b.truncate(nneg)(arb(eta).exp()) if nneg else arb(0)
+    return X, (pos + neg) / arb(P.one), fmpq(pos + _units(neg, 0), P.one)

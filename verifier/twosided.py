@@ -68,8 +68,8 @@ def _mix(X, a: int, Y, b: int):
 
 
 @dataclass
-class LowerResult:  # exact rationals; U_A = kept P mass in A + deficit (an upper bound on U(A))
-    bound: fmpq
+class LowerResult:  # exact rationals; U_A = kept P mass in A, so U(A) <= U_A + deficit
+    bound: fmpq  # W_A - U_A - deficit
     W_A: fmpq
     U_A: fmpq
     deficit: fmpq
@@ -107,7 +107,7 @@ def replay_lower(M: int, E: int, sigma_low: fmpq, m: dict) -> LowerResult:
     # (c) bucket each epoch sum s by beta(s) = floor(ln(Q_S(s)/P_S(s))/eta), clamped
     (oa, pa), (oq, qa) = A, AQ
     pa, qa = [int(x) for x in pa.coeffs()], [int(x) for x in qa.coeffs()]
-    bmin, bmax, inv = m["b_min"], m["b_max"], 1 / float(eta)
+    bmin, bmax, inv = m["b_min"], m["b_max"], 1 / max(float(eta), 1e-300)  # any fixed map is valid
     u, w = {}, {}
     for s in range(min(oa, oq), max(oa + len(pa), oq + len(qa))):
         ps = pa[s - oa] if 0 <= s - oa < len(pa) else 0
@@ -119,7 +119,7 @@ def replay_lower(M: int, E: int, sigma_low: fmpq, m: dict) -> LowerResult:
         u[b], w[b] = u.get(b, 0) + ps, w.get(b, 0) + qs
     t3 = time.perf_counter()
     # (d) E epochs: exponents add; (e) A = {k : W_k > U_k}
-    lo, hi = min(u), max(u)
+    lo, hi = (min(u), max(u)) if u else (0, 0)  # no mass left: U = W = 0, deficit 1
     (ou, Up), (ow, Wp) = (P.power(P.trim(lo, fmpz_poly([d.get(k, 0) for k in range(lo, hi + 1)]), True), E)
                           for d in (u, w))
     o = min(ou, ow)
@@ -134,8 +134,8 @@ def replay_lower(M: int, E: int, sigma_low: fmpq, m: dict) -> LowerResult:
     deficit = fmpq(one - sum(uc), one)
     t4 = time.perf_counter()
     secs = {"masses": t1 - t0, "epoch": t2 - t1, "buckets": t3 - t2, "epochs": t4 - t3, "total": t4 - t0}
-    return LowerResult(bound=fmpq(wa - ua, one) - deficit, W_A=fmpq(wa, one),
-                       U_A=fmpq(ua, one) + deficit, deficit=deficit, seconds=secs)
+    return LowerResult(bound=fmpq(wa - ua, one) - deficit, W_A=fmpq(wa, one), U_A=fmpq(ua, one),
+                       deficit=deficit, seconds=secs)
 
 
 # ---- §2-3: hockey-stick divergences and TPR from the upper side's b_k ----------------

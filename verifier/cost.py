@@ -1,0 +1,268 @@
+"""The cost model: the peak memory and the work of a replay, predicted from the recorded
+parameters alone, before any arithmetic (docs/verifier.md, "Cost model").
+
+One function per method (`MODELS`, keyed by method name and version) follows the replay step by
+step: grid points times arb precision (step (i), the lower side's cells), polynomial lengths times
+coefficient widths for every product (lattice points up to `truncation` or 8M, log-grid cells,
+the E-fold powers; fixed_point_bits + 4 bits, about doubled in a product), Python-level passes
+over coefficients, and the integers of the log-grid cell edges (about 1.44 eta bits).  A length is
+the smaller of the largest the parameters allow and the support that trimming keeps: a sum of n
+steps of Y (ln Y ~ N(-t^2/2, t^2), t = 1/sigma, Y <= cap) lies within n -+ z sqrt(n Var Y), or
+reaches k steps at Y's tail quantiles plus the rest, z = sqrt(2 ln(1/p)), p = max(trim/2, 2^-F)
+(trimming and the fixed-point floor drop tails below p).  Unit costs: one core of the reference machine,
+python-flint 0.9 (benchmarks/bench_verify_cost.py compares the model with real replays).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from statistics import NormalDist
+
+from flint import fmpq
+
+from .strict import Reject
+
+GiB = 1 << 30
+DEFAULT_MAX_MEMORY = 8 * GiB  # predicted peak bytes (a real replay of 4 GB is predicted at 4.1-7.6 GB)
+DEFAULT_MAX_SECONDS = 1800.0  # predicted seconds (a real replay of 10 minutes is predicted at 9-15)
+BASE_MEMORY = 64 << 20  # the interpreter with python-flint and cryptography loaded
+
+ARB_POINT = (1.5e-5, 4.5e-9, 1.4)  # one grid point or cell in arb (log, 2 erfc) at prec p: a + b p^c s
+MUL = 1.3e-10  # s per output bit and log2(bits) of an fmpz_poly product (Kronecker / FFT), more when wide
+FLINT_COEF = 3e-8  # s per coefficient of a C-level pass (floor, sum, trim search)
+PY_COEF = 8e-7  # s per coefficient of a Python-level pass (coeffs(), int lists, prefix sums)
+PY_CELL = 6e-6  # s per log-grid cell or bucket entry handled in Python
+EVAL_COEF = 6e-8  # s per coefficient of an arb polynomial evaluation at 200 bits
+INT_MUL = 0.1  # s for a product of two 10^6-bit Python integers (Karatsuba: exponent 1.585)
+REFINE = 0.04  # s to place one cell edge by doubling arb precision up to 65536 bits (~ bits^1.5)
+
+
+def _fmpz(bits: float) -> float:  # bytes of one fmpz coefficient (an mpz above 62 bits)
+    return 8 if bits <= 62 else 40 + 8 * math.ceil(bits / 64)
+
+
+def _pyint(bits: float) -> float:  # bytes of a Python int in a list
+    return 40 + bits / 8
+
+
+def _f(x) -> float:  # parameters may be astronomically large or small: clamp before float
+    return float(min(max(x, fmpq(1, 10**300)), 10**300))
+
+
+def _num(x: float, digits: int = 3):  # for JSON: finite, rounded
+    x = round(min(x, 1e18), digits)
+    return int(x) if digits == 0 else x
+
+
+def _lg(x: float) -> float:
+    return math.log2(min(max(x, 2.0), 1e300))
+
+
+@dataclass
+class Cost:
+    seconds: float = 0.0
+    memory: float = 0.0  # peak bytes above BASE_MEMORY
+    steps: dict = field(default_factory=dict)
+    b_length: float = 0.0  # upper side: length of the b_k, which stay alive for the format v2 rows
+    b_bytes: float = 0.0
+
+    def add(self, name: str, seconds: float, memory: float, held: float = 0.0):
+        """A step run after the previous ones while `held` bytes of them stay alive."""
+        self.seconds += seconds
+        self.memory = max(self.memory, held + memory)
+        self.steps[name] = {"seconds": _num(seconds), "memory": _num(held + memory, 0)}
+
+    def as_dict(self) -> dict:
+        return {"seconds": _num(self.seconds), "memory": _num(BASE_MEMORY + self.memory, 0), "steps": self.steps}
+
+
+class Spread:
+    """The support that trimming keeps of a sum of n steps (module docstring), in value units.
+    lump: the mass of Y above the cap sits at the cap (lower side) instead of being deleted."""
+
+    def __init__(self, sigma, cap, trim, F: int, lump: bool):
+        self.t, self.cap, self.lump = 1 / max(_f(sigma), 1e-150), _f(cap), lump
+        self.p = max(_f(trim) / 2, 2.0**-F)
+        self.z = math.sqrt(2 * math.log(1 / self.p))
+        self.mean = min(1.0, self.cap)  # E Y = 1, and Y <= cap in the replay
+        self.v = min(math.expm1(min(self.t**2, 700)), self.cap, self.cap**2 / 4)  # Var Y, bounded on [0, cap]
+        self.above = math.erfc((math.log(self.cap) + self.t**2 / 2) / (self.t * math.sqrt(2))) / 2  # P(Y > cap)
+
+    def quantile(self, ln_level: float) -> float:  # x with P(Y > x) = e^ln_level (at most the cap)
+        if self.lump and ln_level <= math.log(max(self.above, 1e-300)):
+            return self.cap
+        level = math.exp(ln_level) + (0 if self.lump else self.above)
+        z = -NormalDist().inv_cdf(level) if 1e-300 < level < 1 else math.sqrt(2 * max(-math.log(level), 0))
+        return min(math.exp(min(-self.t**2 / 2 + self.t * z, 700)), self.cap)
+
+    def ends(self, n: float):
+        """(lowest, highest) value kept: n E Y -+ z sqrt(n Var Y); above, also k steps far out together,
+        each at Y's quantile of level l with C(n, k) l^k = p, the other n - k steps as before
+        (heavy tails; k up to 32)."""
+        bulk = lambda m: m * self.mean + self.z * math.sqrt(m * self.v)
+        top = bulk(n)
+        for k in range(1, int(min(n, 32)) + 1):
+            ln_level = (math.log(self.p) - math.lgamma(n + 1) + math.lgamma(k + 1) + math.lgamma(n - k + 1)) / k
+            if ln_level >= 0:
+                break
+            top = max(top, bulk(n - k) + k * self.quantile(ln_level))
+        hi = min(top, n * self.cap)
+        return min(max(2 * n * self.mean - bulk(n), 0.0), hi), hi
+
+    def width(self, n: float) -> float:
+        lo, hi = self.ends(n)
+        return hi - lo
+
+    def cells(self, n: float, eta, unit: float, grid: float):
+        """Log-grid cells of L = S/n in one epoch (S >= unit when positive; at most `grid`), and
+        the power in E epochs: their sum of ln L spreads like 2 z sqrt(E ln(1 + Var Y/n)) / eta."""
+        lo, hi = self.ends(n)
+        one = min(grid, math.log(hi / max(lo, unit)) / max(_f(eta), 1e-300) + 5) + 1
+        sd = math.sqrt(math.log1p(self.v / n)) / max(_f(eta), 1e-300)
+        return one, lambda E: min(E * (one - 1) + 1, one + 2 * self.z * math.sqrt(E) * sd)
+
+
+def _arb_points(n: float, prec: int) -> float:
+    a, b, c = ARB_POINT
+    return n * (a + b * prec**c)
+
+
+def _product(la: float, lb: float, cap: float, bits: float):
+    """One fmpz_poly product of lengths la, lb cut to `cap` coefficients, floored back to `bits`:
+    (length, seconds, bytes of the product, its temporaries and the floored copy)."""
+    full = la + lb - 1
+    n, ob = min(full, cap), 2 * bits + _lg(min(la, lb))
+    secs = MUL * full * ob * _lg(full * ob) * (1 + ob / 2048) + FLINT_COEF * n * _lg(n)
+    return n, secs, n * (_fmpz(ob) + ob / 3 + 2 * _fmpz(bits))
+
+
+def _power(n: float, E: int, bits: float, span):
+    """(sum_k c_k z^k)^E by binary powering, the e-th power at most span(e) long (trimming):
+    (length, seconds, peak bytes)."""
+    secs = peak = 0.0
+    X, out, ex, eo = n, None, 1, 0
+    while E:
+        if E & 1 and out is None:
+            out, eo = X, ex
+        elif E & 1:
+            eo += ex
+            out, s, mem = _product(out, X, span(eo), bits)
+            secs, peak = secs + s, max(peak, mem + (out + X) * _fmpz(bits))
+        E >>= 1
+        if E:
+            ex *= 2
+            X, s, mem = _product(X, X, span(ex), bits)
+            secs, peak = secs + s, max(peak, mem + ((out or 0) + X) * _fmpz(bits))
+    return out, secs, peak
+
+
+def _epoch(n0: float, M: int, sched: list, K, span, bits: float, sides: int):
+    """Step (ii) (sides = 1) or the lower side's (b) (sides = 2: P and Q images): binary powering
+    along the bits of M with re-rounding onto the lattice schedule.  Returns (length, g, seconds,
+    peak bytes); K(g) is the largest lattice index kept at spacing g h, span(n, g) the trimmed
+    length of a sum of n steps there."""
+    secs = peak = 0.0
+    B, A, gB, gA, nA = n0, None, 1, 1, 0
+
+    def step(x, y, cap, count):  # `count` products of two polynomials of lengths x, y
+        nonlocal secs, peak
+        n, s, mem = _product(x, y, cap, bits)
+        secs += count * s
+        peak = max(peak, mem + sides * (B + (A or 0) + n) * _fmpz(bits))
+        return n
+
+    def reround(n, q, g):  # coeffs() into Python, one pass per residue class
+        nonlocal secs, peak
+        secs += sides * n * PY_COEF
+        peak = max(peak, n * (48 + 2 * _fmpz(bits)) + sides * (B + (A or 0)) * _fmpz(bits))
+        return min(n / q + 2, K(g) + 1)
+
+    for i in range(len(sched)):
+        if i:
+            B = step(B, B, min(K(gB) + 1, span(2**i, gB)), sides)
+            if sched[i] > gB:
+                B, gB = reround(B, sched[i] // gB, sched[i]), sched[i]
+        if (M >> i) & 1:
+            nA += 2**i
+            if A is None:
+                A, gA = B, gB
+                continue
+            if gA < gB:
+                A, gA = reround(A, gB // gA, gB), gB
+            A = step(A, B, min(K(gB) + 1, span(nA, gB)), 1 if sides == 1 else 3)
+    return A, gA, secs, peak
+
+
+def upper(claim: dict, m: dict) -> Cost:
+    """Method `lemma-c5-rounding` v1 (replay.py)."""
+    M, E, prec, F = claim["steps"], claim["epochs"], m["prec"], m["fixed_point_bits"] + 4
+    h, T, eta = m["h"], m["truncation"], m["eta"]
+    K = lambda g: _f((T / (h * g)).floor())
+    cost, ts, cap = Cost(), m["tail_start"], m["cap"]
+    points = _f(ts / h) + 1 + (_f((cap - ts) / m["tail_step"]) if cap > ts else 0)
+    dense = min(_f(cap / h), K(1)) + 1
+    cost.add("step_i", _arb_points(points, prec) + PY_COEF * (points + dense),
+             points * (_pyint(F) + 2 * (100 + prec / 8)) + dense * (8 + _fmpz(F)))
+    sp = Spread(claim["sigma"], cap, m["trim"], F, lump=False)
+    n, g, secs, peak = _epoch(dense, M, m["lattice_schedule"], K, lambda k, g: sp.width(k) / _f(h * g) + 2, F, 1)
+    cost.add("step_ii", secs, peak)
+    W = prec + 64
+    cells, span = sp.cells(M, eta, _f(h * g), _f(m["k_plus"] - m["k_minus"]))
+    edge = 2 * W + _lg(n) + 5.8 * _f(eta)  # bits of a cell edge (up to n e^{3 eta}) times e^eta 2^W
+    int_mul = INT_MUL * min(edge / 1e6, 1e100) ** 1.585
+    big = 4.4 * _f(eta) + _lg(n)  # bits of the largest edge: above prec/2 each is placed on its own
+    refine = REFINE * min((prec + 64 + big) / 65536, 1e100) ** 1.5 if big > prec / 2 else 0
+    secs = n * PY_COEF + cells * (PY_CELL + 2 * int_mul + refine)
+    cost.add("step_iii", secs, n * (8 + _fmpz(F) + 3 * _pyint(F + 2 * _lg(n))) + cells * (150 + 3 * _pyint(edge)))
+    nb, secs, peak = _power(cells, E, F, span)
+    cost.add("step_iv", secs + nb * (FLINT_COEF + EVAL_COEF * max(1.0, prec / 200)), peak + nb * 50)
+    cost.b_length, cost.b_bytes = nb, nb * _fmpz(F)
+    return cost
+
+
+def lower(claim: dict, lo: dict) -> Cost:
+    """Method `data-processing-lower` v1 (twosided.py)."""
+    M, E, m = claim["steps"], claim["epochs"], lo["method"]
+    prec, F, h = m["prec"], m["fixed_point_bits"] + 4, m["h"]
+    K = lambda g: _f((8 * M / (h * g)).floor())
+    cost, cells = Cost(), _f(m["cap"] / h) + 1
+    cost.add("masses", 2 * _arb_points(cells, prec) + 2 * PY_COEF * cells, cells * 2 * (_pyint(F) + _fmpz(F)))
+    sp = Spread(lo["sigma_low"], m["cap"], m["trim"], F, lump=True)
+    n, g, secs, peak = _epoch(cells, M, m["lattice_schedule"], K, lambda k, g: sp.width(k) / _f(h * g) + 2, F, 2)
+    cost.add("epoch", secs, peak)
+    buckets, span = sp.cells(M, m["eta"], _f(h * g), min(_f(m["b_max"] - m["b_min"]), n))
+    cost.add("buckets", n * (2 * PY_COEF + PY_CELL / 3), n * (2 * _fmpz(F) + 2 * _pyint(F)) + buckets * 300)
+    nb, secs, peak = _power(buckets, E, F, span)
+    cost.add("epochs", 2 * secs + 2 * nb * PY_COEF, 2 * peak + 2 * nb * (_pyint(F) + 50))
+    return cost
+
+
+MODELS = {("lemma-c5-rounding", 1): upper, ("data-processing-lower", 1): lower}
+
+
+def predict(p: dict) -> Cost:
+    """The whole verification of a typed predicate: upper replay, then (format v2) the lower
+    replay and the privacy / TPR rows while the upper side's b_k stay alive."""
+    c, m = p["claim"], p["method"]
+    if c["steps"] > 10**6 or c["epochs"] > 10**5:  # beyond the range the model was measured on
+        return Cost(math.inf, math.inf, {"claim: M <= 10^6, E <= 10^5 only": {"seconds": 1e18, "memory": 1e18}})
+    cost = MODELS[(m["name"], m["version"])](c, m)
+    if "lower" in p:
+        lo = p["lower"]
+        low = MODELS[(lo["method"]["name"], lo["method"]["version"])](c, lo)
+        for name, s in low.steps.items():
+            cost.add(f"lower.{name}", s["seconds"], s["memory"], cost.b_bytes)
+        evals = 14  # 7 delta evaluations (2 rows, their minimality, 3 TPR rows), 2 sums each
+        cost.add("rows", evals * cost.b_length * (FLINT_COEF + EVAL_COEF * max(1.0, m["prec"] / 200)),
+                 2 * cost.b_bytes, cost.b_bytes)
+    return cost
+
+
+def check_budget(cost: Cost, max_memory: float, max_seconds: float):
+    mem = BASE_MEMORY + cost.memory
+    if mem > max_memory or cost.seconds > max_seconds:
+        top = sorted(cost.steps.items(), key=lambda kv: -kv[1]["seconds"])[:3]
+        raise Reject("cost-exceeds-limit", f"predicted peak memory {mem / GiB:.3g} GiB (limit "
+                     f"{max_memory / GiB:.3g} GiB), predicted time {cost.seconds:.3g} s (limit {max_seconds:.3g} s); "
+                     "largest steps: " + ", ".join(f"{k} {v['seconds']:.3g} s / {v['memory'] / GiB:.3g} GiB"
+                                                   for k, v in top))
