@@ -1,0 +1,98 @@
+"""The log grid e^{j eta} seen from the multiscale lattice (docs/method-v2.md §2 (iii), §4 (c)).
+
+The value 2^k h m of octave k has epoch value L = 2^k h m / M, and e^{j eta} <= L < e^{(j+1) eta}
+iff beta_j <= m < beta_{j+1} with beta_j = M e^{j eta} / (2^k h).  beta_0 = M/(2^k h) is exact;
+for j != 0 beta_j is irrational (e^x is irrational for rational x != 0, Lindemann), so the cell
+of every integer m is decided exactly by c_j = ceil(beta_j): an interval for beta_j that contains
+no integer gives it, and one that does is recomputed at doubled precision.  No floating point
+enters a decision; floats only guess where to start, and the guess is checked exactly.
+"""
+from __future__ import annotations
+
+import math
+
+from flint import arb, fmpq
+
+from .strict import working_prec
+
+
+def dyadic(x: arb, up: bool, w: int) -> int:
+    """floor(2^w lower(x)) or ceil(2^w upper(x)), exactly."""
+    man, exp = (x.upper() if up else x.lower()).mid().man_exp()
+    man, exp = int(man), int(exp) + w
+    if exp >= 0:
+        return man << exp
+    return -((-man) >> -exp) if up else man >> -exp
+
+
+class LogCells:
+    """Integer intervals [lo_j, hi_j] * 2^-W around C0 e^{j eta} (C0 = M/h, octave 0) and the
+    exact c_j = ceil(beta_j) at any octave (beta_j at octave k is C0 e^{j eta} / 2^k)."""
+
+    CHUNK = 1024  # a direct evaluation every CHUNK steps of the recurrence beta_{j+1} = beta_j e^eta
+
+    def __init__(self, M: int, h: fmpq, eta: fmpq, prec: int):
+        self.C0, self.eta, self.prec, self.W = fmpq(M) / h, eta, prec, prec + 64
+        self.lnC0, self.feta = math.log(M) - math.log(float(h)), float(eta)
+        with working_prec(prec):
+            e = arb(eta).exp()
+            self.elo, self.ehi = dyadic(e, False, self.W), dyadic(e, True, self.W)
+        self.iv, self.memo = {}, {}  # j -> (lo, hi); edge lists
+
+    def _fill(self, j: int):
+        j0 = j - j % self.CHUNK
+        with working_prec(self.prec):
+            b = arb(self.C0) * (arb(self.eta) * j0).exp()
+        lo, hi = dyadic(b, False, self.W), dyadic(b, True, self.W)
+        for i in range(j0, j0 + self.CHUNK):
+            if i == 0:  # beta_0 = C0 exactly
+                lo, hi = int((self.C0 * 2**self.W).floor()), int((self.C0 * 2**self.W).ceil())
+            self.iv[i] = (lo, hi)
+            lo, hi = (lo * self.elo) >> self.W, -((-(hi * self.ehi)) >> self.W)
+
+    def interval(self, j: int) -> tuple[int, int]:
+        if j not in self.iv:
+            self._fill(j)
+        return self.iv[j]
+
+    def edge(self, j: int, k: int) -> int:
+        """c_j = ceil(C0 e^{j eta} / 2^k), exact."""
+        if j == 0:
+            return int((self.C0 / 2**k).ceil())
+        lo, hi = self.interval(j)
+        s = self.W + k
+        c = -((-lo) >> s)
+        if c == -((-hi) >> s):
+            return c
+        p = self.prec
+        while True:  # an integer may lie in the interval: beta_j is irrational, refine it
+            p *= 2
+            if p > 1 << 16:
+                raise ArithmeticError("cannot place a log-grid cell edge")
+            with working_prec(p):
+                b = arb(self.C0) * (arb(self.eta) * j).exp() / 2**k
+            if dyadic(b, True, 0) - dyadic(b, False, 0) == 1:
+                return dyadic(b, True, 0)
+
+    def guess(self, k: int, m: int) -> int:
+        """A float guess of the cell j of index m >= 1 of octave k (checked by the caller)."""
+        return math.floor((k * math.log(2) + math.log(m) - self.lnC0) / self.feta)
+
+    def edges(self, k: int, m_lo: int, m_hi: int, jmin: int, jmax: int) -> list[tuple[int, int]]:
+        """[(j, c_j)] for j = ja..jb, jmin <= ja <= jb <= jmax, such that every index in
+        [m_lo, m_hi] (m_lo >= 1) lies in [c_ja, c_jb) unless below c_jmin (then ja = jmin) or
+        at or above c_jmax (then jb = jmax).  Cached per (k, m_lo, m_hi, jmin, jmax)."""
+        key = (k, m_lo, m_hi, jmin, jmax)
+        if key not in self.memo:
+            ja = min(max(self.guess(k, m_lo) - 2, jmin), jmax)
+            while ja > jmin and self.edge(ja, k) > m_lo:
+                ja -= 1
+            jb = min(max(self.guess(k, m_hi) + 3, ja), jmax)
+            while jb < jmax and self.edge(jb, k) <= m_hi:
+                jb += 1
+            self.memo[key] = [(j, self.edge(j, k)) for j in range(ja, jb + 1)]
+        return self.memo[key]
+
+    def octave(self, k: int, N: int, jmin: int, jmax: int) -> list[tuple[int, int]]:
+        """The edges for every index of octave k of ML (1 <= m < 2N at k = 0, N <= m < 2N)."""
+        return self.edges(k, 1 if k == 0 else N, 2 * N - 1, jmin, jmax)

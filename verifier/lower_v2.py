@@ -1,0 +1,130 @@
+"""Independent replay of method `data-processing-lower` v2 (docs/method-v2.md §4).
+
+By data processing TV(T#P, T#Q) <= TV(P, Q) for the fixed map T of §4 (a)-(d): each step to
+the largest point of the grid G below it, the epoch sum on the multiscale lattice with the
+floor carry and the top clamp (multiscale.py, two_point=False), the epoch value to its log-grid
+cell (loggrid.py), the E cells added with partial sums clamped at k_top.  Every mass on both
+sides is an integer in units 2^-F rounded down; the P image is a probability distribution, so
+for A = {k : W_k > U_k}
+    TV >= W(A) - U(A) >= sum_k max(W_k - U_k, 0) - (1 - sum_k U_k),
+an exact rational: the deficit 1 - sum_k U_k pays for every floor and trim on the P side, and a
+Q-side floor or trim only lowers W.  (As in twosided.py for method v1.)
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from flint import arb, fmpq, fmpz_poly
+
+from .loggrid import LogCells, dyadic
+from .multiscale import Lattice, Tally
+from .replay_v2 import EXTRA_BITS, Epochs, cell_sums, grid_points, octave_masses, pair, place, sigma_of
+from .strict import working_prec
+
+
+def masses(t2: fmpq, h: fmpq, points: list[int], F: int) -> tuple[list[int], list[int]]:
+    """Step (a): P and Q masses of the cells [g_i, g_{i+1}) and [cap, inf), rounded down, from
+    the upper tails 2(1 - F0(y)) = erfc((s ln y + 1/(2s))/sqrt 2), 2(1 - F1(y)) likewise with
+    - 1/(2s) (s = 1/t; no cancellation against 1 in the far tail)."""
+    s, r2, lnh = sigma_of(t2), arb(2).sqrt(), arb(h).log()
+    c = 1 / (2 * s)
+
+    def tails(u):
+        if u == 0:
+            return arb(2), arb(2)
+        x = s * (arb(u).log() + lnh)
+        return ((x + c) / r2).erfc(), ((x - c) / r2).erfc()
+
+    down = lambda x: max(dyadic(x, False, F), 0) if x.is_finite() else 0
+    p, q, prev = [], [], tails(points[0])
+    for u in points[1:]:
+        cur = tails(u)
+        p.append(down((prev[0] - cur[0]) / 2))
+        q.append(down((prev[1] - cur[1]) / 2))
+        prev = cur
+    return p + [down(prev[0] / 2)], q + [down(prev[1] / 2)]
+
+
+def mix(X: list, a: int, Y: list, b: int) -> list:
+    """floor((a X + b Y)/(a + b)) octave by octave (the Q side's average, §4 (b))."""
+    out = []
+    for x, y in zip(X, Y):
+        s = (None if x is None else a * x, None if y is None else b * y)
+        s = s[0] if s[1] is None else s[1] if s[0] is None else s[0] + s[1]
+        out.append(None if s is None else s // (a + b))
+    return out
+
+
+def buckets(D: list, n: int, cells: LogCells, kmin: int, kplus: int) -> dict:
+    """Step (c): the value 2^k h m to the cell j of its epoch value, clamped to
+    [k_minus, k_plus] (the value 0 to k_minus); returns {j: mass}."""
+    N, u = 1 << n, {}
+    for k, p in enumerate(D):
+        if p is None:
+            continue
+        cs, base, zero = octave_masses(p, k, N)
+        below, sums, above = cell_sums(cs, base, cells.octave(k, N, kmin, kplus), zero)
+        for j, m in [(kmin, below), (kplus, above)] + [(j, m) for j, m, _ in sums]:
+            u[j] = u.get(j, 0) + m
+    return {j: v for j, v in u.items() if v}
+
+
+@dataclass
+class LowerResult:  # exact rationals: bound = W_A - U_A - deleted_p
+    bound: fmpq
+    W_A: fmpq
+    U_A: fmpq
+    deleted_p: fmpq
+    seconds: dict
+
+
+def replay_lower_v2(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
+    t0 = time.perf_counter()
+    M, E, _ = pair(claim)
+    t2 = pair(dict(claim, sigma=sigma_low))[2]
+    n, T, F = m["mantissa_bits"], m["top_octave"], m["fixed_point_bits"] + EXTRA_BITS
+    one, budget = 2**F, int(m["trim"] * 2**F / 4)  # spec: trim per sum or product
+    with working_prec(m["prec"]):
+        points = grid_points(n, m["y_mantissa_bits"])
+        p, q = masses(t2, m["h"], points, F)
+    B, BQ = place(points, p, n, T), place(points, q, n, T)
+    t1 = time.perf_counter()
+    # (b) the epoch: P side A, Q side AQ = average over the position of the shifted coordinate
+    lat, latq = Lattice(n, T, F, False, budget, Tally()), Lattice(n, T, F, False, budget, Tally())
+    A = AQ = None
+    done = 0  # steps already in A
+    for i in range(M.bit_length()):
+        if M >> i & 1:
+            if A is None:
+                A, AQ, done = B, BQ, 1 << i
+            else:
+                AQ = mix(latq.oplus(AQ, B), done, latq.oplus(A, BQ), 1 << i)
+                A, done = lat.oplus(A, B), done + (1 << i)
+        if i + 1 < M.bit_length():
+            BQ, B = latq.oplus(BQ, B), lat.oplus(B, B)
+    t2_ = time.perf_counter()
+    # (c) each epoch value to its log-grid cell
+    cells = LogCells(M, m["h"], m["eta"], m["prec"])
+    u = buckets(A, n, cells, m["k_minus"], m["k_plus"])
+    w = buckets(AQ, n, cells, m["k_minus"], m["k_plus"])
+    t3 = time.perf_counter()
+    # (d) E epochs: cells added, partial sums above k_top clamped (our trim: raw mass, low end)
+    sides = []
+    for d in (u, w):
+        lo, ep = min(d), Epochs(F, m["eta"], m["k_top"], budget, None)
+        sides.append(ep.power((lo, fmpz_poly([d.get(j, 0) for j in range(lo, max(d) + 1)])), E))
+    (ou, Up), (ow, Wp) = sides
+    o = min(ou, ow)
+    uc = [0] * (ou - o) + [int(x) for x in Up.coeffs()]
+    wc = [0] * (ow - o) + [int(x) for x in Wp.coeffs()]
+    uc += [0] * (len(wc) - len(uc))
+    wa = ua = 0
+    for i, x in enumerate(wc):  # (e) A = {k : W_k > U_k}
+        if x > uc[i]:
+            wa, ua = wa + x, ua + uc[i]
+    deficit = fmpq(one - sum(uc), one)
+    t4 = time.perf_counter()
+    secs = {"masses": t1 - t0, "epoch": t2_ - t1, "buckets": t3 - t2_, "epochs": t4 - t3, "total": t4 - t0}
+    return LowerResult(bound=fmpq(wa - ua, one) - deficit, W_A=fmpq(wa, one), U_A=fmpq(ua, one),
+                       deleted_p=deficit, seconds=secs)

@@ -1,0 +1,140 @@
+"""The multiscale lattice ML(h, n) and its sum ⊕ (docs/method-v2.md §2 (ii), §4 (b)).
+
+A distribution on ML is a list of T + 1 integer polynomials, masses in units 2^-F
+(None for an empty octave; T = `top_octave`, N = 2^n):
+
+    octave 0:       coefficient j at the value j h,             0 <= j < 2N  ("real" index j)
+    octave k >= 1:  coefficient i at the value 2^k h (N + i),   0 <= i < N   (index m = N + i)
+
+X ⊕ Y octave by octave (§2 (ii), "equivalently"): with x̂_k the part of X below octave k
+carried to the lattice 2^k h (x̂_0 = 0, x̂_{k+1} = c(x̂_k + x_k)),
+
+    Z_k = x_k (y_k + ŷ_k) + x̂_k y_k     (for X ⊕ X: x_k (x_k + 2 x̂_k)),
+
+exact products of integer polynomials; Z_k's indices below 2N stay in octave k, the rest are
+carried by c onto the lattice 2^{k+1} h (octave k + 1), and what octave T would carry beyond
+itself is moved down to its largest point 2^T h (2N - 1).  The carry c is `half` (m even ->
+m/2; m odd -> half of the mass to each of (m -/+ 1)/2: the upper method's two-point rounding) or
+the floor m -> floor(m/2) (the lower method's fixed map).  Every stored mass is rounded down
+(floors after products and halvings): with non-negative masses every result is a
+coefficient-wise lower bound of the exact one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from flint import fmpq, fmpz_poly
+
+
+@dataclass
+class Tally:
+    """Masses lost or moved, each measured when it happens (exact rationals; `fixed_point` is
+    an upper bound on the mass lost to floors)."""
+    trim: fmpq = field(default_factory=fmpq)
+    fixed_point: fmpq = field(default_factory=fmpq)
+    top_octave: fmpq = field(default_factory=fmpq)
+
+
+def _add(a, b):
+    return b if a is None else a if b is None else a + b
+
+
+class Lattice:
+    """ML(h, n) up to octave T, masses in units 2^-F; `two_point` selects `half` or the floor.
+
+    `budget`: our own trimming after each ⊕ -- the lowest octaves are deleted while their total
+    mass stays <= budget (units 2^-F)."""
+
+    def __init__(self, n: int, T: int, F: int, two_point: bool, budget: int, tally: Tally):
+        self.n, self.N, self.T, self.F = n, 1 << n, T, F
+        self.two_point, self.budget, self.tally = two_point, budget, tally
+
+    def carry2(self, p):
+        """Twice the image of p (index m on a lattice g) on the lattice 2g, exactly: `half` sends
+        m even to m/2 and half of an odd m's mass to each of (m -/+ 1)/2; the floor sends m to
+        floor(m/2).  (Doubling keeps every half-mass an integer.)"""
+        ev, od = p.deflate(2), p.right_shift(1).deflate(2)
+        if self.two_point:
+            return 2 * ev + od + od.left_shift(1)
+        return 2 * (ev + od)
+
+    def hats(self, X: list, upto: int) -> list:
+        """[x̂_0, ..., x̂_upto]: the part of X below octave k on the lattice 2^k h (real indices
+        0..N), carried octave by octave and floored to units 2^-F (each floor loses less than
+        half a unit per coefficient, counted as such)."""
+        out, h = [None], None
+        for k in range(upto):
+            s = _add(h, X[k] if k == 0 or X[k] is None else X[k].left_shift(self.N))
+            h = None
+            if s is not None and not s.is_zero():
+                d = self.carry2(s)
+                h = d // 2
+                if self.two_point:
+                    self.tally.fixed_point += fmpq(d.length(), 2 ** (self.F + 1))
+            out.append(h)
+        return out
+
+    def oplus(self, X: list, Y: list) -> list:
+        """X ⊕ Y (X is Y: the sum of two independent copies), then our own low-end trimming."""
+        N, T, F, same = self.N, self.T, self.F, X is Y
+        lx = [k for k, p in enumerate(X) if p is not None]
+        ly = lx if same else [k for k, p in enumerate(Y) if p is not None]
+        if not lx or not ly:
+            return [None] * (T + 1)
+        k0, k1 = max(lx[0], ly[0]), min(T, max(lx[-1], ly[-1]) + 1)
+        xh = self.hats(X, max(ly[-1], k0))
+        yh = xh if same else self.hats(Y, max(lx[-1], k0))
+        get = lambda L, k: L[k] if k < len(L) else None
+        out, car, scale = [None] * (T + 1), None, 2 ** (F + 1)
+        for k in range(k0, k1 + 1):
+            z = self._z(k, X[k], get(xh, k), Y[k], get(yh, k), same)
+            tot, car = car, None  # units 2^-(2F+1)
+            if z is not None and not z.is_zero():
+                lim = 2 * N if k == 0 else N
+                tot = _add(tot, 2 * z.truncate(lim))
+                hi = z.right_shift(lim)
+                if not hi.is_zero():
+                    car = self.carry2(hi)
+            if k == T and car is not None:  # octave T + 1: moved down to 2^T h (2N - 1)
+                moved = car(1)
+                self.tally.top_octave += fmpq(int(moved), scale * 2**F)
+                tot = _add(tot, fmpz_poly([moved]).left_shift(N - 1))
+                car = None
+            if tot is None or tot.is_zero():
+                continue
+            out[k] = tot // scale  # floor: units 2^-(2F+1) -> 2^-F
+            self.tally.fixed_point += fmpq(int(tot(1) - out[k](1) * scale), scale * 2**F)
+        return self.trim(out)
+
+    def _z(self, k, xk, xh, yk, yh, same):
+        """Z_k exactly (units 2^-2F): octave 0 in real indices, octave k >= 1 relative to N
+        (x_k = z^N x_k^o, so Z_k = z^N (x_k^o (z^N y_k^o + ŷ_k) + x̂_k y_k^o))."""
+        if k == 0:
+            return xk * yk if xk is not None and yk is not None else None
+        N = self.N
+        if same:
+            if xk is None:
+                return None
+            sq = (xk * xk).left_shift(N)
+            return sq if xh is None else sq + 2 * (xk * xh)
+        z = None
+        if xk is not None:
+            other = _add(None if yk is None else yk.left_shift(N), yh)
+            z = None if other is None else xk * other
+        if xh is not None and yk is not None:
+            z = _add(z, xh * yk)
+        return z
+
+    def trim(self, D: list) -> list:
+        """Delete the lowest octaves while their total mass is <= budget (deleted.trim)."""
+        spent = 0
+        for k, p in enumerate(D):
+            if p is None:
+                continue
+            m = int(p(1))
+            if spent + m > self.budget:
+                break
+            spent += m
+            D[k] = None
+        self.tally.trim += fmpq(spent, 2**self.F)
+        return D
