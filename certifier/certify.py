@@ -19,7 +19,7 @@ from flint import fmpq
 from certifier import predicate as pred_
 from certifier.claim import RANDOM_ALLOCATION, Claim
 from certifier.errors import CannotCertify, NumericsUnreliable, ParameterError
-from certifier.grids import budget_for, budget_for_lower, choose_grid, choose_lower_grid, truncation_loss
+from certifier.grids import budget, choose_grid, choose_lower_grid, truncation_loss
 from certifier.grids_ms import choose_v2
 from certifier.params import decimal_str, parse_decimal
 
@@ -27,8 +27,8 @@ SAFETY = (0.6, 0.3, 0.12)          # share of the margin the grid may lose, per 
 SEARCH_RESOLUTION = "1e-6"
 MAX_PREDICTED_SECONDS = 3600.0     # refuse automatic grids predicted to run longer than this
 LOWER_SAFETY = (0.8, 0.45, 0.2)    # share of TV(sigma_low) - target the lower side may lose, per try
-LOWER_MAX_PREDICTED_SECONDS = 3600.0
 V2_LOWER_LOSS_RATIO = 2.5          # measured (lower-side loss) / (upper-side loss) on the same grid
+V2_CEILING = 1e-6                  # method v2 may use margins up to this (v1: 1e-7)
 
 
 @dataclass
@@ -149,105 +149,129 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
     return out
 
 
+@dataclass
+class Side:
+    """One side to prove: the upper bound at sigma (TV <= target) or the lower bound at sigma_low (TV > target).
+
+    plan(budget) chooses a grid predicted to lose at most `budget`; run(method, progress) computes the
+    rigorous bound; proves(result) says whether it decides the target; row(plan, result) is the try's record.
+    """
+    label: str
+    margin: float | None
+    safeties: tuple
+    ceiling: float
+    plan: object
+    run: object
+    proves: object
+    row: object
+
+
+def _refuse_if_slow(plan, margin: float) -> None:
+    """Fail fast, before any long computation, when the grid the margin needs is predicted to be too slow."""
+    if plan.predicted_seconds > MAX_PREDICTED_SECONDS:
+        raise CannotCertify(f"the margin target - TV = {margin:.3g} needs a grid predicted to take "
+                            f"{plan.predicted_seconds:.0f} s (more than {MAX_PREDICTED_SECONDS:.0f} s); a slightly "
+                            "larger sigma gives a larger margin")
+
+
+def _prove(side: Side, max_tries: int, tries: list, say, single: bool = False):
+    """Try grids of decreasing predicted loss until the bound decides the target; (result, method) or None."""
+    for k in range(1 if single else max_tries):
+        b = budget(side.margin, side.safeties[min(k, len(side.safeties) - 1)], side.ceiling)
+        say(f"{side.label} grid (try {k + 1})", 0.0)
+        try:
+            plan = side.plan(b)
+            if not single:
+                _refuse_if_slow(plan, side.margin or 0.0)
+        except CannotCertify as err:
+            if k == 0 and side.label == "upper":
+                raise
+            tries.append({"try": k + 1, "skipped": str(err)})
+            return None
+        t0 = time.perf_counter()
+        try:
+            res = side.run(plan.method, lambda stage, frac, k=k: say(f"{stage} ({side.label} try {k + 1})", frac))
+        except NumericsUnreliable as err:
+            tries.append({"try": k + 1, "skipped": f"bound failed: {err}"})
+            continue
+        ok = bool(side.proves(res))
+        tries.append({"try": k + 1, **side.row(plan, res), "budget": b, "predicted_loss": plan.predicted_loss,
+                      "seconds": round(time.perf_counter() - t0, 3), "certified": ok})
+        if ok:
+            return res, plan.method
+        if side.margin is not None and side.margin <= 0:
+            return None                          # the numerics say no grid can decide it: do not grind
+    return None
+
+
 def _upper_v1(claim, sigma, tv, tv_err, h, eta, cap, prec, max_tries, out, say):
     """Method v1 (certifier.rounding); returns (BoundResult, Method) or None."""
     from certifier.rounding import rounding_bound
-    lam = float(claim.target)
-    if claim.scheme != RANDOM_ALLOCATION:
-        raise ParameterError("method v1 covers random allocation only")
     loss = truncation_loss(claim.steps, claim.epochs, float(sigma))
     if loss > SAFETY[0] * 1e-7:
         raise CannotCertify(f"cannot certify M={claim.steps}, E={claim.epochs} with method v1: its truncation at 8M "
                             f"deletes about {loss:.2g} at sigma {decimal_str(sigma)} (use method v2)")
     user_grid = any(x is not None for x in (h, eta, cap))
-    margin_ok = tv is None or lam - tv - (tv_err or 0) > 0
-    for k in range(1 if user_grid else max_tries):
-        budget = budget_for(lam, tv, tv_err or 0.0, SAFETY[min(k, len(SAFETY) - 1)])
-        say(f"grid (try {k + 1})", 0.0)
-        try:
-            plan = choose_grid(claim.steps, claim.epochs, sigma, budget, h=h, eta=eta, cap=cap, prec=prec or 100)
-            if plan.predicted_seconds > MAX_PREDICTED_SECONDS and not user_grid:
-                raise CannotCertify(f"the margin target - TV = {lam - (tv or 0):.3g} needs a grid predicted to "
-                                    f"take {plan.predicted_seconds:.0f} s; pass --h/--eta/--cap to force one")
-        except CannotCertify as err:
-            if k == 0:
-                raise
-            out.tries.append({"try": k + 1, "skipped": str(err)})
-            return None
-        t0 = time.perf_counter()
-        r = rounding_bound(claim.steps, claim.epochs, sigma, plan.method,
-                           progress=lambda stage, frac, k=k: say(f"{stage} (try {k + 1})", frac))
-        ok = parse_decimal("bound", r.bound) <= claim.target
+
+    def row(plan, r):
         mj = plan.method.to_json(claim.steps)
-        out.tries.append({"try": k + 1, "method": 1, "h": mj["h"], "eta": mj["eta"], "cap": mj["cap"],
-                          "tail_start": mj["tail_start"], "tail_step": mj["tail_step"],
-                          "lattice_schedule": mj["lattice_schedule"], "prec": mj["prec"], "budget": budget,
-                          "predicted_loss": plan.predicted_loss, "bound": r.bound,
-                          "seconds": round(time.perf_counter() - t0, 3), "certified": ok})
         out.bound = r.bound
-        if ok:
-            return r, plan.method
-        if not margin_ok:
-            return None
-    return None
+        return {"method": 1, **{k: mj[k] for k in ("h", "eta", "cap", "tail_start", "tail_step", "lattice_schedule",
+                                                   "prec")}, "bound": r.bound}
+    side = Side("upper", None if tv is None else float(claim.target) - tv - (tv_err or 0), SAFETY, 1e-7,
+                lambda b: choose_grid(claim.steps, claim.epochs, sigma, b, h=h, eta=eta, cap=cap, prec=prec or 100),
+                lambda m, prog: rounding_bound(claim.steps, claim.epochs, sigma, m, progress=prog),
+                lambda r: parse_decimal("bound", r.bound) <= claim.target, row)
+    return _prove(side, max_tries, out.tries, say, single=user_grid)
+
+
+def _calibrate(M, E, t2, plan, tv, run, measured_loss, out, say, label) -> tuple[float, float]:
+    """A run on the grid 8x coarser: (k_scale, eps estimate) — how far the loss model is off at this cell."""
+    from certifier.grids_ms import coarse, eps_estimate, k_scale_from
+    cal = coarse(plan, M, E, t2, tv, drop=3)
+    t0 = time.perf_counter()
+    res = run(cal.method, lambda stage, frac: say(f"calibration ({label}) {stage}", frac))
+    scale = k_scale_from(cal, measured_loss(res))
+    eps = eps_estimate(res.b, cal.method.eta, cal.method.fixed_point_bits) if hasattr(res, "b") else None
+    out.tries.append({"try": 0, "calibration": label, "mantissa_bits": cal.method.mantissa_bits,
+                      "eta": decimal_str(cal.method.eta), "k_scale": round(scale, 3), "eps_estimate": eps,
+                      "seconds": round(time.perf_counter() - t0, 3)})
+    return scale, eps
+
+
+def _row_v2(plan, bound_key, value):
+    mj = plan.method.to_json()
+    return {"method": 2, **{k: mj[k] for k in ("h", "mantissa_bits", "eta", "cap", "top_octave")},
+            "predicted_seconds": round(plan.predicted_seconds, 2),
+            "predicted_steps": {k: round(v, 2) for k, v in plan.detail["seconds"].items()}, bound_key: value}
 
 
 def _upper_v2(claim, sigma, tv, tv_err, prec, max_tries, out, say):
     """Method v2 (certifier.rounding_ms); returns (BoundResultV2, MethodV2) or None.
 
-    With the numerical TV known, a calibration run on a grid 4x coarser first measures how far the
+    With the numerical TV known, a calibration run on a grid 8x coarser first measures how far the
     loss model is off at this cell (k_scale) and estimates eps(1e-6) for the privacy rows' range.
     """
-    from certifier.grids_ms import coarse, eps_estimate, eps_gaussian, k_scale_from
+    from certifier.grids_ms import eps_gaussian
     from certifier.rounding_ms import rounding_bound_v2
-    lam = float(claim.target)
     M, E = claim.pair()
     t2 = claim.t2_at(sigma)
-    margin_ok = tv is None or lam - tv - (tv_err or 0) > 0
-    scale, need_eps = 1.0, 0.0
-    if tv is not None and margin_ok:
-        guess = 2 * eps_gaussian(tv) + 5                    # heavy tails: well beyond the Gaussian pair's eps
-        first = choose_v2(M, E, t2, budget_for(lam, tv, tv_err or 0.0, SAFETY[0]), tv, prec=prec or 100,
-                          need_eps=guess)
-        cal = coarse(first, M, E, t2, tv)
-        say("calibration", 0.0)
-        t0 = time.perf_counter()
-        rc = rounding_bound_v2(M, E, t2, cal.method, progress=lambda stage, frac: say(f"calibration {stage}", frac))
-        scale = k_scale_from(cal, float(rc.bound) - tv)
-        est = eps_estimate(rc.b, cal.method.eta, cal.method.fixed_point_bits)
-        need_eps = min(est, guess) + 3 if est < 60 else guess
-        out.tries.append({"try": 0, "calibration": True, "mantissa_bits": cal.method.mantissa_bits,
-                          "eta": decimal_str(cal.method.eta), "bound": rc.bound, "k_scale": round(scale, 3),
-                          "eps_estimate": need_eps, "seconds": round(time.perf_counter() - t0, 3)})
-    for k in range(max_tries):
-        budget = budget_for(lam, tv, tv_err or 0.0, SAFETY[min(k, len(SAFETY) - 1)])
-        say(f"grid (try {k + 1})", 0.0)
-        try:
-            plan = choose_v2(M, E, t2, budget, tv, prec=prec or 100, k_scale=scale, need_eps=need_eps)
-            if plan.predicted_seconds > MAX_PREDICTED_SECONDS:
-                raise CannotCertify(f"the margin target - TV = {lam - (tv or 0):.3g} needs a method-v2 grid predicted "
-                                    f"to take {plan.predicted_seconds:.0f} s")
-        except CannotCertify as err:
-            if k == 0:
-                raise
-            out.tries.append({"try": k + 1, "skipped": str(err)})
-            return None
-        t0 = time.perf_counter()
-        r = rounding_bound_v2(M, E, t2, plan.method,
-                              progress=lambda stage, frac, k=k: say(f"{stage} (try {k + 1})", frac))
-        ok = parse_decimal("bound", r.bound) <= claim.target
-        mj = plan.method.to_json()
-        out.tries.append({"try": k + 1, "method": 2, "h": mj["h"], "mantissa_bits": mj["mantissa_bits"],
-                          "eta": mj["eta"], "cap": mj["cap"], "top_octave": mj["top_octave"], "budget": budget,
-                          "predicted_loss": plan.predicted_loss, "predicted_seconds": round(plan.predicted_seconds, 2),
-                          "bound": r.bound, "seconds": round(time.perf_counter() - t0, 3), "certified": ok})
+    run = lambda m, prog: rounding_bound_v2(M, E, t2, m, progress=prog)
+    margin = None if tv is None else float(claim.target) - tv - (tv_err or 0)
+    if margin is not None and margin > 0:
+        guess = 2 * eps_gaussian(tv) + 5                  # heavy tails: well beyond the Gaussian pair's eps
+        first = choose_v2(M, E, t2, budget(margin, SAFETY[0], V2_CEILING), tv, prec=prec or 100, need_eps=guess)
+        _refuse_if_slow(first, margin)
+        scale, est = _calibrate(M, E, t2, first, tv, run, lambda r: float(r.bound) - tv, out, say, "upper")
+        out.k_scale, out.need_eps = scale, (min(est, guess) + 3 if est < 60 else guess)
+
+    def row(plan, r):
         out.bound = r.bound
-        if ok:
-            out.k_scale, out.need_eps = scale, need_eps
-            return r, plan.method
-        if not margin_ok:
-            return None
-    return None
+        return _row_v2(plan, "bound", r.bound)
+    side = Side("upper", margin, SAFETY, V2_CEILING,
+                lambda b: choose_v2(M, E, t2, b, tv, prec=prec or 100, k_scale=out.k_scale, need_eps=out.need_eps),
+                run, lambda r: parse_decimal("bound", r.bound) <= claim.target, row)
+    return _prove(side, max_tries, out.tries, say)
 
 
 def _privacy(res, meth, out, say):
@@ -291,63 +315,32 @@ def _lower(claim: Claim, sigma: fmpq, meth, use_v1: bool, out: Outcome, say) -> 
 
 def _lower_v1(low_claim, s_low, tv_low, err, meth, out, say):
     from certifier.lower import lower_bound
-    lam, s_str = float(low_claim.target), decimal_str(s_low)
-    for j, safety in enumerate(LOWER_SAFETY):
-        budget = budget_for_lower(lam, tv_low, err, safety)
-        try:
-            plan = choose_lower_grid(low_claim.steps, low_claim.epochs, s_low, budget, prec=meth.prec)
-        except CannotCertify as err_:
-            out.lower_tries.append({"sigma_low": s_str, "try": j + 1, "skipped": str(err_)})
-            return None
-        if plan.predicted_seconds > LOWER_MAX_PREDICTED_SECONDS:
-            out.lower_tries.append({"sigma_low": s_str, "try": j + 1,
-                                    "skipped": f"grid predicted to take {plan.predicted_seconds:.0f} s"})
-            return None
-        t0 = time.perf_counter()
-        try:
-            L = lower_bound(low_claim.steps, low_claim.epochs, s_low, plan.method,
-                            progress=lambda stage, frac, s=s_str: say(f"{stage} (sigma_low {s})", frac))
-        except NumericsUnreliable as err_:
-            out.lower_tries.append({"sigma_low": s_str, "try": j + 1, "skipped": f"lower bound failed: {err_}"})
-            continue
-        ok = L.exact > low_claim.target
-        mj = L.method.to_json(low_claim.steps)
-        out.lower_tries.append({"sigma_low": s_str, "try": j + 1, "method": 1, "h": mj["h"], "eta": mj["eta"],
-                                "cap": mj["cap"], "lattice_schedule": mj["lattice_schedule"], "budget": budget,
-                                "predicted_loss": plan.predicted_loss, "tv_exact": tv_low, "tv_lower": L.tv_lower,
-                                "seconds": round(time.perf_counter() - t0, 3), "certified": bool(ok)})
-        if ok:
-            return L, L.method
-    return None
+    M, E = low_claim.pair()
+    side = Side("lower", None if tv_low is None else tv_low - err - float(low_claim.target), LOWER_SAFETY, 1e-7,
+                lambda b: choose_lower_grid(M, E, s_low, b, prec=meth.prec),
+                lambda m, prog: lower_bound(M, E, s_low, m, progress=prog),
+                lambda L: L.exact > low_claim.target,
+                lambda plan, L: {"sigma_low": decimal_str(s_low), "method": 1,
+                                 **{k: L.method.to_json(M)[k] for k in ("h", "eta", "cap", "lattice_schedule")},
+                                 "tv_exact": tv_low, "tv_lower": L.tv_lower})
+    found = _prove(side, len(LOWER_SAFETY), out.lower_tries, say)
+    return None if found is None else (found[0], found[0].method)
 
 
 def _lower_v2(low_claim, s_low, tv_low, err, meth, out, say):
     from certifier.lower_ms import lower_bound_v2
-    lam, s_str = float(low_claim.target), decimal_str(s_low)
     M, E = low_claim.pair()
     t2 = low_claim.t2_at(s_low)
-    for j, safety in enumerate(LOWER_SAFETY):
-        budget = budget_for_lower(lam, tv_low, err, safety)
-        try:
-            plan = choose_v2(M, E, t2, budget / V2_LOWER_LOSS_RATIO, tv_low, prec=meth.prec,
-                             k_scale=out.k_scale, need_eps=out.need_eps)
-        except CannotCertify as err_:
-            out.lower_tries.append({"sigma_low": s_str, "try": j + 1, "skipped": str(err_)})
-            return None
-        t0 = time.perf_counter()
-        try:
-            L = lower_bound_v2(M, E, t2, plan.method,
-                               progress=lambda stage, frac, s=s_str: say(f"{stage} (sigma_low {s})", frac))
-        except NumericsUnreliable as err_:
-            out.lower_tries.append({"sigma_low": s_str, "try": j + 1, "skipped": f"lower bound failed: {err_}"})
-            continue
-        ok = L.exact > low_claim.target
-        mj = plan.method.to_json()
-        out.lower_tries.append({"sigma_low": s_str, "try": j + 1, "method": 2, "h": mj["h"],
-                                "mantissa_bits": mj["mantissa_bits"], "eta": mj["eta"], "cap": mj["cap"],
-                                "budget": budget, "predicted_loss": plan.predicted_loss * V2_LOWER_LOSS_RATIO,
-                                "tv_exact": tv_low, "tv_lower": L.tv_lower,
-                                "seconds": round(time.perf_counter() - t0, 3), "certified": bool(ok)})
-        if ok:
-            return L, plan.method
-    return None
+    run = lambda m, prog: lower_bound_v2(M, E, t2, m, progress=prog)
+    margin = None if tv_low is None else tv_low - err - float(low_claim.target)
+    scale = out.k_scale * V2_LOWER_LOSS_RATIO
+    if margin is not None and margin > 0:
+        first = choose_v2(M, E, t2, budget(margin, LOWER_SAFETY[0], V2_CEILING), tv_low, prec=meth.prec,
+                          k_scale=scale, need_eps=out.need_eps)
+        scale, _ = _calibrate(M, E, t2, first, tv_low, run, lambda L: tv_low - float(L.exact), out, say, "lower")
+    side = Side("lower", margin, LOWER_SAFETY, V2_CEILING,
+                lambda b: choose_v2(M, E, t2, b, tv_low, prec=meth.prec, k_scale=scale, need_eps=out.need_eps),
+                run, lambda L: L.exact > low_claim.target,
+                lambda plan, L: {"sigma_low": decimal_str(s_low), **_row_v2(plan, "tv_lower", L.tv_lower),
+                                 "tv_exact": tv_low})
+    return _prove(side, len(LOWER_SAFETY), out.lower_tries, say)

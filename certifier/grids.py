@@ -277,14 +277,18 @@ def truncation_loss(steps: int, epochs: int, sigma: float) -> float:
     return epochs * steps * Model.at(steps, epochs, sigma).tail(7.0 * steps)
 
 
-def budget_for(lam: float, tv: float | None, tv_error: float, safety: float) -> float:
-    """safety * min(lambda - TV - error, 1e-7): what the rounding may lose and still certify."""
-    if tv is None:
+def budget(margin: float | None, safety: float, ceiling: float = 1e-7) -> float:
+    """safety * min(margin, ceiling): what a bound may lose and still decide the target.
+
+    margin is the numerical distance from the target on the side being proved, less the
+    numerics' error: target - TV(sigma) for the upper bound, TV(sigma_low) - target for the lower.
+    Without numerics a small default; with a non-positive margin a cheap grid that shows the miss.
+    """
+    if margin is None:
         return safety * 1e-9
-    margin = lam - tv - tv_error
     if margin <= 0:
-        return safety * 1e-8  # cannot certify: a cheap grid shows the bound reached
-    return safety * min(margin, 1e-7)
+        return safety * 1e-8
+    return safety * min(margin, ceiling)
 
 
 # ----------------------------------------------------------------------------- the lower side
@@ -347,13 +351,3 @@ def choose_lower_grid(steps: int, epochs: int, sigma: fmpq, budget: float, prec:
     detail = {**{k: v for k, v in plan.detail.items() if k not in ("cap", "tail", "points")},
               "merge": merge, "points": int(points)}
     return LowerPlan(method, loss, secs, budget, detail)
-
-
-def budget_for_lower(lam: float, tv_low: float | None, tv_error: float, safety: float) -> float:
-    """safety * min(TV(sigma_low) - error - lambda, 1e-7): what the lower side may lose and still miss."""
-    if tv_low is None:
-        return safety * 1e-9
-    margin = tv_low - tv_error - lam
-    if margin <= 0:
-        return safety * 1e-8
-    return safety * min(margin, 1e-7)

@@ -29,11 +29,14 @@ from certifier.rounding_ms import MethodV2
 C_RHO = 0.4             # relative variance per epoch times N^2 (measured 0.16-0.28 at M=100, lambda=0.1, 0.7)
 MOVE_SHARE = 0.02       # share of the budget for moves (cap, top octave) and deletions (k_minus)
 SMALL_SHARE = 0.05      # share for the absolute lattice of octave 0 (values below N h)
-SEC_PER_POINT = 20e-6   # step (i): two arb erfc per grid point
-SEC_PER_OCT = 3.5e-9    # step (ii): seconds per octave product per N log2 N (fmpz_poly, 80-bit masses)
-SEC_PER_CELL = 6e-6     # step (iii)
-SEC_PER_COEFF = 2.5e-7  # step (iv): fmpz_poly product per output coefficient
-LOWER_FACTOR = 2.6      # the lower side: three sums per level and two powers
+# Costs in units of REF, the time of one product of fmpz_polys of lengths 2^13 and 2^14 with 80-bit
+# coefficients on this machine now (`ref_seconds`), so predictions follow the machine's load.
+# Measured at M = 1..10^4 (ratios of step times to REF, each within a factor 2 of the model).
+REF_POINT = 1.5e-3      # step (i): two arb erfc per grid point
+REF_OCTAVE = 2.0        # step (ii): one octave product at N = 8192 (scales as N log N)
+REF_CELL = 5e-4         # step (iii): per log-grid cell (its edge and the cell's sums)
+REF_COEFF = 3e-5        # step (iv): per output coefficient of a product
+LOWER_FACTOR = 3.0      # the lower side: three sums per level, two powers
 Q_MOVED = 1e-9          # with privacy rows: the Q-mass moved down by the cap and the top octave
 
 
@@ -83,6 +86,44 @@ class CellModel:
     def move_cost(self, top: float) -> float:
         """Loss of moving every partial sum (or step) above `top` down to it (all E epochs)."""
         return self.epochs * self.steps * self.G0(top) * self.pull_below(math.log(top / self.steps))
+
+
+_REF: list = []
+
+
+def ref_seconds() -> float:
+    """Seconds of one reference product (fmpz_poly 2^13 x 2^14, 80-bit coefficients) on this machine now."""
+    if not _REF:
+        import random
+        import time
+
+        from flint import fmpz_poly
+        rng = random.Random(0)
+        a = fmpz_poly([rng.getrandbits(80) for _ in range(1 << 13)])
+        b = fmpz_poly([rng.getrandbits(80) for _ in range(1 << 14)])
+        best = math.inf
+        for _ in range(3):
+            t0 = time.perf_counter()
+            a * b
+            best = min(best, time.perf_counter() - t0)
+        _REF.append(best)
+    return _REF[0]
+
+
+def _octave_products(cm: CellModel, steps: int, Nh: float, top: int) -> float:
+    """Octave products of step (ii): per level, the octaves a block of 2^i steps occupies, from a
+    quarter of its typical value to the top octave or where its tail mass falls below 2^-80."""
+    total = 0.0
+    z = float(ndtri(1 - 1e-24 / steps))
+    x_max = math.exp(min(cm.t * z - cm.t2 / 2, 700.0))         # one step beyond this: mass < 1e-24 / M
+    s1 = cm.s / math.sqrt(cm.epochs)
+    y_typ = math.exp(-s1 * s1 / 2)
+    for i in range(steps.bit_length()):
+        lo = _octave_of(max(Nh, (1 << i) * y_typ / 4), Nh)
+        hi = min(top, _octave_of(max(min(x_max * (1 << i), 1e300), Nh), Nh) + 1)
+        width = max(1, hi - lo + 1)
+        total += width * (1 + 2 * ((steps >> i) & 1))            # the square, and A (+) B at a set bit
+    return total
 
 
 @dataclass
@@ -138,10 +179,13 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     # about M h E[Y; Y < N h] per epoch sum, must cost at most SMALL_SHARE of the budget
     s1 = cm.s / math.sqrt(epochs)
     S_typ = steps * math.exp(-s1 * s1 / 2)
+    # with privacy rows the epoch value 0 (every step rounded to 0) must be rare: it pays
+    # min{1, e^eps Lambda} = 0 instead of up to e^eps h, which the rows at large eps would feel
+    zero_ok = lambda h: need_eps == 0 or (1 - cm.G0(h)) ** steps <= Q_MOVED
     h = 1.0
-    while h > 1e-12:
+    while h > 1e-30:
         small = cm.K * steps * h * cm.Gm1(N * h) / S_typ**2
-        if small <= SMALL_SHARE * budget and N * h <= S_typ / 4:
+        if small <= SMALL_SHARE * budget and N * h <= S_typ / 4 and zero_ok(h):
             break
         h /= 2
     hs = _nice(h)
@@ -158,9 +202,12 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     K_y = max(0, _octave_of(cap, Nh) - 1)
     top = max(K_y + 1, _octave_of(top_val, Nh) - 1)
     y_bits = _y_bits(cm, n, Nh, K_y)
+    if need_eps > 0:
+        y_bits[0] = n                           # the first grid point above 0 is h
     eq = parse_decimal("eta", eta)
     ev = float(eq)
-    k_minus = math.floor(math.log(share / (2 * epochs)) / ev)                # L < a: Q-mass <= a per epoch
+    # L < a deleted: Q-mass <= a per epoch, and e^eps a for the rows up to eps = need_eps
+    k_minus = math.floor((math.log(share / (2 * epochs)) - need_eps) / ev)
     k_plus = math.ceil(math.log(2 ** (top + 1) * Nh / steps) / ev) + 1       # above every partial sum
     mean_rest = (epochs - 1) * s1 * s1 / 2
     k_top = math.ceil(max(mean_rest + 8 * cm.s, need_eps + 8 * cm.s + cm.s**2 / 2, 1.0) / ev)
@@ -172,19 +219,20 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     loss = {"lattice": cm.K * C_RHO / N**2, "log_grid": cm.K * ev * ev / 6,
             "small": cm.K * steps * h * cm.Gm1(Nh) / S_typ**2,
             "moves": cm.move_cost(2 ** (K_y + 1) * Nh) + cm.move_cost(2 ** (top + 1) * Nh),
-            "k_minus": epochs * math.exp(k_minus * ev), "trim": 200 * float(trim)}
+            "k_minus": epochs * math.exp(k_minus * ev + need_eps), "trim": 200 * float(trim)}
     points = sum((2 if k == 0 else 1) << b for k, b in enumerate(y_bits))
+    oct_products = _octave_products(cm, steps, Nh, top)
     n_oct = max(1, top - _octave_of(max(S_typ / 8, Nh), Nh) + 1)
-    n_sums = 2 * steps.bit_length() + bin(steps).count("1")
     L_lo = max(math.exp(k_minus * ev), Nh / steps, S_typ / steps * math.exp(-6 * s1))
     cells = math.log(2 ** (top + 1) * Nh / steps / L_lo) / ev
     span = min(epochs * cells, k_top + (cm.s**2 / 2 + 8 * cm.s) / ev)
-    iv = 2 * epochs.bit_length() * span * SEC_PER_COEFF * (1 + math.log2(max(span, 2)) / 20)
-    secs = {"step_i": points * SEC_PER_POINT,
-            "step_ii": n_sums * n_oct * SEC_PER_OCT * N * n,
-            "step_iii": min(cells, 4 * n_oct * N) * SEC_PER_CELL, "step_iv": iv if epochs > 1 else 0.0}
+    ref = ref_seconds()
+    iv = 2 * epochs.bit_length() * span * REF_COEFF * (1 + math.log2(max(span, 2)) / 20)
+    secs = {"step_i": points * REF_POINT * ref,
+            "step_ii": oct_products * REF_OCTAVE * ref * N * n / (8192 * 13),
+            "step_iii": (cells + n_oct * N / 10) * REF_CELL * ref, "step_iv": (iv if epochs > 1 else 0.0) * ref}
     return PlanV2(method, sum(loss.values()), sum(secs.values()), budget,
-                  {"loss": loss, "seconds": secs, "octaves": n_oct, "points": points, "K": cm.K})
+                  {"loss": loss, "seconds": secs, "octaves": n_oct, "points": points, "K": cm.K, "k_scale": k_scale})
 
 
 ETAS = ("1e-5", "2e-5", "5e-5", "1e-4", "2e-4", "5e-4", "1e-3", "2e-3")
@@ -228,7 +276,7 @@ def coarse(plan: PlanV2, steps: int, epochs: int, t2: fmpq, tv: float | None, dr
 def k_scale_from(coarse_plan: PlanV2, measured_loss: float) -> float:
     """How much the K-part of the loss model under-(>1) or over-(<1) estimates, from a calibration run."""
     d = coarse_plan.detail
-    return min(20.0, max(0.25, (measured_loss - d["fixed"]) / d["kpart"]))
+    return d["k_scale"] * min(20.0, max(0.25, (measured_loss - d["fixed"]) / d["kpart"]))
 
 
 def eps_gaussian(tv: float, delta: float = 1e-6) -> float:
