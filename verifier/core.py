@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from flint import arb, fmpq
 
 from .envelope import MAX_BYTES, load_public_key, open_envelope
+from .lower_v2 import replay_lower_v2, slack_lower
 from .replay import _dyadic, replay
+from .replay_v2 import LOOSE, replay_v2, slack
 from .statement import parse_statement
 from .strict import Reject, decimal, working_prec
 from .twosided import deltas, replay_lower
@@ -82,26 +84,38 @@ def verify_bytes(data: bytes, keys: list, subject_digest: str | None = None) -> 
         if rec_top > p["bound"]:
             raise Reject("bound-inconsistent", f"recorded bound {raw['bound']} is below the upper end "
                          f"of 1 - O from the recorded O {raw['enclosures']['O']}")
-        rp = replay(c, m)  # Lemma C.5 (i)-(iv) from claim and method alone
+        rp = (replay if m["version"] == 1 else replay_v2)(c, m)  # Lemma C.5 from claim and method alone
         res.replayed_bound, res.replay_seconds = round_up(rp.bound, 13), rp.seconds
         if rp.bound > p["bound"]:
             raise Reject("replay-bound-exceeds", f"replayed 1 - O = {res.replayed_bound} > recorded "
                          f"bound {raw['bound']}: the mathematics does not certify this claim")
         # Two correct replays differ only by optional deletions (trim, floors), amplified at
         # most M*E times; beyond that slack (and 1e-12) a recorded enclosure is wrong.
-        nprod = 2 * (c["steps"].bit_length() + c["epochs"].bit_length())
-        width = m["truncation"] / m["h"] + m["cap"] / m["h"] + (m["k_plus"] - m["k_minus"]) * c["epochs"]
-        tol = fmpq(1, 10**12) + 2 * c["steps"] * c["epochs"] * nprod * (
-            m["trim"] + width / fmpq(2) ** m["fixed_point_bits"])
-        with working_prec(400):
-            res.mismatches = _compare(enc, rp.enclosures, tol)
+        if m["version"] == 1:
+            nprod = 2 * (c["steps"].bit_length() + c["epochs"].bit_length())
+            width = m["truncation"] / m["h"] + m["cap"] / m["h"] + (m["k_plus"] - m["k_minus"]) * c["epochs"]
+            tol = fmpq(1, 10**12) + 2 * c["steps"] * c["epochs"] * nprod * (
+                m["trim"] + width / fmpq(2) ** m["fixed_point_bits"])
+            with working_prec(400):
+                res.mismatches = _compare(enc, rp.enclosures, tol)
+        else:
+            tol, loose = slack(c, m, rp)
+            strict = {k: {kk: x for kk, x in v.items() if (k, kk) not in LOOSE} if isinstance(v, dict) else v
+                      for k, v in enc.items()}
+            with working_prec(400):
+                res.mismatches = _compare(strict, rp.enclosures, tol) + _compare(
+                    {a: {b: enc[a][b]} for a, b in LOOSE}, rp.enclosures, loose)
         if res.mismatches:
             raise Reject("enclosure-mismatch", "recorded enclosures disagree with the replay: "
                          + "; ".join(res.mismatches))
         res.detail = (f"TV <= {raw['bound']} <= target {raw['claim']['target']} at sigma "
                       f"{raw['claim']['sigma']}, M={c['steps']}, E={c['epochs']} (replayed {res.replayed_bound})")
+        if c.get("scheme") == "fixed-bins":
+            res.detail += f" in fixed bins ({c['iterations']} iterations)"
         if "lower" in p:
-            _verify_v2(p, raw, rp, tol, res)
+            _verify_lower(p, raw, res)
+        if "privacy" in p:
+            _verify_rows(p, raw, rp, tol, res)
         res.accepted, res.reason = True, "accepted"
     except Reject as r:
         res.reason, res.detail = r.reason, r.detail
@@ -111,20 +125,40 @@ def verify_bytes(data: bytes, keys: list, subject_digest: str | None = None) -> 
     return res
 
 
-def _verify_v2(p, raw, rp, tol, res):
-    """docs/two-sided.md: replay the lower bound; recompute the privacy and TPR rows."""
+def _verify_lower(p, raw, res):
+    """docs/two-sided.md §1 (lower method v1), method-v2.md §4 (v2): replay the lower bound."""
     c, lo = p["claim"], p["lower"]
-    lr = replay_lower(c["steps"], c["epochs"], lo["sigma_low"], lo["method"])
+    v1 = lo["method"]["version"] == 1
+    if v1:
+        lr = replay_lower(c["steps"], c["epochs"], lo["sigma_low"], lo["method"])
+    else:
+        lr = replay_lower_v2(c, lo["sigma_low"], lo["method"])
     res.replayed_lower, res.replay_seconds["lower"] = round_up(lr.bound, 13, up=False), lr.seconds
     if lr.bound <= c["target"]:
         raise Reject("lower-replay-not-above-target", f"replayed lower bound {res.replayed_lower} on TV at "
                      f"sigma_low {raw['lower']['sigma_low']} does not exceed the target {raw['claim']['target']}")
     if lr.bound < lo["tv_lower"]:
-        if lo["tv_lower"] - lr.bound >= fmpq(1, 10**12):
+        # method v2 fixes the map entirely, so our bound must reach the recorded one exactly;
+        # method v1 leaves the bucket map free (ties)
+        if not v1 or lo["tv_lower"] - lr.bound >= fmpq(1, 10**12):
             raise Reject("lower-replay-below-recorded", f"replayed lower bound {res.replayed_lower} is "
-                         f"below the recorded tv_lower {raw['lower']['tv_lower']} by more than 1e-12")
+                         f"below the recorded tv_lower {raw['lower']['tv_lower']}")
         res.mismatches.append(f"lower.tv_lower: recorded {raw['lower']['tv_lower']}, replayed "
                               f"{res.replayed_lower} (below by < 1e-12: bucket ties)")
+    if not v1:
+        mine = {"W_A": lr.W_A, "U_A": lr.U_A, "deleted_p": lr.deleted_p}
+        with working_prec(400):
+            bad = _compare(lo["enclosures"], mine, slack_lower(c, lo["method"]), "lower.enclosures")
+        if bad:
+            res.mismatches += bad
+            raise Reject("lower-enclosure-mismatch", "recorded lower enclosures disagree with the replay: "
+                         + "; ".join(bad))
+    res.detail += (f"; TV > {raw['lower']['tv_lower']} > target at sigma_low {raw['lower']['sigma_low']} "
+                   f"(replayed {res.replayed_lower})")
+
+
+def _verify_rows(p, raw, rp, tol, res):
+    """docs/two-sided.md §2-3: recompute the privacy and TPR rows from our b_k."""
     m, rows = p["method"], {}
     res.derived = rows  # filled as we go, so a rejection shows the rows replayed so far
     with working_prec(max(200, m["prec"])):
@@ -152,8 +186,7 @@ def _verify_v2(p, raw, rp, tol, res):
             if row["tpr"] < bound:
                 raise Reject("tpr-too-small", f"recorded TPR {raw['tpr'][a]['tpr']} at FPR {a} is below the "
                              f"replayed bound {rows[f'tpr@{a}']} (epsilon {raw['tpr'][a]['epsilon']})")
-    res.detail += (f"; TV > {raw['lower']['tv_lower']} > target at sigma_low {raw['lower']['sigma_low']} "
-                   f"(replayed {res.replayed_lower}); privacy and TPR rows replayed")
+    res.detail += "; privacy and TPR rows replayed"
 
 
 def read_limited(path: str) -> bytes:

@@ -128,3 +128,13 @@ def replay_lower_v2(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
     secs = {"masses": t1 - t0, "epoch": t2_ - t1, "buckets": t3 - t2_, "epochs": t4 - t3, "total": t4 - t0}
     return LowerResult(bound=fmpq(wa - ua, one) - deficit, W_A=fmpq(wa, one), U_A=fmpq(ua, one),
                        deleted_p=deficit, seconds=secs)
+
+
+def slack_lower(claim: dict, m: dict) -> fmpq:
+    """Tolerance for the recorded W_A, U_A, deleted_p: two correct implementations of the same
+    fixed map differ by their deletions (at most trim per sum or product, on either side) and
+    floors (under 2^-F per coefficient), amplified at most M E times, plus 1e-12."""
+    M, E, _ = pair(claim)
+    nops = 6 * M.bit_length() + 4 * E.bit_length()  # P and Q sides
+    width = 2 ** (m["mantissa_bits"] + 1) * (m["top_octave"] + 1) + (m["k_plus"] - m["k_minus"]) * E
+    return fmpq(1, 10**12) + 2 * M * E * nops * (m["trim"] + width / fmpq(2) ** m["fixed_point_bits"])

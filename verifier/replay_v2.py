@@ -137,6 +137,9 @@ class Epochs:
         self.F, self.eta, self.k_top, self.budget = F, float(eta), k_top, budget
         self.shift = None if shift is None else float(shift)
         self.trim, self.fixed_point, self.moved = 0, fmpq(), 0
+        # what a rule with the full budget and exact weights may delete beyond ours: at most
+        # trim / w_j of raw mass per product, j our lowest kept exponent (for the enclosure slack)
+        self.allowance = 0.0
 
     def clamp(self, off: int, p):
         n = self.k_top - off + 1  # coefficients kept below and at k_top
@@ -165,6 +168,8 @@ class Epochs:
         while hi - lo > 1:
             mid = (lo + hi) // 2
             lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+        if self.shift is not None:
+            self.allowance += min(1.0, 2 * self.budget / 2**self.F / self._weight(off + lo))
         if lo == 0:
             return off, p
         self.trim += int(p.truncate(lo)(1))
@@ -187,6 +192,30 @@ class Epochs:
             if e:
                 X = self.mul(X, X)
         return out
+
+
+@dataclass
+class ReplayResultV2(ReplayResult):
+    allowance: fmpq = field(default_factory=fmpq)  # see Epochs.allowance
+
+
+# mass.step_iv, deleted.trim and moved.k_top are raw masses after the weighted trimming of (iv)
+LOOSE = (("mass", "step_iv"), ("deleted", "trim"), ("moved", "k_top"))
+
+
+def slack(claim: dict, m: dict, rp: ReplayResultV2) -> tuple[fmpq, fmpq]:
+    """Tolerances (tol, loose) for the recorded enclosures (method-v2.md §2, "Fixed point,
+    enclosures"): two correct implementations differ by their optional deletions -- at most
+    trim/2 per ⊕ and trim per product of (iv) -- and their floors (under 2^-F per coefficient),
+    a mass deleted in a block of steps entering the epoch sum at most M times and O at most E
+    times; plus 1e-12.  The three LOOSE quantities are raw masses after the *weighted* trimming
+    of (iv), which may delete up to trim / w_j of raw mass per product: their tolerance adds our
+    own raw deletions and that allowance."""
+    M, E, _ = pair(claim)
+    nops = 2 * (M.bit_length() + E.bit_length())
+    width = 2 ** (m["mantissa_bits"] + 1) * (m["top_octave"] + 1) + (m["k_plus"] - m["k_minus"]) * E
+    tol = fmpq(1, 10**12) + 2 * M * E * nops * (m["trim"] + width / fmpq(2) ** m["fixed_point_bits"])
+    return tol, tol + rp.enclosures["deleted"]["trim"] + rp.allowance
 
 
 def step_i_v2(t2: fmpq, h: fmpq, points: list[int], F: int) -> tuple[list[int], arb]:
@@ -247,4 +276,5 @@ def replay_v2(claim: dict, m: dict) -> ReplayResult:
            "moved": {"cap": tail, "top_octave": tally.top_octave, "k_plus": fmpq(lg.k_plus, one),
                      "k_top": fmpq(ep.moved, one)}}
     secs = {"step_i": t1 - t0, "step_ii": t2_ - t1, "step_iii": t3 - t2_, "step_iv": t4 - t3, "total": t4 - t0}
-    return ReplayResult(O=O, bound=1 - O_lo, enclosures=enc, seconds=secs, b=b, F=F)
+    return ReplayResultV2(O=O, bound=1 - O_lo, enclosures=enc, seconds=secs, b=b, F=F,
+                          allowance=fmpq(*ep.allowance.as_integer_ratio()))

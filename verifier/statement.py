@@ -11,6 +11,7 @@ from .strict import Reject, canonical, decimal, load_json, working_prec
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://sigmacert.dev/tv-certificate/v1"
 PREDICATE_TYPE_V2 = "https://sigmacert.dev/tv-certificate/v2"
+PREDICATE_TYPE_V3 = "https://sigmacert.dev/tv-certificate/v3"
 MECHANISM, ADJACENCY = "dp-sgd/random-allocation", "zero-out"
 STATEMENT = ("TV(P_M^E, Q_M^E) <= target, so every membership-inference test "
              "has accuracy <= 1/2 + target/2")
@@ -107,7 +108,7 @@ def parse_statement(payload: bytes, subject_digest: str | None = None):
         raise Reject("payload-not-canonical", "payload is not canonical JSON (sorted keys, no spaces)")
     if st["_type"] != STATEMENT_TYPE:
         raise Reject("statement-type", f"_type {st['_type']!r} != {STATEMENT_TYPE!r}")
-    if st["predicateType"] not in (PREDICATE_TYPE, PREDICATE_TYPE_V2):
+    if st["predicateType"] not in (PREDICATE_TYPE, PREDICATE_TYPE_V2, PREDICATE_TYPE_V3):
         raise Reject("predicate-type", f"unknown predicateType {st['predicateType']!r}")
     subj = st["subject"]
     if (not isinstance(subj, list) or not subj or any(
@@ -117,8 +118,12 @@ def parse_statement(payload: bytes, subject_digest: str | None = None):
             or not re.fullmatch(r"[0-9a-f]{64}", s["digest"]["sha256"]) for s in subj)):
         raise Reject("statement-fields", "subject must be a list of {name, digest: {sha256: 64 hex}}")
     raw = st["predicate"]
-    v2 = st["predicateType"] == PREDICATE_TYPE_V2
-    pred = _typed(raw, SCHEMA_V2 if v2 else SCHEMA, "predicate")
+    v2, v3 = st["predicateType"] == PREDICATE_TYPE_V2, st["predicateType"] == PREDICATE_TYPE_V3
+    if v3:
+        from .schema_v3 import typed  # format v3 (docs/method-v2.md §3); it builds on this module
+        pred = typed(raw)
+    else:
+        pred = _typed(raw, SCHEMA_V2 if v2 else SCHEMA, "predicate")
     digests = {s["digest"]["sha256"] for s in subj}
     if subject_digest is not None and subject_digest not in digests:
         raise Reject("subject-digest", "no subject has the SHA-256 of the given --subject file")
@@ -126,6 +131,10 @@ def parse_statement(payload: bytes, subject_digest: str | None = None):
     for s in subj:
         if s["name"] == "claim" and s["digest"]["sha256"] != claim_digest:
             raise Reject("subject-digest", "subject 'claim' digest != SHA-256 of canonical predicate.claim")
+    if v3:
+        from .schema_v3 import check_v3
+        check_v3(pred)
+        return raw, pred
     check_claim_and_method(pred)
     if v2:
         check_v2(pred)
@@ -145,7 +154,14 @@ def _common(m, M):
 
 def check_v2(p):
     """Static checks of the v2 additions (before any replay)."""
-    c, lo, m = p["claim"], p["lower"], p["lower"]["method"]
+    check_lower_v1(p)
+    check_lower(p)
+    check_rows(p)
+
+
+def check_lower_v1(p):
+    """The lower method v1 (docs/two-sided.md §1)."""
+    c, m = p["claim"], p["lower"]["method"]
     if m["name"] != "data-processing-lower" or m["version"] != 1:
         raise Reject("lower-method-unknown", f"lower method {m['name']!r} v{m['version']} is not "
                      "data-processing-lower v1")
@@ -158,6 +174,11 @@ def check_v2(p):
     if m["cap"] / m["h"] > LIMITS["grid points"] or 8 * c["steps"] / m["h"] > LIMITS["lattice points"] \
             or (m["b_max"] - m["b_min"]) * c["epochs"] > LIMITS["epoch product length"]:
         raise Reject("method-too-expensive", "lower method beyond the verifier's limits")
+
+
+def check_lower(p):
+    """The lower side's numbers against the claim and against each other (any lower method)."""
+    c, lo = p["claim"], p["lower"]
     if not 0 < lo["sigma_low"] < c["sigma"]:
         raise Reject("lower-sigma-not-below", f"need 0 < sigma_low < sigma, got sigma_low "
                      f"{lo['sigma_low']} and sigma {c['sigma']}")
@@ -169,6 +190,10 @@ def check_v2(p):
     with working_prec(400):
         if (e["W_A"] - e["U_A"] - e["deleted_p"]).lower() < arb(lo["tv_lower"]):
             raise Reject("lower-inconsistent", "tv_lower is above the lower end of W_A - U_A - deleted_p")
+
+
+def check_rows(p):
+    """The privacy and TPR rows: keys, grids, recorded deltas within their delta."""
     for name, rows, keys in (("privacy", p["privacy"]["epsilon_at_delta"], DELTAS), ("tpr", p["tpr"], ALPHAS)):
         if set(rows) - set(keys):
             raise Reject(f"{name}-grid", f"{name} rows {sorted(set(rows) - set(keys))} are not in {list(keys)}")
