@@ -64,7 +64,7 @@ def buckets(D: list, n: int, cells: LogCells, kmin: int, kplus: int) -> dict:
         if p is None:
             continue
         cs, base, zero = octave_masses(p, k, N)
-        below, sums, above = cell_sums(cs, base, cells.octave(k, N, kmin, kplus), zero)
+        below, sums, above = cell_sums(cs, base, cells.octave(k, N, kmin, kplus), zero, moment=False)
         for j, m in [(kmin, below), (kplus, above)] + [(j, m) for j, m, _ in sums]:
             u[j] = u.get(j, 0) + m
     return {j: v for j, v in u.items() if v}
@@ -112,7 +112,7 @@ def replay_lower_v2(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
     # (d) E epochs: cells added, partial sums above k_top clamped (our trim: raw mass, low end)
     sides = []
     for d in (u, w):
-        lo, ep = min(d), Epochs(F, m["eta"], m["k_top"], budget, None)
+        lo, ep = min(d), Epochs(F, m["eta"], m["k_top"], budget, None, budget)
         sides.append(ep.power((lo, fmpz_poly([d.get(j, 0) for j in range(lo, max(d) + 1)])), E))
     (ou, Up), (ow, Wp) = sides
     o = min(ou, ow)

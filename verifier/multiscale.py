@@ -48,35 +48,37 @@ class Lattice:
     def __init__(self, n: int, T: int, F: int, two_point: bool, budget: int, tally: Tally):
         self.n, self.N, self.T, self.F = n, 1 << n, T, F
         self.two_point, self.budget, self.tally = two_point, budget, tally
+        self.d = 2 if two_point else 1  # carries are exact in units 2^-F / d
 
-    def carry2(self, p):
-        """Twice the image of p (index m on a lattice g) on the lattice 2g, exactly: `half` sends
-        m even to m/2 and half of an odd m's mass to each of (m -/+ 1)/2; the floor sends m to
-        floor(m/2).  (Doubling keeps every half-mass an integer.)"""
+    def carry(self, p):
+        """d times the image of p (index m on a lattice g) on the lattice 2g, exactly: `half`
+        (d = 2) sends m even to m/2 and half of an odd m's mass to each of (m -/+ 1)/2; the
+        floor (d = 1) sends m to floor(m/2)."""
         ev, od = p.deflate(2), p.right_shift(1).deflate(2)
         if self.two_point:
             return 2 * ev + od + od.left_shift(1)
-        return 2 * (ev + od)
+        return ev + od
 
     def hats(self, X: list, upto: int) -> list:
         """[x̂_0, ..., x̂_upto]: the part of X below octave k on the lattice 2^k h (real indices
-        0..N), carried octave by octave and floored to units 2^-F (each floor loses less than
-        half a unit per coefficient, counted as such)."""
+        0..N), carried octave by octave; `half` is floored to units 2^-F (each floor loses less
+        than half a unit per coefficient, counted as such)."""
         out, h = [None], None
         for k in range(upto):
             s = _add(h, X[k] if k == 0 or X[k] is None else X[k].left_shift(self.N))
             h = None
             if s is not None and not s.is_zero():
-                d = self.carry2(s)
-                h = d // 2
+                h = self.carry(s)
                 if self.two_point:
-                    self.tally.fixed_point += fmpq(d.length(), 2 ** (self.F + 1))
+                    self.tally.fixed_point += fmpq(h.length(), 2 ** (self.F + 1))
+                    h = h // 2
             out.append(h)
         return out
 
     def oplus(self, X: list, Y: list) -> list:
-        """X ⊕ Y (X is Y: the sum of two independent copies), then our own low-end trimming."""
-        N, T, F, same = self.N, self.T, self.F, X is Y
+        """X ⊕ Y (X is Y: the sum of two independent copies), then our own low-end trimming.
+        (The floor map keeps no fixed-point tally: the lower bound pays for every loss at once.)"""
+        N, T, F, d, same = self.N, self.T, self.F, self.d, X is Y
         lx = [k for k, p in enumerate(X) if p is not None]
         ly = lx if same else [k for k, p in enumerate(Y) if p is not None]
         if not lx or not ly:
@@ -85,16 +87,16 @@ class Lattice:
         xh = self.hats(X, max(ly[-1], k0))
         yh = xh if same else self.hats(Y, max(lx[-1], k0))
         get = lambda L, k: L[k] if k < len(L) else None
-        out, car, scale = [None] * (T + 1), None, 2 ** (F + 1)
+        out, car, scale = [None] * (T + 1), None, d * 2**F
         for k in range(k0, k1 + 1):
             z = self._z(k, X[k], get(xh, k), Y[k], get(yh, k), same)
-            tot, car = car, None  # units 2^-(2F+1)
+            tot, car = car, None  # units 2^-2F / d
             if z is not None and not z.is_zero():
                 lim = 2 * N if k == 0 else N
-                tot = _add(tot, 2 * z.truncate(lim))
+                tot = _add(tot, d * z.truncate(lim) if self.two_point else z.truncate(lim))
                 hi = z.right_shift(lim)
                 if not hi.is_zero():
-                    car = self.carry2(hi)
+                    car = self.carry(hi)
             if k == T and car is not None:  # octave T + 1: moved down to 2^T h (2N - 1)
                 moved = car(1)
                 self.tally.top_octave += fmpq(int(moved), scale * 2**F)
@@ -102,8 +104,9 @@ class Lattice:
                 car = None
             if tot is None or tot.is_zero():
                 continue
-            out[k] = tot // scale  # floor: units 2^-(2F+1) -> 2^-F
-            self.tally.fixed_point += fmpq(int(tot(1) - out[k](1) * scale), scale * 2**F)
+            out[k] = tot // scale  # floor: units 2^-2F / d -> 2^-F
+            if self.two_point:
+                self.tally.fixed_point += fmpq(int(tot(1) - out[k](1) * scale), scale * 2**F)
         return self.trim(out)
 
     def _z(self, k, xk, xh, yk, yh, same):

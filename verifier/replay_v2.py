@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 from flint import arb, fmpq, fmpz_poly
 
@@ -65,21 +66,21 @@ def place(points: list[int], masses: list[int], n: int, T: int) -> list:
     return [fmpz_poly(o) if any(o) else None for o in octs]
 
 
-def cell_sums(cs: list[int], base: int, edges: list, zeroth: int):
-    """For a list of masses cs at indices base + i and cell edges [(j, c_j)]: the mass below
-    the first edge, [(j, sum s_m, sum m s_m)] for each cell [c_j, c_{j+1}), the mass from the
-    last edge on.  (C-level sums over slices; `zeroth` = the mass at index 0, if any.)"""
+def cell_sums(cs: list[int], base: int, edges: list, zeroth: int, moment: bool = True):
+    """For masses cs at the indices base + i and cell edges [(j, c_j)]: the mass below the first
+    edge, [(j, sum s_m, sum m s_m)] for each non-empty cell [c_j, c_{j+1}), the mass from the last
+    edge on (`zeroth` = the mass at the value 0, if any; moment=False: sum m s_m not needed)."""
     L = len(cs)
-    idx = lambda c: min(max(c - base, 0), L)
+    p0 = list(accumulate(cs, initial=0))  # prefix sums of s_i and of i s_i
+    p1 = list(accumulate(map(int.__mul__, range(L), cs), initial=0)) if moment else None
+    cut = [min(max(c - base, 0), L) for _, c in edges]
     cells = []
-    for (j, c0), (_, c1) in zip(edges, edges[1:]):
-        i0, i1 = idx(c0), idx(c1)
-        if i1 > i0:
-            part = cs[i0:i1]
-            m = sum(part)
-            if m:
-                cells.append((j, m, sum(map(int.__mul__, range(base + i0, base + i1), part))))
-    return zeroth + sum(cs[:idx(edges[0][1])]), cells, sum(cs[idx(edges[-1][1]):])
+    for t in range(len(edges) - 1):
+        i0, i1 = cut[t], cut[t + 1]
+        if i1 > i0 and p0[i1] != p0[i0]:
+            m = p0[i1] - p0[i0]
+            cells.append((edges[t][0], m, p1[i1] - p1[i0] + base * m if moment else 0))
+    return zeroth + p0[cut[0]], cells, p0[L] - p0[cut[-1]]
 
 
 def octave_masses(p, k: int, N: int) -> tuple[list[int], int, int]:
@@ -96,6 +97,18 @@ class LogTally:
     k_plus: int = 0  # moved down to e^{k_plus eta}
     fixed_point: int = 0
     r: dict = field(default_factory=dict)
+
+
+def epoch(step: list, M: int, lat: Lattice) -> list:
+    """Step (ii): the sum of M independent steps by binary powering along the bits of M, least
+    significant first: B_0 = the step, A <- A ⊕ B_i at a set bit i, B_{i+1} = B_i ⊕ B_i."""
+    B, A = step, None
+    for i in range(M.bit_length()):
+        if M >> i & 1:
+            A = B if A is None else lat.oplus(A, B)
+        if i + 1 < M.bit_length():
+            B = lat.oplus(B, B)
+    return A
 
 
 def to_log_grid(D: list, n: int, cells: LogCells, kmin: int, kplus: int) -> LogTally:
@@ -130,11 +143,12 @@ class Epochs:
     """Products of distributions (off, poly) on exponents j (Λ = e^{j eta}), units 2^-F:
     floored products, exponents above k_top moved down to k_top, and our own trimming of the
     lowest exponents (weighted by w_j = min{1, e^{j eta + shift}}, the rule of §2 (iv); or
-    unweighted, shift = None).  Trimming decisions may use floats: deleting mass is always
-    allowed, the rule only keeps our result close to the certifier's."""
+    unweighted, shift = None) and, with top > 0, of the highest (the lower method, §4).
+    Trimming decisions may use floats: deleting mass is always allowed, the rule only keeps our
+    result close to the certifier's."""
 
-    def __init__(self, F: int, eta: fmpq, k_top: int, budget: int, shift: fmpq | None):
-        self.F, self.eta, self.k_top, self.budget = F, float(eta), k_top, budget
+    def __init__(self, F: int, eta: fmpq, k_top: int, budget: int, shift: fmpq | None, top: int = 0):
+        self.F, self.eta, self.k_top, self.budget, self.top = F, float(eta), k_top, budget, top
         self.shift = None if shift is None else float(shift)
         self.trim, self.fixed_point, self.moved = 0, fmpq(), 0
         # what a rule with the full budget and exact weights may delete beyond ours: at most
@@ -170,10 +184,26 @@ class Epochs:
             lo, hi = (mid, hi) if ok(mid) else (lo, mid)
         if self.shift is not None:
             self.allowance += min(1.0, 2 * self.budget / 2**self.F / self._weight(off + lo))
-        if lo == 0:
-            return off, p
-        self.trim += int(p.truncate(lo)(1))
-        return off + lo, p.right_shift(lo)
+        if lo:
+            self.trim += int(p.truncate(lo)(1))
+            off, p = off + lo, p.right_shift(lo)
+        return off, self.trim_top(p)
+
+    def trim_top(self, p):
+        """Delete the highest coefficients while their mass is <= top (0: nothing)."""
+        L, n = p.length(), 0
+        ok = lambda n: int(p.right_shift(L - n)(1)) <= self.top
+        step = 1
+        while n + step <= L and ok(n + step):
+            n, step = n + step, 2 * step
+        while step > 1:
+            step //= 2
+            if n + step <= L and ok(n + step):
+                n += step
+        if n:
+            self.trim += int(p.right_shift(L - n)(1))
+            p = p.truncate(L - n)
+        return p
 
     def mul(self, X, Y):
         (ox, px), (oy, py) = X, Y
@@ -242,13 +272,7 @@ def replay_v2(claim: dict, m: dict) -> ReplayResult:
         tally.fixed_point += 1 - mass_i
         t1 = time.perf_counter()
         # ---- (ii) the epoch sum: binary powering along the bits of M with ⊕ ---------------
-        lat = Lattice(n, T, F, True, int(m["trim"] * one / 4), tally)  # spec: trim/2 per ⊕
-        B, A = step, None
-        for i in range(M.bit_length()):
-            if M >> i & 1:
-                A = B if A is None else lat.oplus(A, B)
-            if i + 1 < M.bit_length():
-                B = lat.oplus(B, B)
+        A = epoch(step, M, Lattice(n, T, F, True, int(m["trim"] * one / 4), tally))  # spec: trim/2 per ⊕
         mass_ii = fmpq(sum(int(p(1)) for p in A if p is not None), one)
         t2_ = time.perf_counter()
         # ---- (iii) L = S/M onto the log grid -------------------------------------------------
