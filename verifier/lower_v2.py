@@ -91,7 +91,7 @@ def replay_lower_v2(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
     B, BQ = place(points, p, n, T), place(points, q, n, T)
     t1 = time.perf_counter()
     # (b) the epoch: P side A, Q side AQ = average over the position of the shifted coordinate
-    lat, latq = Lattice(n, T, F, False, budget, Tally()), Lattice(n, T, F, False, budget, Tally())
+    lat = Lattice(n, T, F, False, budget, Tally())  # one for both sides: B enters two sums per bit
     A = AQ = None
     done = 0  # steps already in A
     for i in range(M.bit_length()):
@@ -99,10 +99,10 @@ def replay_lower_v2(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
             if A is None:
                 A, AQ, done = B, BQ, 1 << i
             else:
-                AQ = mix(latq.oplus(AQ, B), done, latq.oplus(A, BQ), 1 << i)
+                AQ = mix(lat.oplus(AQ, B), done, lat.oplus(A, BQ), 1 << i)
                 A, done = lat.oplus(A, B), done + (1 << i)
         if i + 1 < M.bit_length():
-            BQ, B = latq.oplus(BQ, B), lat.oplus(B, B)
+            BQ, B = lat.oplus(BQ, B), lat.oplus(B, B)
     t2_ = time.perf_counter()
     # (c) each epoch value to its log-grid cell
     cells = LogCells(M, m["h"], m["eta"], m["prec"])

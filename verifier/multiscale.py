@@ -49,6 +49,7 @@ class Lattice:
         self.n, self.N, self.T, self.F = n, 1 << n, T, F
         self.two_point, self.budget, self.tally = two_point, budget, tally
         self.d = 2 if two_point else 1  # carries are exact in units 2^-F / d
+        self.memo = []  # (X, upto, hats) of recent operands: B enters two sums per bit (§4 (b))
 
     def carry(self, p):
         """d times the image of p (index m on a lattice g) on the lattice 2g, exactly: `half`
@@ -60,6 +61,14 @@ class Lattice:
         return ev + od
 
     def hats(self, X: list, upto: int) -> list:
+        for Y, u, H in self.memo:
+            if Y is X and u >= upto:
+                return H
+        H = self._hats(X, upto)
+        self.memo = [(X, upto, H)] + self.memo[:3]
+        return H
+
+    def _hats(self, X: list, upto: int) -> list:
         """[x̂_0, ..., x̂_upto]: the part of X below octave k on the lattice 2^k h (real indices
         0..N), carried octave by octave; `half` is floored to units 2^-F (each floor loses less
         than half a unit per coefficient, counted as such)."""
