@@ -2,6 +2,7 @@
 implementations and closed forms, spec-built and real certificates, the v3 mutation suite."""
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import sys
@@ -341,15 +342,53 @@ def test_real_certificates_are_committed():
     assert {"fixed_bins_two_sided", "random_allocation_two_sided", "method_v1_rows"} <= names
 
 
+def real_predicate(name: str) -> dict:
+    return json.loads(base64.b64decode(json.loads((DATA / f"{name}.json").read_bytes())["payload"]))["predicate"]
+
+
 @pytest.mark.parametrize("path", REAL, ids=lambda p: p.stem)
 def test_real_v3_certificate_verifies(path):
     """Certificates issued by `certifier.certify` (method v2 or v1 with rows, fixed bins and
     random allocation) accept; replayed bound <= recorded <= target, replayed lower >= recorded."""
     r = verify_file(str(path), [str(DATA / "public.pem")])
     assert r.accepted, (r.reason, r.detail)
-    env = json.loads(path.read_bytes())
-    import base64
-    pred = json.loads(base64.b64decode(env["payload"]))["predicate"]
+    pred = real_predicate(path.stem)
     assert Fr(r.replayed_bound) <= Fr(pred["bound"]) <= Fr(pred["claim"]["target"])
     if "lower" in pred:
         assert Fr(r.replayed_lower) >= Fr(pred["lower"]["tv_lower"]) > Fr(pred["claim"]["target"])
+
+
+def to_fixed_bins(p):
+    c = p["claim"]
+    c.update(scheme="fixed-bins", mechanism=CLAIM_FB["mechanism"], statement=CLAIM_FB["statement"],
+             iterations=c["steps"] * c["epochs"])
+
+
+def more_rounds(p):
+    c = p["claim"]
+    c.update(epochs=c["epochs"] + 1, iterations=c["steps"] * (c["epochs"] + 1))
+
+
+REAL_MUTATIONS = {
+    ("method_v1_rows", "fixed-bins-with-method-v1"): (to_fixed_bins, "method-scheme"),
+    ("method_v1_rows", "sigma-decreased"): (scale("claim.sigma", Fr(95, 100)), "replay-bound-exceeds"),
+    ("fixed_bins_two_sided", "iterations-beyond-epochs"): (
+        lambda p: p["claim"].update(iterations=p["claim"]["iterations"] + 1), "claim-iterations"),
+    ("fixed_bins_two_sided", "more-rounds-per-bin"): (more_rounds, "replay-bound-exceeds"),
+    ("fixed_bins_two_sided", "sigma-low-raised"): (
+        lambda p: low(p).update(sigma_low=dec(Fr(low(p)["sigma_low"]) + Fr(9, 10**7))),
+        "lower-replay-not-above-target"),
+    ("random_allocation_two_sided", "k-top-lowered"): (setp("method.k_top", 0), "replay-bound-exceeds"),
+    ("random_allocation_two_sided", "lower-eta-coarsened"): (
+        lambda p: lo2(p).update(eta=dec(8 * Fr(lo2(p)["eta"])), k_minus=lo2(p)["k_minus"] // 8,
+                                k_plus=lo2(p)["k_plus"] // 8, k_top=lo2(p)["k_top"] // 8),
+        "lower-replay-not-above-target"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REAL_MUTATIONS), ids=lambda c: f"{c[0]}-{c[1]}")
+def test_real_v3_mutation_is_rejected(case):
+    change, reason = REAL_MUTATIONS[case]
+    key = Ed25519PrivateKey.generate()  # re-signed by a trusted key: the signature is no barrier
+    r = resign(real_predicate(case[0]), key, change)
+    assert not r.accepted and r.reason == reason, (r.reason, r.detail)
