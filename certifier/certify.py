@@ -129,9 +129,16 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
                   scheme=scheme)
     user_grid = any(x is not None for x in (h, eta, cap))
     use_v1 = method == "v1" or user_grid or (method == "auto" and _v1_fits(claim, lam, float(sigma)))
+    r = None
     if use_v1:
-        r = _upper_v1(claim, sigma, tv, tv_err, h, eta, cap, prec, max_tries, out, say)
-    else:
+        try:
+            r = _upper_v1(claim, sigma, tv, tv_err, h, eta, cap, prec, max_tries, out, say)
+        except CannotCertify as err:
+            if method == "v1" or user_grid:
+                raise
+            out.tries.append({"try": 0, "method": 1, "skipped": f"method v1: {err}"})
+            use_v1 = False                          # auto: v1's grid model found nothing; v2 covers every cell
+    if not use_v1:
         r = _upper_v2(claim, sigma, tv, tv_err, prec, max_tries, out, say)
     if r is None:
         say("done", 1.0)

@@ -129,7 +129,7 @@ def lattice_variance(steps: int, g: list[int]) -> float:
 
 @dataclass
 class Plan:
-    """A chosen grid with its predicted loss and time."""
+    """A chosen grid (a method's parameters) with its predicted loss and time (any method, either side)."""
     method: Method
     predicted_loss: float
     predicted_seconds: float
@@ -316,17 +316,7 @@ def lower_cap(mod: Model, budget: float) -> float:
     return min(max(math.exp(hi), 2.0), 8.0 * mod.steps)
 
 
-@dataclass
-class LowerPlan:
-    """A lower-side grid (certifier.lower.LowerMethod) with its predicted loss and time."""
-    method: object
-    predicted_loss: float
-    predicted_seconds: float
-    budget: float
-    detail: dict
-
-
-def choose_lower_grid(steps: int, epochs: int, sigma: fmpq, budget: float, prec: int = 100) -> LowerPlan:
+def choose_lower_grid(steps: int, epochs: int, sigma: fmpq, budget: float, prec: int = 100) -> Plan:
     """A grid for the data-processing lower bound whose predicted loss (TV - bound) is <= budget.
 
     Loss model: the v1 model's terms (quantisation h, lattice re-quantisation, bucket width
@@ -350,4 +340,4 @@ def choose_lower_grid(steps: int, epochs: int, sigma: fmpq, budget: float, prec:
     loss = LOWER_LOSS_RATIO * (plan.predicted_loss - plan.detail["cap"] - plan.detail["tail"]) + merge
     detail = {**{k: v for k, v in plan.detail.items() if k not in ("cap", "tail", "points")},
               "merge": merge, "points": int(points)}
-    return LowerPlan(method, loss, secs, budget, detail)
+    return Plan(method, loss, secs, budget, detail)

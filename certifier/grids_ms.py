@@ -23,6 +23,7 @@ from flint import fmpq
 from scipy.special import ndtr, ndtri
 
 from certifier.errors import CannotCertify
+from certifier.grids import Plan
 from certifier.params import parse_decimal
 from certifier.rounding_ms import MethodV2
 
@@ -126,15 +127,6 @@ def _octave_products(cm: CellModel, steps: int, Nh: float, top: int) -> float:
     return total
 
 
-@dataclass
-class PlanV2:
-    method: MethodV2
-    predicted_loss: float
-    predicted_seconds: float
-    budget: float
-    detail: dict
-
-
 def _nice(x: float) -> str:
     """The largest decimal m 10^k <= x with m in {1, 2, 5} (exact text)."""
     k = math.floor(math.log10(x))
@@ -146,7 +138,7 @@ def _nice(x: float) -> str:
 
 def _octave_of(value: float, Nh: float) -> int:
     """The octave whose range contains `value` (0 below 2 N h)."""
-    return max(0, math.floor(math.log2(value / Nh))) if value >= 2 * Nh else 0
+    return max(0, math.floor(math.log2(value) - math.log2(Nh))) if value >= 2 * Nh else 0
 
 
 def _y_bits(cm: CellModel, n: int, Nh: float, K_y: int) -> list[int]:
@@ -166,7 +158,7 @@ def _y_bits(cm: CellModel, n: int, Nh: float, K_y: int) -> list[int]:
 
 
 def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, *, n: int, eta: str,
-            need_eps: float = 0.0, prec: int = 100, k_scale: float = 1.0) -> PlanV2:
+            need_eps: float = 0.0, prec: int = 100, k_scale: float = 1.0) -> Plan:
     """The method-v2 parameters for mantissa bits n and log-grid spacing eta, with predicted loss and time.
 
     k_scale multiplies K (E f(0)/2) where a calibration run measured the loss (see `calibrate`).
@@ -231,7 +223,7 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     secs = {"step_i": points * REF_POINT * ref,
             "step_ii": oct_products * REF_OCTAVE * ref * N * n / (8192 * 13),
             "step_iii": (cells + n_oct * N / 10) * REF_CELL * ref, "step_iv": (iv if epochs > 1 else 0.0) * ref}
-    return PlanV2(method, sum(loss.values()), sum(secs.values()), budget,
+    return Plan(method, sum(loss.values()), sum(secs.values()), budget,
                   {"loss": loss, "seconds": secs, "octaves": n_oct, "points": points, "K": cm.K, "k_scale": k_scale})
 
 
@@ -239,7 +231,7 @@ ETAS = ("1e-5", "2e-5", "5e-5", "1e-4", "2e-4", "5e-4", "1e-3", "2e-3")
 
 
 def choose_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, *, need_eps: float = 0.0,
-              prec: int = 100, k_scale: float = 1.0) -> PlanV2:
+              prec: int = 100, k_scale: float = 1.0) -> Plan:
     """The cheapest (by the cost model) method-v2 parameters whose predicted loss is <= budget."""
     best = None
     for n in range(6, 19):
@@ -252,7 +244,7 @@ def choose_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None
     return best
 
 
-def coarse(plan: PlanV2, steps: int, epochs: int, t2: fmpq, tv: float | None, drop: int = 2) -> PlanV2:
+def coarse(plan: Plan, steps: int, epochs: int, t2: fmpq, tv: float | None, drop: int = 2) -> Plan:
     """The same grid `drop` mantissa bits coarser and 2^drop times wider log cells (same octaves, cap, top):
     a calibration run at about 4^-drop of the loss model's K-part and a fraction of the time."""
     m = plan.method
@@ -269,11 +261,11 @@ def coarse(plan: PlanV2, steps: int, epochs: int, t2: fmpq, tv: float | None, dr
     K, lo = plan.detail["K"], plan.detail["loss"]
     kpart = K * (C_RHO / (1 << n) ** 2 + ev * ev / 6) + lo["small"] * (1 << d)
     fixed = lo["moves"] + lo["k_minus"] + lo["trim"]
-    return PlanV2(method, kpart + fixed, plan.predicted_seconds / 4 ** d, plan.budget,
+    return Plan(method, kpart + fixed, plan.predicted_seconds / 4 ** d, plan.budget,
                   {**plan.detail, "kpart": kpart, "fixed": fixed})
 
 
-def k_scale_from(coarse_plan: PlanV2, measured_loss: float) -> float:
+def k_scale_from(coarse_plan: Plan, measured_loss: float) -> float:
     """How much the K-part of the loss model under-(>1) or over-(<1) estimates, from a calibration run."""
     d = coarse_plan.detail
     return d["k_scale"] * min(20.0, max(0.25, (measured_loss - d["fixed"]) / d["kpart"]))

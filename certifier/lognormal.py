@@ -32,3 +32,32 @@ def doubled_tails(t2: fmpq, points: list[int], unit: fmpq, prec: int) -> tuple[l
             e0.append(((lb + c) * s).erfc())
             e1.append(((lb - c) * s).erfc())
         return e0, e1
+
+
+def two_point_masses(e0: list[arb], e1: list[arb], points: list[int], unit: fmpq) -> list[arb]:
+    """Doubled masses the two-point rounding of Lemma C.5 puts at each point (Y below the last point).
+
+    A cell (a u, b u] of mass m = F0(b u) - F0(a u) and partial mean mu = F1(b u) - F1(a u) sends
+    (b m - mu/u)/(b - a) to a and the rest to b (docs/certificate.md §4 (i)); e0, e1 from
+    `doubled_tails`, so every ball holds twice the mass. Y above the last point is not included.
+    """
+    inv_u = arb(unit.q) / arb(unit.p)
+    out = [arb(0)] * len(points)
+    carry = arb(0)
+    for i in range(1, len(points)):
+        a, b = points[i - 1], points[i]
+        mm = e0[i - 1] - e0[i]
+        mu = (e1[i - 1] - e1[i]) * inv_u
+        down = (mm * b - mu) / (b - a)
+        out[i - 1] = carry + down
+        carry = mm - down
+    out[-1] = carry
+    return out
+
+
+def floor_cell_masses(e: list[arb]) -> list[arb]:
+    """Doubled masses of the floor map onto the points: cell [x_i, x_{i+1}) -> x_i, [x_last, inf) -> x_last.
+
+    With e = e0 these are P-masses, with e = e1 the masses under the shifted law (dQ_1/dP_1 = Y).
+    """
+    return [e[i] - e[i + 1] for i in range(len(e) - 1)] + [e[-1]]

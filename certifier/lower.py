@@ -42,7 +42,6 @@ from certifier.errors import NumericsUnreliable
 from certifier.fixedpoint import (
     Ledger,
     Poly,
-    arb_exact,
     coarsen_floor,
     floor_fixed,
     power,
@@ -53,6 +52,7 @@ from certifier.fixedpoint import (
     truncate_index,
     working_prec,
 )
+from certifier.lognormal import doubled_tails, floor_cell_masses
 from certifier.params import ParameterError, decimal_str, parse_decimal
 from certifier.rounding import Method
 
@@ -130,28 +130,13 @@ def step_a(sigma: fmpq, m: LowerMethod) -> tuple[Poly, Poly]:
     Cells are [kh, (k+1)h) for k < K and [cap, inf) at index K = cap/h. Both are lower bounds on
     the true cell masses (total 1 on each side).
     """
+    F = m.fixed_point_bits
+    pts = list(range(int(m.cap / m.h) + 1))             # cells [kh, (k+1)h), k < K, and [cap, inf)
+    e0, e1 = doubled_tails(1 / (sigma * sigma), pts, m.h, m.prec)
     with working_prec(m.prec):
-        F = m.fixed_point_bits
-        sqrt2 = arb(2).sqrt()
-        t = arb(1) / arb_exact(sigma)
-        c = t * t / 2
-        s = arb(1) / (t * sqrt2)
-        lnh = arb_exact(m.h).log()
-        cap_u = int(m.cap / m.h)
-        pc, qc = [0] * (cap_u + 1), [0] * (cap_u + 1)
-        F1 = F - 1                                        # erfc = 2 G: one bit fewer halves it
-        prev_a, prev_e0, prev_e1 = 0, arb(2), arb(2)      # 2 G0(0) = 2 G1(0) = 2
-        log = arb.log
-        for b in range(1, cap_u + 1):
-            lb = log(arb(b)) + lnh
-            e0 = ((lb + c) * s).erfc()                    # 2 Pr_P(Y > b h)
-            e1 = ((lb - c) * s).erfc()                    # 2 E[Y 1{Y > b h}]
-            pc[prev_a] = floor_fixed(prev_e0 - e0, F1)
-            qc[prev_a] = floor_fixed(prev_e1 - e1, F1)
-            prev_a, prev_e0, prev_e1 = b, e0, e1
-        pc[prev_a] = floor_fixed(prev_e0, F1)           # top cell [cap, inf)
-        qc[prev_a] = floor_fixed(prev_e1, F1)
-        return strip(Poly(0, fmpz_poly(pc))), strip(Poly(0, fmpz_poly(qc)))
+        pc = [floor_fixed(x, F - 1) for x in floor_cell_masses(e0)]   # doubled masses: one bit fewer
+        qc = [floor_fixed(x, F - 1) for x in floor_cell_masses(e1)]
+    return strip(Poly(0, fmpz_poly(pc))), strip(Poly(0, fmpz_poly(qc)))
 
 
 # ----------------------------------------------------------------------------- (b) the epoch sum

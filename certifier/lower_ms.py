@@ -27,7 +27,7 @@ from flint import arb, fmpq, fmpz_poly
 
 from certifier.errors import NumericsUnreliable, ParameterError
 from certifier.fixedpoint import Ledger, Poly, floor_fixed, product, round_down_sig, strip, trim, working_prec
-from certifier.lognormal import doubled_tails
+from certifier.lognormal import doubled_tails, floor_cell_masses
 from certifier.multiscale import FLOOR, MSDist, _add, oplus, trim_ms
 from certifier.rounding_ms import LogEdges, MethodV2, clamp_index, y_grid
 
@@ -40,10 +40,10 @@ def step_a(t2: fmpq, m: MethodV2) -> tuple[MSDist, MSDist]:
     F = m.fixed_point_bits
     grid = y_grid(m)
     units = [j << k for k, j in grid]
+    e0, e1 = doubled_tails(t2, units, m.h, m.prec)
     with working_prec(m.prec):
-        e0, e1 = doubled_tails(t2, units, m.h, m.prec)
-        ps = [floor_fixed(e0[i] - e0[i + 1], F - 1) for i in range(len(units) - 1)] + [floor_fixed(e0[-1], F - 1)]
-        qs = [floor_fixed(e1[i] - e1[i + 1], F - 1) for i in range(len(units) - 1)] + [floor_fixed(e1[-1], F - 1)]
+        ps = [floor_fixed(x, F - 1) for x in floor_cell_masses(e0)]
+        qs = [floor_fixed(x, F - 1) for x in floor_cell_masses(e1)]
     return _pack(grid, ps), _pack(grid, qs)
 
 

@@ -36,6 +36,7 @@ from certifier.fixedpoint import (
     truncate_index,
     working_prec,
 )
+from certifier.lognormal import doubled_tails, two_point_masses
 from certifier.params import ParameterError, decimal_str, parse_decimal
 
 METHOD_NAME = "lemma-c5-rounding"
@@ -167,41 +168,15 @@ def step_i(sigma: fmpq, m: Method):
 def _step_i(sigma: fmpq, m: Method):
     """step_i at the current working precision (see step_i for what the result contains)."""
     F = m.fixed_point_bits
-    sqrt2 = arb(2).sqrt()
-    t = arb(1) / arb_exact(sigma)                       # t = 1/sigma
-    c = t * t / 2                                        # t^2/2
-    s = arb(1) / (t * sqrt2)                             # erfc(x/sqrt2) = 2 Phi(-x)
-    lnh = arb_exact(m.h).log()
-    ts_units = int(m.tail_start / m.h)
-    step_units = int(m.tail_step / m.h)
-    cap_units = int(m.cap / m.h)
+    ts_units, step_units, cap_units = int(m.tail_start / m.h), int(m.tail_step / m.h), int(m.cap / m.h)
     # grid points in units of h: 0, 1, ..., ts, ts + d, ..., cap (spec section 4 (i))
     pts = list(range(0, ts_units + 1)) + list(range(ts_units + step_units, cap_units + 1, step_units))
-    # G0(y) = 1 - F0(y) = Phi(-(ln y + t^2/2)/t) = erfc((ln y + t^2/2)/(t sqrt2))/2;
-    # G1(y) = E[Y 1{Y > y}] = erfc((ln y - t^2/2)/(t sqrt2))/2; G0(0) = G1(0) = 1.
-    # We keep 2*G (the erfc values) and halve once per cell.
+    e0, e1 = doubled_tails(1 / (sigma * sigma), pts, m.h, m.prec)
     coeffs = [0] * (cap_units + 1)
-    invh = arb(1) / arb_exact(m.h)
-    prev_a = 0
-    prev_e0, prev_e1 = arb(2), arb(2)                    # 2 G0(0), 2 G1(0)
-    carry = arb(0)                                       # 2 x mass sent up to the current point
-    F1 = F - 1                                           # masses are kept doubled (erfc = 2 G)
-    log = arb.log
-    for idx in range(1, len(pts)):
-        b = pts[idx]
-        lb = log(arb(b)) + lnh                           # ln(b h)
-        e0 = ((lb + c) * s).erfc()                       # 2 G0(bh)
-        e1 = ((lb - c) * s).erfc()                       # 2 G1(bh)
-        mm = prev_e0 - e0                                # 2 x cell mass F0(b) - F0(a)
-        mu = (prev_e1 - e1) * invh                       # 2 x cell partial mean / h
-        down = (mm * b - mu) / (b - prev_a)              # Lemma C.5: (b - y)/(b - a) of the mass to a
-        coeffs[prev_a] = floor_fixed(carry + down, F1)
-        carry = mm - down                                # the rest, (y - a)/(b - a), to b
-        prev_a, prev_e0, prev_e1 = b, e0, e1
-    coeffs[prev_a] = floor_fixed(carry, F1)
-    g0cap = prev_e0 / 2                                  # 1 - F0(cap): deleted above the cap
-    kept = sum(coeffs)
-    loss = (arb(1) - g0cap) - arb(kept) / arb(2) ** F    # true mass of the rounded Y minus kept
+    for p, x in zip(pts, two_point_masses(e0, e1, pts, m.h)):
+        coeffs[p] = floor_fixed(x, F - 1)                # the balls hold doubled masses
+    g0cap = e0[-1] / 2                                   # 1 - F0(cap): deleted above the cap
+    loss = (arb(1) - g0cap) - arb(sum(coeffs)) / arb(2) ** F   # true mass of the rounded Y minus kept
     return Poly(0, fmpz_poly(coeffs)), g0cap, loss
 
 

@@ -36,7 +36,7 @@ from certifier.fixedpoint import (
     strip,
     working_prec,
 )
-from certifier.lognormal import doubled_tails
+from certifier.lognormal import doubled_tails, two_point_masses
 from certifier.multiscale import ROUND, Lattice, MSDist, ms_mass, oplus, trim_ms
 from certifier.params import decimal_str, parse_decimal
 from certifier.rounding import B_FRACTION_BITS, _b_enclosures, o_ball
@@ -134,20 +134,11 @@ def step_i(t2: fmpq, m: MethodV2) -> tuple[MSDist, arb, arb]:
     F = m.fixed_point_bits
     grid = y_grid(m)
     units = [j << k for k, j in grid]            # points in units of h
+    e0, e1 = doubled_tails(t2, units, m.h, m.prec)
     with working_prec(m.prec):
-        e0, e1 = doubled_tails(t2, units, m.h, m.prec)
-        inv_h = 1 / arb(m.h.p) * arb(m.h.q)
-        masses = [arb(0)] * len(units)
-        carry = arb(0)
-        for i in range(1, len(units)):
-            a, b = units[i - 1], units[i]
-            mm = e0[i - 1] - e0[i]                   # 2 Pr(a h < Y <= b h)
-            mu = (e1[i - 1] - e1[i]) * inv_h         # 2 E[Y; cell] / h
-            down = (mm * b - mu) / (b - a)           # Lemma C.5: (b - y)/(b - a) of the mass to a
-            masses[i - 1] = carry + down
-            carry = mm - down
-        moved_cap = e0[-1] / 2                       # Pr(Y > cap): moved down to the cap
-        masses[-1] = carry + e0[-1]
+        masses = two_point_masses(e0, e1, units, m.h)
+        masses[-1] += e0[-1]                         # Y > cap moved down to the cap
+        moved_cap = e0[-1] / 2
         ints = [floor_fixed(x, F - 1) for x in masses]   # the balls hold doubled masses
         loss = arb(1) - arb(sum(ints)) / arb(2) ** F
     P: MSDist = {}

@@ -1,0 +1,134 @@
+"""Coverage benchmark: exact sigma and a two-sided certificate at it, over a published grid of cells.
+
+    python benchmarks/bench_coverage.py [--quick | --cells M,E,L ...] [--json out.json] [--timeout S]
+
+Grid: M in {1, 3, 10, 100, 1000, 10^4} x E in {1, 10, 100} x lambda in {0.05, 0.1, 0.3, 0.5, 0.9}
+(--quick: 15 cells spread over it). Each cell runs in its own subprocess (peak memory per cell) and
+prints: the exact sigma and its seconds, the certified bound and lower bound (sigma_low), seconds of
+the upper side (calibration included), the lower side and the privacy rows, the independent
+verifier's seconds and verdict, and peak MB.
+Goals (docs/coverage.md): every cell certified two-sided at the exact sigma on the first try;
+M <= 1000: <= 60 s per cell; M = 10^4: <= 300 s; sigma_high - sigma_low = 1e-6.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+STEPS = (1, 3, 10, 100, 1000, 10**4)
+EPOCHS = (1, 10, 100)
+TARGETS = ("0.05", "0.1", "0.3", "0.5", "0.9")
+QUICK = [(1, 1, "0.9"), (1, 100, "0.05"), (3, 10, "0.5"), (3, 1, "0.1"), (10, 1, "0.3"), (10, 100, "0.9"),
+         (100, 1, "0.1"), (100, 10, "0.5"), (100, 100, "0.05"), (1000, 10, "0.1"), (1000, 1, "0.9"),
+         (1000, 100, "0.3"), (10**4, 10, "0.1"), (10**4, 1, "0.5"), (10**4, 100, "0.9")]
+
+CHILD = r"""
+import json, resource, sys, time
+from certifier.certify import certify, exact_sigma_for
+from certifier.claim import Claim
+from certifier.envelope import canonical_json, claim_subject, sign_envelope, statement
+from certifier.keys import load_private
+from certifier.params import parse_decimal
+M, E, lam, key, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+target = parse_decimal("target", lam)
+t0 = time.perf_counter()
+sigma = exact_sigma_for(Claim("random-allocation", M, E, parse_decimal("s", "1"), target), target)
+t_sigma = time.perf_counter() - t0
+t1 = time.perf_counter()
+res = certify(M, E, target, sigma, two_sided=True)
+t_cert = time.perf_counter() - t1
+row = {"M": M, "E": E, "lambda": lam, "sigma": res.sigma, "sigma_s": round(t_sigma, 2),
+       "certified": res.success, "two_sided": res.two_sided, "bound": res.bound, "sigma_low": res.sigma_low,
+       "tv_lower": res.tv_lower, "tv": res.tv, "method": res.method_version, "certify_s": round(t_cert, 2),
+       "lower_s": res.lower_seconds, "rows_s": res.privacy_seconds,
+       "upper_tries": sum(1 for t in res.tries if "calibration" not in t),
+       "lower_tries": sum(1 for t in res.lower_tries if "calibration" not in t and "sigma_low" in t),
+       "tries": res.tries, "lower_tries_detail": res.lower_tries,
+       "epsilon": {k: v["epsilon"] for k, v in res.privacy["epsilon_at_delta"].items()} if res.privacy else None}
+row["upper_s"] = round(t_cert - (res.lower_seconds or 0) - (res.privacy_seconds or 0), 2)
+if res.success:
+    env = sign_envelope(statement(claim_subject(res.predicate["claim"]), res.predicate), load_private(key))
+    with open(out, "wb") as f:
+        f.write(canonical_json(env))
+    try:
+        from verifier import verify_file
+        t2 = time.perf_counter()
+        v = verify_file(out, [key.replace("private.pem", "public.pem")])
+        row["verify_s"], row["verdict"] = round(time.perf_counter() - t2, 2), v.reason
+    except Exception as err:  # the verifier may not know this format yet
+        row["verify_s"], row["verdict"] = None, f"{type(err).__name__}: {err}"
+row["peak_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+print("ROW " + json.dumps(row))
+"""
+
+
+def run_cell(M, E, lam, key, outdir, timeout):
+    out = os.path.join(outdir, f"M{M}_E{E}_L{lam}.json")
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run([sys.executable, "-c", CHILD, str(M), str(E), lam, key, out], capture_output=True,
+                           text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"M": M, "E": E, "lambda": lam, "error": f"timeout after {timeout} s"}
+    for line in p.stdout.splitlines():
+        if line.startswith("ROW "):
+            row = json.loads(line[4:])
+            row["wall_s"] = round(time.perf_counter() - t0, 2)
+            return row
+    err = (p.stderr.strip().splitlines() or ["no output"])[-1]
+    return {"M": M, "E": E, "lambda": lam, "error": err, "wall_s": round(time.perf_counter() - t0, 2)}
+
+
+def fmt(r) -> str:
+    if "error" in r:
+        return f"{r['M']:>6} {r['E']:>4} {r['lambda']:>5}  ERROR {r['error']}"
+    f = lambda x, spec: "-" if x is None else format(x, spec)
+    return (f"{r['M']:>6} {r['E']:>4} {r['lambda']:>5} {r['sigma']:>10} {r['sigma_s']:>6.1f} v{r['method']} "
+            f"{str(r['bound']):>13} {str(r['sigma_low']):>10} {str(r['tv_lower']):>13} "
+            f"{r['upper_s']:>7.1f} {f(r['lower_s'], '7.1f')} {f(r['rows_s'], '5.1f')} "
+            f"{r['upper_tries']}/{r['lower_tries']} {f(r.get('verify_s'), '7.1f')} {str(r.get('verdict'))[:12]:>12} "
+            f"{r['peak_mb']:>7.0f} {r['wall_s']:>7.1f}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="the 15-cell subset")
+    ap.add_argument("--cells", nargs="*", help="cells as M,E,lambda")
+    ap.add_argument("--json", help="write all rows to this file")
+    ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per cell")
+    args = ap.parse_args()
+    if args.cells:
+        cells = [(int(c.split(",")[0]), int(c.split(",")[1]), c.split(",")[2]) for c in args.cells]
+    elif args.quick:
+        cells = QUICK
+    else:
+        cells = [(m, e, lam) for m in STEPS for e in EPOCHS for lam in TARGETS]
+    with tempfile.TemporaryDirectory() as d:
+        from certifier.keys import keygen
+        keygen(os.path.join(d, "keys"))
+        key = os.path.join(d, "keys", "private.pem")
+        print(f"{'M':>6} {'E':>4} {'lam':>5} {'sigma':>10} {'sig_s':>6} mth {'bound':>13} {'sigma_low':>10} "
+              f"{'tv_lower':>13} {'upper_s':>7} {'lower_s':>7} {'rows':>5} u/l {'verif_s':>7} {'verdict':>12} "
+              f"{'peakMB':>7} {'wall_s':>7}", flush=True)
+        rows = []
+        for M, E, lam in cells:
+            r = run_cell(M, E, lam, key, d, args.timeout)
+            rows.append(r)
+            print(fmt(r), flush=True)
+    ok = [r for r in rows if "error" not in r]
+    first = [r for r in ok if r["certified"] and r["two_sided"] and r["upper_tries"] == 1 and r["lower_tries"] == 1]
+    print(f"\n{len(ok)}/{len(rows)} cells ran; {sum(r['certified'] and r['two_sided'] for r in ok)} certified "
+          f"two-sided; {len(first)} on the first try; total wall {sum(r.get('wall_s', 0) for r in rows):.0f} s")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rows": rows, "load": os.getloadavg()}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
