@@ -113,7 +113,7 @@ def test_upper_replay_matches_the_literal_construction():
         ref = lit.upper_O(3, 2, 1 / fmpq(144, 100), p["method"])
     assert ref.rad() < 1e-30
     gap = exact(ref) - (1 - r.bound)
-    assert 0 <= gap < fmpq(1, 10**15)
+    assert 0 <= gap < fmpq(1, 10**17)  # floors only (measured 3.5e-19)
     moved = r.enclosures["moved"]
     assert all(moved[k] > 0 for k in ("top_octave", "k_plus", "k_top")) and r.enclosures["deleted"]["log_grid"] > 0
 
@@ -129,7 +129,7 @@ def test_lower_replay_matches_enumeration_of_triples():
     with working_prec(200):
         ref = lit.lower_tv_m3(2, 1 / fmpq(144, 100), p["lower"]["method"])
     assert ref.rad() < 1e-30
-    assert 0 <= exact(ref) - lr.bound < fmpq(1, 10**15)
+    assert 0 <= exact(ref) - lr.bound < fmpq(1, 10**17)  # floors only (measured 6.2e-19)
     assert lr.W_A - lr.U_A - lr.deleted_p == lr.bound
 
 
@@ -243,6 +243,7 @@ MUTATIONS_V3 = {
     "prec-16": (setp("method.prec", 16), "method-invalid"),
     "fixed-point-16": (setp("method.fixed_point_bits", 16), "method-invalid"),
     "too-expensive": (lambda p: m2(p).update(k_minus=-10**7), "method-too-expensive"),
+    "eta-huge": (lambda p: m2(p).update(eta="1000000000000"), "method-too-expensive"),
     "privacy-without-tpr": (setp("tpr", DELETE), "schema-missing-field"),
     "tpr-without-privacy": (setp("privacy", DELETE), "schema-missing-field"),
     "lower-version-3": (setp("lower.method.version", 3), "lower-method-unknown"),

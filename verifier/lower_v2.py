@@ -112,8 +112,8 @@ def replay_lower_v2(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
     # (d) E epochs: cells added, partial sums above k_top clamped (our trim: raw mass, low end)
     sides = []
     for d in (u, w):
-        lo, ep = min(d), Epochs(F, m["eta"], m["k_top"], budget, None, budget)
-        sides.append(ep.power((lo, fmpz_poly([d.get(j, 0) for j in range(lo, max(d) + 1)])), E))
+        lo, ep = min(d, default=0), Epochs(F, m["eta"], m["k_top"], budget, None, budget)
+        sides.append(ep.power((lo, fmpz_poly([d.get(j, 0) for j in range(lo, max(d, default=-1) + 1)])), E))
     (ou, Up), (ow, Wp) = sides
     o = min(ou, ow)
     uc = [0] * (ou - o) + [int(x) for x in Up.coeffs()]

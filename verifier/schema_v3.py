@@ -146,3 +146,5 @@ def check_method_v2(m: dict, c: dict, code: str) -> None:
     for k, v in work.items():
         if v > LIMITS_V2[k] or c["steps"] > 10**6 or c["epochs"] > 10**5:
             raise Reject("method-too-expensive", f"{k} {v} or M, E beyond the verifier's limits")
+    if m["eta"] > 1:  # cell edges M e^{j eta}/h are integers of about 1.44 j eta bits
+        raise Reject("method-too-expensive", f"eta {m['eta']} > 1")
