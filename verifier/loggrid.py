@@ -13,16 +13,8 @@ import math
 
 from flint import arb, fmpq
 
+from .replay import _dyadic as dyadic  # floor(2^w lower(x)) or ceil(2^w upper(x)), exactly
 from .strict import working_prec
-
-
-def dyadic(x: arb, up: bool, w: int) -> int:
-    """floor(2^w lower(x)) or ceil(2^w upper(x)), exactly."""
-    man, exp = (x.upper() if up else x.lower()).mid().man_exp()
-    man, exp = int(man), int(exp) + w
-    if exp >= 0:
-        return man << exp
-    return -((-man) >> -exp) if up else man >> -exp
 
 
 class LogCells:

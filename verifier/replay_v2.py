@@ -24,10 +24,8 @@ from flint import arb, fmpq, fmpz_poly
 
 from .loggrid import LogCells, dyadic
 from .multiscale import Lattice, Tally
-from .replay import ReplayResult, step_i
+from .replay import EXTRA_BITS, ReplayResult, step_i
 from .strict import working_prec
-
-EXTRA_BITS = 4  # our scale is 2^-(fixed_point_bits + 4)
 
 
 def pair(claim: dict) -> tuple[int, int, fmpq]:
