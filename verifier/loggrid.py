@@ -82,7 +82,12 @@ class LogCells:
             jb = min(max(self.guess(k, m_hi) + 3, ja), jmax)
             while jb < jmax and self.edge(jb, k) <= m_hi:
                 jb += 1
-            self.memo[key] = [(j, self.edge(j, k)) for j in range(ja, jb + 1)]
+            out, s = [], self.W + k
+            for j in range(ja, jb + 1):  # edge(j, k), inlined where the interval decides it
+                lo, hi = self.interval(j)
+                c = -((-lo) >> s)
+                out.append((j, c if j and c == -((-hi) >> s) else self.edge(j, k)))
+            self.memo[key] = out
         return self.memo[key]
 
     def octave(self, k: int, N: int, jmin: int, jmax: int) -> list[tuple[int, int]]:

@@ -88,7 +88,7 @@ def replay_lower_v2(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
     with working_prec(m["prec"]):
         points = grid_points(n, m["y_mantissa_bits"])
         p, q = masses(t2, m["h"], points, F)
-    B, BQ = place(points, p, n, T), place(points, q, n, T)
+    B, BQ = place(points, n, T, p, q)
     t1 = time.perf_counter()
     # (b) the epoch: P side A, Q side AQ = average over the position of the shifted coordinate
     lat = Lattice(n, T, F, False, budget, Tally())  # one for both sides: B enters two sums per bit

@@ -52,16 +52,24 @@ def grid_points(n: int, ybits: list[int]) -> list[int]:
     return pts + [N << (K + 1)]
 
 
-def place(points: list[int], masses: list[int], n: int, T: int) -> list:
-    """Masses at grid points (units of h) as a distribution on ML (multiscale.py layout)."""
-    N, octs = 1 << n, [[] for _ in range(T + 1)]
-    for u, m in zip(points, masses):
+def place(points: list[int], n: int, T: int, *masses: list[int]) -> list:
+    """Masses at grid points (units of h) as distributions on ML (multiscale.py layout), one per
+    list of masses."""
+    N = 1 << n
+    where = []
+    for u in points:
         k = max(u.bit_length() - n - 1, 0)
-        i = u if k == 0 else (u >> k) - N
-        o = octs[k]
-        o.extend([0] * (i + 1 - len(o)))
-        o[i] += m
-    return [fmpz_poly(o) if any(o) else None for o in octs]
+        where.append((k, u if k == 0 else (u >> k) - N))
+    out = []
+    for ms in masses:
+        octs = [None] * (T + 1)
+        for (k, i), m in zip(where, ms):
+            if m:
+                if octs[k] is None:
+                    octs[k] = [0] * (2 * N if k == 0 else N)
+                octs[k][i] += m
+        out.append([None if o is None else fmpz_poly(o) for o in octs])
+    return out
 
 
 def cell_sums(cs: list[int], base: int, edges: list, zeroth: int, moment: bool = True):
@@ -265,7 +273,7 @@ def replay_v2(claim: dict, m: dict) -> ReplayResult:
         # ---- (i) one step on G, the mass above the cap moved to the cap ---------------------
         points = grid_points(n, m["y_mantissa_bits"])
         q, tail = step_i_v2(t2, m["h"], points, F)
-        step = place(points, q, n, T)
+        step = place(points, n, T, q)[0]
         mass_i = fmpq(sum(q), one)
         tally.fixed_point += 1 - mass_i
         t1 = time.perf_counter()
