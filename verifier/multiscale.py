@@ -115,7 +115,7 @@ class Lattice:
                 continue
             out[k] = tot // scale  # floor: units 2^-2F / d -> 2^-F
             if self.two_point:
-                self.tally.fixed_point += fmpq(int(tot(1) - out[k](1) * scale), scale * 2**F)
+                self.tally.fixed_point += fmpq(tot.length(), 2**F)  # each floor loses < 1 unit
         return self.trim(out)
 
     def _z(self, k, xk, xh, yk, yh, same):
