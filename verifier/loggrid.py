@@ -10,6 +10,7 @@ enters a decision; floats only guess where to start, and the guess is checked ex
 from __future__ import annotations
 
 import math
+from itertools import accumulate
 
 from flint import arb, fmpq
 
@@ -93,3 +94,20 @@ class LogCells:
     def octave(self, k: int, N: int, jmin: int, jmax: int) -> list[tuple[int, int]]:
         """The edges for every index of octave k of ML (1 <= m < 2N at k = 0, N <= m < 2N)."""
         return self.edges(k, 1 if k == 0 else N, 2 * N - 1, jmin, jmax)
+
+
+def cell_sums(cs: list[int], base: int, edges: list, zeroth: int, moment: bool = True):
+    """For masses cs at the indices base + i and cell edges [(j, c_j)]: the mass below the first
+    edge, [(j, sum s_m, sum m s_m)] for each non-empty cell [c_j, c_{j+1}), the mass from the last
+    edge on (`zeroth` = the mass at the value 0, if any; moment=False: sum m s_m not needed)."""
+    L = len(cs)
+    p0 = list(accumulate(cs, initial=0))  # prefix sums of s_i and of i s_i
+    p1 = list(accumulate(map(int.__mul__, range(L), cs), initial=0)) if moment else None
+    cut = [min(max(c - base, 0), L) for _, c in edges]
+    cells = []
+    for t in range(len(edges) - 1):
+        i0, i1 = cut[t], cut[t + 1]
+        if i1 > i0 and p0[i1] != p0[i0]:
+            m = p0[i1] - p0[i0]
+            cells.append((edges[t][0], m, p1[i1] - p1[i0] + base * m if moment else 0))
+    return zeroth + p0[cut[0]], cells, p0[L] - p0[cut[-1]]

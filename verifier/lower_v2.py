@@ -17,9 +17,11 @@ from dataclasses import dataclass
 
 from flint import arb, fmpq, fmpz_poly
 
-from .loggrid import LogCells, dyadic
-from .multiscale import Lattice, Tally
-from .replay_v2 import EXTRA_BITS, Epochs, cell_sums, grid_points, octave_masses, pair, place, sigma_of
+from .epochs import Epochs
+from .loggrid import LogCells, cell_sums, dyadic
+from .multiscale import Lattice, Tally, grid_points, octave_masses, place
+from .replay import EXTRA_BITS
+from .replay_v2 import pair, sigma_of
 from .strict import working_prec
 
 

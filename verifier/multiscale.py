@@ -150,3 +150,41 @@ class Lattice:
             D[k] = None
         self.tally.trim += fmpq(spent, 2**self.F)
         return D
+
+
+def grid_points(n: int, ybits: list[int]) -> list[int]:
+    """The grid G of §2 (i) in units of h: octave 0 j = i 2^{n-b_0} (0 <= i < 2^{b_0+1}),
+    octave k >= 1 2^k (N + i 2^{n-b_k}) (0 <= i < 2^{b_k}), then cap = 2^{K+1} N."""
+    N, K = 1 << n, len(ybits) - 1
+    pts = [i << (n - ybits[0]) for i in range(1 << (ybits[0] + 1))]
+    for k in range(1, K + 1):
+        pts += [(N + (i << (n - ybits[k]))) << k for i in range(1 << ybits[k])]
+    return pts + [N << (K + 1)]
+
+
+def place(points: list[int], n: int, T: int, *masses: list[int]) -> list:
+    """Masses at grid points (units of h) as distributions on ML (multiscale.py layout), one per
+    list of masses."""
+    N = 1 << n
+    where = []
+    for u in points:
+        k = max(u.bit_length() - n - 1, 0)
+        where.append((k, u if k == 0 else (u >> k) - N))
+    out = []
+    for ms in masses:
+        octs = [None] * (T + 1)
+        for (k, i), m in zip(where, ms):
+            if m:
+                if octs[k] is None:
+                    octs[k] = [0] * (2 * N if k == 0 else N)
+                octs[k][i] += m
+        out.append([None if o is None else fmpz_poly(o) for o in octs])
+    return out
+
+
+def octave_masses(p, k: int, N: int) -> tuple[list[int], int, int]:
+    """(masses as ints, real index of the first, mass at the value 0)."""
+    cs = [int(x) for x in p.coeffs()]
+    if k == 0:
+        return cs[1:], 1, cs[0]
+    return cs, N, 0

@@ -15,15 +15,14 @@ lower bound on E min{1, Λ} and 1 - O a rigorous upper bound on TV:
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
-from itertools import accumulate
 
 from flint import arb, fmpq, fmpz_poly
 
-from .loggrid import LogCells, dyadic
-from .multiscale import Lattice, Tally
+from .epochs import Epochs
+from .loggrid import LogCells, cell_sums, dyadic
+from .multiscale import Lattice, Tally, grid_points, octave_masses, place
 from .replay import EXTRA_BITS, ReplayResult, step_i
 from .strict import working_prec
 
@@ -40,61 +39,6 @@ def pair(claim: dict) -> tuple[int, int, fmpq]:
 def sigma_of(t2: fmpq) -> arb:
     """1/t = 1/sqrt(t^2) as a ball (the noise multiplier of the one-step pair)."""
     return 1 / arb(t2).sqrt()
-
-
-def grid_points(n: int, ybits: list[int]) -> list[int]:
-    """The grid G of §2 (i) in units of h: octave 0 j = i 2^{n-b_0} (0 <= i < 2^{b_0+1}),
-    octave k >= 1 2^k (N + i 2^{n-b_k}) (0 <= i < 2^{b_k}), then cap = 2^{K+1} N."""
-    N, K = 1 << n, len(ybits) - 1
-    pts = [i << (n - ybits[0]) for i in range(1 << (ybits[0] + 1))]
-    for k in range(1, K + 1):
-        pts += [(N + (i << (n - ybits[k]))) << k for i in range(1 << ybits[k])]
-    return pts + [N << (K + 1)]
-
-
-def place(points: list[int], n: int, T: int, *masses: list[int]) -> list:
-    """Masses at grid points (units of h) as distributions on ML (multiscale.py layout), one per
-    list of masses."""
-    N = 1 << n
-    where = []
-    for u in points:
-        k = max(u.bit_length() - n - 1, 0)
-        where.append((k, u if k == 0 else (u >> k) - N))
-    out = []
-    for ms in masses:
-        octs = [None] * (T + 1)
-        for (k, i), m in zip(where, ms):
-            if m:
-                if octs[k] is None:
-                    octs[k] = [0] * (2 * N if k == 0 else N)
-                octs[k][i] += m
-        out.append([None if o is None else fmpz_poly(o) for o in octs])
-    return out
-
-
-def cell_sums(cs: list[int], base: int, edges: list, zeroth: int, moment: bool = True):
-    """For masses cs at the indices base + i and cell edges [(j, c_j)]: the mass below the first
-    edge, [(j, sum s_m, sum m s_m)] for each non-empty cell [c_j, c_{j+1}), the mass from the last
-    edge on (`zeroth` = the mass at the value 0, if any; moment=False: sum m s_m not needed)."""
-    L = len(cs)
-    p0 = list(accumulate(cs, initial=0))  # prefix sums of s_i and of i s_i
-    p1 = list(accumulate(map(int.__mul__, range(L), cs), initial=0)) if moment else None
-    cut = [min(max(c - base, 0), L) for _, c in edges]
-    cells = []
-    for t in range(len(edges) - 1):
-        i0, i1 = cut[t], cut[t + 1]
-        if i1 > i0 and p0[i1] != p0[i0]:
-            m = p0[i1] - p0[i0]
-            cells.append((edges[t][0], m, p1[i1] - p1[i0] + base * m if moment else 0))
-    return zeroth + p0[cut[0]], cells, p0[L] - p0[cut[-1]]
-
-
-def octave_masses(p, k: int, N: int) -> tuple[list[int], int, int]:
-    """(masses as ints, real index of the first, mass at the value 0)."""
-    cs = [int(x) for x in p.coeffs()]
-    if k == 0:
-        return cs[1:], 1, cs[0]
-    return cs, N, 0
 
 
 @dataclass
@@ -143,91 +87,6 @@ def to_log_grid(D: list, n: int, cells: LogCells, kmin: int, kplus: int) -> LogT
             r[kplus] = r.get(kplus, 0) + above
             out.k_plus += above
     return out
-
-
-class Epochs:
-    """Products of distributions (off, poly) on exponents j (Λ = e^{j eta}), units 2^-F:
-    floored products, exponents above k_top moved down to k_top, and our own trimming of the
-    lowest exponents (weighted by w_j = min{1, e^{j eta + shift}}, the rule of §2 (iv); or
-    unweighted, shift = None) and, with top > 0, of the highest (the lower method, §4).
-    Trimming decisions may use floats: deleting mass is always allowed, the rule only keeps our
-    result close to the certifier's."""
-
-    def __init__(self, F: int, eta: fmpq, k_top: int, budget: int, shift: fmpq | None, top: int = 0):
-        self.F, self.eta, self.k_top, self.budget, self.top = F, float(eta), k_top, budget, top
-        self.shift = None if shift is None else float(shift)
-        self.trim, self.fixed_point, self.moved = 0, fmpq(), 0
-        # what a rule with the full budget and exact weights may delete beyond ours: at most
-        # trim / w_j of raw mass per product, j our lowest kept exponent (for the enclosure slack)
-        self.allowance = 0.0
-
-    def clamp(self, off: int, p):
-        n = self.k_top - off + 1  # coefficients kept below and at k_top
-        if p.length() <= n:
-            return off, p
-        hi = int(p.right_shift(max(n, 0))(1))
-        self.moved += hi
-        if n <= 0:
-            return self.k_top, fmpz_poly([hi])
-        return off, p.truncate(n) + fmpz_poly([hi]).left_shift(n - 1)
-
-    def _weight(self, j: int) -> float:
-        if self.shift is None:
-            return 1.0
-        return math.exp(min(0.0, j * self.eta + self.shift)) * (1 + 1e-9)
-
-    def trim_low(self, off: int, p):
-        """Delete the lowest n coefficients, n the largest with w_{off+n-1} * (their mass) <=
-        budget (an upper bound on their weighted mass: w is increasing)."""
-        L = p.length()
-        ok = lambda n: n == 0 or self._weight(off + n - 1) * float(int(p.truncate(n)(1))) <= self.budget
-        lo, hi = 0, 1
-        while hi <= L and ok(hi):
-            lo, hi = hi, 2 * hi
-        hi = min(hi, L + 1)
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if ok(mid) else (lo, mid)
-        if self.shift is not None:
-            self.allowance += min(1.0, 2 * self.budget / 2**self.F / self._weight(off + lo))
-        if lo:
-            self.trim += int(p.truncate(lo)(1))
-            off, p = off + lo, p.right_shift(lo)
-        return off, self.trim_top(p)
-
-    def trim_top(self, p):
-        """Delete the highest coefficients while their mass is <= top (0: nothing)."""
-        L, n = p.length(), 0
-        ok = lambda n: int(p.right_shift(L - n)(1)) <= self.top
-        step = 1
-        while n + step <= L and ok(n + step):
-            n, step = n + step, 2 * step
-        while step > 1:
-            step //= 2
-            if n + step <= L and ok(n + step):
-                n += step
-        if n:
-            self.trim += int(p.right_shift(L - n)(1))
-            p = p.truncate(L - n)
-        return p
-
-    def mul(self, X, Y):
-        (ox, px), (oy, py) = X, Y
-        q = px * py  # exact, units 2^-2F
-        f = q // 2**self.F  # floor
-        self.fixed_point += fmpq(int(q(1) - f(1) * 2**self.F), 2 ** (2 * self.F))
-        return self.trim_low(*self.clamp(ox + oy, f))
-
-    def power(self, X, e: int):
-        """X^e by binary powering along the bits of e, least significant first (as in (ii))."""
-        out = None
-        while e:
-            if e & 1:
-                out = X if out is None else self.mul(out, X)
-            e >>= 1
-            if e:
-                X = self.mul(X, X)
-        return out
 
 
 @dataclass
