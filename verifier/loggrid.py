@@ -19,8 +19,8 @@ from .strict import working_prec
 
 
 class LogCells:
-    """Integer intervals [lo_j, hi_j] * 2^-W around C0 e^{j eta} (C0 = M/h, octave 0) and the
-    exact c_j = ceil(beta_j) at any octave (beta_j at octave k is C0 e^{j eta} / 2^k)."""
+    """Exact cell edges c_j = ceil(beta_j) at any octave, with integer intervals
+    [lo_j, hi_j] * 2^-(W + k) around beta_j = C0 e^{j eta} / 2^k (C0 = M/h, W = prec + 64)."""
 
     CHUNK = 1024  # a direct evaluation every CHUNK steps of the recurrence beta_{j+1} = beta_j e^eta
 
@@ -30,29 +30,22 @@ class LogCells:
         with working_prec(prec):
             e = arb(eta).exp()
             self.elo, self.ehi = dyadic(e, False, self.W), dyadic(e, True, self.W)
-        self.iv, self.memo = {}, {}  # j -> (lo, hi); edge lists
-
-    def _fill(self, j: int):
-        j0 = j - j % self.CHUNK
-        with working_prec(self.prec):
-            b = arb(self.C0) * (arb(self.eta) * j0).exp()
-        lo, hi = dyadic(b, False, self.W), dyadic(b, True, self.W)
-        for i in range(j0, j0 + self.CHUNK):
-            if i == 0:  # beta_0 = C0 exactly
-                lo, hi = int((self.C0 * 2**self.W).floor()), int((self.C0 * 2**self.W).ceil())
-            self.iv[i] = (lo, hi)
-            lo, hi = (lo * self.elo) >> self.W, -((-(hi * self.ehi)) >> self.W)
+        self.memo = {}  # edge lists
 
     def interval(self, j: int) -> tuple[int, int]:
-        if j not in self.iv:
-            self._fill(j)
-        return self.iv[j]
+        """[lo, hi] * 2^-W around C0 e^{j eta}, directly (exact at j = 0)."""
+        if j == 0:
+            return int((self.C0 * 2**self.W).floor()), int((self.C0 * 2**self.W).ceil())
+        with working_prec(self.prec):
+            b = arb(self.C0) * (arb(self.eta) * j).exp()
+        return dyadic(b, False, self.W), dyadic(b, True, self.W)
 
-    def edge(self, j: int, k: int) -> int:
-        """c_j = ceil(C0 e^{j eta} / 2^k), exact."""
+    def edge(self, j: int, k: int, lo: int | None = None, hi: int | None = None) -> int:
+        """c_j = ceil(C0 e^{j eta} / 2^k), exact (from [lo, hi] * 2^-W if given)."""
         if j == 0:
             return int((self.C0 / 2**k).ceil())
-        lo, hi = self.interval(j)
+        if lo is None:
+            lo, hi = self.interval(j)
         s = self.W + k
         c = -((-lo) >> s)
         if c == -((-hi) >> s):
@@ -71,9 +64,9 @@ class LogCells:
         """A float guess of the cell j of index m >= 1 of octave k (checked by the caller)."""
         return math.floor((k * math.log(2) + math.log(m) - self.lnC0) / self.feta)
 
-    def edges(self, k: int, m_lo: int, m_hi: int, jmin: int, jmax: int) -> list[tuple[int, int]]:
-        """[(j, c_j)] for j = ja..jb, jmin <= ja <= jb <= jmax, such that every index in
-        [m_lo, m_hi] (m_lo >= 1) lies in [c_ja, c_jb) unless below c_jmin (then ja = jmin) or
+    def edges(self, k: int, m_lo: int, m_hi: int, jmin: int, jmax: int) -> list[tuple[int, int, int, int]]:
+        """[(j, c_j, lo_j, hi_j)] for j = ja..jb, jmin <= ja <= jb <= jmax, such that every index
+        in [m_lo, m_hi] (m_lo >= 1) lies in [c_ja, c_jb) unless below c_jmin (then ja = jmin) or
         at or above c_jmax (then jb = jmax).  Cached per (k, m_lo, m_hi, jmin, jmax)."""
         key = (k, m_lo, m_hi, jmin, jmax)
         if key not in self.memo:
@@ -83,31 +76,33 @@ class LogCells:
             jb = min(max(self.guess(k, m_hi) + 3, ja), jmax)
             while jb < jmax and self.edge(jb, k) <= m_hi:
                 jb += 1
-            out, s = [], self.W + k
-            for j in range(ja, jb + 1):  # edge(j, k), inlined where the interval decides it
-                lo, hi = self.interval(j)
-                c = -((-lo) >> s)
-                out.append((j, c if j and c == -((-hi) >> s) else self.edge(j, k)))
+            out, W, elo, ehi = [], self.W, self.elo, self.ehi
+            for j in range(ja, jb + 1):  # the recurrence with outward rounding, restarted directly
+                if j == ja or j == 0 or (j - ja) % self.CHUNK == 0:
+                    lo, hi = self.interval(j)
+                out.append((j, self.edge(j, k, lo, hi), lo, hi))
+                lo, hi = (lo * elo) >> W, -((-(hi * ehi)) >> W)
             self.memo[key] = out
         return self.memo[key]
 
-    def octave(self, k: int, N: int, jmin: int, jmax: int) -> list[tuple[int, int]]:
+    def octave(self, k: int, N: int, jmin: int, jmax: int) -> list[tuple[int, int, int, int]]:
         """The edges for every index of octave k of ML (1 <= m < 2N at k = 0, N <= m < 2N)."""
         return self.edges(k, 1 if k == 0 else N, 2 * N - 1, jmin, jmax)
 
 
 def cell_sums(cs: list[int], base: int, edges: list, zeroth: int, moment: bool = True):
-    """For masses cs at the indices base + i and cell edges [(j, c_j)]: the mass below the first
-    edge, [(j, sum s_m, sum m s_m)] for each non-empty cell [c_j, c_{j+1}), the mass from the last
-    edge on (`zeroth` = the mass at the value 0, if any; moment=False: sum m s_m not needed)."""
+    """For masses cs at the indices base + i and cell edges [(j, c_j, ...)]: the mass below the
+    first edge, [(t, sum s_m, sum m s_m)] for each non-empty cell [c_j, c_{j+1}) of edges[t], the
+    mass from the last edge on (`zeroth` = the mass at the value 0, if any; moment=False: sum m s_m
+    not needed)."""
     L = len(cs)
     p0 = list(accumulate(cs, initial=0))  # prefix sums of s_i and of i s_i
     p1 = list(accumulate(map(int.__mul__, range(L), cs), initial=0)) if moment else None
-    cut = [min(max(c - base, 0), L) for _, c in edges]
+    cut = [min(max(e[1] - base, 0), L) for e in edges]
     cells = []
     for t in range(len(edges) - 1):
         i0, i1 = cut[t], cut[t + 1]
         if i1 > i0 and p0[i1] != p0[i0]:
             m = p0[i1] - p0[i0]
-            cells.append((edges[t][0], m, p1[i1] - p1[i0] + base * m if moment else 0))
+            cells.append((t, m, p1[i1] - p1[i0] + base * m if moment else 0))
     return zeroth + p0[cut[0]], cells, p0[L] - p0[cut[-1]]

@@ -29,23 +29,24 @@ def masses(t2: fmpq, h: fmpq, points: list[int], F: int) -> tuple[list[int], lis
     """Step (a): P and Q masses of the cells [g_i, g_{i+1}) and [cap, inf), rounded down, from
     the upper tails 2(1 - F0(y)) = erfc((s ln y + 1/(2s))/sqrt 2), 2(1 - F1(y)) likewise with
     - 1/(2s) (s = 1/t; no cancellation against 1 in the far tail)."""
-    s, r2, lnh = sigma_of(t2), arb(2).sqrt(), arb(h).log()
-    c = 1 / (2 * s)
+    r2 = arb(2).sqrt()
+    a = sigma_of(t2) / r2  # 2(1 - F0(u h)) = erfc(a ln u + b0 + c), 2(1 - F1(u h)) = erfc(... - c)
+    b0, c = a * arb(h).log(), 1 / (4 * a)  # c = 1/(2 sigma sqrt 2)
 
     def tails(u):
         if u == 0:
             return arb(2), arb(2)
-        x = s * (arb(u).log() + lnh)
-        return ((x + c) / r2).erfc(), ((x - c) / r2).erfc()
+        x = a * arb(u).log() + b0
+        return (x + c).erfc(), (x - c).erfc()
 
-    down = lambda x: max(dyadic(x, False, F), 0) if x.is_finite() else 0
+    down = lambda x: max(dyadic(x, False, F - 1), 0) if x.is_finite() else 0  # x/2 in units 2^-F
     p, q, prev = [], [], tails(points[0])
     for u in points[1:]:
         cur = tails(u)
-        p.append(down((prev[0] - cur[0]) / 2))
-        q.append(down((prev[1] - cur[1]) / 2))
+        p.append(down(prev[0] - cur[0]))
+        q.append(down(prev[1] - cur[1]))
         prev = cur
-    return p + [down(prev[0] / 2)], q + [down(prev[1] / 2)]
+    return p + [down(prev[0])], q + [down(prev[1])]
 
 
 def mix(X: list, a: int, Y: list, b: int) -> list:
@@ -66,8 +67,9 @@ def buckets(D: list, n: int, cells: LogCells, kmin: int, kplus: int) -> dict:
         if p is None:
             continue
         cs, base, zero = octave_masses(p, k, N)
-        below, sums, above = cell_sums(cs, base, cells.octave(k, N, kmin, kplus), zero, moment=False)
-        for j, m in [(kmin, below), (kplus, above)] + [(j, m) for j, m, _ in sums]:
+        E = cells.octave(k, N, kmin, kplus)
+        below, sums, above = cell_sums(cs, base, E, zero, moment=False)
+        for j, m in [(kmin, below), (kplus, above)] + [(E[t][0], m) for t, m, _ in sums]:
             u[j] = u.get(j, 0) + m
     return {j: v for j, v in u.items() if v}
 

@@ -75,8 +75,8 @@ def to_log_grid(D: list, n: int, cells: LogCells, kmin: int, kplus: int) -> LogT
         below, sums, above = cell_sums(cs, base, E, zero)
         out.log_grid += below  # L = 0 and L < e^{k_minus eta}: deleted
         sh = cells.W + k  # beta_j at octave k lies in [lo, hi] * 2^-sh
-        for j, m, mj in sums:
-            (lo0, hi0), (lo1, hi1) = cells.interval(j), cells.interval(j + 1)
+        for t, m, mj in sums:
+            (j, _, lo0, hi0), (_, _, lo1, hi1) = E[t], E[t + 1]
             den, mj = hi1 - lo0, mj << sh
             up = max(mj - hi0 * m, 0) // den
             dn = max(lo1 * m - mj, 0) // den
