@@ -51,10 +51,13 @@ def predicate(claim=CLAIM, method=METHOD) -> dict:
 
 
 def statement(pred: dict) -> dict:
+    """The Statement of a predicate: format v3 when the claim names its scheme (what
+    `sigmacert certify` writes for method v1 with privacy rows and no lower side), else v1."""
     digest = hashlib.sha256(canonical(pred["claim"])).hexdigest()
+    version = "v3" if "scheme" in pred["claim"] else "v1"
     return {"_type": "https://in-toto.io/Statement/v1",
             "subject": [{"name": "claim", "digest": {"sha256": digest}}],
-            "predicateType": "https://sigmacert.dev/tv-certificate/v1", "predicate": pred}
+            "predicateType": f"https://sigmacert.dev/tv-certificate/{version}", "predicate": pred}
 
 
 def envelope(payload: bytes, key: Ed25519PrivateKey, kid: str | None = None,

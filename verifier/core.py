@@ -9,9 +9,13 @@ from dataclasses import dataclass, field
 
 from flint import arb, fmpq
 
+from . import gaussian_shift as gs
 from .cost import DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS, check_budget, predict
 from .envelope import MAX_BYTES, load_public_key, open_envelope
+from .lower_v2 import replay_lower_v2, slack_lower
 from .replay import _dyadic, replay
+from .replay_v2 import LOOSE, replay_v2
+from .replay_v2 import slack as slack_v2
 from .statement import parse_statement
 from .strict import Reject, decimal, working_prec
 from .twosided import deltas, replay_lower
@@ -94,24 +98,45 @@ def verify_bytes(data: bytes, keys: list, subject_digest: str | None = None, *,
         res.cost = cost.as_dict()
         check_budget(cost, DEFAULT_MAX_MEMORY if max_memory is None else max_memory,
                      DEFAULT_MAX_SECONDS if max_seconds is None else max_seconds)
-        c, m = p["claim"], p["method"]
-        rp = replay(c, m)  # Lemma C.5 (i)-(iv) from claim and method alone
+        c, m, enc = p["claim"], p["method"], p["enclosures"]
+        if m["name"] == gs.NAME:  # M = 1: closed forms, nothing deleted, no slack
+            rp = gs.replay(c, c["sigma"], m)
+            tol, deltas_at = fmpq(0), rp.deltas
+        else:
+            rp = (replay if m["version"] == 1 else replay_v2)(c, m)  # Lemma C.5 from claim and method alone
+            deltas_at = lambda eps: deltas(rp.b, rp.F, m["eta"], eps)
         res.replayed_bound, res.replay_seconds = round_up(rp.bound, 13), rp.seconds
         if rp.bound > p["bound"]:
-            raise Reject("replay-bound-exceeds", f"replayed 1 - O = {res.replayed_bound} > recorded "
+            raise Reject("replay-bound-exceeds", f"replayed upper bound on TV {res.replayed_bound} > recorded "
                          f"bound {raw['bound']}: the mathematics does not certify this claim")
-        width = m["truncation"] / m["h"] + m["cap"] / m["h"] + (m["k_plus"] - m["k_minus"]) * c["epochs"]
-        tol = slack(c["steps"], c["epochs"], m, width, 2 * (c["steps"].bit_length() + c["epochs"].bit_length()))
-        with working_prec(400):
-            res.mismatches = _compare(p["enclosures"], rp.enclosures, tol)
+        # Two correct replays differ only by optional deletions (trim, floors), amplified at most
+        # M*E times; beyond that slack a recorded enclosure is wrong.
+        if m["name"] == gs.NAME:
+            with working_prec(400):
+                res.mismatches = _compare(enc, rp.enclosures, tol)
+        elif m["version"] == 1:
+            width = m["truncation"] / m["h"] + m["cap"] / m["h"] + (m["k_plus"] - m["k_minus"]) * c["epochs"]
+            tol = slack(c["steps"], c["epochs"], m, width, 2 * (c["steps"].bit_length() + c["epochs"].bit_length()))
+            with working_prec(400):
+                res.mismatches = _compare(enc, rp.enclosures, tol)
+        else:
+            tol, loose = slack_v2(c, m, rp)
+            strict = {k: {kk: x for kk, x in v.items() if (k, kk) not in LOOSE} if isinstance(v, dict) else v
+                      for k, v in enc.items()}
+            with working_prec(400):
+                res.mismatches = _compare(strict, rp.enclosures, tol) + _compare(
+                    {a: {b: enc[a][b]} for a, b in LOOSE}, rp.enclosures, loose)
         if res.mismatches:
             raise Reject("enclosure-mismatch", "recorded enclosures disagree with the replay: "
                          + "; ".join(res.mismatches))
         res.detail = (f"TV <= {raw['bound']} <= target {raw['claim']['target']} at sigma "
                       f"{raw['claim']['sigma']}, M={c['steps']}, E={c['epochs']} (replayed {res.replayed_bound})")
+        if c.get("scheme") == "fixed-bins":
+            res.detail += f" in fixed bins ({c['iterations']} iterations)"
         if "lower" in p:
             _verify_lower(p, raw, res)
-            _verify_rows(p, raw, rp, tol, res)
+        if "privacy" in p:
+            _verify_rows(p, raw, deltas_at, tol, res)
         res.accepted, res.reason = True, "accepted"
     except Reject as r:
         res.reason, res.detail = r.reason, r.detail
@@ -125,10 +150,15 @@ def verify_bytes(data: bytes, keys: list, subject_digest: str | None = None, *,
 
 
 def _verify_lower(p, raw, res):
-    """docs/two-sided.md §1: our own lower bound at sigma_low must exceed the target and reach
-    the recorded tv_lower exactly; the recorded W_A, U_A, deleted_p must agree with ours."""
-    c, lo, m = p["claim"], p["lower"], p["lower"]["method"]
-    lr = replay_lower(c["steps"], c["epochs"], lo["sigma_low"], m)
+    """docs/two-sided.md §1 (lower method v1), method-v2.md §4 (v2): replay the lower bound."""
+    c, lo = p["claim"], p["lower"]
+    v1 = lo["method"]["version"] == 1
+    if lo["method"]["name"] == gs.NAME:
+        lr = gs.replay(c, lo["sigma_low"], lo["method"], upper=False)
+    elif v1:
+        lr = replay_lower(c["steps"], c["epochs"], lo["sigma_low"], lo["method"])
+    else:
+        lr = replay_lower_v2(c, lo["sigma_low"], lo["method"])
     res.replayed_lower, res.replay_seconds["lower"] = round_up(lr.bound, 13, up=False), lr.seconds
     if lr.bound <= c["target"]:
         raise Reject("lower-replay-not-above-target", f"replayed lower bound {res.replayed_lower} on TV at "
@@ -136,26 +166,35 @@ def _verify_lower(p, raw, res):
     if lr.bound < lo["tv_lower"]:
         raise Reject("lower-replay-below-recorded", f"replayed lower bound {res.replayed_lower} is below "
                      f"the recorded tv_lower {raw['lower']['tv_lower']}")
-    width = 8 * c["steps"] / m["h"] + m["cap"] / m["h"] + (m["b_max"] - m["b_min"]) * c["epochs"]
-    tol = slack(c["steps"], c["epochs"], m, width, 5 * c["steps"].bit_length() + 4 * c["epochs"].bit_length())
+    if lo["method"]["name"] == gs.NAME:
+        tol, mine = fmpq(0), lr.enclosures
+    elif v1:
+        m = lo["method"]
+        width = 8 * c["steps"] / m["h"] + m["cap"] / m["h"] + (m["b_max"] - m["b_min"]) * c["epochs"]
+        tol = slack(c["steps"], c["epochs"], m, width, 5 * c["steps"].bit_length() + 4 * c["epochs"].bit_length())
+        mine = {"W_A": lr.W_A, "U_A": lr.U_A, "deleted_p": lr.deficit}
+    else:
+        tol, mine = slack_lower(c, lo["method"]), {"W_A": lr.W_A, "U_A": lr.U_A, "deleted_p": lr.deleted_p}
     with working_prec(400):
-        bad = _compare(lo["enclosures"], {"W_A": lr.W_A, "U_A": lr.U_A, "deleted_p": lr.deficit}, tol,
-                       "lower.enclosures")
+        bad = _compare(lo["enclosures"], mine, tol, "lower.enclosures")
     if bad:
+        res.mismatches += bad
         raise Reject("lower-enclosure-mismatch", "recorded lower enclosures disagree with the replay: "
                      + "; ".join(bad))
+    res.detail += (f"; TV > {raw['lower']['tv_lower']} > target at sigma_low {raw['lower']['sigma_low']} "
+                   f"(replayed {res.replayed_lower})")
 
 
-def _verify_rows(p, raw, rp, tol, res):
-    """docs/two-sided.md §2-3: the privacy and TPR rows recomputed from our own b_k."""
+def _verify_rows(p, raw, deltas_at, tol, res):
+    """docs/two-sided.md §2-3, method-v2.md §5: the privacy and TPR rows from our own deltas."""
     m, rows = p["method"], {}
     res.derived = rows  # filled as we go, so a rejection shows the rows replayed so far
-    worst = lambda eps: max(_upper(x) for x in deltas(rp.b, rp.F, m["eta"], eps))
+    worst = lambda eps: max(_upper(x) for x in deltas_at(eps))
     with working_prec(max(200, m["prec"])):
         grid = p["privacy"]["epsilon_grid"]
         for d, row in p["privacy"]["epsilon_at_delta"].items():
             delta, eps = decimal(d, d), row["epsilon"]
-            dqp, dpq = deltas(rp.b, rp.F, m["eta"], eps)
+            dqp, dpq = deltas_at(eps)
             rows[d] = {"epsilon": raw["privacy"]["epsilon_at_delta"][d]["epsilon"],
                        "delta_qp": round_up(_upper(dqp), 13), "delta_pq": round_up(_upper(dpq), 13)}
             if max(_upper(dqp), _upper(dpq)) > delta:
@@ -172,14 +211,13 @@ def _verify_rows(p, raw, rp, tol, res):
                              f"replayed bounds are <= {round_up(worst(eps - grid), 13)}, below delta by more "
                              f"than the slack {round_up(tol, 3)}")
         for a, row in p["tpr"].items():
-            dqp = deltas(rp.b, rp.F, m["eta"], row["epsilon"])[0]
+            dqp = deltas_at(row["epsilon"])[0]
             bound = _upper(arb(row["epsilon"]).exp() * arb(decimal(a, a)) + dqp)
             rows[f"tpr@{a}"] = round_up(bound, 13)
             if row["tpr"] < bound:
                 raise Reject("tpr-too-small", f"recorded TPR {raw['tpr'][a]['tpr']} at FPR {a} is below the "
                              f"replayed bound {rows[f'tpr@{a}']} (epsilon {raw['tpr'][a]['epsilon']})")
-    res.detail += (f"; TV > {raw['lower']['tv_lower']} > target at sigma_low {raw['lower']['sigma_low']} "
-                   f"(replayed {res.replayed_lower}); privacy and TPR rows replayed")
+    res.detail += "; privacy and TPR rows replayed"
 
 
 def read_limited(path: str) -> bytes:

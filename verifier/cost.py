@@ -237,7 +237,60 @@ def lower(claim: dict, lo: dict) -> Cost:
     return cost
 
 
-MODELS = {("lemma-c5-rounding", 1): upper, ("data-processing-lower", 1): lower}
+def _lattice(claim: dict, m: dict, sides: int) -> tuple[Cost, float, int]:
+    """Method v2's steps (i)-(ii) or the lower side's (a)-(b): G's points in arb, then the
+    epoch sum by binary powering with ⊕ on the multiscale lattice (T + 1 octaves of 2N
+    coefficients; per ⊕ and octave about three products of length 2N, and Python passes)."""
+    M, E = claim["steps"], claim["epochs"]
+    if claim.get("scheme") == "fixed-bins":
+        E = 1
+    n, T, prec, F = m["mantissa_bits"], m["top_octave"], m["prec"], m["fixed_point_bits"] + 4
+    N, yb = 2.0**n, m["y_mantissa_bits"]
+    cost, points = Cost(), sum(2.0**b for b in yb) + 2.0 ** yb[0]
+    cost.add("step_i", sides * (_arb_points(points, prec) + PY_COEF * points),
+             sides * points * (_pyint(F) + 2 * (100 + prec / 8)))
+    L = 2 * N * (T + 1)
+    _, psecs, pmem = _product(2 * N, 2 * N, 2 * N, F)
+    ops = 2 * M.bit_length()
+    cost.add("step_ii", sides * ops * (T + 1) * (3 * psecs + 6 * N * PY_COEF),
+             pmem + sides * 4 * L * _fmpz(F))
+    return cost, L, E
+
+
+def upper_v2(claim: dict, m: dict) -> Cost:
+    """Method `lemma-c5-rounding` v2 (replay_v2.py): (i)-(ii) on the lattice, (iii) to the log
+    grid (cells k_plus - k_minus, edges of about 1.44 j eta + prec bits), (iv) the E-fold power
+    whose length after e epochs is at most min(k_top, e k_plus) - e k_minus."""
+    cost, L, E = _lattice(claim, m, 1)
+    F, prec, eta = m["fixed_point_bits"] + 4, m["prec"], m["eta"]
+    cells = _f(m["k_plus"] - m["k_minus"]) + 1
+    edge = prec + 64 + 1.44 * _f(eta) * max(abs(m["k_minus"]), m["k_plus"])
+    cost.add("step_iii", L * PY_COEF + cells * (4 * PY_CELL + 2 * INT_MUL * min(edge / 1e6, 1e100) ** 1.585),
+             L * (8 + _fmpz(F) + _pyint(F)) + cells * (150 + 3 * _pyint(edge)))
+    span = lambda e: _f(min(m["k_top"], e * m["k_plus"]) - e * m["k_minus"]) + 1
+    nb, secs, peak = _power(cells, E, F, span)
+    cost.add("step_iv", secs + 8 * nb * PY_COEF * E.bit_length() + nb * EVAL_COEF * max(1.0, prec / 200),
+             peak + nb * 50)
+    cost.b_length, cost.b_bytes = nb, nb * _fmpz(F)
+    return cost
+
+
+def lower_v2(claim: dict, lo: dict) -> Cost:
+    """Method `data-processing-lower` v2 (lower_v2.py): both images on the lattice, buckets on
+    the log grid, the E-fold powers of both."""
+    m = lo["method"]
+    cost, L, E = _lattice(claim, m, 2)
+    F, cells = m["fixed_point_bits"] + 4, _f(m["k_plus"] - m["k_minus"]) + 1
+    cost.add("buckets", 2 * L * PY_COEF + cells * PY_CELL, 2 * L * (_fmpz(F) + _pyint(F)) + cells * 300)
+    span = lambda e: _f(min(m["k_top"], e * m["k_plus"]) - e * m["k_minus"]) + 1
+    nb, secs, peak = _power(cells, E, F, span)
+    cost.add("epochs", 2 * secs + 2 * nb * PY_COEF, 2 * peak + 2 * nb * (_pyint(F) + 50))
+    return cost
+
+
+MODELS = {("lemma-c5-rounding", 1): upper, ("data-processing-lower", 1): lower,
+          ("lemma-c5-rounding", 2): upper_v2, ("data-processing-lower", 2): lower_v2,
+          ("gaussian-shift", 1): lambda claim, m: Cost()}  # closed forms: nothing to predict
 
 
 def predict(p: dict) -> Cost:
@@ -252,6 +305,7 @@ def predict(p: dict) -> Cost:
         low = MODELS[(lo["method"]["name"], lo["method"]["version"])](c, lo)
         for name, s in low.steps.items():
             cost.add(f"lower.{name}", s["seconds"], s["memory"], cost.b_bytes)
+    if "privacy" in p:
         evals = 14  # 7 delta evaluations (2 rows, their minimality, 3 TPR rows), 2 sums each
         cost.add("rows", evals * cost.b_length * (FLINT_COEF + EVAL_COEF * max(1.0, m["prec"] / 200)),
                  2 * cost.b_bytes, cost.b_bytes)

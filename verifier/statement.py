@@ -11,6 +11,7 @@ from .strict import Reject, canonical, decimal, load_json, working_prec
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://sigmacert.dev/tv-certificate/v1"
 PREDICATE_TYPE_V2 = "https://sigmacert.dev/tv-certificate/v2"
+PREDICATE_TYPE_V3 = "https://sigmacert.dev/tv-certificate/v3"
 MECHANISM, ADJACENCY = "dp-sgd/random-allocation", "zero-out"
 STATEMENT = ("TV(P_M^E, Q_M^E) <= target, so every membership-inference test "
              "has accuracy <= 1/2 + target/2")
@@ -106,7 +107,7 @@ def parse_statement(payload: bytes, subject_digest: str | None = None):
         raise Reject("payload-not-canonical", "payload is not canonical JSON (sorted keys, no spaces)")
     if st["_type"] != STATEMENT_TYPE:
         raise Reject("statement-type", f"_type {st['_type']!r} != {STATEMENT_TYPE!r}")
-    if st["predicateType"] not in (PREDICATE_TYPE, PREDICATE_TYPE_V2):
+    if st["predicateType"] not in (PREDICATE_TYPE, PREDICATE_TYPE_V2, PREDICATE_TYPE_V3):
         raise Reject("predicate-type", f"unknown predicateType {st['predicateType']!r}")
     subj = st["subject"]
     if (not isinstance(subj, list) or not subj or any(
@@ -116,8 +117,12 @@ def parse_statement(payload: bytes, subject_digest: str | None = None):
             or not re.fullmatch(r"[0-9a-f]{64}", s["digest"]["sha256"]) for s in subj)):
         raise Reject("statement-fields", "subject must be a list of {name, digest: {sha256: 64 hex}}")
     raw = st["predicate"]
-    v2 = st["predicateType"] == PREDICATE_TYPE_V2
-    pred = _typed(raw, SCHEMA_V2 if v2 else SCHEMA, "predicate")
+    v2, v3 = st["predicateType"] == PREDICATE_TYPE_V2, st["predicateType"] == PREDICATE_TYPE_V3
+    if v3:
+        from .schema_v3 import typed  # format v3 (docs/method-v2.md §3); it builds on this module
+        pred = typed(raw)
+    else:
+        pred = _typed(raw, SCHEMA_V2 if v2 else SCHEMA, "predicate")
     digests = {s["digest"]["sha256"] for s in subj}
     if subject_digest is not None and subject_digest not in digests:
         raise Reject("subject-digest", "no subject has the SHA-256 of the given --subject file")
@@ -125,8 +130,12 @@ def parse_statement(payload: bytes, subject_digest: str | None = None):
     for s in subj:
         if s["name"] == "claim" and s["digest"]["sha256"] != claim_digest:
             raise Reject("subject-digest", "subject 'claim' digest != SHA-256 of canonical predicate.claim")
-    check_claim_and_method(pred)
     check_balls(pred)
+    if v3:
+        from .schema_v3 import check_v3
+        check_v3(pred)
+        return raw, pred
+    check_claim_and_method(pred)
     if v2:
         check_v2(pred)
     return raw, pred
@@ -148,10 +157,12 @@ def check_balls(p):
             raise Reject("enclosure-too-wide", f"{path} = {x.str(5, radius=True)} has radius above 2^-40")
         if x < 0 or x > 1:
             raise Reject("enclosure-out-of-range", f"{path} = {x.str(5, radius=True)} is outside [0, 1]")
+    e = p["enclosures"]
     with working_prec(400):
-        if (1 - p["enclosures"]["O"]).upper() > arb(p["bound"]):
-            raise Reject("bound-inconsistent", f"recorded bound {p['bound']} is below the upper end of 1 - O "
-                         f"from the recorded O {p['enclosures']['O'].str(20, radius=True)}")
+        tv, what = (e["TV"], "TV") if "TV" in e else (1 - e["O"], "1 - O")  # gaussian-shift records TV
+        if tv.upper() > arb(p["bound"]):
+            raise Reject("bound-inconsistent", f"recorded bound {p['bound']} is below the upper end of {what} "
+                         f"from the recorded enclosures ({tv.str(20, radius=True)})")
 
 
 def _common(m, M):
@@ -167,7 +178,14 @@ def _common(m, M):
 
 def check_v2(p):
     """Static checks of the v2 additions (before any replay)."""
-    c, lo, m = p["claim"], p["lower"], p["lower"]["method"]
+    check_lower_v1(p)
+    check_lower(p)
+    check_rows(p)
+
+
+def check_lower_v1(p):
+    """The lower method v1 (docs/two-sided.md §1)."""
+    c, m = p["claim"], p["lower"]["method"]
     if m["name"] != "data-processing-lower" or m["version"] != 1:
         raise Reject("lower-method-unknown", f"lower method {m['name']!r} v{m['version']} is not "
                      "data-processing-lower v1")
@@ -177,6 +195,11 @@ def check_v2(p):
         bad.append("need h > 0, cap a positive multiple of h, eta > 0, b_min < b_max")
     if bad:
         raise Reject("lower-method-invalid", "; ".join(bad))
+
+
+def check_lower(p):
+    """The lower side's numbers against the claim and against each other (any lower method)."""
+    c, lo = p["claim"], p["lower"]
     if not 0 < lo["sigma_low"] < c["sigma"]:
         raise Reject("lower-sigma-not-below", f"need 0 < sigma_low < sigma, got sigma_low "
                      f"{lo['sigma_low']} and sigma {c['sigma']}")
@@ -186,8 +209,13 @@ def check_v2(p):
         raise Reject("lower-recorded-not-above-target", f"recorded tv_lower {lo['tv_lower']} <= target")
     e = lo["enclosures"]
     with working_prec(400):
-        if (e["W_A"] - e["U_A"] - e["deleted_p"]).lower() < arb(lo["tv_lower"]):
-            raise Reject("lower-inconsistent", "tv_lower is above the lower end of W_A - U_A - deleted_p")
+        low = e["TV"] if "TV" in e else e["W_A"] - e["U_A"] - e["deleted_p"]  # gaussian-shift: TV itself
+        if low.lower() < arb(lo["tv_lower"]):
+            raise Reject("lower-inconsistent", "tv_lower is above the lower end of the recorded enclosures")
+
+
+def check_rows(p):
+    """The privacy and TPR rows: keys, grids, recorded deltas within their delta."""
     for name, rows, keys in (("privacy", p["privacy"]["epsilon_at_delta"], DELTAS), ("tpr", p["tpr"], ALPHAS)):
         if set(rows) - set(keys):
             raise Reject(f"{name}-grid", f"{name} rows {sorted(set(rows) - set(keys))} are not in {list(keys)}")
