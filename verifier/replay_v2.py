@@ -23,7 +23,7 @@ from flint import arb, fmpq, fmpz_poly
 from .epochs import Epochs
 from .loggrid import LogCells, cell_sums, dyadic
 from .multiscale import Lattice, Tally, grid_points, octave_masses, place
-from .replay import EXTRA_BITS, ReplayResult, step_i
+from .replay import EXTRA_BITS, ReplayResult, grid_masses
 from .strict import working_prec
 
 
@@ -117,7 +117,7 @@ def step_i_v2(t2: fmpq, h: fmpq, points: list[int], F: int) -> tuple[list[int], 
     """Masses on G (units 2^-F, rounded down) for Y moved down to min(Y, cap), and Pr(Y > cap).
     The cells below the cap are those of the v1 step (i) (the v1 replay's stop-loss form); the
     mass 1 - F0(cap) that v1 deletes is added at the cap."""
-    q, tail = step_i(sigma_of(t2), h, points, F)
+    q, tail = grid_masses(sigma_of(t2), h, points, F)
     q[-1] += dyadic(tail, False, F) if tail.lower() > 0 else 0
     return q, tail
 
