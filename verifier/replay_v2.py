@@ -103,13 +103,13 @@ def slack(claim: dict, m: dict, rp: ReplayResultV2) -> tuple[fmpq, fmpq]:
     enclosures"): two correct implementations differ by their optional deletions -- at most
     trim/2 per ⊕ and trim per product of (iv) -- and their floors (under 2^-F per coefficient),
     a mass deleted in a block of steps entering the epoch sum at most M times and O at most E
-    times; plus 1e-12.  The three LOOSE quantities are raw masses after the *weighted* trimming
+    times.  The three LOOSE quantities are raw masses after the *weighted* trimming
     of (iv), which may delete up to trim / w_j of raw mass per product: their tolerance adds our
     own raw deletions and that allowance."""
     M, E, _ = pair(claim)
     nops = 2 * (M.bit_length() + E.bit_length())
     width = 2 ** (m["mantissa_bits"] + 1) * (m["top_octave"] + 1) + (m["k_plus"] - m["k_minus"]) * E
-    tol = fmpq(1, 10**12) + 2 * M * E * nops * (m["trim"] + width / fmpq(2) ** m["fixed_point_bits"])
+    tol = 2 * M * E * nops * (m["trim"] + width / fmpq(2) ** m["fixed_point_bits"])
     return tol, tol + rp.enclosures["deleted"]["trim"] + rp.allowance
 
 
