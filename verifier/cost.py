@@ -289,8 +289,10 @@ def upper_v2(claim: dict, m: dict) -> Cost:
     cost.add("step_iii", L * PY_COEF + cells * (2 * PY_CELL + 2 * INT_MUL * min(edge / 1e6, 1e100) ** 1.585),
              L * (8 + _fmpz(F) + _pyint(F)) + cells * (150 + 3 * _pyint(edge)))
     nb, secs, peak = _power(cells, E, F, span)
+    # memory: the trimmed and clamped copies of every product stay alive beside it (x 2.2, fitted),
+    # and so does the epoch sum of (ii)
     cost.add("step_iv", secs + 4 * nb * PY_COEF * E.bit_length() + nb * EVAL_COEF * max(1.0, prec / 200),
-             peak + nb * 50)
+             2.2 * peak + nb * 50, 2 * L * _fmpz(F))
     cost.b_length, cost.b_bytes = nb, nb * _fmpz(F)
     return cost
 
