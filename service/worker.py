@@ -33,16 +33,20 @@ POLL = 0.5        # seconds between queue polls when idle
 def matches_request(req: dict, outcome: dict) -> str | None:
     """Why a child's certified predicate must not be signed for `req` (None: it may).
 
-    The child is our own code, but the key signs only a claim that is the one requested
+    The computation is our own code, but the key signs only a claim that is the one requested
     and a bound that meets the target, read back from the predicate itself."""
+    from certifier.claim import RANDOM_ALLOCATION
     from certifier.params import parse_decimal
     pred = outcome.get("predicate")
     if not isinstance(pred, dict) or not isinstance(pred.get("claim"), dict):
         return "no predicate"
-    claim = pred["claim"]
-    want = {"steps": req["steps"], "epochs": req["epochs"], "target": req["target"]}
-    if req.get("sigma") is not None:
-        want["sigma"] = req["sigma"]
+    claim = dict(pred["claim"])
+    claim.setdefault("scheme", RANDOM_ALLOCATION)  # formats v1 and v2 name no scheme: random allocation
+    want = {"steps": req["steps"], "epochs": req["epochs"], "target": req["target"],
+            "scheme": req.get("scheme", RANDOM_ALLOCATION)}
+    for k in ("sigma", "iterations"):
+        if req.get(k) is not None:
+            want[k] = req[k]
     for k, v in want.items():
         if claim.get(k) != v:
             return f"claim.{k} is {claim.get(k)!r}, the request asked for {v!r}"
