@@ -42,6 +42,9 @@ CREATE TABLE IF NOT EXISTS keys (
 CREATE TABLE IF NOT EXISTS sigma_cache (
     cell TEXT PRIMARY KEY, result TEXT NOT NULL, created_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS report_cache (
+    report TEXT PRIMARY KEY, result TEXT NOT NULL, created_at REAL NOT NULL
+);
 """
 
 _LIST_COLUMNS = ("id, status, steps, epochs, target, sigma, bound, keyid, reason, request, "
@@ -234,6 +237,15 @@ class Store:
     def sigma_put(self, cell: str, result: dict) -> None:
         self._conn().execute("INSERT OR REPLACE INTO sigma_cache (cell, result, created_at) VALUES (?,?,?)",
                              (cell, json.dumps(result), time.time()))
+
+    # ------------------------------------------------------------------ report cache
+    def report_get(self, report: str) -> dict | None:
+        row = self._conn().execute("SELECT result FROM report_cache WHERE report=?", (report,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def report_put(self, report: str, result: dict) -> None:
+        self._conn().execute("INSERT OR REPLACE INTO report_cache (report, result, created_at) VALUES (?,?,?)",
+                             (report, json.dumps(result), time.time()))
 
     def integrity(self) -> str:
         return self._conn().execute("PRAGMA integrity_check").fetchone()[0]

@@ -38,6 +38,11 @@ def job_view(row: dict, full: bool = True) -> dict:
     return out
 
 
+def envelope_file(row: dict) -> bytes:
+    """The certificate file of a done job, as downloaded (its SHA-256 is the one its report shows)."""
+    return row["envelope"].encode() + b"\n"
+
+
 def key_view(row: dict) -> dict:
     """An issuer key: its PEM and whether it signs now (active) or did before (retired)."""
     return {"keyid": row["keyid"], "public_pem": row["public_pem"],

@@ -100,7 +100,8 @@ def run_serve(args) -> int:
         raise _cli_error(str(err)) from None
     cfg = Config(db=db, key=key, tokens=os.path.abspath(args.tokens) if args.tokens else None,
                  workers=workers, retired_keys=[os.path.abspath(p) for p in args.retired_key or []],
-                 limits=limits, verify_per_minute=rate, verify_burst=burst, job=job, verify=verify)
+                 limits=limits, verify_per_minute=rate, verify_burst=burst, job=job, verify=verify,
+                 report_entry="sigmacert.report.served")
     app = create_app(cfg)
     uvicorn.run(app, host=args.host, port=port, log_level=args.log_level, proxy_headers=False,
                 server_header=False, timeout_graceful_shutdown=10, access_log=not args.no_access_log)
