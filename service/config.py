@@ -60,6 +60,7 @@ class Config:
     report: Budget = REPORT    # each certificate's audit report
     report_entry: str | None = None  # the module whose child renders reports (sigmacert serve names it)
     report_wait: float = 20.0  # seconds a report request waits before answering 202 pending
+    scheduler: str | None = None  # a Dask scheduler address: certification jobs compute there
 
     @classmethod
     def from_env(cls) -> Config:

@@ -77,7 +77,8 @@ class ServiceState:
             raise
         if n:
             print(f"sigmacert serve: {n} job(s) left running by a previous server re-queued", flush=True)
-        workers = WorkerPool(store, config.db, config.key, config.workers, keyid, config.job)
+        workers = WorkerPool(store, config.db, config.key, config.workers, keyid, config.job,
+                             scheduler=config.scheduler)
         workers.start()
         sigma_lane, verify_lane, report_lane = Lane("sigma", 1, 8), Lane("verify", 1, 4), Lane("report", 1, 8)
         return cls(config=config, tokens=tokens, store=store, keyid=keyid, workers=workers,
