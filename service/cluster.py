@@ -95,7 +95,10 @@ def run_on_cluster(client, req: dict, budget: Budget, *, on_progress, keep_going
                 pass
             except Exception:  # the task failed; fut.status and fut.exception() tell how
                 break
-            events = client.get_events(topic)
+            try:
+                events = client.get_events(topic)
+            except Exception:  # the scheduler is unreachable for now: no progress this tick
+                events = ()
             if len(events) > seen:
                 seen = len(events)
                 msg = events[-1][1]  # Dask adds the worker's address to each event
@@ -109,6 +112,9 @@ def run_on_cluster(client, req: dict, budget: Budget, *, on_progress, keep_going
         if fut.status == "finished":
             r = fut.result()
             return Outcome(r["result"], r["failure"], r["reason"], time.monotonic() - t0)
+        if fut.status != "error":  # cancelled by the cluster (scheduler lost or restarted): record nothing;
+            # the job's lease runs out and it is claimed again (at most MAX_ATTEMPTS times, service.store)
+            return Outcome(failure="stopped", reason=f"the Dask task was {fut.status}", seconds=time.monotonic() - t0)
         err = fut.exception()
         reason = ("the Dask workers running it died (out of memory?)" if isinstance(err, KilledWorker)
                   else f"the Dask task failed: {type(err).__name__}: {err}"[:300])

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from certifier.params import ParameterError
+from service.cluster import parse_scheduler
 from service.sandbox import Budget
 from service.validate import Limits
 
@@ -65,7 +66,7 @@ class Config:
     @classmethod
     def from_env(cls) -> Config:
         """SIGMACERT_DB, _KEY, _TOKENS, _WORKERS, _JOB_MEMORY, _JOB_SECONDS, _VERIFY_MEMORY, _VERIFY_SECONDS,
-        _REPORT_ENTRY."""
+        _REPORT_ENTRY, _SCHEDULER."""
         env = os.environ.get
         budget = lambda kind, d: Budget(  # noqa: E731
             parse_memory(f"SIGMACERT_{kind}_MEMORY", env(f"SIGMACERT_{kind}_MEMORY", f"{d.memory >> 20}M")),
@@ -73,4 +74,5 @@ class Config:
         return cls(db=env("SIGMACERT_DB", "sigmacert.db"), key=env("SIGMACERT_KEY", "keys/private.pem"),
                    tokens=env("SIGMACERT_TOKENS"), workers=int(env("SIGMACERT_WORKERS", "1")),
                    job=budget("JOB", JOB), verify=budget("VERIFY", VERIFY),
-                   report_entry=env("SIGMACERT_REPORT_ENTRY"))
+                   report_entry=env("SIGMACERT_REPORT_ENTRY"),
+                   scheduler=parse_scheduler(env("SIGMACERT_SCHEDULER")) if env("SIGMACERT_SCHEDULER") else None)
