@@ -16,7 +16,7 @@ import pytest
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 from service_fixtures import Server, cleanup, make_key, make_token
 
 CHROMIUM = os.environ.get("SIGMACERT_CHROMIUM", "/usr/bin/chromium")
@@ -123,9 +123,23 @@ def test_detail_view_shows_live_progress_then_the_report_with_its_plots(setup):
     from test_report_browser import BOXES, SHOTS
     srv, driver, token, d = setup
     auth = {"Authorization": f"Bearer {token}"}
+    # the form takes the scheme: fixed bins, M=4 bins, T=7 iterations (E = 2), whose exact sigma is not
+    # the random-allocation one of (4, 2)
+    from certifier.params import parse_target
+    from certifier.schemes import exact_sigma
+    fixed, random = (exact_sigma(4, 2, parse_target("0.3"), s) for s in ("fixed-bins", "random-allocation"))
+    assert fixed != random
+    driver.get(srv.url + "/")
+    Select(driver.find_element(By.ID, "scheme")).select_by_value("fixed-bins")
+    for el_id, v in (("steps", "4"), ("epochs", ""), ("iterations", "7"), ("target", "0.3")):
+        fill(driver, el_id, v)
+    driver.find_element(By.ID, "lookup").click()
+    until(driver, lambda dr: f"exact sigma {fixed}" in text_of(dr, "sigma-result"), 120)
+
     long = srv.http.post("/v1/certificates", json={"steps": 500, "epochs": 10, "target": "0.1"}, headers=auth).json()
     driver.get(f"{srv.url}/#{long['id']}")
     until(driver, lambda dr: text_of(dr, "job-id") == long["id"])
+    fill(driver, "token", token)  # the Cancel button sends it
     # the certifier's own stage (not the worker's "starting"), its percent and the seconds so far
     live = re.compile(r"^(?!starting)\S.* \d+ %, \d+\.\d s$")
     until(driver, lambda dr: text_of(dr, "job-status") == "running" and live.match(text_of(dr, "job-stage")), 120)

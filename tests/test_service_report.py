@@ -80,3 +80,43 @@ def test_no_report_before_the_certificate_is_done(done):
     srv.http.delete(f"/v1/certificates/{jid}", headers=srv.auth)  # cancelled at once (or still queued)
     r = srv.http.get(f"/v1/certificates/{jid}/report")
     assert r.status_code == 409 and re.search(r"is (cancelled|queued|running), not done", r.json()["detail"])
+
+
+class _Lane:
+    """A lane whose computations finish when the test says so."""
+
+    def __init__(self):
+        self.started = []
+
+    def sandboxed(self, task, payload, budget, entry):
+        import concurrent.futures as cf
+        self.started.append((task, entry, payload))
+        fut = cf.Future()
+        fut.set_running_or_notify_cancel()
+        return fut
+
+
+def test_reports_are_computed_once_pending_meanwhile_and_failures_remembered(tmp_path):
+    import asyncio
+
+    from service.reports import Reports, report_key
+    from service.sandbox import Budget, Outcome
+    from service.store import Store
+    lane, store = _Lane(), Store(str(tmp_path / "db"))
+    reports = Reports(store, lane, Budget(1 << 30, 10), wait=0.05, entry="some.module")
+    env, keys = b'{"payload": "x"}\n', ["PEM-A", "PEM-B"]
+
+    async def twice():
+        return await asyncio.gather(reports.get(env, keys), reports.get(env, keys))
+    assert asyncio.run(twice()) == [{"status": "pending"}] * 2
+    assert len(lane.started) == 1 and lane.started[0][:2] == ("report", "some.module")  # one computation
+    fut = reports.inflight[report_key(env, keys)]
+    fut.set_result(Outcome(result={"verdict": "ACCEPT", "html": "<p>", "svgs": {}}))
+    assert asyncio.run(reports.get(env, keys)) == {"status": "done", "verdict": "ACCEPT", "html": "<p>", "svgs": {}}
+    assert report_key(env, keys) == report_key(env, keys[::-1]) != report_key(env, keys[:1])  # the key set counts
+
+    other = b'{"payload": "y"}\n'
+    assert asyncio.run(reports.get(other, keys)) == {"status": "pending"}
+    reports.inflight[report_key(other, keys)].set_result(Outcome(failure="seconds", reason="over 10 s"))
+    assert asyncio.run(reports.get(other, keys)) == {"status": "failed", "reason": "over 10 s"}
+    assert len(lane.started) == 2  # remembered, not started again
