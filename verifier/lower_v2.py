@@ -137,8 +137,8 @@ def replay_lower_v2(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
 def slack_lower(claim: dict, m: dict) -> fmpq:
     """Tolerance for the recorded W_A, U_A, deleted_p: two correct implementations of the same
     fixed map differ by their deletions (at most trim per sum or product, on either side) and
-    floors (under 2^-F per coefficient), amplified at most M E times, plus 1e-12."""
+    floors (under 2^-F per coefficient), amplified at most M E times."""
     M, E, _ = pair(claim)
     nops = 6 * M.bit_length() + 4 * E.bit_length()  # P and Q sides
     width = 2 ** (m["mantissa_bits"] + 1) * (m["top_octave"] + 1) + (m["k_plus"] - m["k_minus"]) * E
-    return fmpq(1, 10**12) + 2 * M * E * nops * (m["trim"] + width / fmpq(2) ** m["fixed_point_bits"])
+    return 2 * M * E * nops * (m["trim"] + width / fmpq(2) ** m["fixed_point_bits"])

@@ -23,7 +23,7 @@ from flint import arb, fmpq, fmpz_poly
 from .epochs import Epochs
 from .loggrid import LogCells, cell_sums, dyadic
 from .multiscale import Lattice, Tally, grid_points, octave_masses, place
-from .replay import EXTRA_BITS, ReplayResult, step_i
+from .replay import EXTRA_BITS, ReplayResult, grid_masses
 from .strict import working_prec
 
 
@@ -103,13 +103,13 @@ def slack(claim: dict, m: dict, rp: ReplayResultV2) -> tuple[fmpq, fmpq]:
     enclosures"): two correct implementations differ by their optional deletions -- at most
     trim/2 per ⊕ and trim per product of (iv) -- and their floors (under 2^-F per coefficient),
     a mass deleted in a block of steps entering the epoch sum at most M times and O at most E
-    times; plus 1e-12.  The three LOOSE quantities are raw masses after the *weighted* trimming
+    times.  The three LOOSE quantities are raw masses after the *weighted* trimming
     of (iv), which may delete up to trim / w_j of raw mass per product: their tolerance adds our
     own raw deletions and that allowance."""
     M, E, _ = pair(claim)
     nops = 2 * (M.bit_length() + E.bit_length())
     width = 2 ** (m["mantissa_bits"] + 1) * (m["top_octave"] + 1) + (m["k_plus"] - m["k_minus"]) * E
-    tol = fmpq(1, 10**12) + 2 * M * E * nops * (m["trim"] + width / fmpq(2) ** m["fixed_point_bits"])
+    tol = 2 * M * E * nops * (m["trim"] + width / fmpq(2) ** m["fixed_point_bits"])
     return tol, tol + rp.enclosures["deleted"]["trim"] + rp.allowance
 
 
@@ -117,7 +117,7 @@ def step_i_v2(t2: fmpq, h: fmpq, points: list[int], F: int) -> tuple[list[int], 
     """Masses on G (units 2^-F, rounded down) for Y moved down to min(Y, cap), and Pr(Y > cap).
     The cells below the cap are those of the v1 step (i) (the v1 replay's stop-loss form); the
     mass 1 - F0(cap) that v1 deletes is added at the cap."""
-    q, tail = step_i(sigma_of(t2), h, points, F)
+    q, tail = grid_masses(sigma_of(t2), h, points, F)
     q[-1] += dyadic(tail, False, F) if tail.lower() > 0 else 0
     return q, tail
 

@@ -80,8 +80,14 @@ def envelope_keyids(data: bytes) -> tuple:
 def read_facts(data: bytes, result) -> Facts:
     """Facts from the envelope bytes and the independent verifier's `Result` for them."""
     statement = None
-    if result.claim is not None:  # the verifier checked the signature and parsed the Statement
-        statement = read_unverified(load_envelope(data))
+    if result.keyid is not None:  # the verifier checked the signature: the payload may be read
+        try:
+            statement = read_unverified(load_envelope(data))
+        except (EnvelopeError, ValueError, UnicodeDecodeError):
+            statement = None
+        if not isinstance(statement, dict) or not isinstance(statement.get("predicate"), dict) \
+                or not isinstance(statement["predicate"].get("claim"), dict):
+            statement = None  # not a Statement we can show
     return Facts(sha256=hashlib.sha256(data).hexdigest(), size=len(data), accepted=result.accepted,
                  reason=result.reason, detail=result.detail, keyid=result.keyid,
                  envelope_keyids=envelope_keyids(data), replayed_bound=result.replayed_bound,
