@@ -11,7 +11,7 @@ import json
 import math
 
 import pytest
-from service_fixtures import serving, wait_done
+from service_fixtures import issuer_pem, serving, verify_cli, wait_done
 
 TWO = {"steps": 2, "epochs": 4, "target": "0.2"}
 FIXED = {"steps": 4, "iterations": 7, "target": "0.3", "scheme": "fixed-bins"}
@@ -72,7 +72,7 @@ def test_fixed_bins_sigma_is_sqrt_e_times_the_one_epoch_sigma(svc):
     assert abs(float(ra["exact"]) - float(fixed["exact"])) > 1e-3
 
 
-def test_a_fixed_bins_certificate_names_its_scheme_and_iterations(svc):
+def test_a_fixed_bins_certificate_names_its_scheme_and_iterations_and_verifies(svc, tmp_path):
     r = post(svc, FIXED)
     assert r.status_code == 202, r.text
     job = wait_done(svc, r.json()["id"])
@@ -81,6 +81,11 @@ def test_a_fixed_bins_certificate_names_its_scheme_and_iterations(svc):
     claim = predicate(job)["claim"]
     assert (claim["scheme"], claim["iterations"], claim["epochs"], claim["steps"]) == ("fixed-bins", 7, 2, 4)
     assert float(predicate(job)["bound"]) <= 0.3
+    cert = tmp_path / "cert.json"
+    cert.write_bytes(svc.http.get(f"/v1/certificates/{job['id']}/envelope").content)
+    out = verify_cli(cert, issuer_pem(svc, tmp_path / "issuer.pem"))  # the verifier derives sigma/sqrt(E) itself
+    assert out.returncode == 0 and out.stdout.startswith("ACCEPT") and "fixed bins (7 iterations)" in out.stdout, \
+        out.stdout + out.stderr
     listing = svc.http.get("/v1/certificates", params={"steps": 4, "epochs": 2}).json()["items"]
     assert [j["scheme"] for j in listing if j["id"] == job["id"]] == ["fixed-bins"]
     # the same run under random allocation is another request (another job)
