@@ -123,15 +123,16 @@ def main() -> int:
         rows = []
         for M, E, lam in cells:
             r = run_cell(M, E, lam, key, d, args.timeout)
+            r["load"] = os.getloadavg()[0]  # 1-minute load average when the cell ended
             rows.append(r)
             print(fmt(r), flush=True)
+            if args.json:  # after every cell: a long run that is interrupted keeps its rows
+                with open(args.json, "w") as f:
+                    json.dump({"rows": rows, "load": os.getloadavg()}, f, indent=1)
     ok = [r for r in rows if "error" not in r]
     first = [r for r in ok if r["certified"] and r["two_sided"] and r["upper_tries"] == 1 and r["lower_tries"] == 1]
     print(f"\n{len(ok)}/{len(rows)} cells ran; {sum(r['certified'] and r['two_sided'] for r in ok)} certified "
           f"two-sided; {len(first)} on the first try; total wall {sum(r.get('wall_s', 0) for r in rows):.0f} s")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"rows": rows, "load": os.getloadavg()}, f, indent=1)
     return 0
 
 

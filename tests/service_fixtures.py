@@ -192,21 +192,17 @@ def resign(envelope: bytes, private_key: str, mutate) -> bytes:
 
 
 def cost_bomb(kind: str):
-    """A mutation of a method (docs/certificate.md section 4) that passes every static check of
-    the format but is expensive to replay: `memory` puts the cap 3e8 grid steps out with 30
-    coarse tail points (a 3e8-entry list in step (i), about 2.4 GB); `time` asks for 2e5 grid
-    points at 4096 bits of precision (minutes of erfc, little memory)."""
-    from certifier.params import decimal_str, parse_decimal
-
+    """A mutation of a method v1 (docs/certificate.md section 4) that passes every static check of
+    the format but is expensive to replay (docs/verifier.md, "Cost model"): `memory` asks for a
+    lattice of 2e7 points of 1024 bits and 1e7 log-grid cells at 4096 bits (about 100 GB of
+    products); `time` asks for eta = 7e9 (cell edges of about 1e10 bits, hours)."""
     def mutate(pred):
         m = pred["method"]
-        h, start = parse_decimal("h", m["h"]), parse_decimal("tail_start", m["tail_start"])
         if kind == "memory":
-            step = h * 10**7
-            m["tail_step"], m["cap"] = decimal_str(step), decimal_str(start + 30 * step)
+            m.update(h="0.0000008", tail_start="16", cap="16", prec=4096, fixed_point_bits=1024,
+                     k_minus=-5000000, k_plus=5000000)
         else:
-            m["prec"], m["tail_start"] = 4096, decimal_str(h * 200_000)
-            m["cap"] = m["tail_start"]
+            m.update(eta="7000000000", k_minus=-1, k_plus=2)
     return mutate
 
 

@@ -21,9 +21,8 @@ from verifier_v3_fixtures import dec, sign_v3  # noqa: E402
 from verifier import verify_bytes, verify_file  # noqa: E402
 from verifier.statement import STATEMENT  # noqa: E402
 
-mp.mp.dps = 60
 METHOD = {"name": "gaussian-shift", "version": 1, "prec": 128}
-GRID = mp.mpf("0.0001")
+GRID_DIGITS = 4  # epsilon_grid = 10^-4
 
 
 def tv(mu):  # TV(N(0,1), N(mu,1)) = erf(mu / (2 sqrt 2))
@@ -50,14 +49,19 @@ def _plain(n: int, k: int) -> str:
     return s[:len(s) - k] + "." + s[len(s) - k:]
 
 
+def grid(n: int):
+    """n epsilon_grid, exactly as the decimal the certificate records (at the current precision)."""
+    return mp.mpf(n) / 10**GRID_DIGITS
+
+
 def smallest_eps(mu, d) -> int:
-    """The smallest n with delta(mu, n GRID) <= d (delta decreases in eps)."""
+    """The smallest n with delta(mu, n 10^-4) <= d (delta decreases in eps)."""
     lo, hi = 0, 1
-    while delta(mu, hi * GRID) > d:
+    while delta(mu, grid(hi)) > d:
         lo, hi = hi, 2 * hi
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if delta(mu, mid * GRID) <= d else (mid, hi)
+        lo, hi = (lo, mid) if delta(mu, grid(mid)) <= d else (mid, hi)
     return hi
 
 
@@ -67,8 +71,8 @@ def predicate(epochs=4, sigma="1.5", sigma_low="1.45", target="0.5") -> dict:
     rows = {}
     for d in ("1e-05", "1e-06"):
         n = smallest_eps(mu, mp.mpf(d))
-        rows[d] = {"epsilon": _plain(n, 4), "delta_qp": ball(delta(mu, n * GRID)),
-                   "delta_pq": ball(delta(mu, n * GRID))}
+        rows[d] = {"epsilon": _plain(n, 4), "delta_qp": ball(delta(mu, grid(n))),
+                   "delta_pq": ball(delta(mu, grid(n)))}
     tpr = {}
     for a in ("0.1", "0.01", "0.001"):
         best = min((mp.exp(mp.mpf(j) / 20) * mp.mpf(a) + delta(mu, mp.mpf(j) / 20), j) for j in range(120))
@@ -87,9 +91,17 @@ def predicate(epochs=4, sigma="1.5", sigma_low="1.45", target="0.5") -> dict:
             "privacy": {"epsilon_grid": "0.0001", "epsilon_at_delta": rows}, "tpr": tpr}
 
 
+@pytest.fixture(autouse=True)
+def precision():
+    """mpmath's precision is global state that other tests change: 60 digits here."""
+    with mp.workdps(60):
+        yield
+
+
 @pytest.fixture(scope="module")
 def spec():
-    return predicate(), Ed25519PrivateKey.generate()
+    with mp.workdps(60):
+        return predicate(), Ed25519PrivateKey.generate()
 
 
 def resign(pred, key, change=None):

@@ -46,6 +46,8 @@ def _pyint(bits: float) -> float:  # bytes of a Python int in a list
 
 
 def _f(x) -> float:  # parameters may be astronomically large or small: clamp before float
+    if isinstance(x, float):
+        return min(max(x, 1e-300), 1e300)
     return float(min(max(x, fmpq(1, 10**300)), 10**300))
 
 
@@ -237,39 +239,57 @@ def lower(claim: dict, lo: dict) -> Cost:
     return cost
 
 
-def _lattice(claim: dict, m: dict, sides: int) -> tuple[Cost, float, int]:
-    """Method v2's steps (i)-(ii) or the lower side's (a)-(b): G's points in arb, then the
-    epoch sum by binary powering with ⊕ on the multiscale lattice (T + 1 octaves of 2N
-    coefficients; per ⊕ and octave about three products of length 2N, and Python passes)."""
+def _lattice(claim: dict, m: dict, sides: int, sigma, lump: bool):
+    """Method v2's steps (i)-(ii) or the lower side's (a)-(b): G's points in arb, then the epoch
+    sum by binary powering with ⊕ on the multiscale lattice ML(h, n).  A ⊕ costs two products of
+    length <= 2N per occupied octave (x_k (y_k + ŷ_k) + x̂_k y_k) plus Python passes; a sum of k
+    steps occupies the octaves from its lowest kept value (at least 2N h) to its highest.
+    Returns (cost, occupied lattice points of the epoch sum, E of step (iv), Spread)."""
     M, E = claim["steps"], claim["epochs"]
-    if claim.get("scheme") == "fixed-bins":
-        E = 1
+    if claim.get("scheme") == "fixed-bins":  # the one-epoch pair at sigma / sqrt(E)
+        sigma, E = _f(sigma) / math.sqrt(E), 1
     n, T, prec, F = m["mantissa_bits"], m["top_octave"], m["prec"], m["fixed_point_bits"] + 4
-    N, yb = 2.0**n, m["y_mantissa_bits"]
+    N, h, yb = 2.0**n, _f(m["h"]), m["y_mantissa_bits"]
     cost, points = Cost(), sum(2.0**b for b in yb) + 2.0 ** yb[0]
     cost.add("step_i", sides * (_arb_points(points, prec) + PY_COEF * points),
              sides * points * (_pyint(F) + 2 * (100 + prec / 8)))
-    L = 2 * N * (T + 1)
+    sp = Spread(sigma, m["cap"], m["trim"], F, lump)
+
+    def octaves(k: float) -> float:  # occupied octaves of a sum of k steps
+        lo, hi = sp.ends(k)
+        return min(T + 1.0, max(math.log2(max(hi, 1e-300) / max(lo, N * h)), 0.0) + 2)
+
     _, psecs, pmem = _product(2 * N, 2 * N, 2 * N, F)
-    ops = 2 * M.bit_length()
-    cost.add("step_ii", sides * ops * (T + 1) * (3 * psecs + 6 * N * PY_COEF),
-             pmem + sides * 4 * L * _fmpz(F))
-    return cost, L, E
+    secs, occ = 0.0, 1.0
+    for i in range(M.bit_length()):
+        occ = octaves(2.0**i)
+        secs += (1 + (M >> i & 1)) * occ * (2 * psecs + 6 * N * PY_COEF) / 3  # /3: octaves are rarely full
+    occ = octaves(M)
+    cost.add("step_ii", sides * secs, pmem + sides * 4 * 2 * N * occ * _fmpz(F))
+    return cost, 2 * N * occ, E, sp
+
+
+def _log_grid(sp, claim: dict, m: dict, L: float):
+    """Occupied log-grid cells of one epoch and their spread after e epochs (at most what the
+    parameters allow: k_plus - k_minus, and min(k_top, e k_plus) - e k_minus)."""
+    grid = _f(m["k_plus"] - m["k_minus"]) + 1
+    one, spread = sp.cells(claim["steps"], m["eta"], _f(m["h"]) * 2.0 ** m["mantissa_bits"], grid)
+    limit = lambda e: _f(min(m["k_top"], e * m["k_plus"]) - e * m["k_minus"]) + 1
+    return min(one, L + 1), lambda e: min(spread(e), limit(e))
 
 
 def upper_v2(claim: dict, m: dict) -> Cost:
     """Method `lemma-c5-rounding` v2 (replay_v2.py): (i)-(ii) on the lattice, (iii) to the log
-    grid (cells k_plus - k_minus, edges of about 1.44 j eta + prec bits), (iv) the E-fold power
-    whose length after e epochs is at most min(k_top, e k_plus) - e k_minus."""
-    cost, L, E = _lattice(claim, m, 1)
+    grid (one Python pass over the occupied lattice points and cells; cell edges are integers of
+    about 1.44 j eta + prec bits), (iv) the E-fold power."""
+    cost, L, E, sp = _lattice(claim, m, 1, claim["sigma"], lump=False)
     F, prec, eta = m["fixed_point_bits"] + 4, m["prec"], m["eta"]
-    cells = _f(m["k_plus"] - m["k_minus"]) + 1
+    cells, span = _log_grid(sp, claim, m, L)
     edge = prec + 64 + 1.44 * _f(eta) * max(abs(m["k_minus"]), m["k_plus"])
-    cost.add("step_iii", L * PY_COEF + cells * (4 * PY_CELL + 2 * INT_MUL * min(edge / 1e6, 1e100) ** 1.585),
+    cost.add("step_iii", L * PY_COEF + cells * (2 * PY_CELL + 2 * INT_MUL * min(edge / 1e6, 1e100) ** 1.585),
              L * (8 + _fmpz(F) + _pyint(F)) + cells * (150 + 3 * _pyint(edge)))
-    span = lambda e: _f(min(m["k_top"], e * m["k_plus"]) - e * m["k_minus"]) + 1
     nb, secs, peak = _power(cells, E, F, span)
-    cost.add("step_iv", secs + 8 * nb * PY_COEF * E.bit_length() + nb * EVAL_COEF * max(1.0, prec / 200),
+    cost.add("step_iv", secs + 4 * nb * PY_COEF * E.bit_length() + nb * EVAL_COEF * max(1.0, prec / 200),
              peak + nb * 50)
     cost.b_length, cost.b_bytes = nb, nb * _fmpz(F)
     return cost
@@ -279,12 +299,12 @@ def lower_v2(claim: dict, lo: dict) -> Cost:
     """Method `data-processing-lower` v2 (lower_v2.py): both images on the lattice, buckets on
     the log grid, the E-fold powers of both."""
     m = lo["method"]
-    cost, L, E = _lattice(claim, m, 2)
-    F, cells = m["fixed_point_bits"] + 4, _f(m["k_plus"] - m["k_minus"]) + 1
+    cost, L, E, sp = _lattice(claim, m, 2, lo["sigma_low"], lump=True)
+    F = m["fixed_point_bits"] + 4
+    cells, span = _log_grid(sp, claim, m, L)
     cost.add("buckets", 2 * L * PY_COEF + cells * PY_CELL, 2 * L * (_fmpz(F) + _pyint(F)) + cells * 300)
-    span = lambda e: _f(min(m["k_top"], e * m["k_plus"]) - e * m["k_minus"]) + 1
     nb, secs, peak = _power(cells, E, F, span)
-    cost.add("epochs", 2 * secs + 2 * nb * PY_COEF, 2 * peak + 2 * nb * (_pyint(F) + 50))
+    cost.add("epochs", 2 * secs + 2 * nb * PY_COEF * E.bit_length(), 2 * peak + 2 * nb * (_pyint(F) + 50))
     return cost
 
 
