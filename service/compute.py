@@ -13,6 +13,7 @@ import concurrent.futures as cf
 import threading
 import time
 
+from certifier.claim import RANDOM_ALLOCATION
 from service.sandbox import Budget, run
 
 
@@ -29,14 +30,15 @@ class Lane:
         self._lock = threading.Lock()
         self._stop = threading.Event()
 
-    def sandboxed(self, task: str, payload: dict, budget: Budget) -> cf.Future:
+    def sandboxed(self, task: str, payload: dict, budget: Budget, entry: str = "service.sandbox") -> cf.Future:
         """The Outcome of service.sandbox.run, as a future; Busy when the lane is full."""
         with self._lock:
             if self.pending >= self.max_pending:
                 raise Busy()
             self.pending += 1
         try:
-            fut = self._pool.submit(run, task, payload, budget, keep_going=lambda: not self._stop.is_set())
+            fut = self._pool.submit(run, task, payload, budget, keep_going=lambda: not self._stop.is_set(),
+                                    entry=entry)
         except BaseException:
             with self._lock:
                 self.pending -= 1
@@ -129,8 +131,8 @@ class SigmaService:
         else:
             self.failures[cell] = (time.monotonic(), res)
 
-    async def exact(self, steps: int, epochs: int, target: str) -> dict:
-        cell = f"{steps}/{epochs}/{target}"
+    async def exact(self, steps: int, epochs: int, target: str, scheme: str = RANDOM_ALLOCATION) -> dict:
+        cell = f"{steps}/{epochs}/{target}" + ("" if scheme == RANDOM_ALLOCATION else f"/{scheme}")
         hit = self.cached(cell)
         if hit is not None:
             return {**hit, "cached": True}
@@ -141,8 +143,8 @@ class SigmaService:
         with self._lock:
             fut = self.inflight.get(cell)
             if fut is None:
-                fut = self.lane.sandboxed("sigma", {"steps": steps, "epochs": epochs, "target": target},
-                                          self.budget)
+                fut = self.lane.sandboxed("sigma", {"steps": steps, "epochs": epochs, "target": target,
+                                                    "scheme": scheme}, self.budget)
                 self.inflight[cell] = fut
                 fut.add_done_callback(lambda f, c=cell: self._landed(c, f))
         try:

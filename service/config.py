@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from certifier.params import ParameterError
+from service.cluster import parse_scheduler
 from service.sandbox import Budget
 from service.validate import Limits
 
@@ -19,6 +20,8 @@ MAX_ENVELOPE = 4 * 1024 * 1024  # bytes of a certificate sent to /v1/verify
 JOB = Budget(memory=4 << 30, seconds=3600.0)
 # A verification: each committed certificate needs under 200 MiB and 35 s (on a loaded machine).
 VERIFY = Budget(memory=2 << 30, seconds=120.0)
+# A report: the verifier's replay, then the curves (exact TV numerics) and three matplotlib figures.
+REPORT = Budget(memory=2 << 30, seconds=300.0)
 _SIZE = re.compile(r"([0-9]{1,7})([MG]?)")
 
 
@@ -55,14 +58,21 @@ class Config:
     job: Budget = JOB          # each certification job and each exact sigma
     verify: Budget = VERIFY    # each POST /v1/verify
     sigma_wait: float = 20.0   # seconds a /v1/sigma request waits before answering 202 pending
+    report: Budget = REPORT    # each certificate's audit report
+    report_entry: str | None = None  # the module whose child renders reports (sigmacert serve names it)
+    report_wait: float = 20.0  # seconds a report request waits before answering 202 pending
+    scheduler: str | None = None  # a Dask scheduler address: certification jobs compute there
 
     @classmethod
     def from_env(cls) -> Config:
-        """SIGMACERT_DB, _KEY, _TOKENS, _WORKERS, _JOB_MEMORY, _JOB_SECONDS, _VERIFY_MEMORY, _VERIFY_SECONDS."""
+        """SIGMACERT_DB, _KEY, _TOKENS, _WORKERS, _JOB_MEMORY, _JOB_SECONDS, _VERIFY_MEMORY, _VERIFY_SECONDS,
+        _REPORT_ENTRY, _SCHEDULER."""
         env = os.environ.get
         budget = lambda kind, d: Budget(  # noqa: E731
             parse_memory(f"SIGMACERT_{kind}_MEMORY", env(f"SIGMACERT_{kind}_MEMORY", f"{d.memory >> 20}M")),
             parse_seconds(f"SIGMACERT_{kind}_SECONDS", env(f"SIGMACERT_{kind}_SECONDS", f"{d.seconds:.0f}")))
         return cls(db=env("SIGMACERT_DB", "sigmacert.db"), key=env("SIGMACERT_KEY", "keys/private.pem"),
                    tokens=env("SIGMACERT_TOKENS"), workers=int(env("SIGMACERT_WORKERS", "1")),
-                   job=budget("JOB", JOB), verify=budget("VERIFY", VERIFY))
+                   job=budget("JOB", JOB), verify=budget("VERIFY", VERIFY),
+                   report_entry=env("SIGMACERT_REPORT_ENTRY"),
+                   scheduler=parse_scheduler(env("SIGMACERT_SCHEDULER")) if env("SIGMACERT_SCHEDULER") else None)

@@ -68,11 +68,13 @@ class Outcome:
 
 # ----------------------------------------------------------------------------- parent side
 
-def run(task: str, payload: dict, budget: Budget, *, on_progress=None, keep_going=None) -> Outcome:
-    """Run TASK (service.tasks) on `payload` in a limited child. Whatever the child does ends in an
-    Outcome; OSError only when no child can be started at all."""
+def run(task: str, payload: dict, budget: Budget, *, on_progress=None, keep_going=None,
+        entry: str = "service.sandbox") -> Outcome:
+    """Run TASK on `payload` in a limited child. Whatever the child does ends in an Outcome;
+    OSError only when no child can be started at all. `entry` is the module the child runs: this
+    one (the tasks of service.tasks) or one that calls `child(argv, tasks)` with its own tasks."""
     t0 = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "service.sandbox", task, str(budget.memory), str(os.getpid())],
+    proc = subprocess.Popen([sys.executable, "-m", entry, task, str(budget.memory), str(os.getpid())],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**CHILD_ENV, **os.environ}, close_fds=True)
     talk = _Conversation(proc, json.dumps(payload).encode(), on_progress)
@@ -236,7 +238,8 @@ class _Progress:
                             "elapsed": round(float(elapsed), 2)}})
 
 
-def child(argv: list[str]) -> int:
+def child(argv: list[str], tasks: dict | None = None) -> int:
+    """The child's main: cap, read the payload, run `tasks[TASK]` (default service.tasks.TASKS)."""
     task, memory, parent = argv[0], int(argv[1]), int(argv[2])
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))  # first: everything below counts
     die_with_parent(parent)
@@ -245,9 +248,10 @@ def child(argv: list[str]) -> int:
     except OSError:
         pass
     payload = json.loads(sys.stdin.buffer.read())
-    from service.tasks import TASKS
+    if tasks is None:
+        from service.tasks import TASKS as tasks
     try:
-        result = TASKS[task](payload, _Progress())
+        result = tasks[task](payload, _Progress())
     except MemoryError:
         _emit({"failure": "memory"})
         return 1

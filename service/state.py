@@ -22,6 +22,7 @@ from service.compute import Lane, SigmaService, Verifications
 from service.config import Config
 from service.errors import ApiError
 from service.ratelimit import RateLimiter
+from service.reports import Reports
 from service.store import Store
 from service.worker import WorkerPool
 
@@ -51,6 +52,7 @@ class ServiceState:
     workers: WorkerPool           # certification jobs (start, stop, alive)
     sigma: SigmaService           # GET /v1/sigma
     verifications: Verifications  # POST /v1/verify
+    reports: Reports              # GET /v1/certificates/{id}/report and its plots
     limiter: RateLimiter          # POST /v1/verify, per client
     lanes: tuple[Lane, ...]
     lock: int
@@ -75,14 +77,16 @@ class ServiceState:
             raise
         if n:
             print(f"sigmacert serve: {n} job(s) left running by a previous server re-queued", flush=True)
-        workers = WorkerPool(store, config.db, config.key, config.workers, keyid, config.job)
+        workers = WorkerPool(store, config.db, config.key, config.workers, keyid, config.job,
+                             scheduler=config.scheduler)
         workers.start()
-        sigma_lane, verify_lane = Lane("sigma", 1, 8), Lane("verify", 1, 4)
+        sigma_lane, verify_lane, report_lane = Lane("sigma", 1, 8), Lane("verify", 1, 4), Lane("report", 1, 8)
         return cls(config=config, tokens=tokens, store=store, keyid=keyid, workers=workers,
                    sigma=SigmaService(store, sigma_lane, config.job, config.sigma_wait),
                    verifications=Verifications(verify_lane, config.verify),
+                   reports=Reports(store, report_lane, config.report, config.report_wait, config.report_entry),
                    limiter=RateLimiter(config.verify_per_minute, config.verify_burst),
-                   lanes=(sigma_lane, verify_lane), lock=lock)
+                   lanes=(sigma_lane, verify_lane, report_lane), lock=lock)
 
     def close(self) -> None:
         self.workers.stop()

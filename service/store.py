@@ -42,8 +42,12 @@ CREATE TABLE IF NOT EXISTS keys (
 CREATE TABLE IF NOT EXISTS sigma_cache (
     cell TEXT PRIMARY KEY, result TEXT NOT NULL, created_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS report_cache (
+    report TEXT PRIMARY KEY, result TEXT NOT NULL, created_at REAL NOT NULL
+);
 """
 
+_CACHES = {"sigma_cache": "cell", "report_cache": "report"}  # table -> its key column
 _LIST_COLUMNS = ("id, status, steps, epochs, target, sigma, bound, keyid, reason, request, "
                  "requested_by, created_at, finished_at")
 
@@ -226,14 +230,26 @@ class Store:
         rows = self._conn().execute("SELECT * FROM keys ORDER BY (retired_at IS NOT NULL), added_at DESC")
         return [dict(r) for r in rows.fetchall()]
 
-    # ------------------------------------------------------------------ sigma cache
-    def sigma_get(self, cell: str) -> dict | None:
-        row = self._conn().execute("SELECT result FROM sigma_cache WHERE cell=?", (cell,)).fetchone()
+    # ------------------------------------------------------------------ caches (exact sigma, reports)
+    def _cached(self, table: str, key: str) -> dict | None:
+        row = self._conn().execute(f"SELECT result FROM {table} WHERE {_CACHES[table]}=?", (key,)).fetchone()
         return json.loads(row[0]) if row else None
 
+    def _cache(self, table: str, key: str, result: dict) -> None:
+        self._conn().execute(f"INSERT OR REPLACE INTO {table} ({_CACHES[table]}, result, created_at) VALUES (?,?,?)",
+                             (key, json.dumps(result), time.time()))
+
+    def sigma_get(self, cell: str) -> dict | None:
+        return self._cached("sigma_cache", cell)
+
     def sigma_put(self, cell: str, result: dict) -> None:
-        self._conn().execute("INSERT OR REPLACE INTO sigma_cache (cell, result, created_at) VALUES (?,?,?)",
-                             (cell, json.dumps(result), time.time()))
+        self._cache("sigma_cache", cell, result)
+
+    def report_get(self, report: str) -> dict | None:
+        return self._cached("report_cache", report)
+
+    def report_put(self, report: str, result: dict) -> None:
+        self._cache("report_cache", report, result)
 
     def integrity(self) -> str:
         return self._conn().execute("PRAGMA integrity_check").fetchone()[0]

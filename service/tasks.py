@@ -18,18 +18,21 @@ def _one_line(err: Exception) -> str:
 
 
 def certify_job(req: dict, progress) -> dict:
-    """A job of POST /v1/certificates: Lemma C.5 bound at sigma (the exact sigma when absent).
+    """A job of POST /v1/certificates: Lemma C.5 bound at sigma (the exact sigma when absent), for the
+    request's scheme (random-allocation or fixed-bins, docs/integrations.md).
 
-    Two-sided (format v2) when the exact sigma is searched here: only then can sigma - 1e-6
-    be certified to miss the target (docs/two-sided.md). The predicate is returned unsigned:
-    the worker that started this process holds the key and signs."""
+    Two-sided, as `sigmacert certify` by default: sigma - 1e-6 is certified to miss the target
+    when the numerics say it can (docs/two-sided.md); otherwise the certificate is one-sided. The
+    predicate is returned unsigned: whoever started this computation holds the key and signs."""
     from certifier.certify import certify
+    from certifier.claim import RANDOM_ALLOCATION
     from certifier.errors import SigmacertError
     from certifier.params import parse_sigma, parse_target
     try:
         sigma = parse_sigma(req["sigma"]) if req.get("sigma") is not None else None
         res = certify(req["steps"], req["epochs"], parse_target(req["target"]), sigma, progress=progress,
-                      two_sided=sigma is None)
+                      scheme=req.get("scheme", RANDOM_ALLOCATION), iterations=req.get("iterations"),
+                      two_sided=True)
     except (SigmacertError, ValueError, ArithmeticError, OverflowError) as err:
         return {"error": _one_line(err)}
     return {"success": res.success, "bound": res.bound, "sigma": res.sigma, "target": res.target,
@@ -37,13 +40,15 @@ def certify_job(req: dict, progress) -> dict:
 
 
 def exact_sigma(payload: dict, progress) -> dict:
-    """GET /v1/sigma: the exact sigma of a cell (Theorem 4.1), rounded up to 1e-6."""
+    """GET /v1/sigma: the exact sigma of a cell (Theorem 4.1) for its scheme, rounded up to 1e-6."""
+    from certifier.claim import RANDOM_ALLOCATION
     from certifier.errors import SigmacertError
-    from certifier.exact import exact_sigma as search
     from certifier.params import parse_target
+    from certifier.schemes import exact_sigma as search
     t0 = time.perf_counter()
     try:
-        s = search(payload["steps"], payload["epochs"], parse_target(payload["target"]))
+        s = search(payload["steps"], payload["epochs"], parse_target(payload["target"]),
+                   payload.get("scheme", RANDOM_ALLOCATION))
     except (SigmacertError, ValueError, ArithmeticError, OverflowError) as err:
         return {"exact": None, "exact_status": "error", "exact_error": f"{type(err).__name__}: {err}"[:300]}
     return {"exact": s, "exact_status": "done", "exact_seconds": round(time.perf_counter() - t0, 3)}

@@ -7,6 +7,7 @@ from typing import Optional, Union
 from flint import fmpq
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
+from certifier import schemes
 from certifier.params import ParameterError, decimal_str, parse_count, parse_decimal
 
 Number = Union[StrictInt, StrictStr]
@@ -36,8 +37,13 @@ class CertificateRequest(BaseModel):
     """POST /v1/certificates. Decimals are best sent as strings ("1.2"): they are read exactly."""
     model_config = ConfigDict(extra="forbid", json_schema_extra={
         "examples": [{"steps": 100, "epochs": 10, "target": "0.1", "sigma": "1.426215"}]})
-    steps: Number = Field(description="steps per epoch M")
-    epochs: Number = Field(description="epochs E")
+    steps: Number = Field(description="steps per epoch M (fixed-bins: the number of bins)")
+    epochs: Optional[Number] = Field(None, description="epochs E (fixed-bins: rounds per bin); "
+                                                       "required unless fixed-bins iterations are given")
+    scheme: Optional[StrictStr] = Field(None, description="sampling scheme: random-allocation (Algorithm 1, "
+                                                          "the default) or fixed-bins (one bin per record)")
+    iterations: Optional[Number] = Field(None, description="fixed-bins only: total iterations T; "
+                                                           "E = ceil(T / M)")
     target: Decimal = Field(description="TV target lambda in (0, 1)")
     sigma: Optional[Decimal] = Field(None, description="noise multiplier; default: the exact sigma")
     subject: Optional[SubjectIn] = Field(None, description="file the certificate is about "
@@ -77,9 +83,26 @@ def sigma_of(value, limits: Limits) -> str:
     return decimal_str(_bounded("sigma", value, limits.min_sigma, limits.max_sigma, limits))
 
 
+def scheme_of(value) -> str:
+    if value is not None and len(str(value)) > 40:
+        raise ParameterError("scheme is too long (at most 40 characters)")
+    return schemes.parse_scheme(value)
+
+
+def shape_of(steps, epochs, scheme, iterations, limits: Limits) -> dict:
+    """{"steps", "epochs", "scheme", "iterations"} as the CLI reads them (sigmacert.cli.core.run_shape):
+    fixed-bins may give iterations T instead of E (E = ceil(T / M)); both must agree when both are given."""
+    m, sch = steps_of(steps, limits), scheme_of(scheme)
+    e = None if epochs is None else epochs_of(epochs, limits)
+    t = None if iterations is None else parse_count("iterations", _text("iterations", iterations),
+                                                    limits.max_steps * limits.max_epochs)
+    e = epochs_of(schemes.resolve_epochs(m, e, sch, t), limits)
+    return {"steps": m, "epochs": e, "scheme": sch, "iterations": t}
+
+
 def normalise(req: CertificateRequest, limits: Limits) -> dict:
     """The canonical request (exact decimal strings): the idempotency key is its hash."""
-    return {"steps": steps_of(req.steps, limits), "epochs": epochs_of(req.epochs, limits),
+    return {**shape_of(req.steps, req.epochs, req.scheme, req.iterations, limits),
             "target": target_of(req.target, limits),
             "sigma": None if req.sigma is None else sigma_of(req.sigma, limits),
             "subject": None if req.subject is None else {"name": req.subject.name, "sha256": req.subject.sha256}}
@@ -103,10 +126,12 @@ def describe_errors(errors) -> str:
             msg = "unknown field"
         elif kind == "json_invalid":
             field, msg = "body", "not valid JSON"
-        elif field in ("steps", "epochs"):
+        elif field in ("steps", "epochs", "iterations"):
             msg = "must be a positive integer"
         elif field in ("target", "sigma"):
             msg = "must be a decimal number (a string like \"0.1\" is read exactly)"
+        elif field == "scheme":
+            msg = f"must be one of {', '.join(schemes.SCHEMES)}"
         elif kind == "model_attributes_type" or kind == "dict_type":
             msg = "must be a JSON object"
         else:

@@ -16,8 +16,11 @@ def job_view(row: dict, full: bool = True) -> dict:
     """A job: its request and status; `full` adds progress, attempts and the signed envelope."""
     req = json.loads(row["request"])
     out = {"id": row["id"], "status": row["status"], "request": req, "steps": row["steps"],
-           "epochs": row["epochs"], "target": row["target"], "sigma": row["sigma"],
+           "epochs": row["epochs"], "scheme": req.get("scheme", "random-allocation"),
+           "target": row["target"], "sigma": row["sigma"],
            "created_at": iso(row["created_at"]), "finished_at": iso(row["finished_at"])}
+    if req.get("iterations") is not None:
+        out["iterations"] = req["iterations"]
     if row.get("bound") is not None:
         out["bound"] = row["bound"]
     if row.get("keyid"):
@@ -33,6 +36,11 @@ def job_view(row: dict, full: bool = True) -> dict:
         out["elapsed"] = row["elapsed"]
         out["envelope"] = json.loads(row["envelope"])
     return out
+
+
+def envelope_file(row: dict) -> bytes:
+    """The certificate file of a done job, as downloaded (its SHA-256 is the one its report shows)."""
+    return row["envelope"].encode() + b"\n"
 
 
 def key_view(row: dict) -> dict:

@@ -1,13 +1,14 @@
 """Workers: claim a job, compute it in a limited child process, sign, record (docs/service.md).
 
     python -m service.worker --db DB --key PRIVATE.pem --owner NAME --parent PID --keyid HEX
-                             --memory BYTES --seconds S
+                             --memory BYTES --seconds S [--scheduler tcp://HOST:PORT]
 
 A worker holds the signing key and never computes: each job runs in its own child process
 (service.sandbox: a fresh interpreter without the key, an address-space limit, killed at
 the wall-clock limit). Once a second the worker renews its lease on the job and publishes
 the child's progress; when the job was cancelled or taken away it kills the child and
-takes the next job. A child over a limit is killed and its job fails with that reason;
+takes the next job. With --scheduler the child runs on a Dask worker instead (service.cluster):
+the key and the signing stay here. A child over a limit is killed and its job fails with that reason;
 the worker carries on. A worker dies with its server (PR_SET_PDEATHSIG, and a parent
 check), and its child with it, so after a SIGKILL of the server no orphan keeps computing;
 the restarted server re-queues the job.
@@ -24,6 +25,7 @@ import sys
 import threading
 import time
 
+from certifier.errors import ParameterError
 from service.sandbox import Budget, die_with_parent, run
 
 LEASE = 60.0      # seconds a claim is valid without a heartbeat
@@ -33,16 +35,20 @@ POLL = 0.5        # seconds between queue polls when idle
 def matches_request(req: dict, outcome: dict) -> str | None:
     """Why a child's certified predicate must not be signed for `req` (None: it may).
 
-    The child is our own code, but the key signs only a claim that is the one requested
+    The computation is our own code, but the key signs only a claim that is the one requested
     and a bound that meets the target, read back from the predicate itself."""
+    from certifier.claim import RANDOM_ALLOCATION
     from certifier.params import parse_decimal
     pred = outcome.get("predicate")
     if not isinstance(pred, dict) or not isinstance(pred.get("claim"), dict):
         return "no predicate"
-    claim = pred["claim"]
-    want = {"steps": req["steps"], "epochs": req["epochs"], "target": req["target"]}
-    if req.get("sigma") is not None:
-        want["sigma"] = req["sigma"]
+    claim = dict(pred["claim"])
+    claim.setdefault("scheme", RANDOM_ALLOCATION)  # formats v1 and v2 name no scheme: random allocation
+    want = {"steps": req["steps"], "epochs": req["epochs"], "target": req["target"],
+            "scheme": req.get("scheme", RANDOM_ALLOCATION)}
+    for k in ("sigma", "iterations"):
+        if req.get(k) is not None:
+            want[k] = req[k]
     for k, v in want.items():
         if claim.get(k) != v:
             return f"claim.{k} is {claim.get(k)!r}, the request asked for {v!r}"
@@ -55,11 +61,16 @@ def matches_request(req: dict, outcome: dict) -> str | None:
 
 
 class Worker:
-    def __init__(self, db: str, key_path: str, owner: str, parent: int, budget: Budget, keyid: str | None = None):
+    def __init__(self, db: str, key_path: str, owner: str, parent: int, budget: Budget, keyid: str | None = None,
+                 scheduler: str | None = None):
         from certifier.envelope import key_id
         from certifier.keys import load_private
         from service.store import Store
         self.store, self.owner, self.parent, self.budget = Store(db), owner, parent, budget
+        self.cluster = None
+        if scheduler is not None:  # jobs go to this Dask cluster; the key stays here (service.cluster)
+            from service.cluster import connect
+            self.cluster = connect(scheduler)
         self.key = load_private(key_path)
         self.keyid = key_id(self.key.public_key())
         if keyid is not None and keyid != self.keyid:  # the key file changed under a running server
@@ -96,7 +107,7 @@ class Worker:
                       file=sys.stderr, flush=True)
             return ok
 
-        out = run("certify", req, self.budget, on_progress=lambda **p: progress.update(p), keep_going=heartbeat)
+        out = self.compute(req, on_progress=lambda **p: progress.update(p), keep_going=heartbeat)
         finish = lambda status, **kw: self.store.finish(jid, self.owner, status, elapsed=out.seconds, **kw)  # noqa: E731
         if out.failure == "stopped":
             return  # cancelled or given to another worker: nothing of ours to record
@@ -117,6 +128,13 @@ class Worker:
             finish("done", bound=res["bound"], sigma=res["sigma"], keyid=self.keyid,
                    envelope=self._sign(req, res["predicate"]))
 
+    def compute(self, req: dict, *, on_progress, keep_going):
+        """The job's Outcome: a local limited child, or the same child on a Dask worker."""
+        if self.cluster is None:
+            return run("certify", req, self.budget, on_progress=on_progress, keep_going=keep_going)
+        from service.cluster import run_on_cluster
+        return run_on_cluster(self.cluster, req, self.budget, on_progress=on_progress, keep_going=keep_going)
+
     def _sign(self, req: dict, pred: dict) -> str:
         from certifier.envelope import canonical_json, claim_subject, sign_envelope, statement
         s = req.get("subject")
@@ -129,9 +147,10 @@ class Worker:
 class WorkerPool:
     """N worker processes, restarted when one ends; a dead worker's job goes back to the queue."""
 
-    def __init__(self, store, db: str, key_path: str, n: int, keyid: str, budget: Budget, log=None):
+    def __init__(self, store, db: str, key_path: str, n: int, keyid: str, budget: Budget, log=None,
+                 scheduler: str | None = None):
         self.store, self.db, self.key_path, self.n, self.keyid = store, db, key_path, n, keyid
-        self.budget = budget
+        self.budget, self.scheduler = budget, scheduler
         self.log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
         self.procs: dict[int, tuple[subprocess.Popen, str, float]] = {}
         self._stop = threading.Event()
@@ -142,6 +161,8 @@ class WorkerPool:
         cmd = [sys.executable, "-m", "service.worker", "--db", self.db, "--key", self.key_path,
                "--owner", owner, "--parent", str(os.getpid()), "--keyid", self.keyid,
                "--memory", str(self.budget.memory), "--seconds", repr(self.budget.seconds)]
+        if self.scheduler is not None:
+            cmd += ["--scheduler", self.scheduler]
         p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, close_fds=True)
         self.procs[slot] = (p, owner, time.monotonic())
 
@@ -196,13 +217,17 @@ def main(argv=None) -> int:
     ap.add_argument("--keyid", help="the key id the server publishes; refuse any other key")
     ap.add_argument("--memory", type=int, required=True, help="address-space limit of each job process (bytes)")
     ap.add_argument("--seconds", type=float, required=True, help="wall-clock limit of each job (s)")
+    ap.add_argument("--scheduler", help="a Dask scheduler address: compute jobs there (service.cluster)")
     args = ap.parse_args(argv)
     die_with_parent(args.parent)
     try:
         Worker(args.db, args.key, args.owner, args.parent, Budget(args.memory, args.seconds),
-               args.keyid).run_forever()
+               args.keyid, args.scheduler).run_forever()
     except KeyboardInterrupt:
         return 0
+    except ParameterError as err:  # the cluster is gone or changed: say why; the pool restarts us
+        print(f"sigmacert worker: {err}", file=sys.stderr, flush=True)
+        return 1
     return 0
 
 

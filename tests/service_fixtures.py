@@ -1,12 +1,14 @@
 """A real `sigmacert serve` in a subprocess on a free loopback port, with a temporary DB and key."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import httpx
@@ -202,3 +204,33 @@ def cost_bomb(kind: str):
         else:
             m.update(eta="7000000000", k_minus=-1, k_plus=2)
     return mutate
+
+
+@contextlib.contextmanager
+def serving(prefix: str, *extra: str):
+    """A started Server with a fresh key and one token (srv.token, srv.auth); stopped and removed after."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    key = make_key(os.path.join(d, "keys"))
+    tokens = os.path.join(d, "tokens.txt")
+    token = make_token(tokens, "tester")
+    srv = Server(d, key, tokens, *extra)
+    try:
+        srv.start()
+        srv.token, srv.auth = token, {"Authorization": f"Bearer {token}"}
+        yield srv
+    finally:
+        srv.stop()
+        cleanup(d)
+
+
+def issuer_pem(srv: Server, path) -> str:
+    """The active issuer key the service publishes, written to `path` (for sigmacert-verify --key)."""
+    keys = srv.http.get("/v1/keys").json()["keys"]
+    with open(path, "w") as f:
+        f.write(keys[0]["public_pem"])
+    return str(path)
+
+
+def verify_cli(cert_path, key_path) -> subprocess.CompletedProcess:
+    return subprocess.run([*VERIFY, str(cert_path), "--key", str(key_path)], capture_output=True, text=True,
+                          timeout=300)

@@ -9,13 +9,14 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import tempfile
 
 import pytest
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 from service_fixtures import Server, cleanup, make_key, make_token
 
 CHROMIUM = os.environ.get("SIGMACERT_CHROMIUM", "/usr/bin/chromium")
@@ -112,3 +113,64 @@ def test_request_watch_browse_and_verify_in_a_browser(setup):
     # no script errors (the refused request's 401 is the only expected console error)
     errors = [m for m in driver.get_log("browser") if m["level"] == "SEVERE" and "401" not in m["message"]]
     assert not errors, errors
+
+
+def test_detail_view_shows_live_progress_then_the_report_with_its_plots(setup):
+    """The detail view (/#ID): a running job's stage and progress, live, and its Cancel button; a done
+    job's download link and its audit report (the server's `sigmacert report` page) with three drawn
+    plots. Two screenshots are kept with the report's: artifacts/screenshots/service-detail.png (the
+    verdict) and service-detail-plots.png (the frame scrolled to the TV plot)."""
+    from test_report_browser import BOXES, SHOTS
+    srv, driver, token, d = setup
+    auth = {"Authorization": f"Bearer {token}"}
+    # the form takes the scheme: fixed bins, M=4 bins, T=7 iterations (E = 2), whose exact sigma is not
+    # the random-allocation one of (4, 2)
+    from certifier.params import parse_target
+    from certifier.schemes import exact_sigma
+    fixed, random = (exact_sigma(4, 2, parse_target("0.3"), s) for s in ("fixed-bins", "random-allocation"))
+    assert fixed != random
+    driver.get(srv.url + "/")
+    Select(driver.find_element(By.ID, "scheme")).select_by_value("fixed-bins")
+    for el_id, v in (("steps", "4"), ("epochs", ""), ("iterations", "7"), ("target", "0.3")):
+        fill(driver, el_id, v)
+    driver.find_element(By.ID, "lookup").click()
+    until(driver, lambda dr: f"exact sigma {fixed}" in text_of(dr, "sigma-result"), 120)
+
+    long = srv.http.post("/v1/certificates", json={"steps": 500, "epochs": 10, "target": "0.1"}, headers=auth).json()
+    driver.get(f"{srv.url}/#{long['id']}")
+    until(driver, lambda dr: text_of(dr, "job-id") == long["id"])
+    fill(driver, "token", token)  # the Cancel button sends it
+    # the certifier's own stage (not the worker's "starting"), its percent and the seconds so far
+    live = re.compile(r"^(?!starting)\S.* \d+ %, \d+\.\d s$")
+    until(driver, lambda dr: text_of(dr, "job-status") == "running" and live.match(text_of(dr, "job-stage")), 120)
+    value = float(driver.find_element(By.ID, "job-progress").get_attribute("value"))
+    assert 0 <= value <= 100 and f" {int(value + 0.5)} %" in text_of(driver, "job-stage")  # toFixed(0)
+    driver.find_element(By.ID, "job-cancel").click()
+    until(driver, lambda dr: text_of(dr, "job-status") == "cancelled")
+
+    done = srv.http.post("/v1/certificates", json={"steps": 2, "epochs": 4, "target": "0.2"}, headers=auth).json()
+    driver.get(f"{srv.url}/#{done['id']}")
+    until(driver, lambda dr: text_of(dr, "job-id") == done["id"] and text_of(dr, "job-status") == "done", 180)
+    link = driver.find_element(By.ID, "job-download")
+    assert link.get_attribute("href").endswith(f"/v1/certificates/{done['id']}/envelope")
+    assert link.get_attribute("download") == f"{done['id']}.json"
+    frame = driver.find_element(By.ID, "job-report")
+    assert frame.is_displayed() and frame.size["height"] > 400
+    driver.switch_to.frame(frame)
+    until(driver, lambda dr: dr.find_elements(By.CSS_SELECTOR, "#verdict .word"), 180)
+    assert driver.find_element(By.CSS_SELECTOR, "#verdict .word").text == "ACCEPT"
+    boxes = driver.execute_script(BOXES)
+    assert [b["id"] for b in boxes] == ["plot-tv", "plot-tradeoff", "plot-epsilon"]
+    for b in boxes:  # real boxes with drawn paths and glyphs
+        assert b["w"] > 300 and b["h"] > 150 and b["paths"] > 20 and b["glyphs"] > 50, b
+        assert b["drawn"] > 0.75 * b["glyphs"], b
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for name, target in (("service-detail.png", "verdict"), ("service-detail-plots.png", "plot-tv")):
+        driver.execute_script(f"document.getElementById('{target}').scrollIntoView()")  # inside the frame
+        driver.switch_to.default_content()
+        driver.execute_script("document.getElementById('job').scrollIntoView()")
+        assert driver.save_screenshot(str(SHOTS / name)) and (SHOTS / name).stat().st_size > 10_000
+        driver.switch_to.frame(driver.find_element(By.ID, "job-report"))
+    driver.switch_to.default_content()
+    errors = [m for m in driver.get_log("browser") if m["level"] == "SEVERE" and "401" not in m["message"]]
+    assert not errors, errors  # e.g. a Content-Security-Policy violation of the frame would show here

@@ -8,7 +8,7 @@ from certifier.params import ParameterError
 from service.errors import ApiError
 from service.state import ServiceState, caller, get_state
 from service.validate import CertificateRequest, epochs_of, normalise, steps_of, target_of
-from service.views import job_view
+from service.views import envelope_file, job_view
 
 router = APIRouter()
 STATUSES = ("queued", "running", "done", "failed", "cancelled")
@@ -41,7 +41,7 @@ def get_envelope(jid: str, state: ServiceState = Depends(get_state)):
     row = job_or_404(jid, state)
     if row["status"] != "done":
         raise ApiError(409, f"certificate {jid} is {row['status']}, not done")
-    return Response(row["envelope"].encode() + b"\n", media_type="application/json",
+    return Response(envelope_file(row), media_type="application/json",
                     headers={"Content-Disposition": f'attachment; filename="{jid}.json"'})
 
 

@@ -1,4 +1,4 @@
-"""GET /v1/sigma: the closed-form sigma at once and the exact sigma (computed once, cached)."""
+"""GET /v1/sigma: the closed-form sigma at once and the exact sigma (computed once, cached), per scheme."""
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends
@@ -6,22 +6,26 @@ from fastapi.responses import JSONResponse
 
 from service.errors import ApiError
 from service.state import ServiceState, get_state
-from service.validate import epochs_of, steps_of, target_of
+from service.validate import shape_of, target_of
 
 router = APIRouter()
 
 
-@router.get("/v1/sigma", summary="closed-form and exact sigma for a cell (cached)")
-async def sigma(steps: str, epochs: str, target: str, state: ServiceState = Depends(get_state)):
+@router.get("/v1/sigma", summary="closed-form and exact sigma for a cell and scheme (cached)")
+async def sigma(steps: str, target: str, epochs: str | None = None, scheme: str | None = None,
+                iterations: str | None = None, state: ServiceState = Depends(get_state)):
     bounds = state.config.limits
-    m, e, t = steps_of(steps, bounds), epochs_of(epochs, bounds), target_of(target, bounds)
-    from certifier.closed_form import closed_form_sigma
+    shape, t = shape_of(steps, epochs, scheme, iterations, bounds), target_of(target, bounds)
+    m, e, sch = shape["steps"], shape["epochs"], shape["scheme"]
+    from certifier.schemes import closed_form_sigma
     try:
-        closed = closed_form_sigma(m, e, float(t))  # Corollary 3.4
+        closed = closed_form_sigma(m, e, float(t), sch)  # Corollary 3.4 (fixed bins: sqrt(E) x the E=1 one)
     except (ValueError, ArithmeticError, OverflowError) as err:
         raise ApiError(422, f"closed form undefined for this cell: {err}") from None
-    ex = await state.sigma.exact(m, e, t)  # Theorem 4.1
-    body = {"steps": m, "epochs": e, "target": t, "closed_form": closed, **ex, "resolution": "1e-6"}
+    ex = await state.sigma.exact(m, e, t, sch)  # Theorem 4.1
+    body = {**shape, "target": t, "closed_form": closed, **ex, "resolution": "1e-6"}
+    if shape["iterations"] is None:
+        del body["iterations"]
     if ex.get("exact_status") == "pending":
         return JSONResponse(body, 202, headers={"Retry-After": "10"})
     return body

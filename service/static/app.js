@@ -31,13 +31,19 @@ function renderJob(j) {
   $("job-stage").textContent = j.status === "running" && j.stage
     ? `${j.stage} ${Number(j.percent || 0).toFixed(0)} %, ${Number(j.elapsed || 0).toFixed(1)} s` : "";
   $("job-progress").value = j.status === "done" ? 100 : (j.status === "running" ? Number(j.percent || 0) : 0);
-  let detail = `M=${j.steps} E=${j.epochs} target ${j.target}` + (j.sigma ? ` sigma ${j.sigma}` : "");
+  let detail = `${j.scheme} M=${j.steps} E=${j.epochs}` + (j.iterations ? ` (T=${j.iterations})` : "")
+    + ` target ${j.target}` + (j.sigma ? ` sigma ${j.sigma}` : "");
   if (j.status === "done") detail += ` : certified TV <= ${j.bound} (key ${String(j.keyid).slice(0, 12)}...)`;
   if (j.reason) detail += ` : ${j.reason}`;
   $("job-detail").textContent = detail;
-  const dl = $("job-download");
-  dl.hidden = j.status !== "done";
-  if (j.status === "done") { dl.href = `/v1/certificates/${encodeURIComponent(j.id)}/envelope`; dl.download = `${j.id}.json`; }
+  const done = j.status === "done", base = `/v1/certificates/${encodeURIComponent(j.id)}`;
+  const dl = $("job-download"), link = $("job-report-link"), frame = $("job-report");
+  dl.hidden = link.hidden = frame.hidden = !done;
+  if (done) {
+    dl.href = `${base}/envelope`; dl.download = `${j.id}.json`; link.href = `${base}/report`;
+    // the report is the server's own page (sigmacert report), shown as it is
+    if (frame.getAttribute("src") !== `${base}/report`) frame.setAttribute("src", `${base}/report`);
+  } else frame.removeAttribute("src");
   $("job-cancel").hidden = !(j.status === "queued" || j.status === "running");
 }
 
@@ -53,15 +59,21 @@ async function poll() {
 function watch(id) {
   watching = id;
   clearTimeout(pollTimer);
+  if (location.hash !== "#" + id) history.replaceState(null, "", "#" + id);  // the detail view's address
   poll();
+}
+
+function fromAddress() {
+  const id = decodeURIComponent(location.hash.slice(1));
+  if (/^c[0-9a-f]{1,62}$/.test(id) && id !== watching) { watch(id); $("job").scrollIntoView(); }
 }
 
 async function submitRequest(ev) {
   ev.preventDefault();
   showError("");
   sessionStorage.setItem("sigmacert-token", $("token").value);
-  const body = { steps: $("steps").value.trim(), epochs: $("epochs").value.trim(), target: $("target").value.trim() };
-  if ($("sigma").value.trim()) body.sigma = $("sigma").value.trim();
+  const body = { steps: $("steps").value.trim(), target: $("target").value.trim(), scheme: $("scheme").value };
+  for (const k of ["epochs", "iterations", "sigma"]) if ($(k).value.trim()) body[k] = $(k).value.trim();
   const { status, data } = await api("POST", "/v1/certificates", body, true);
   if (status !== 200 && status !== 202) { showError(`${status}: ${data.detail}`); return; }
   watch(data.id);
@@ -76,8 +88,9 @@ async function cancelJob() {
 
 async function lookupSigma() {
   showError("");
-  const q = new URLSearchParams({ steps: $("steps").value.trim(), epochs: $("epochs").value.trim(),
-                                  target: $("target").value.trim() });
+  const q = new URLSearchParams({ steps: $("steps").value.trim(), target: $("target").value.trim(),
+                                  scheme: $("scheme").value });
+  for (const k of ["epochs", "iterations"]) if ($(k).value.trim()) q.set(k, $(k).value.trim());
   $("sigma-result").textContent = "computing...";
   const { status, data } = await api("GET", "/v1/sigma?" + q);
   if (status !== 200 && status !== 202) { $("sigma-result").textContent = ""; showError(`${status}: ${data.detail}`); return; }
@@ -98,9 +111,10 @@ async function loadArchive(ev) {
   for (const j of data.items) {
     const tr = document.createElement("tr");
     const a = document.createElement("a");
-    a.href = "#"; a.textContent = j.id; a.addEventListener("click", (e) => { e.preventDefault(); watch(j.id); });
+    a.href = "#" + j.id; a.textContent = j.id;
+    a.addEventListener("click", (e) => { e.preventDefault(); watch(j.id); $("job").scrollIntoView(); });
     const td = document.createElement("td"); td.appendChild(a); tr.appendChild(td);
-    for (const v of [j.status, j.steps, j.epochs, j.target, j.sigma, j.bound, j.created_at]) cell(tr, v);
+    for (const v of [j.status, j.scheme, j.steps, j.epochs, j.target, j.sigma, j.bound, j.created_at]) cell(tr, v);
     const last = cell(tr, "");
     if (j.status === "done") {
       const d = document.createElement("a");
@@ -142,6 +156,8 @@ document.addEventListener("DOMContentLoaded", () => {
   $("prev").addEventListener("click", () => { offset = Math.max(0, offset - limit); loadArchive(); });
   $("next").addEventListener("click", () => { offset += limit; loadArchive(); });
   $("verify-file").addEventListener("change", verifyFile);
+  window.addEventListener("hashchange", fromAddress);
   loadKeys();
   loadArchive();
+  fromAddress();
 });

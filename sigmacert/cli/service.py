@@ -74,6 +74,11 @@ def run_serve(args) -> int:
     burst = parse_count("verify-burst", args.verify_burst, 10**6)
     job = _budget(args.job_memory, args.job_seconds, "job", JOB)
     verify = _budget(args.verify_memory, args.verify_seconds, "verify", VERIFY)
+    scheduler = None
+    if args.scheduler:
+        from service.cluster import connect, parse_scheduler
+        scheduler = parse_scheduler(args.scheduler)
+        connect(scheduler).close()  # unreachable, or workers of another version: one line, before anything starts
     if not os.path.isdir(os.path.dirname(db)):
         raise ParameterError(f"database directory does not exist: {os.path.dirname(db)}")
     if args.tokens:
@@ -100,7 +105,8 @@ def run_serve(args) -> int:
         raise _cli_error(str(err)) from None
     cfg = Config(db=db, key=key, tokens=os.path.abspath(args.tokens) if args.tokens else None,
                  workers=workers, retired_keys=[os.path.abspath(p) for p in args.retired_key or []],
-                 limits=limits, verify_per_minute=rate, verify_burst=burst, job=job, verify=verify)
+                 limits=limits, verify_per_minute=rate, verify_burst=burst, job=job, verify=verify,
+                 report_entry="sigmacert.report.served", scheduler=scheduler)
     app = create_app(cfg)
     uvicorn.run(app, host=args.host, port=port, log_level=args.log_level, proxy_headers=False,
                 server_header=False, timeout_graceful_shutdown=10, access_log=not args.no_access_log)
@@ -118,7 +124,12 @@ def register(sub) -> None:
     p.add_argument("--retired-key", action="append", metavar="PUBLIC.pem",
                    help="an older issuer public key to list (and verify against) as retired; repeatable")
     p.add_argument("--tokens", metavar="FILE", help="bearer token hashes (from `sigmacert token create`)")
-    p.add_argument("--workers", default="1", help="certification worker processes (default 1)")
+    p.add_argument("--workers", default="1",
+                   help="certification worker processes, each one job at a time (default 1); with --scheduler: "
+                        "the jobs in flight on the cluster at once")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="compute certification jobs on this Dask cluster (SQLite stays the archive and queue; "
+                        "the key stays here and signs)")
     p.add_argument("--max-steps", default="10000", help="largest M accepted (default 10000)")
     p.add_argument("--max-epochs", default="1000", help="largest E accepted (default 1000)")
     p.add_argument("--job-memory", metavar="SIZE",
