@@ -1,6 +1,7 @@
 """Coverage benchmark: exact sigma and a two-sided certificate at it, over a published grid of cells.
 
     python benchmarks/bench_coverage.py [--quick | --cells M,E,L ...] [--json out.json] [--timeout S]
+    python benchmarks/bench_coverage.py --markdown out.json   # the table of docs/coverage.md
 
 Grid: M in {1, 3, 10, 100, 1000, 10^4} x E in {1, 10, 100} x lambda in {0.05, 0.1, 0.3, 0.5, 0.9}
 (--quick: 15 cells spread over it). Each cell runs in its own subprocess (peak memory per cell) and
@@ -100,13 +101,34 @@ def fmt(r) -> str:
             f"{r['peak_mb']:>7.0f} {r['wall_s']:>7.1f}")
 
 
+def markdown(path: str) -> str:
+    """The rows of a --json file as the markdown table of docs/coverage.md."""
+    rows = json.load(open(path))["rows"]
+    out = ["| M | E | λ | exact σ | s | method | bound | σ_low | tv_lower | upper s | lower s | tries u/l "
+           "| verify s | verdict | peak MB | wall s | load |", "|" + " --- |" * 17]
+    for r in rows:
+        if "error" in r:
+            out.append(f"| {r['M']} | {r['E']} | {r['lambda']} | error: {r['error'][:60]} |" + " |" * 13)
+            continue
+        f = lambda x, spec: "–" if x is None else format(x, spec)
+        out.append(f"| {r['M']} | {r['E']} | {r['lambda']} | {r['sigma']} | {r['sigma_s']:.1f} | {_m(r['method'])} "
+                   f"| {r['bound']} | {r['sigma_low']} | {r['tv_lower']} | {r['upper_s']:.1f} "
+                   f"| {f(r['lower_s'], '.1f')} | {r['upper_tries']}/{r['lower_tries']} | {f(r.get('verify_s'), '.1f')} "
+                   f"| {r.get('verdict')} | {r['peak_mb']:.0f} | {r['wall_s']:.1f} | {r.get('load', 0):.1f} |")
+    return "\n".join(out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="the 15-cell subset")
     ap.add_argument("--cells", nargs="*", help="cells as M,E,lambda")
     ap.add_argument("--json", help="write all rows to this file")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per cell")
+    ap.add_argument("--markdown", metavar="JSON", help="print the rows of an earlier --json file as markdown")
     args = ap.parse_args()
+    if args.markdown:
+        print(markdown(args.markdown))
+        return 0
     if args.cells:
         cells = [(int(c.split(",")[0]), int(c.split(",")[1]), c.split(",")[2]) for c in args.cells]
     elif args.quick:
