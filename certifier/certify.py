@@ -18,6 +18,7 @@ from flint import fmpq
 from certifier import predicate as pred_
 from certifier.claim import RANDOM_ALLOCATION, Claim
 from certifier.errors import CannotCertify, NumericsUnreliable, ParameterError
+from certifier.fixedpoint import round_down_sig
 from certifier.grids import budget, choose_grid, choose_lower_grid, truncation_loss
 from certifier.grids_ms import choose_v2
 from certifier.params import decimal_str, parse_decimal
@@ -152,6 +153,16 @@ def _finish(out: Outcome, claim: Claim, method_json: dict, res, low: dict | None
     return out
 
 
+def tv_lower_str(exact: fmpq, target: fmpq) -> str:
+    """The recorded tv_lower: `exact` (> target) rounded down to 10 significant digits, or to as many
+    more as it takes to stay above the target (two-sided.md §1: tv_lower > target)."""
+    for digits in range(10, 60):
+        s = round_down_sig(exact, digits)
+        if parse_decimal("tv_lower", s) > target:
+            return s
+    raise NumericsUnreliable(f"the lower bound {exact} is not above the target {target} at 60 digits")
+
+
 def _gaussian_shift(claim: Claim, sigma: fmpq, two_sided: bool, out: Outcome, say) -> Outcome:
     """M = 1: the pair is a Gaussian shift, certified in closed form (certifier.gaussian_shift)."""
     from certifier import gaussian_shift as gs
@@ -185,8 +196,8 @@ def _gaussian_shift(claim: Claim, sigma: fmpq, two_sided: bool, out: Outcome, sa
             out.lower_tries.append({"sigma_low": decimal_str(s_low), "try": 1, "method": "gaussian-shift",
                                     "tv_lower": tv_lower, "certified": bool(ok)})
             if ok:
-                low = {"sigma_low": decimal_str(s_low), "method": meth.to_json(), "tv_lower": tv_lower,
-                       "enclosures": enc}
+                low = {"sigma_low": decimal_str(s_low), "method": meth.to_json(),
+                       "tv_lower": tv_lower_str(exact, claim.target), "enclosures": enc}
                 break
         out.lower_seconds = round(time.perf_counter() - t2, 3)
     return _finish(out, claim, meth.to_json(), res, low, rows, say)
@@ -362,7 +373,8 @@ def _lower(claim: Claim, sigma: fmpq, meth, use_v1: bool, out: Outcome, say) -> 
                 from certifier.lower_ms import METHOD_NAME, METHOD_VERSION
                 method_json = {**lm.to_json(), "name": METHOD_NAME, "version": METHOD_VERSION}
                 method_json.pop("trim_shift")
-            return {"sigma_low": s_str, "method": method_json, "tv_lower": L.tv_lower, "enclosures": L.enclosures}
+            return {"sigma_low": s_str, "method": method_json, "tv_lower": tv_lower_str(L.exact, claim.target),
+                    "enclosures": L.enclosures}
     out.lower_seconds = round(time.perf_counter() - t0, 3)
     return None
 

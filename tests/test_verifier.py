@@ -687,6 +687,18 @@ def tamper_v2(base, name) -> bytes:
     return sign_statement(statement_v2(p), key)
 
 
+def test_lower_v1_tied_bucket_may_sit_in_both_w_and_u(base_v2):
+    """Lower method v1 leaves the bucket map free at ties: a bucket with W_k = U_k may be counted
+    in A or not, moving the same mass in W_A and U_A (seen between the certifier and this replay
+    at M=10, E=100); only W_A - U_A and deleted_p are compared, so the certificate is accepted."""
+    pred, key, _ = base_v2
+    p = copy.deepcopy(pred)
+    for k in ("W_A", "U_A"):
+        bump(lw(p)["enclosures"], k, Fr(1, 10**9))
+    r = verify_bytes(sign_statement(statement_v2(p), key), [key.public_key()])
+    assert r.accepted, (r.reason, r.detail)
+
+
 def test_untouched_v2_certificate_is_accepted(base_v2):
     pred, key, data = base_v2
     r = verify_bytes(data, [key.public_key()])

@@ -41,8 +41,8 @@ ENCLOSURES_V2 = {"O": B, "mass": {k: B for k in ("step_i", "step_ii", "step_iii"
 LOWER_METHOD_V2 = {k: v for k, v in METHOD_V2.items() if k != "trim_shift"}
 # work limits of method v2 (denial of service): lattice points 2N(T+1), grid points of (i),
 # log-grid cells, and the length of the step (iv) products
-LIMITS_V2 = {"lattice points": 5 * 10**7, "grid points": 2 * 10**7, "log-grid cells": 10**7,
-             "epoch product length": 5 * 10**8}
+LIMITS_V2 = {"lattice points": 5 * 10**8, "grid points": 2 * 10**8, "log-grid cells": 10**9,
+             "epoch product length": 10**11}  # outer fences only: the cost model decides first
 
 
 def _get(obj, key):
