@@ -152,7 +152,7 @@ def verify_bytes(data: bytes, keys: list, subject_digest: str | None = None, *,
 def _verify_lower(p, raw, res):
     """docs/two-sided.md §1 (lower method v1), method-v2.md §4 (v2): replay the lower bound."""
     c, lo = p["claim"], p["lower"]
-    v1 = lo["method"]["version"] == 1
+    v1 = lo["method"]["name"] != gs.NAME and lo["method"]["version"] == 1  # data-processing-lower v1
     if lo["method"]["name"] == gs.NAME:
         lr = gs.replay(c, lo["sigma_low"], lo["method"], upper=False)
     elif v1:
