@@ -242,7 +242,7 @@ MUTATIONS_V3 = {
     "trim-shift-above-100": (setp("method.trim_shift", "101"), "method-invalid"),
     "prec-16": (setp("method.prec", 16), "method-invalid"),
     "fixed-point-16": (setp("method.fixed_point_bits", 16), "method-invalid"),
-    "too-expensive": (lambda p: m2(p).update(k_minus=-10**7), "method-too-expensive"),
+    "too-expensive": (lambda p: m2(p).update(k_minus=-10**10), "method-too-expensive"),  # beyond the outer fence
     "eta-huge": (lambda p: m2(p).update(eta="1000000000000"), "method-too-expensive"),
     "privacy-without-tpr": (setp("tpr", DELETE), "schema-missing-field"),
     "tpr-without-privacy": (setp("privacy", DELETE), "schema-missing-field"),
@@ -250,7 +250,7 @@ MUTATIONS_V3 = {
     "lower-v2-with-trim-shift": (setp("lower.method.trim_shift", "4"), "schema-unknown-field"),
     "lower-cap-not-derived": (scale("lower.method.cap", 2), "lower-method-invalid"),
     "lower-top-octave-below-grid": (setp("lower.method.top_octave", 2), "lower-method-invalid"),
-    "lower-too-expensive": (setp("lower.method.k_plus", 10**7), "method-too-expensive"),
+    "lower-too-expensive": (setp("lower.method.k_plus", 10**10), "method-too-expensive"),
     "lower-v1-method-keys-on-v2": (setp("lower.method.version", 1), "schema-unknown-field"),
     # numbers against each other
     "target-decreased": (scale("claim.target", Fr(1, 2)), "bound-above-target"),
