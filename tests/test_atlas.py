@@ -229,7 +229,10 @@ def interrupted(cluster, keydir, tmp_path_factory):
     out = tmp_path_factory.mktemp("atlas") / "interrupted"
     proc = subprocess.Popen([sys.executable, "-m", "sigmacert", "atlas", "-M", STEPS_LONG, "-E", EPOCHS, "-l", TARGETS,
                              "--key", str(keydir / "private.pem"), "-o", str(out), "--scheduler", cluster.address],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            # a shell's background job ignores SIGINT, and Python keeps an ignored
+                            # SIGINT ignored: give the command the default, as at a terminal
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 240
     while True:
         try:
