@@ -186,11 +186,7 @@ def _gaussian_shift(claim: Claim, sigma: fmpq, two_sided: bool, out: Outcome, sa
     low = None
     if two_sided:
         t2 = time.perf_counter()
-        res_q = parse_decimal("resolution", SEARCH_RESOLUTION)
-        for k in (1, 2):
-            s_low = sigma - res_q * k
-            if s_low <= 0:
-                break
+        for s_low in _sigma_lows(sigma):
             exact, tv_lower, enc = gs.lower(1, E, claim.t2_at(s_low), meth)
             ok = exact > claim.target
             out.lower_tries.append({"sigma_low": decimal_str(s_low), "try": 1, "method": "gaussian-shift",
@@ -344,14 +340,19 @@ def _privacy(res, meth, out, say):
     return priv, tpr
 
 
+def _sigma_lows(sigma: fmpq):
+    """sigma - 1e-6, then sigma - 2e-6 (docs/two-sided.md §1), while positive."""
+    res = parse_decimal("resolution", SEARCH_RESOLUTION)
+    for k in (1, 2):
+        if sigma - res * k <= 0:
+            return
+        yield sigma - res * k
+
+
 def _lower(claim: Claim, sigma: fmpq, meth, use_v1: bool, out: Outcome, say) -> dict | None:
     """The lower side: sigma_low = sigma - k 1e-6 (k = 1, 2) certified to miss the target, or None."""
     t0 = time.perf_counter()
-    res = parse_decimal("resolution", SEARCH_RESOLUTION)
-    for k in (1, 2):
-        s_low = sigma - res * k
-        if s_low <= 0:
-            break
+    for s_low in _sigma_lows(sigma):
         low_claim = Claim(claim.scheme, claim.steps, claim.epochs, s_low, claim.target, claim.iterations)
         tv_low, err = _numerics(low_claim, s_low)
         s_str = decimal_str(s_low)

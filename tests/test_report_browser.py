@@ -14,16 +14,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
+from browser_fixtures import chrome
 from selenium.webdriver.common.by import By
 
 ROOT = Path(__file__).resolve().parent.parent
 CERT = ROOT / "artifacts" / "certificates" / "M100_E10.json"
 KEY = ROOT / "artifacts" / "keys" / "public.pem"
 SHOTS = Path(os.environ.get("SIGMACERT_SCREENSHOTS", ROOT / "artifacts" / "screenshots"))
-CHROMIUM = os.environ.get("SIGMACERT_CHROMIUM", "/usr/bin/chromium")
-CHROMEDRIVER = os.environ.get("SIGMACERT_CHROMEDRIVER", "/usr/bin/chromedriver")
 
 
 def report(cert: Path, out: Path) -> int:
@@ -34,16 +31,7 @@ def report(cert: Path, out: Path) -> int:
 
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory):
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    profile = tmp_path_factory.mktemp("profile")
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--disable-extensions", "--disable-sync",
-                 "--disable-component-update", "--disable-default-apps", "--no-first-run",
-                 "--window-size=1100,900", f"--user-data-dir={profile}"):
-        opts.add_argument(flag)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    d = webdriver.Chrome(options=opts, service=Service(executable_path=CHROMEDRIVER))
+    d = chrome(str(tmp_path_factory.mktemp("profile")), "1100,900")
     try:
         yield d
     finally:

@@ -13,14 +13,10 @@ import re
 import tempfile
 
 import pytest
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
+from browser_fixtures import chrome
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 from service_fixtures import Server, cleanup, make_key, make_token
-
-CHROMIUM = os.environ.get("SIGMACERT_CHROMIUM", "/usr/bin/chromium")
-CHROMEDRIVER = os.environ.get("SIGMACERT_CHROMEDRIVER", "/usr/bin/chromedriver")
 
 
 @pytest.fixture(scope="module")
@@ -30,15 +26,7 @@ def setup():
     tokens = os.path.join(d, "tokens.txt")
     token = make_token(tokens, "browser")
     srv = Server(d, key, tokens).start()
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--disable-extensions", "--disable-sync",
-                 "--disable-component-update", "--disable-default-apps", "--no-first-run",
-                 "--window-size=1200,1000", f"--user-data-dir={os.path.join(d, 'profile')}"):
-        opts.add_argument(flag)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=opts, service=Service(executable_path=CHROMEDRIVER))
+    driver = chrome(os.path.join(d, "profile"), "1200,1000")
     try:
         yield srv, driver, token, d
     finally:

@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+from verifier_fixtures import smallest_step  # noqa: E402
 from verifier_v3_fixtures import dec, sign_v3  # noqa: E402
 
 from verifier import verify_bytes, verify_file  # noqa: E402
@@ -54,23 +55,12 @@ def grid(n: int):
     return mp.mpf(n) / 10**GRID_DIGITS
 
 
-def smallest_eps(mu, d) -> int:
-    """The smallest n with delta(mu, n 10^-4) <= d (delta decreases in eps)."""
-    lo, hi = 0, 1
-    while delta(mu, grid(hi)) > d:
-        lo, hi = hi, 2 * hi
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if delta(mu, grid(mid)) <= d else (mid, hi)
-    return hi
-
-
 def predicate(epochs=4, sigma="1.5", sigma_low="1.45", target="0.5") -> dict:
     mu, mu_low = mp.sqrt(epochs) / mp.mpf(sigma), mp.sqrt(epochs) / mp.mpf(sigma_low)
     assert tv(mu) < mp.mpf(target) < tv(mu_low)
     rows = {}
     for d in ("1e-05", "1e-06"):
-        n = smallest_eps(mu, mp.mpf(d))
+        n = smallest_step(lambda k, d=d: delta(mu, grid(k)) <= mp.mpf(d), 2**24)
         rows[d] = {"epsilon": _plain(n, 4), "delta_qp": ball(delta(mu, grid(n))),
                    "delta_pq": ball(delta(mu, grid(n)))}
     tpr = {}

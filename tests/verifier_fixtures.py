@@ -60,6 +60,19 @@ def statement(pred: dict) -> dict:
             "predicateType": f"https://sigmacert.dev/tv-certificate/{version}", "predicate": pred}
 
 
+def smallest_step(fits, limit: int) -> int:
+    """The smallest n >= 1 with fits(n), for fits false then true (doubling, then bisection):
+    the epsilon of a privacy row is the smallest grid point whose delta fits."""
+    lo, hi = 0, 1
+    while not fits(hi):
+        assert hi < limit, "delta not reachable"
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fits(mid) else (mid, hi)
+    return hi
+
+
 def envelope(payload: bytes, key: Ed25519PrivateKey, kid: str | None = None,
              ptype: str = PAYLOAD_TYPE) -> dict:
     sig = key.sign(pae(ptype, payload))
@@ -112,13 +125,7 @@ def predicate_v2(claim=CLAIM, method=METHOD_V2, sigma_low="1.45", lower_method=L
         rows = {}
         for d in ("1e-05", "1e-06"):
             delta = fmpq(1, Fraction(d).denominator)
-            lo, hi = 0, 1  # smallest n with worst(n g) <= delta, by doubling and bisection
-            while worst(hi * g) > delta:
-                assert hi < 2**24, "delta not reachable (deleted mass above delta)"
-                lo, hi = hi, 2 * hi
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                lo, hi = (lo, mid) if worst(mid * g) <= delta else (mid, hi)
+            hi = smallest_step(lambda n, delta=delta: worst(n * g) <= delta, 2**24)
             dqp, dpq = deltas(r.b, r.F, eta, hi * g)
             rows[d] = {"epsilon": _dec(hi * g),
                        "delta_qp": ball(dqp), "delta_pq": ball(dpq)}

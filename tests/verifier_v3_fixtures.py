@@ -8,7 +8,7 @@ import json
 from fractions import Fraction
 
 from flint import arb, fmpq
-from verifier_fixtures import envelope
+from verifier_fixtures import envelope, smallest_step
 
 from verifier.core import _upper, round_up
 from verifier.lower_v2 import replay_lower_v2
@@ -85,13 +85,7 @@ def predicate_v3(claim=CLAIM_RA, method=METHOD_V2, sigma_low=SIGMA_LOW, lower_me
         rows = {}
         for d in ("1e-05", "1e-06"):
             delta = fmpq(1, Fraction(d).denominator)
-            lo, hi = 0, 1  # smallest n with worst(n g) <= delta: doubling, then bisection
-            while worst(hi * g) > delta:
-                assert hi < 2**20, "delta not reachable (mass moved down at the top)"
-                lo, hi = hi, 2 * hi
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                lo, hi = (lo, mid) if worst(mid * g) <= delta else (mid, hi)
+            hi = smallest_step(lambda n, delta=delta: worst(n * g) <= delta, 2**20)
             dqp, dpq = deltas(r.b, r.F, eta, hi * g)
             rows[d] = {"epsilon": dec(hi * g), "delta_qp": ball(dqp), "delta_pq": ball(dpq)}
         pred["privacy"] = {"epsilon_grid": "0.0001", "epsilon_at_delta": rows}

@@ -6,6 +6,8 @@ import math
 
 from flint import fmpq, fmpz_poly
 
+from .replay import binary_power
+
 
 class Epochs:
     """Products of distributions (off, poly) on exponents j (Λ = e^{j eta}), units 2^-F:
@@ -82,11 +84,4 @@ class Epochs:
 
     def power(self, X, e: int):
         """X^e by binary powering along the bits of e, least significant first (as in (ii))."""
-        out = None
-        while e:
-            if e & 1:
-                out = X if out is None else self.mul(out, X)
-            e >>= 1
-            if e:
-                X = self.mul(X, X)
-        return out
+        return binary_power(X, e, self.mul)

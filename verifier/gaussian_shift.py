@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from flint import arb, fmpq
 
+from .replay import _dyadic
 from .replay_v2 import pair
 from .strict import Reject, working_prec
 
@@ -46,15 +47,9 @@ def delta(mu: arb, eps: fmpq) -> arb:
     return phi(-e / mu + mu / 2) - e.exp() * phi(-e / mu - mu / 2)
 
 
-def _upper(x: arb, up: bool = True) -> fmpq:
-    """An exact rational at or beyond the ball's upper (lower) end."""
-    man, exp = (x.upper() if up else x.lower()).mid().man_exp()  # the end, rounded outwards
-    return fmpq(int(man)) * fmpq(2) ** int(exp)
-
-
 @dataclass
 class Replay:
-    bound: fmpq  # exact rational >= TV (upper side) or <= TV (lower side)
+    bound: fmpq  # exact rational >= TV (upper side) or <= TV (lower side), on the grid 2^-400
     enclosures: dict
     seconds: dict
     mu: arb
@@ -69,5 +64,5 @@ def replay(claim: dict, sigma: fmpq, m: dict, upper: bool = True) -> Replay:
     with working_prec(m["prec"]):
         mu = shift(claim, sigma)
         x = tv(mu)
-        bound = _upper(x, upper)
+        bound = fmpq(_dyadic(x, upper, 400), 2**400)  # the ball's upper (lower) end, rounded outwards
     return Replay(bound, {"TV": x}, {"total": time.perf_counter() - t0}, mu)

@@ -33,6 +33,19 @@ def _dyadic(x: arb, up: bool, w: int) -> int:
     return -((-man) >> -exp) if up else man >> -exp
 
 
+def binary_power(X, e: int, mul):
+    """X^e (e >= 1) by binary powering along the bits of e, least significant first, with the
+    product `mul` (which may round, trim and record what it deletes)."""
+    out = None
+    while e:
+        if e & 1:
+            out = X if out is None else mul(out, X)
+        e >>= 1
+        if e:
+            X = mul(X, X)
+    return out
+
+
 def _units(x: arb, w: int) -> int:
     """A mass rounded down to units of 2^-w, never negative, never rounded up."""
     return max(_dyadic(x, False, w), 0) if x.is_finite() else 0
@@ -102,14 +115,7 @@ class _Poly:
 
     def power(self, X, e: int):
         """X^e by binary powering (e >= 1)."""
-        out = None
-        while e:
-            if e & 1:
-                out = X if out is None else self.mul(out, X)
-            e >>= 1
-            if e:
-                X = self.mul(X, X)
-        return out
+        return binary_power(X, e, self.mul)
 
     def reround(self, X, q: int):
         """Two-point rounding of values (off+i)*g*h onto multiples of q*g*h: a value u*g*h
