@@ -14,7 +14,7 @@ from decimal import ROUND_CEILING, Decimal
 from types import MappingProxyType
 from typing import Callable, Mapping
 
-from certifier.errors import CannotCertify, KeyFileError, ParameterError
+from certifier.errors import CannotCertifyError, CertificateRefusedError, KeyFileError, ParameterError
 from certifier.numerics import schemes as _schemes
 from certifier.numerics.exact import ExactTV
 from certifier.params import as_decimal_text, parse_count, parse_epochs, parse_sigma, parse_steps, parse_target
@@ -52,7 +52,7 @@ def exact_tv(steps, epochs, sigma, *, scheme=DEFAULT_SCHEME, iterations=None) ->
 
     scheme="fixed-bins": TV(M, 1, sigma/sqrt(E)), the same distance (docs/integrations.md).
     Numerical, not certified (use `certify` for a proof). Raises ParameterError for bad
-    input and NumericsUnreliable when the value cannot be computed to its accuracy.
+    input and NumericsUnreliableError when the value cannot be computed to its accuracy.
     """
     m, e, scheme, _ = _run(steps, epochs, scheme, iterations)
     s = parse_sigma(as_decimal_text("sigma", sigma))
@@ -153,7 +153,7 @@ def certify(steps, epochs, target, sigma=None, *, key=None, two_sided: bool = Tr
     progress(stage, percent, seconds) is called as the work advances.
     scheme="fixed-bins" certifies jax_privacy's balls-in-bins sampler (one bin per record for the
     whole run; iterations instead of epochs gives E = ceil(iterations/M)); the claim names it.
-    Raises ParameterError (bad input), CannotCertify (no certificate; the message says why).
+    Raises ParameterError (bad input), CannotCertifyError (no certificate; the message says why).
     """
     from certifier.certificate.envelope import file_subject
     m, e, scheme, iterations = _run(steps, epochs, scheme, iterations)
@@ -170,7 +170,7 @@ def certify(steps, epochs, target, sigma=None, *, key=None, two_sided: bool = Tr
                    iterations=iterations)
     res, envelope, keyid = issued.outcome, issued.envelope, issued.keyid
     if not res.success:
-        raise CannotCertify(f"not certified: the bound reached, {res.bound}, exceeds the target "
+        raise CannotCertifyError(f"not certified: the bound reached, {res.bound}, exceeds the target "
                             f"{res.target} at sigma {res.sigma} (M={m}, E={e}, {scheme})")
     eps = {d: Decimal(r["epsilon"]) for d, r in (res.privacy or {}).get("epsilon_at_delta", {}).items()}
     tpr = {a: Decimal(r["tpr"]) for a, r in (res.tpr or {}).items()}
@@ -229,5 +229,14 @@ def verify(certificate, public_key, *, subject=None) -> Verification:
                         None if r.claim is None else MappingProxyType(r.claim), r.keyid, r.seconds)
 
 
+def require_verified(certificate, public_key, *, subject=None) -> Verification:
+    """The raising twin of `verify`: its Verification when accepted, else CertificateRefusedError
+    with the verifier's reason (ParameterError for unreadable files or keys)."""
+    v = verify(certificate, public_key, subject=subject)
+    if not v.accepted:
+        raise CertificateRefusedError(f"certificate rejected ({v.reason}): {v.detail}")
+    return v
+
+
 __all__ = ["ExactTV", "Certificate", "Issued", "issue", "Verification", "closed_form_sigma", "exact_tv", "exact_sigma",
-           "certify", "verify", "SCHEMES", "DEFAULT_SCHEME"]
+           "certify", "verify", "require_verified", "SCHEMES", "DEFAULT_SCHEME"]

@@ -11,10 +11,12 @@
 `RandomAllocationBatchSampler` is the sampler alone, for a training loop of your own.
 """
 from certifier.numerics.schemes import FIXED_BINS, RANDOM_ALLOCATION
-from trainer.certificates import CertificateRefused, CertifiedRun, verified_run
-from trainer.opacus_glue import CertificateAccountant, CertifiedDataLoader, NoOpacusEpsilon, make_private
-from trainer.torch_sampler import RandomAllocationBatchSampler, RunExhausted
+from trainer.certificates import CertificateRefusedError, CertifiedRun, verified_run
+from trainer.opacus_glue import CertificateAccountant, CertifiedDataLoader, NoOpacusEpsilonError, make_private
+from trainer.torch_sampler import RandomAllocationBatchSampler, RunExhaustedError
 
 __all__ = ["RandomAllocationBatchSampler", "make_private", "verified_run", "CertifiedRun", "CertifiedDataLoader",
-           "CertificateAccountant", "CertificateRefused", "NoOpacusEpsilon", "RunExhausted", "RANDOM_ALLOCATION",
-           "FIXED_BINS"]
+           "CertificateAccountant", "CertificateRefusedError", "NoOpacusEpsilonError", "RunExhaustedError",
+           "RANDOM_ALLOCATION", "FIXED_BINS", "CertificateRefused", "NoOpacusEpsilon", "RunExhausted"]
+# The names before they ended in Error (public API of sigmacert.torch)
+CertificateRefused, NoOpacusEpsilon, RunExhausted = CertificateRefusedError, NoOpacusEpsilonError, RunExhaustedError
