@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field
-from decimal import ROUND_CEILING, Decimal
+from decimal import Decimal
 from types import MappingProxyType
 from typing import Callable, Mapping
 
@@ -42,9 +42,7 @@ def closed_form_sigma(steps, epochs, target, *, scheme=DEFAULT_SCHEME, iteration
     """
     m, e, scheme, _ = _run(steps, epochs, scheme, iterations)
     lam = parse_target(as_decimal_text("target", target))
-    s = _schemes.closed_form_sigma(m, e, float(lam), scheme)
-    up = Decimal(repr(s)).quantize(Decimal("0.000001"), rounding=ROUND_CEILING)
-    return up if _schemes.tv_bound(m, e, float(up), scheme) <= float(lam) else up + Decimal("0.000001")
+    return _schemes.closed_form_sigma_up(m, e, lam, scheme)
 
 
 def exact_tv(steps, epochs, sigma, *, scheme=DEFAULT_SCHEME, iterations=None) -> ExactTV:
