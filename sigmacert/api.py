@@ -95,12 +95,13 @@ class Certificate:
     scheme: str = DEFAULT_SCHEME
     iterations: int | None = None   # fixed-bins: the run's rounds; epochs = ceil(iterations / steps)
 
-    def write(self, path: str) -> None:
-        """Write the signed envelope to `path` (raises ParameterError when unsigned)."""
+    def write(self, path: str, *, force: bool = False) -> None:
+        """Write the signed envelope to `path`, atomically. An existing file is kept and ParameterError
+        raised unless force=True (the rule of `sigmacert certify -o`); also when unsigned."""
+        from sigmacert.files import write_atomic
         if self.envelope is None:
             raise ParameterError("this certificate is not signed (pass key= to certify)")
-        with open(path, "wb") as f:
-            f.write(self.envelope + b"\n")
+        write_atomic(os.fspath(path), self.envelope + b"\n", force=force, how="write(path, force=True)")
 
 
 def _private_key(key):

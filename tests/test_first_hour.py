@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import subprocess
 import sys
@@ -134,3 +135,266 @@ def test_the_atlas_heatmap_title_fits_a_one_panel_grid():
         assert box.x0 <= title.x0 and title.x1 <= box.x1 and title.y1 <= box.y1, (title, box)
     svg = heatmap.render([entry], schemes.DEFAULT_SCHEME).decode()
     assert "5.627083" in svg  # the certified decimal itself, not a rounded one
+
+
+# ------------------------------------------------------------------ README: the documented commands run
+
+README = (ROOT / "README.md").read_text()
+VENV_BIN = Path(sys.executable).parent
+
+
+def console_commands(block: str) -> list[tuple[str, list[str]]]:
+    """(command, documented output lines) of a ```console block; `[...]` options and `# comments` dropped."""
+    out, lines = [], block.splitlines()
+    for line in lines:
+        if line.startswith("$ "):
+            cmd = re.sub(r"\s+#\s.*$", "", line[2:])
+            out.append((re.sub(r"\s*\[[^\]]*\]", "", cmd).strip(), []))
+        elif out:
+            out[-1][1].append(line)
+    return out
+
+
+def shell(script: str, cwd, path: str | None = None, timeout=600):
+    env = {**os.environ, "PATH": path if path is not None else os.environ["PATH"]}
+    return subprocess.run(["bash", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def without_venv_path() -> str:
+    return os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if Path(p) != VENV_BIN)
+
+
+def test_the_quick_start_leads_to_a_working_sigmacert_on_the_next_line(tmp_path):
+    quick = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    assert "make demo" in quick and "make test" in quick
+    steps = re.findall(r"^    (source \.venv/bin/activate)\n    (sigmacert sigma .*)$", quick, re.M)
+    assert len(steps) == 1, "the quick start names the activation and a first command"
+    activate, first = steps[0]
+    if not (ROOT / ".venv" / "bin" / "activate").exists():  # a worktree sharing another checkout's venv
+        activate = f"source {VENV_BIN / 'activate'}"
+    assert shell(first, tmp_path, without_venv_path()).returncode == 127  # not found before activation
+    r = shell(f"cd {ROOT} && {activate} && cd {tmp_path} && {first}", tmp_path, without_venv_path())
+    assert r.returncode == 0, r.stderr
+    assert CLOSED_LINE.search(r.stdout).group(1) == "1.736983"
+
+
+def test_every_command_of_the_command_line_section_runs_as_documented(tmp_path):
+    """The README's command-line walk-through, in order, in a fresh folder: exit 0 and the printed lines."""
+    block = README.split("## The command line", 1)[1].split("```console", 1)[1].split("```", 1)[0]
+    commands = console_commands(block)
+    assert len(commands) >= 10 and commands[0][0].startswith("sigmacert sigma")
+    activate = f"source {VENV_BIN / 'activate'}"
+    for cmd, documented in commands:
+        r = shell(f"{activate} && {cmd}", tmp_path, without_venv_path())
+        assert r.returncode == 0, (cmd, r.stderr)
+        printed = r.stdout.splitlines()
+        for want, got in zip(documented, printed):
+            assert got.startswith(want.split("...")[0].rstrip(", (")), (cmd, want, got)
+        assert len(printed) >= len(documented), cmd
+        if "--json" in cmd:
+            obj = json.loads(r.stdout)
+            keys = re.search(r"# (?:keys: )?([a-z0-9_ ]+)$", block.split(cmd, 1)[1].splitlines()[0])
+            assert keys and set(keys.group(1).split()) <= set(obj), (cmd, keys)
+    assert (tmp_path / "cert.json").exists() and (tmp_path / "cert.html").exists()
+    assert "ACCEPT" in shell(f"{activate} && sigmacert-verify cert.json --key keys/public.pem", tmp_path).stdout
+
+
+def leaf_commands():
+    import argparse
+
+    from sigmacert.cli import build_parser
+
+    def walk(p, prefix):
+        subs = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs:
+            yield prefix, p
+        for a in subs:
+            for name, sp in a.choices.items():
+                yield from walk(sp, prefix + (name,))
+    return list(walk(build_parser(), ()))
+
+
+def test_every_command_but_serve_takes_json_as_the_readme_says():
+    assert "Every command but `serve` takes `--json`" in README
+    leaves = leaf_commands()
+    assert len(leaves) >= 12
+    for name, p in leaves:
+        has = any("--json" in a.option_strings for a in p._actions)
+        assert has == (name != ("serve",)), name
+
+
+def test_token_create_json(tmp_path):
+    tokens = tmp_path / "tokens.txt"
+    r = run("token", "create", "--tokens", tokens, "--name", "team-a", "--json")
+    assert r.returncode == 0, r.stderr
+    obj = json.loads(r.stdout)
+    assert set(obj) == {"token", "name", "sha256", "tokens"} and obj["name"] == "team-a"
+    import hashlib
+    assert hashlib.sha256(obj["token"].encode()).hexdigest() == obj["sha256"]
+    assert tokens.read_text() == f"{obj['sha256']} team-a\n" and obj["tokens"] == str(tokens)
+    second = json.loads(run("token", "create", "--tokens", tokens, "--json").stdout)  # default name
+    assert second["name"].startswith("token-") and tokens.read_text().endswith(f"{second['sha256']} {second['name']}\n")
+
+
+# ------------------------------------------------------------------ one-line messages
+
+def test_sigmacert_without_a_command_lists_the_commands():
+    r = run()
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
+    for name in {n[0] for n, _ in leaf_commands()}:
+        assert re.search(rf"[ :]{re.escape(name)}[,( ]", r.stderr), name
+    r = run("token")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "create" in r.stderr
+    r = run("bogus")  # a wrong name still says which one
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "invalid choice: 'bogus'" in r.stderr
+
+
+def verify(*args):
+    return subprocess.run([sys.executable, "-m", "verifier", *map(str, args)], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)
+
+
+CERT = ROOT / "artifacts" / "certificates" / "M100_E10.json"
+PUBLIC = ROOT / "artifacts" / "keys" / "public.pem"
+
+
+def test_the_verifier_says_one_line_for_a_missing_or_private_key(tmp_path):
+    r = verify(CERT)
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1 and "--key" in r.stderr, r.stderr
+    from certifier.keys import keygen
+    keygen(str(tmp_path / "k"))
+    r = verify(CERT, "--key", tmp_path / "k" / "private.pem")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "private key" in r.stderr and "public" in r.stderr and "Are you sure" not in r.stderr
+    assert "PRIVATE KEY-----" not in r.stderr  # never echoed
+    r = verify(CERT, "--key", ROOT / "README.md")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "not a PEM public key" in r.stderr, r.stderr
+
+
+def test_a_malformed_certificate_is_a_reject_exit_1_as_readme_and_docs_say():
+    """docs/verifier.md: exit 2 is usage or I/O; a readable file that is no certificate is a REJECT."""
+    assert "malformed JSON included, is `REJECT` with its reason and exit code 1" in README
+    r = verify(ROOT / "README.md", "--key", PUBLIC)
+    assert r.returncode == 1 and r.stdout.startswith("REJECT (envelope-not-json)"), r.stdout
+    r = verify(ROOT / "README.md", "--key", PUBLIC, "--json")
+    assert r.returncode == 1 and json.loads(r.stdout)["reason"] == "envelope-not-json"
+    r = run("show", ROOT / "README.md")  # reading is not verifying: bad input, one line
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+
+
+# ------------------------------------------------------------------ silent choices
+
+@pytest.fixture(scope="module")
+def issued(tmp_path_factory):
+    """A two-sided M = 1 certificate about a model file, signed with a throw-away key (fractions of a second)."""
+    from certifier.keys import keygen
+    d = tmp_path_factory.mktemp("issued")
+    keygen(str(d / "keys"))
+    (d / "model.npy").write_bytes(b"weights")
+    r = run("certify", "-M", 1, "-E", 4, "-l", "0.3", "--key", d / "keys" / "private.pem", "-o", d / "cert.json",
+            "--subject", d / "model.npy", "--quiet")
+    assert r.returncode == 0, r.stderr
+    return d
+
+
+def test_verifying_a_subject_bound_certificate_without_subject_says_it_was_not_checked(issued):
+    d = issued
+    import hashlib
+    digest = hashlib.sha256(b"weights").hexdigest()
+    r = verify(d / "cert.json", "--key", d / "keys" / "public.pem")
+    assert r.returncode == 0 and r.stdout.startswith("ACCEPT")
+    assert "subject 'model.npy' NOT checked (give --subject FILE)" in r.stdout.splitlines()[0]
+    assert f"  subject NOT checked: 'model.npy' (sha256 {digest}); --subject FILE checks it" in r.stdout
+    js = json.loads(verify(d / "cert.json", "--key", d / "keys" / "public.pem", "--json").stdout)
+    assert js["result"] == "ACCEPT" and js["unchecked_subjects"] == [{"name": "model.npy", "sha256": digest}]
+    checked = verify(d / "cert.json", "--key", d / "keys" / "public.pem", "--subject", d / "model.npy", "--json")
+    assert json.loads(checked.stdout)["unchecked_subjects"] == [] and "NOT checked" not in checked.stdout
+    assert "NOT checked" in sigmacert.verify(d / "cert.json", d / "keys" / "public.pem").detail
+    about_claim = json.loads(verify(CERT, "--key", PUBLIC, "--json").stdout)  # subject 'claim': nothing to say
+    assert about_claim["unchecked_subjects"] == [] and "NOT checked" not in about_claim["detail"]
+
+
+def test_one_overwrite_rule_refuse_unless_forced(issued, tmp_path):
+    d = issued
+    before = (d / "cert.json").read_bytes()
+    r = run("certify", "-M", 1, "-E", 4, "-l", "0.3", "--key", d / "keys" / "private.pem", "-o", d / "cert.json")
+    # refused before any computation: one line, no progress, the file untouched
+    assert r.returncode == 2 and r.stderr == f"sigmacert: error: {d / 'cert.json'} exists; refusing to overwrite " \
+                                              f"it (--force replaces it)\n", r.stderr
+    assert (d / "cert.json").read_bytes() == before
+    out = tmp_path / "c.json"
+    r = run("certify", "-M", 1, "-E", 4, "-l", "0.3", "--key", d / "keys" / "private.pem", "-o", out, "--quiet")
+    assert r.returncode == 0 and out.exists()
+    first = out.read_bytes()
+    r = run("certify", "-M", 1, "-E", 4, "-l", "0.3", "--key", d / "keys" / "private.pem", "-o", out, "--quiet",
+            "--force", "--one-sided")
+    assert r.returncode == 0 and out.read_bytes() != first and b"lower" not in out.read_bytes()
+    # report -o
+    html = tmp_path / "r.html"
+    assert run("report", out, "--key", d / "keys" / "public.pem", "-o", html, "--quiet").returncode == 0
+    r = run("report", out, "--key", d / "keys" / "public.pem", "-o", html, "--quiet")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "refusing to overwrite" in r.stderr
+    assert run("report", out, "--key", d / "keys" / "public.pem", "-o", html, "--force", "--quiet").returncode == 0
+    # keygen
+    keys = tmp_path / "keys"
+    kid = json.loads(run("keygen", "-o", keys, "--json").stdout)["keyid"]
+    r = run("keygen", "-o", keys)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--force replaces it" in r.stderr
+    again = json.loads(run("keygen", "-o", keys, "--force", "--json").stdout)["keyid"]
+    assert again != kid and (keys / "private.pem").stat().st_mode & 0o777 == 0o600
+    # Certificate.write
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from certifier.errors import ParameterError
+    cert = sigmacert.certify(1, 4, "0.3", key=Ed25519PrivateKey.generate(), two_sided=False)
+    with pytest.raises(ParameterError, match="refusing to overwrite"):
+        cert.write(str(out))
+    assert out.read_bytes() != cert.envelope + b"\n"
+    cert.write(str(out), force=True)
+    assert out.read_bytes() == cert.envelope + b"\n"
+
+
+def test_train_checks_its_arguments_before_verifying(tmp_path):
+    """An unknown data set is named at once; the certificate (here: missing) is not even read."""
+    r = run("train", "--certificate", tmp_path / "missing.json", "--key", PUBLIC, "--dataset", "mnist",
+            "-o", tmp_path / "out")
+    assert r.returncode == 2 and r.stderr == "sigmacert: error: unknown dataset 'mnist' (available: digits)\n", r.stderr
+
+
+# ------------------------------------------------------------------ docs that drift
+
+def test_readme_names_the_plot_urls_the_service_serves():
+    from service.routes import reports
+    assert "/v1/certificates/{jid}/plots/{name}.svg" in Path(reports.__file__).read_text()
+    assert set(reports.PLOTS) == {"tv", "tradeoff", "epsilon"}
+    assert "`/v1/certificates/ID/plots/tv.svg`" in README
+    for name in reports.PLOTS:
+        assert f"/plots/{name}.svg`" in README, name
+
+
+def test_the_service_walkthrough_runs_as_documented(tmp_path):
+    """docs/service.md: the POST, then envelope, report, a plot and the issuer key from /v1/keys; the
+    certificate verifies offline against that key."""
+    from service_fixtures import serving, wait_done
+    text = (ROOT / "docs" / "service.md").read_text()
+    block = text.split("```console", 1)[1].split("```", 1)[0]
+    joined = re.sub(r"\\\n\s+", " ", block)
+    cmds = [re.sub(r"\s+#\s.*$", "", ln[2:]).strip() for ln in joined.splitlines() if ln.startswith("$ ")]
+    post = next(c for c in cmds if "-X POST" in c)
+    after = cmds[cmds.index(next(c for c in cmds if c.startswith("ID="))) + 1:]
+    assert any(c.endswith("> issuer.pem") and "/v1/keys" in c for c in after)
+    assert after[-1] == "sigmacert-verify cert.json --key issuer.pem"
+    with serving("sigmacert-walk-") as srv:
+        host = srv.url.split("://", 1)[1].rstrip("/")
+        env = f"export TOKEN={srv.token}; source {VENV_BIN / 'activate'}; "
+        r = shell(env + post.replace("localhost:8080", host), tmp_path)
+        assert r.returncode == 0, r.stderr
+        jid = json.loads(r.stdout)["id"]
+        assert wait_done(srv, jid, timeout=600)["status"] == "done"
+        script = env + f"ID={jid}; " + " && ".join(c.replace("localhost:8080", host) for c in after)
+        r = shell(script, tmp_path)
+    assert r.returncode == 0, (r.stdout[-2000:], r.stderr)
+    assert re.search(r"ACCEPT \(accepted\): TV <= \S+ <= target 0\.1 at sigma 1\.426215, M=100, E=10", r.stdout)
+    assert (tmp_path / "issuer.pem").read_text().startswith("-----BEGIN PUBLIC KEY-----")
+    assert (tmp_path / "tv.svg").read_text().lstrip().startswith(("<?xml", "<svg"))
+    assert "ACCEPT" in (tmp_path / "report.html").read_text()

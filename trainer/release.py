@@ -61,11 +61,7 @@ def train_release(*, certificate: str, public_key: str, dataset: str, outdir: st
                   sign_key: str | None = None) -> dict:
     """Verify, train with Algorithm 1, write the release; returns the manifest."""
     from trainer import algorithm, data, models
-    claim = verified_claim(certificate, public_key)
-    with open(certificate, "rb") as f:
-        cert_bytes = f.read()
-    steps, epochs, sigma_text = int(claim["steps"]), int(claim["epochs"]), str(claim["sigma"])
-    sigma = sigma_float(sigma_text)
+    # every argument is checked before the verifier's replay, which can take a while
     try:
         ds = data.load(dataset)
     except ValueError as err:
@@ -80,15 +76,23 @@ def train_release(*, certificate: str, public_key: str, dataset: str, outdir: st
                            "refusing to train", 1)
     if not (clip_norm > 0 and math.isfinite(clip_norm)):
         raise ReleaseError("clip norm C must be a positive number", 2)
-    signer = None
-    if sign_key is not None:
-        from certifier.keys import load_private
-        signer = load_private(sign_key)   # fail before training, not after
     if model_name == "gn-cnn":
         try:
             from trainer import torch_backend as tb
         except ImportError as err:
             raise ReleaseError(str(err), 2) from None
+    elif model_name not in models.MODELS:
+        raise ReleaseError(f"unknown model {model_name!r} (available: {', '.join(models.MODELS)}, gn-cnn)", 2)
+    signer = None
+    if sign_key is not None:
+        from certifier.keys import load_private
+        signer = load_private(sign_key)   # fail before training, not after
+    claim = verified_claim(certificate, public_key)
+    with open(certificate, "rb") as f:
+        cert_bytes = f.read()
+    steps, epochs, sigma_text = int(claim["steps"]), int(claim["epochs"]), str(claim["sigma"])
+    sigma = sigma_float(sigma_text)
+    if model_name == "gn-cnn":
         model = tb.GroupNormCNN(ds.n_classes)
         model.size = sum(p.numel() for p in model.parameters())
         res = tb.train_torch(model, ds.X_train, ds.y_train, n0=n0, steps=steps, epochs=epochs, sigma=sigma,
