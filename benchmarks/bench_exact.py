@@ -38,7 +38,7 @@ def load() -> str:
 
 
 def tv_table(markdown: bool, cells=TV_CELLS) -> None:
-    from certifier.exact import exact_tv
+    from certifier.numerics.exact import exact_tv
     print(load())
     head = ("M", "E", "sigma", "exact TV", "error", "routes", "check s", "search s")
     print(("| " + " | ".join(head) + " |\n|" + "---|" * len(head)) if markdown else
@@ -56,7 +56,7 @@ def tv_table(markdown: bool, cells=TV_CELLS) -> None:
 
 def sigma_table(cells, markdown: bool) -> list[float]:
     """One line per cell as it finishes; with markdown, then one table row per (M, E): sigma (seconds)."""
-    from certifier.exact import exact_sigma
+    from certifier.numerics.exact import exact_sigma
     print(load())
     print(f"{'M':>6} {'E':>3} {'lambda':>6} {'exact sigma':>12} {'seconds':>8}")
     times, found = [], {}

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def small_certificate(folder: Path) -> tuple[list[Path], Path]:
     """One two-sided certificate of a tiny cell, signed with a fresh key kept in `folder`."""
     import sigmacert
-    from certifier.keys import keygen
+    from certifier.certificate.keys import keygen
     keygen(str(folder / "keys"))
     cert = sigmacert.certify(1, 4, "0.3", key=folder / "keys" / "private.pem")
     cert.write(str(folder / "M1_E4.json"))

@@ -8,7 +8,7 @@ exact sigma; then the closed-form call time. Targets: exact sigma
 equal to Table 4; excess 14.9-25.3 %; TV at closed form 0.0787-0.0789
 (Section 5.2); <= 1 s median per cell; closed form <= 2 us per call. `--small`: two cells and
 fewer timed calls (seconds), to check the benchmark runs. The closed form is printed as every
-face prints it: rounded up to 1e-6 (certifier.schemes.closed_form_sigma_up).
+face prints it: rounded up to 1e-6 (certifier.numerics.schemes.closed_form_sigma_up).
 """
 import argparse
 import statistics
@@ -25,9 +25,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--small", action="store_true", help="two cells (seconds): checks the benchmark runs")
     args = ap.parse_args(argv)
-    from certifier.closed_form import closed_form_sigma
-    from certifier.exact import exact_sigma, exact_tv
-    from certifier.schemes import closed_form_sigma_up
+    from certifier.numerics.closed_form import closed_form_sigma
+    from certifier.numerics.exact import exact_sigma, exact_tv
+    from certifier.numerics.schemes import closed_form_sigma_up
     cells = list(TABLE_4.items())[:2] if args.small else TABLE_4.items()
     print(f"{'M':>4} {'E':>3} {'exact sigma':>12} {'Table 4':>9} {'closed form':>12} {'excess %':>9} "
           f"{'TV at closed':>13} {'find (s)':>9}")

@@ -36,9 +36,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.seeds < 1:
         ap.error("--seeds must be at least 1")
-    from certifier.exact import exact_sigma
+    from certifier.numerics.exact import exact_sigma
+    from certifier.numerics.schemes import closed_form_sigma_up
     from certifier.params import parse_target
-    from certifier.schemes import closed_form_sigma_up
     from trainer import algorithm, data, models
     lam = parse_target(args.lam)
     seeds, cells = (1, CELLS[:1]) if args.small else (args.seeds, CELLS)

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 import pytest
 
 import sigmacert
-from certifier import schemes
+from certifier.numerics import schemes
 
 ROOT = Path(__file__).resolve().parents[1]
 RES = Decimal("0.000001")
@@ -261,7 +261,7 @@ PUBLIC = ROOT / "artifacts" / "keys" / "public.pem"
 def test_the_verifier_says_one_line_for_a_missing_or_private_key(tmp_path):
     r = verify(CERT)
     assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1 and "--key" in r.stderr, r.stderr
-    from certifier.keys import keygen
+    from certifier.certificate.keys import keygen
     keygen(str(tmp_path / "k"))
     r = verify(CERT, "--key", tmp_path / "k" / "private.pem")
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
@@ -287,7 +287,7 @@ def test_a_malformed_certificate_is_a_reject_exit_1_as_readme_and_docs_say():
 @pytest.fixture(scope="module")
 def issued(tmp_path_factory):
     """A two-sided M = 1 certificate about a model file, signed with a throw-away key (fractions of a second)."""
-    from certifier.keys import keygen
+    from certifier.certificate.keys import keygen
     d = tmp_path_factory.mktemp("issued")
     keygen(str(d / "keys"))
     (d / "model.npy").write_bytes(b"weights")

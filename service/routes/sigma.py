@@ -18,7 +18,7 @@ async def sigma(steps: str, target: str, epochs: str | None = None, scheme: str 
     shape, t = shape_of(steps, epochs, scheme, iterations, bounds), target_of(target, bounds)
     m, e, sch = shape["steps"], shape["epochs"], shape["scheme"]
     from certifier.errors import NumericsUnreliable
-    from certifier.schemes import closed_form_sigma_up
+    from certifier.numerics.schemes import closed_form_sigma_up
     try:
         closed = str(closed_form_sigma_up(m, e, t, sch))  # Corollary 3.4 rounded up to 1e-6 (fixed bins: sqrt(E) x)
     except (ValueError, ArithmeticError, OverflowError, NumericsUnreliable) as err:

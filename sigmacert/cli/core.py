@@ -7,7 +7,7 @@ from decimal import ROUND_CEILING, Decimal
 
 from flint import fmpq
 
-from certifier import schemes
+from certifier.numerics import schemes
 from certifier.params import (
     ParameterError,
     decimal_str,
@@ -132,7 +132,7 @@ def register(sub) -> None:
 
 
 def run_mc(args) -> int:
-    from certifier.montecarlo import monte_carlo_tv
+    from certifier.numerics.montecarlo import monte_carlo_tv
     m, e = parse_steps(args.steps), parse_epochs(args.epochs)
     sigma = float(parse_sigma(args.sigma))
     n = parse_count("samples", args.samples, 10**10)
