@@ -398,3 +398,44 @@ def test_the_service_walkthrough_runs_as_documented(tmp_path):
     assert (tmp_path / "issuer.pem").read_text().startswith("-----BEGIN PUBLIC KEY-----")
     assert (tmp_path / "tv.svg").read_text().lstrip().startswith(("<?xml", "<svg"))
     assert "ACCEPT" in (tmp_path / "report.html").read_text()
+
+
+# ------------------------------------------------------------------ make demo / make test
+
+def make_n(target: str, venv: Path) -> list[str]:
+    r = subprocess.run(["make", "-n", target, f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.splitlines()
+
+
+def pip_installs(lines: list[str]) -> list[str]:
+    return [x for x in lines if "-m pip install" in x and "--upgrade pip" not in x]
+
+
+def test_make_demo_installs_only_what_the_demo_needs_and_says_each_step(tmp_path):
+    venv = tmp_path / ".venv"
+    demo = make_n("demo", venv)
+    (install,) = pip_installs(demo)
+    assert install.endswith('-e ".[report]"')  # the core and matplotlib: no torch, jax or dask
+    if any(Path("/opt/wheels").glob("torch-*")):
+        assert "--find-links /opt/wheels" in install  # the local CPU torch wheels stay in use
+    assert " -q" not in " ".join(demo)  # pip's own progress is shown, not silenced
+    said = [x for x in demo if x.startswith("printf '\\n== %s\\n'")]
+    assert len(said) >= 8 and any("installing sigmacert with the extra [report]" in x for x in said)
+    assert any("source " in x and "/bin/activate" in x for x in said)  # where the commands are
+    assert [x for x in said if "demo " in x and "/5:" in x][-1].count("5/5") == 1
+    (full,) = pip_installs(make_n("test", venv))
+    extras = re.search(r'-e "\.\[([^\]]*)\]"', full).group(1).split(",")
+    assert {"test", "train", "service", "torch", "jax", "report", "atlas", "bench"} <= set(extras)
+
+
+def test_make_demo_then_make_test_installs_the_rest_and_then_nothing(tmp_path):
+    venv = tmp_path / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("")
+    (venv / ".installed-demo").write_text("")  # what `make demo` leaves
+    assert pip_installs(make_n("demo", venv)) == []
+    (full,) = pip_installs(make_n("test", venv))  # the extras of the tests are installed on top
+    assert "torch" in full and "jax" in full
+    (venv / ".installed-test").write_text("")
+    assert pip_installs(make_n("test", venv)) == [] and pip_installs(make_n("demo", venv)) == []
