@@ -160,3 +160,24 @@ def test_reproduce_small(env, tmp_path):
     assert "| 100 | 10 | 1.426215 | 1.426215 | = |" in text  # Table 4's exact sigma
     assert "| 100 | 10 | 1.426215 | 1.736983 |" in text     # the closed form, rounded up
     assert bench(env, "reproduce.py", "--small").stdout.rstrip().endswith("do not reproduce)")
+
+
+def documented_commands() -> list[tuple[str, list[str]]]:
+    """(script, --flags) of every `python benchmarks/NAME.py ...` in README, docs/ and the scripts' docstrings."""
+    texts = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "benchmarks").glob("*.py"))]
+    out = []
+    for path in texts:
+        for m in re.finditer(r"python benchmarks/(\w+\.py)([^`\n#]*)", path.read_text()):
+            out.append((m.group(1), re.findall(r"--[a-z][a-z-]*", m.group(2))))
+    return out
+
+
+def test_every_documented_benchmark_flag_exists(env):
+    docs = documented_commands()
+    assert len(docs) >= 20 and {s for s, _ in docs} <= set(SCRIPTS)
+    helps = {}
+    for script, flags in docs:
+        if script not in helps:
+            helps[script] = bench(env, script, "--help", timeout=60).stdout
+        for flag in flags:
+            assert re.search(rf"{flag}\b", helps[script]), (script, flag)
