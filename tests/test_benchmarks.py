@@ -160,6 +160,12 @@ def test_reproduce_small(env, tmp_path):
     assert "| 100 | 10 | 1.426215 | 1.426215 | = |" in text  # Table 4's exact sigma
     assert "| 100 | 10 | 1.426215 | 1.736983 |" in text     # the closed form, rounded up
     assert bench(env, "reproduce.py", "--small").stdout.rstrip().endswith("do not reproduce)")
+    # docs/reproduction.md is not stale: its deterministic tables are what the code computes today
+    committed = (ROOT / "docs" / "reproduction.md").read_text()
+    for section in ("## Section 5.2 / Table 1", "## Table 2", "## Table 3", "## Section 4"):
+        ours, doc = (t.split(section, 1)[1].split("\n## ", 1)[0] for t in (text, committed))
+        rows = [x for x in ours.splitlines() if x.startswith("| ")][1:]  # below the header
+        assert len(rows) >= 5 and all(x in doc.splitlines() for x in rows), section
 
 
 def documented_commands() -> list[tuple[str, list[str]]]:
