@@ -439,3 +439,12 @@ def test_make_demo_then_make_test_installs_the_rest_and_then_nothing(tmp_path):
     assert "torch" in full and "jax" in full
     (venv / ".installed-test").write_text("")
     assert pip_installs(make_n("test", venv)) == [] and pip_installs(make_n("demo", venv)) == []
+
+
+def test_the_documented_atlas_heatmap_shows_the_documented_sigmas():
+    """docs/atlas45-heatmap.svg labels each cell with the certified decimal of the table in docs/atlas.md."""
+    doc = (ROOT / "docs" / "atlas.md").read_text()
+    rows = re.findall(r"^\| (\d+) \| (\d+) \| (0\.\d+) \| (\d+\.\d+) \| (\d+\.\d+) \| (0\.\d+) \|", doc, re.M)
+    assert len(rows) == 45
+    svg = (ROOT / "docs" / "atlas45-heatmap.svg").read_text()
+    assert all(f">{sigma}</text>" in svg for _, _, _, sigma, _, _ in rows)  # as text, never rounded
