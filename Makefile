@@ -1,23 +1,41 @@
 # sigmacert: `make demo` and `make test` bootstrap a fresh .venv themselves.
+# `make demo` installs what the demo needs (the core and the `report` extra: matplotlib);
+# `make test` adds every other extra (torch, jax, dask, ...). Each has its own stamp, so
+# `make demo` then `make test` installs the rest, and a changed pyproject.toml reinstalls.
 PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
-STAMP   := $(VENV)/.installed
-EXTRAS  ?= test,train,service,torch,jax,report,atlas
+DEMO_STAMP := $(VENV)/.installed-demo
+TEST_STAMP := $(VENV)/.installed-test
+DEMO_EXTRAS ?= report
+EXTRAS  ?= test,train,service,torch,jax,report,atlas,bench
 # torch==2.13.0 must be the CPU build: take it from the machine's wheel folder when there is one
 PIP_FIND := $(if $(wildcard /opt/wheels/torch-*),--find-links /opt/wheels,)
+PIP     := $(BIN)/python -m pip install --progress-bar off --disable-pip-version-check $(PIP_FIND)
+say     = @printf '\n== %s\n' "$(1)"
 
-.PHONY: install demo test bench reproduce clean example-opacus
+.PHONY: install install-demo demo test bench reproduce clean example-opacus
 
 $(BIN)/python:
+	$(call say,make: creating $(VENV) with $(PY))
 	$(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
+	$(call say,make: upgrading pip in $(VENV))
+	$(BIN)/python -m pip install --progress-bar off --disable-pip-version-check --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q $(PIP_FIND) -e ".[$(EXTRAS)]"
-	touch $(STAMP)
+$(DEMO_STAMP): pyproject.toml | $(BIN)/python
+	$(call say,make: installing sigmacert with the extra [$(DEMO_EXTRAS)] (the core and matplotlib: what the demo needs))
+	$(PIP) -e ".[$(DEMO_EXTRAS)]"
+	touch $(DEMO_STAMP)
+	$(call say,make: installed; the commands are in $(BIN)/ (or: source $(BIN)/activate))
 
-install: $(STAMP)
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
+	$(call say,make: installing sigmacert with every extra [$(EXTRAS)] (torch and jax and dask: several minutes))
+	$(PIP) -e ".[$(EXTRAS)]"
+	touch $(TEST_STAMP) $(DEMO_STAMP)
+	$(call say,make: installed; the commands are in $(BIN)/ (or: source $(BIN)/activate))
+
+install-demo: $(DEMO_STAMP)
+install: $(TEST_STAMP)
 
 # The main job end to end on the default cell: find sigma, certify it with a fresh key
 # (the private key lives in a temporary folder and is deleted), show the certificate, verify
@@ -27,16 +45,22 @@ M ?= 100
 E ?= 10
 LAMBDA ?= 0.1
 DEMO_OUT ?= demo-out
-demo: install
+demo: install-demo
+	$(call say,demo 1/5: the closed-form and the exact sigma for M=$(M) E=$(E) lambda=$(LAMBDA))
 	$(BIN)/sigmacert sigma --steps $(M) --epochs $(E) --target $(LAMBDA)
 	@mkdir -p "$(DEMO_OUT)" && d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
+	printf '\n== %s\n' "demo 2/5: a fresh Ed25519 key (the private key stays in a temporary folder), then certify" && \
 	$(BIN)/sigmacert keygen -o "$$d/keys" && cp "$$d/keys/public.pem" "$(DEMO_OUT)/public.pem" && \
-	$(BIN)/sigmacert certify --steps $(M) --epochs $(E) --target $(LAMBDA) --key "$$d/keys/private.pem" -o "$(DEMO_OUT)/cert.json" && \
+	$(BIN)/sigmacert certify --steps $(M) --epochs $(E) --target $(LAMBDA) --key "$$d/keys/private.pem" -o "$(DEMO_OUT)/cert.json" --force && \
+	printf '\n== %s\n' "demo 3/5: what the certificate claims (reading is not verifying)" && \
 	$(BIN)/sigmacert show "$(DEMO_OUT)/cert.json" && \
+	printf '\n== %s\n' "demo 4/5: the independent verifier replays it" && \
 	$(BIN)/sigmacert-verify "$(DEMO_OUT)/cert.json" --key "$(DEMO_OUT)/public.pem" && \
-	$(BIN)/sigmacert report "$(DEMO_OUT)/cert.json" --key "$(DEMO_OUT)/public.pem" -o "$(DEMO_OUT)/report.html"
+	printf '\n== %s\n' "demo 5/5: the audit report (open it in a browser)" && \
+	$(BIN)/sigmacert report "$(DEMO_OUT)/cert.json" --key "$(DEMO_OUT)/public.pem" -o "$(DEMO_OUT)/report.html" --force
 
 test: install
+	$(call say,make test: ruff and the test suite and then the sympy proofs)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 	$(BIN)/python -m proofs
@@ -48,12 +72,12 @@ OUT  ?= build/opacus-digits
 example-opacus: install
 	$(BIN)/python examples/opacus_digits.py --certificate $(CERT) --key artifacts/keys/public.pem -o $(OUT)
 
-bench: install
+bench: install-demo
 	$(BIN)/python benchmarks/bench_sigma.py
 	$(BIN)/python benchmarks/bench_certify.py
 
 # Regenerates docs/reproduction.md: every checkable number of the paper, ours beside theirs.
-reproduce: install
+reproduce: install-demo
 	$(BIN)/python benchmarks/reproduce.py -o docs/reproduction.md
 
 clean:
@@ -65,5 +89,5 @@ clean:
 #   apt-get install -y chromium chromium-driver
 .PHONY: test-browser
 test-browser: install
-	$(BIN)/python -m pip install -q -e ".[browser]"
+	$(PIP) -e ".[browser]"
 	SIGMACERT_BROWSER=1 $(BIN)/python -m pytest tests/service/test_service_browser.py tests/sigmacert/report/test_report_browser.py

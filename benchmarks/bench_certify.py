@@ -1,6 +1,6 @@
 """Benchmark: the Lemma C.5 certificate at the nine cells of Table 4 (lambda = 0.1, paper's exact sigma).
 
-    python benchmarks/bench_certify.py [--cells 0,3] [--key PRIVATE.pem --out DIR] [--json]
+    python benchmarks/bench_certify.py [--cells 0,3] [--key PRIVATE.pem --out DIR] [--json] [--small]
 
 Each cell runs in its own subprocess (one at a time), so `peak MB` is that cell's
 peak resident memory. `seconds` is the whole `certify` call at the given sigma
@@ -15,7 +15,8 @@ Targets (one core): median <= 5 s per cell, hardest (M=250, E=10) <= 60 s, all n
 <= 3 min, memory <= 4 GB, every cell certified on the first try with bound <= 0.1;
 the independent verifier's replay (`replay s`, `replay cpu`, in its own process) within
 1.2x the certifier's time for the same grid (`ratio` = replay s / bound s, both wall
-clock, measured back to back) and accepting every certificate.
+clock, measured back to back) and accepting every certificate. `--small` runs one tiny cell
+(M=5, E=2, its exact sigma) in seconds, to check that the benchmark runs.
 """
 from __future__ import annotations
 
@@ -34,7 +35,12 @@ sys.path.insert(0, ROOT)
 CELLS = [(100, 10, "1.426215"), (100, 20, "1.907073"), (100, 40, "2.610518"),
          (250, 10, "1.024495"), (250, 20, "1.309428"), (250, 40, "1.732809"),
          (500, 10, "0.834432"), (500, 20, "1.025964"), (500, 40, "1.310146")]
+SMALL = [(5, 2, "2.589777")]  # --small: the exact sigma of M=5, E=2 at lambda = 0.1, certified in a second
 TARGET = "0.1"
+
+
+def cells(small: bool) -> list:
+    return SMALL if small else CELLS
 
 
 def replay(cert_path: str, public_pem: str) -> dict:
@@ -66,10 +72,10 @@ def write_certificate(res, key: str, out: str) -> str:
     return path
 
 
-def run_cell(i: int, key: str | None, out: str | None) -> dict:
+def run_cell(i: int, key: str | None, out: str | None, small: bool = False) -> dict:
     from certifier.certify import certify
     from certifier.params import parse_decimal
-    M, E, s = CELLS[i]
+    M, E, s = cells(small)[i]
     t0, c0 = time.perf_counter(), time.process_time()
     res = certify(M, E, parse_decimal("target", TARGET), parse_decimal("sigma", s))
     secs = time.perf_counter() - t0
@@ -85,17 +91,18 @@ def run_cell(i: int, key: str | None, out: str | None) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--cells", default=",".join(str(i) for i in range(len(CELLS))))
-    ap.add_argument("--key")
-    ap.add_argument("--out")
-    ap.add_argument("--json", action="store_true")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=f"cells: {CELLS}")
+    ap.add_argument("--cells", help="comma-separated indices into the cells (default: all)")
+    ap.add_argument("--key", help="sign with this private key (default: a throw-away key)")
+    ap.add_argument("--out", help="write the certificates to this directory")
+    ap.add_argument("--json", action="store_true", help="one JSON object with the rows and a summary")
+    ap.add_argument("--small", action="store_true", help="one tiny cell (seconds): checks the benchmark runs")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # child mode
     ap.add_argument("--replay", help=argparse.SUPPRESS)  # child mode
     ap.add_argument("--pub", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one is not None:
-        print(json.dumps(run_cell(a.one, a.key, a.out)))
+        print(json.dumps(run_cell(a.one, a.key, a.out, a.small)))
         return 0
     if a.replay:
         print(json.dumps(_replay_child(a.replay, a.pub)))
@@ -115,13 +122,14 @@ def main() -> int:
            f"{'replay cpu':>10} {'ratio':>5} {'ok':>3}")
     if not a.json:
         print(hdr, flush=True)
-    for i in [int(x) for x in a.cells.split(",")]:
-        cmd = [sys.executable, os.path.abspath(__file__), "--one", str(i)]
+    table = cells(a.small)
+    for i in range(len(table)) if a.cells is None else [int(x) for x in a.cells.split(",")]:
+        cmd = [sys.executable, os.path.abspath(__file__), "--one", str(i)] + (["--small"] if a.small else [])
         if a.key and a.out:
             cmd += ["--key", a.key, "--out", a.out]
         p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
         if p.returncode != 0:
-            print(f"cell {CELLS[i]} failed: {p.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+            print(f"cell {table[i]} failed: {p.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
             return 1
         r = json.loads(p.stdout.strip().splitlines()[-1])
         rep = replay(r["cert"], pub)

@@ -1,10 +1,10 @@
 """Coverage benchmark: exact sigma and a two-sided certificate at it, over a published grid of cells.
 
-    python benchmarks/bench_coverage.py [--quick | --cells M,E,L ...] [--json out.json] [--timeout S]
+    python benchmarks/bench_coverage.py [--quick | --small | --cells M,E,L ...] [--json out.json] [--timeout S]
     python benchmarks/bench_coverage.py --markdown out.json   # the table of docs/coverage.md
 
 Grid: M in {1, 3, 10, 100, 1000, 10^4} x E in {1, 10, 100} x lambda in {0.05, 0.1, 0.3, 0.5, 0.9}
-(--quick: 15 cells spread over it). Each cell runs in its own subprocess (peak memory per cell) and
+(--quick: 15 cells spread over it; --small: 2 tiny cells, seconds, to check the benchmark runs). Each cell runs in its own subprocess (peak memory per cell) and
 prints: the exact sigma and its seconds, the certified bound and lower bound (sigma_low), seconds of
 the upper side (calibration included), the lower side and the privacy rows, the independent
 verifier's seconds and verdict, and peak MB.
@@ -27,6 +27,7 @@ TARGETS = ("0.05", "0.1", "0.3", "0.5", "0.9")
 QUICK = [(1, 1, "0.9"), (1, 100, "0.05"), (3, 10, "0.5"), (3, 1, "0.1"), (10, 1, "0.3"), (10, 100, "0.9"),
          (100, 1, "0.1"), (100, 10, "0.5"), (100, 100, "0.05"), (1000, 10, "0.1"), (1000, 1, "0.9"),
          (1000, 100, "0.3"), (10**4, 10, "0.1"), (10**4, 1, "0.5"), (10**4, 100, "0.9")]
+SMALL = [(3, 1, "0.3"), (1, 2, "0.3")]  # method v2 and the Gaussian shift, a few seconds in all
 
 CHILD = r"""
 import json, resource, sys, time
@@ -121,6 +122,7 @@ def markdown(path: str) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="the 15-cell subset")
+    ap.add_argument("--small", action="store_true", help="2 tiny cells (seconds): checks the benchmark runs")
     ap.add_argument("--cells", nargs="*", help="cells as M,E,lambda")
     ap.add_argument("--json", help="write all rows to this file")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per cell")
@@ -131,8 +133,8 @@ def main() -> int:
         return 0
     if args.cells:
         cells = [(int(c.split(",")[0]), int(c.split(",")[1]), c.split(",")[2]) for c in args.cells]
-    elif args.quick:
-        cells = QUICK
+    elif args.quick or args.small:
+        cells = QUICK if args.quick else SMALL
     else:
         cells = [(m, e, lam) for m in STEPS for e in EPOCHS for lam in TARGETS]
     with tempfile.TemporaryDirectory() as d:

@@ -1,13 +1,14 @@
 """Benchmark: exact sigma over the coverage grid, and the exact TV at the heavy-tail cells.
 
-    python benchmarks/bench_exact.py [--quick] [--tv-only] [--markdown]
+    python benchmarks/bench_exact.py [--quick | --small] [--tv-only] [--markdown]
 
 Part 1 (exact TV): the cells the numerics refused before (small M, small sigma) and a few
 large-M cells: value, error estimate, routes, seconds with check=True (a second, independent
 route) and with check=False (what the sigma search uses).
 Part 2 (exact sigma): M in {1, 3, 10, 100, 1000, 10^4}, E in {1, 10, 100},
 lambda in {0.05, 0.1, 0.3, 0.5, 0.9}, then M = 10^5, E = 10, lambda = 0.1; per cell the exact
-sigma on the 1e-6 grid and its seconds. `--quick` runs 15 cells. Goals (docs/exact.md): every
+sigma on the 1e-6 grid and its seconds. `--quick` runs 15 cells; `--small` two TV cells and
+two sigma cells (seconds), to check that the benchmark runs. Goals (docs/exact.md): every
 cell answered, <= 10 s per cell. The machine's load average is printed first and last:
 the machine is shared, so compare seconds measured in one run.
 """
@@ -21,8 +22,6 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from certifier.numerics.exact import exact_sigma, exact_tv  # noqa: E402
-
 TV_CELLS = [(2, 1, 0.7), (2, 1, 1.0), (3, 1, 0.5), (10, 1, 0.5), (5, 5, 0.6), (10, 2, 0.3),
             (100, 10, 0.35), (1000, 1, 0.3), (10**4, 1, 0.35), (10**4, 10, 0.48), (10**5, 10, 0.45)]
 STEPS = (1, 3, 10, 100, 1000, 10**4)
@@ -31,18 +30,20 @@ TARGETS = ("0.05", "0.1", "0.3", "0.5", "0.9")
 QUICK = [(1, 10, "0.1"), (3, 1, "0.9"), (3, 100, "0.05"), (10, 10, "0.5"), (10, 1, "0.1"),
          (100, 10, "0.1"), (100, 10, "0.9"), (100, 1, "0.3"), (100, 100, "0.05"), (1000, 10, "0.3"),
          (1000, 1, "0.9"), (1000, 100, "0.5"), (10**4, 10, "0.1"), (10**4, 1, "0.05"), (10**4, 100, "0.9")]
+SMALL_TV, SMALL = [(2, 1, 0.7), (100, 10, 0.35)], [(1, 10, "0.1"), (100, 10, "0.1")]
 
 
 def load() -> str:
     return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg()) + f" on {os.cpu_count()} cores"
 
 
-def tv_table(markdown: bool) -> None:
+def tv_table(markdown: bool, cells=TV_CELLS) -> None:
+    from certifier.numerics.exact import exact_tv
     print(load())
     head = ("M", "E", "sigma", "exact TV", "error", "routes", "check s", "search s")
     print(("| " + " | ".join(head) + " |\n|" + "---|" * len(head)) if markdown else
           f"{head[0]:>6} {head[1]:>3} {head[2]:>6} {head[3]:>16} {head[4]:>8} {head[5]:>16} {head[6]:>8} {head[7]:>8}")
-    for m, e, s in TV_CELLS:
+    for m, e, s in cells:
         t0 = time.perf_counter()
         r = exact_tv(m, e, s)
         t1 = time.perf_counter()
@@ -55,6 +56,7 @@ def tv_table(markdown: bool) -> None:
 
 def sigma_table(cells, markdown: bool) -> list[float]:
     """One line per cell as it finishes; with markdown, then one table row per (M, E): sigma (seconds)."""
+    from certifier.numerics.exact import exact_sigma
     print(load())
     print(f"{'M':>6} {'E':>3} {'lambda':>6} {'exact sigma':>12} {'seconds':>8}")
     times, found = [], {}
@@ -79,14 +81,16 @@ def sigma_table(cells, markdown: bool) -> list[float]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="15 cells instead of 91")
+    ap.add_argument("--small", action="store_true", help="2 + 2 tiny cells (seconds): checks the benchmark runs")
     ap.add_argument("--tv-only", action="store_true", help="part 1 only")
     ap.add_argument("--markdown", action="store_true", help="tables in Markdown (docs/exact.md)")
     args = ap.parse_args()
-    tv_table(args.markdown)
+    tv_table(args.markdown, SMALL_TV if args.small else TV_CELLS)
     if args.tv_only:
         return 0
-    cells = QUICK if args.quick else [(m, e, lam) for m in STEPS for e in EPOCHS for lam in TARGETS]
-    if not args.quick:
+    cells = QUICK if args.quick else SMALL if args.small else [(m, e, lam) for m in STEPS for e in EPOCHS
+                                                               for lam in TARGETS]
+    if not (args.quick or args.small):
         cells.append((10**5, 10, "0.1"))
     times = sorted(sigma_table(cells, args.markdown))
     print(f"cells {len(times)}: median {times[len(times) // 2]:.2f} s, max {times[-1]:.2f} s, "

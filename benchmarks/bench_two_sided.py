@@ -1,6 +1,6 @@
 """Benchmark: two-sided (v2) certificates at the nine cells of Table 4 (lambda = 0.1, paper's exact sigma).
 
-    python benchmarks/bench_two_sided.py [--cells 0,3] [--key PRIVATE.pem --out DIR] [--json]
+    python benchmarks/bench_two_sided.py [--cells 0,3] [--key PRIVATE.pem --out DIR] [--json] [--small]
 
 Each cell runs in its own subprocess (one at a time): `certify(..., two_sided=True)` at the
 paper's exact sigma (= sigma_high), then the numerical eps(1e-5) and optimal TPR at FPR 1e-3
@@ -14,6 +14,7 @@ vs the pair's, `upper s` (the one-sided part of the certify call: numerics, grid
 Goals: sigma_high = the paper's exact sigma, sigma_high - sigma_low <= 2e-6 where the
 margin allows, eps(1e-5) within 1 % of the numerical eps and inside or just above the
 paper's 0.939-1.022, TPR(1e-3) within 10 % of the pair's value (Table 3: 0.0023 at M=100, E=10).
+`--small` runs one tiny cell (M=5, E=2) in seconds, to check that the benchmark runs.
 """
 from __future__ import annotations
 
@@ -27,14 +28,16 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from benchmarks.bench_certify import CELLS, TARGET, write_certificate  # noqa: E402
+# the sibling script by its own name (sys.path[0] is this folder): a top-level `benchmarks`
+# package installed by another project (Opacus 1.6 ships one) must not shadow ours
+from bench_certify import CELLS, TARGET, cells, write_certificate  # noqa: E402
 
 
-def run_cell(i: int, key: str | None, out: str | None) -> dict:
+def run_cell(i: int, key: str | None, out: str | None, small: bool = False) -> dict:
     from certifier.certify import certify
     from certifier.numerics.tradeoff import epsilon_at_delta, optimal_tpr, pair_density
     from certifier.params import parse_decimal
-    M, E, s = CELLS[i]
+    M, E, s = cells(small)[i]
     t0, c0 = time.perf_counter(), time.process_time()
     res = certify(M, E, parse_decimal("target", TARGET), parse_decimal("sigma", s), two_sided=True)
     secs, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -55,16 +58,17 @@ def run_cell(i: int, key: str | None, out: str | None) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--cells", default=",".join(str(i) for i in range(len(CELLS))))
-    ap.add_argument("--key")
-    ap.add_argument("--out")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=f"cells: {CELLS}")
+    ap.add_argument("--cells", help="comma-separated indices into the cells (default: all)")
+    ap.add_argument("--key", help="sign with this private key (default: a throw-away key)")
+    ap.add_argument("--out", help="write the certificates to this directory")
     ap.add_argument("--no-replay", action="store_true", help="skip the verifier's replay")
-    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--json", action="store_true", help="one JSON object with the rows and a summary")
+    ap.add_argument("--small", action="store_true", help="one tiny cell (seconds): checks the benchmark runs")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # child mode
     a = ap.parse_args()
     if a.one is not None:
-        print(json.dumps(run_cell(a.one, a.key, a.out)))
+        print(json.dumps(run_cell(a.one, a.key, a.out, a.small)))
         return 0
     tmp = None
     if not (a.key and a.out):
@@ -75,18 +79,20 @@ def main() -> int:
         keygen(os.path.join(tmp.name, "keys"))
         a.key, a.out = os.path.join(tmp.name, "keys", "private.pem"), os.path.join(tmp.name, "certs")
     pub = os.path.join(os.path.dirname(a.key), "public.pem")
-    from benchmarks.bench_certify import replay
+    from bench_certify import replay
     hdr = (f"{'M':>4} {'E':>3} {'sigma_high':>10} {'sigma_low':>10} {'gap':>7} {'tv_upper':>13} {'tv_lower':>13} "
            f"{'eps(1e-5)':>9} {'eps num':>8} {'excess':>7} {'tpr(1e-3)':>11} {'tpr num':>9} {'ratio':>6} "
            f"{'upper s':>7} {'lower s':>7} {'rows s':>6} {'replay s':>8} {'ok':>3}")
     if not a.json:
         print(hdr, flush=True)
     rows = []
-    for i in [int(x) for x in a.cells.split(",")]:
+    table = cells(a.small)
+    for i in range(len(table)) if a.cells is None else [int(x) for x in a.cells.split(",")]:
         cmd = [sys.executable, os.path.abspath(__file__), "--one", str(i), "--key", a.key, "--out", a.out]
+        cmd += ["--small"] if a.small else []
         p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
         if p.returncode != 0:
-            print(f"cell {CELLS[i]} failed: {p.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+            print(f"cell {table[i]} failed: {p.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
             return 1
         r = json.loads(p.stdout.strip().splitlines()[-1])
         rep = ({"accepted": None, "seconds": float("nan")} if a.no_replay or not r["cert"]

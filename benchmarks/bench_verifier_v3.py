@@ -10,12 +10,14 @@ its successful lower-side try are CPU seconds too.
     python benchmarks/bench_verifier_v3.py                 # the quick cells
     python benchmarks/bench_verifier_v3.py 100,10,0.7,0.445406 2,2,0.3,- fb:10,4,0.3,2,40
     python benchmarks/bench_verifier_v3.py --save DIR ...  # also write each predicate as JSON
+    python benchmarks/bench_verifier_v3.py --small          # one tiny cell (seconds): the benchmark runs
 
 A cell is M,E,target,sigma ("-": the exact sigma, found by the certifier) or, for fixed bins,
 fb:M,E,target,sigma,iterations.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -25,10 +27,8 @@ import time
 
 time.perf_counter = time.process_time  # CPU seconds everywhere (see the docstring)
 
-from certifier.certify import certify  # noqa: E402
-from certifier.params import parse_decimal  # noqa: E402
-
 QUICK = ["2,2,0.3,-", "fb:10,2,0.2,-,20", "5,2,0.3,0.967768"]
+SMALL = QUICK[:1]
 REPLAY = """
 import json, sys, time
 time.perf_counter = time.process_time
@@ -55,11 +55,24 @@ def replay_in_fresh_process(pred: dict) -> dict:
         os.unlink(f.name)
 
 
-def run(cell: str, save: str | None = None) -> None:
+def parse_cell(cell: str) -> tuple:
+    """(M, E, target, sigma or "-", keywords) of M,E,target,sigma or fb:M,E,target,sigma,iterations."""
     fb = cell.startswith("fb:")
     f = cell[3:].split(",") if fb else cell.split(",")
-    M, E, lam, sig = int(f[0]), int(f[1]), f[2], f[3]
-    kw = {"scheme": "fixed-bins", "iterations": int(f[4])} if fb else {}
+    try:
+        if len(f) != (5 if fb else 4):
+            raise ValueError
+        kw = {"scheme": "fixed-bins", "iterations": int(f[4])} if fb else {}
+        return int(f[0]), int(f[1]), f[2], f[3], kw
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a cell is M,E,target,sigma or fb:M,E,target,sigma,iterations; "
+                                         f"got {cell!r}") from None
+
+
+def run(cell: str, save: str | None = None) -> None:
+    from certifier.certify import certify
+    from certifier.params import parse_decimal
+    M, E, lam, sig, kw = parse_cell(cell)
     out = certify(M, E, parse_decimal("target", lam), None if sig == "-" else parse_decimal("sigma", sig),
                   two_sided=True, method="v2", **kw)
     if not out.success:
@@ -80,13 +93,25 @@ def run(cell: str, save: str | None = None) -> None:
     print("| " + " | ".join(row) + " |", flush=True)
 
 
-if __name__ == "__main__":
-    args = sys.argv[1:]
-    save = None
-    if args[:1] == ["--save"]:
-        save, args = args[1], args[2:]
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=f"default cells: {' '.join(QUICK)}")
+    ap.add_argument("cells", nargs="*", help="M,E,target,sigma or fb:M,E,target,sigma,iterations "
+                                             "(sigma '-': the exact sigma)")
+    ap.add_argument("--save", metavar="DIR", help="also write each predicate as JSON into DIR")
+    ap.add_argument("--small", action="store_true", help="one tiny cell (seconds): checks the benchmark runs")
+    args = ap.parse_args(argv)
+    for c in args.cells:
+        try:
+            parse_cell(c)
+        except argparse.ArgumentTypeError as err:
+            ap.error(str(err))
     print("| cell | sigma | certifier upper s | replay upper s | ratio | bound | replayed | certifier lower s "
           "| replay lower s | ratio | tv_lower | replayed lower |")
     print("|" + " --- |" * 12)
-    for c in args or QUICK:
-        run(c, save)
+    for c in args.cells or (SMALL if args.small else QUICK):
+        run(c, args.save)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -7,7 +7,9 @@ Cases: the fixture method of tests/verifier_fixtures.py varied in one parameter 
 precision, bits, eta, k range, E, M), hostile parameters, the committed certificates
 (`--committed`) and any certificate file (`--cert`).
 
-    python benchmarks/bench_verify_cost.py [--committed] [--cert FILE ...] [--only SUBSTRING] [--steps]
+    python benchmarks/bench_verify_cost.py [--committed] [--cert FILE ...] [--only SUBSTRING] [--steps] [--small]
+
+`--small`: the two fixture cases only (upper and lower side, seconds), to check the benchmark runs.
 
 A --cert of format v3 (method v1 or v2, lower v1 or v2) is replayed the same way.
 """
@@ -136,9 +138,12 @@ def main():
     ap.add_argument("--cert", action="append", default=[], help="also this certificate file (repeatable)")
     ap.add_argument("--only", default="", help="cases whose name contains this")
     ap.add_argument("--steps", action="store_true", help="predicted / measured CPU seconds of each step")
+    ap.add_argument("--small", action="store_true", help="the two fixture cases (seconds): checks the benchmark runs")
     a = ap.parse_args()
     files = sorted(glob.glob(str(ROOT / "artifacts" / "certificates" / "*.json"))) if a.committed else []
     cases = list(synthetic()) + list(certificates(files + a.cert))
+    if a.small:
+        cases = [c for c in cases if c[0] in ("fixture", "lower fixture")]
     print(f"{'case':28} {'side':5} {'pred s':>8} {'cpu s':>8} {'ratio':>6} {'pred MB':>8} {'rss MB':>8} {'ratio':>6}")
     for name, side, claim, method, sl in cases:
         if a.only not in name:

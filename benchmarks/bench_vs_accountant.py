@@ -9,6 +9,11 @@ For each cell, at the exact sigma (Table 4), in one run of this script:
   * sigmacert's Lemma C.5 certificate (certifier.certify);
 and prints bound reached, whether it certifies lambda, seconds and the time
 ratio; then the smallest sigma each certifies within the same time budget.
+
+    python benchmarks/bench_vs_accountant.py [--limit 120] [--search-steps 5] [--small]
+
+`--small`: one tiny cell (M=5, E=2 at its exact sigma), the coarsest discretization of each
+route and one bisection step (seconds), to check the benchmark runs.
 """
 from __future__ import annotations
 
@@ -17,10 +22,8 @@ import multiprocessing as mp
 import sys
 import time
 
-from certifier.certify import certify
-from certifier.params import parse_decimal
-
 CELLS = {(100, 10): "1.426215", (250, 20): "1.309428", (500, 40): "1.310146"}
+SMALL = {(5, 2): "2.589777"}
 LAM = 0.1
 
 
@@ -79,6 +82,8 @@ def best_accountant(steps, epochs, sigma, limit, ladder):
 
 
 def sigmacert_run(steps, epochs, sigma_s):
+    from certifier.certify import certify
+    from certifier.params import parse_decimal
     t0 = time.perf_counter()
     out = certify(steps, epochs, parse_decimal("target", "0.1"), parse_decimal("sigma", sigma_s))
     return out.bound, out.success, time.perf_counter() - t0
@@ -88,6 +93,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit", type=float, default=120.0, help="seconds per accountant run (default 120)")
     ap.add_argument("--search-steps", type=int, default=5, help="bisection steps for the smallest sigma")
+    ap.add_argument("--small", action="store_true", help="one tiny cell, coarse grids (seconds): checks the "
+                                                         "benchmark runs")
     args = ap.parse_args(argv)
     try:
         import PLD_accounting  # noqa: F401
@@ -95,11 +102,14 @@ def main(argv=None) -> int:
         print("bench_vs_accountant: needs the `bench` extra (pip install -e '.[bench]')", file=sys.stderr)
         return 2
     ladder = {"fft": [1e-3, 3e-4, 1e-4, 3e-5, 1e-5, 3e-6], "geom": [1e-2, 3e-3]}
+    cells = CELLS
+    if args.small:
+        cells, ladder, args.search_steps = SMALL, {"fft": [1e-3], "geom": [1e-2]}, 1
     print(f"per-run time limit {args.limit:.0f} s; accountant bound = min over REMOVE/ADD of delta(0)")
     print(f"{'M':>4} {'E':>3} {'sigma':>9} | {'route':<10} {'disc':>7} {'bound':>12} {'cert?':>5} {'s':>7} | "
           f"{'sigmacert bound':>15} {'cert?':>5} {'s':>6} | {'time ratio':>10}")
     rows = []
-    for (m, e), sig in CELLS.items():
+    for (m, e), sig in cells.items():
         b_ours, ok_ours, t_ours = sigmacert_run(m, e, sig)
         res = best_accountant(m, e, float(sig), args.limit, ladder)
         for route, r in res.items():

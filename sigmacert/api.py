@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field
-from decimal import ROUND_CEILING, Decimal
+from decimal import Decimal
 from types import MappingProxyType
 from typing import Callable, Mapping
 
@@ -42,9 +42,7 @@ def closed_form_sigma(steps, epochs, target, *, scheme=DEFAULT_SCHEME, iteration
     """
     m, e, scheme, _ = _run(steps, epochs, scheme, iterations)
     lam = parse_target(as_decimal_text("target", target))
-    s = _schemes.closed_form_sigma(m, e, float(lam), scheme)
-    up = Decimal(repr(s)).quantize(Decimal("0.000001"), rounding=ROUND_CEILING)
-    return up if _schemes.tv_bound(m, e, float(up), scheme) <= float(lam) else up + Decimal("0.000001")
+    return _schemes.closed_form_sigma_up(m, e, lam, scheme)
 
 
 def exact_tv(steps, epochs, sigma, *, scheme=DEFAULT_SCHEME, iterations=None) -> ExactTV:
@@ -97,12 +95,13 @@ class Certificate:
     scheme: str = DEFAULT_SCHEME
     iterations: int | None = None   # fixed-bins: the run's rounds; epochs = ceil(iterations / steps)
 
-    def write(self, path: str) -> None:
-        """Write the signed envelope to `path` (raises ParameterError when unsigned)."""
+    def write(self, path: str, *, force: bool = False) -> None:
+        """Write the signed envelope to `path`, atomically. An existing file is kept and ParameterError
+        raised unless force=True (the rule of `sigmacert certify -o`); also when unsigned."""
+        from sigmacert.files import write_atomic
         if self.envelope is None:
             raise ParameterError("this certificate is not signed (pass key= to certify)")
-        with open(path, "wb") as f:
-            f.write(self.envelope + b"\n")
+        write_atomic(os.fspath(path), self.envelope + b"\n", force=force, how="write(path, force=True)")
 
 
 def _private_key(key):

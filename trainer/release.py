@@ -53,11 +53,7 @@ def train_release(*, certificate: str, public_key: str, dataset: str, outdir: st
                   sign_key: str | None = None) -> dict:
     """Verify, train with Algorithm 1, write the release; returns the manifest."""
     from trainer import algorithm, data, models
-    claim = verified_claim(certificate, public_key)
-    with open(certificate, "rb") as f:
-        cert_bytes = f.read()
-    steps, epochs, sigma_text = int(claim["steps"]), int(claim["epochs"]), str(claim["sigma"])
-    sigma = sigma_float(sigma_text)
+    # every argument is checked before the verifier's replay, which can take a while
     try:
         ds = data.load(dataset)
     except ValueError as err:
@@ -72,15 +68,23 @@ def train_release(*, certificate: str, public_key: str, dataset: str, outdir: st
                            "refusing to train")
     if not (clip_norm > 0 and math.isfinite(clip_norm)):
         raise ParameterError("clip norm C must be a positive number")
-    signer = None
-    if sign_key is not None:
-        from certifier.certificate.keys import load_private
-        signer = load_private(sign_key)   # fail before training, not after
     if model_name == "gn-cnn":
         try:
             from trainer import torch_backend as tb
         except ImportError as err:
             raise ParameterError(str(err)) from None
+    elif model_name not in models.MODELS:
+        raise ParameterError(f"unknown model {model_name!r} (available: {', '.join(models.MODELS)}, gn-cnn)")
+    signer = None
+    if sign_key is not None:
+        from certifier.certificate.keys import load_private
+        signer = load_private(sign_key)   # fail before training, not after
+    claim = verified_claim(certificate, public_key)
+    with open(certificate, "rb") as f:
+        cert_bytes = f.read()
+    steps, epochs, sigma_text = int(claim["steps"]), int(claim["epochs"]), str(claim["sigma"])
+    sigma = sigma_float(sigma_text)
+    if model_name == "gn-cnn":
         model = tb.GroupNormCNN(ds.n_classes)
         model.size = sum(p.numel() for p in model.parameters())
         res = tb.train_torch(model, ds.X_train, ds.y_train, n0=n0, steps=steps, epochs=epochs, sigma=sigma,

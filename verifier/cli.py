@@ -95,14 +95,21 @@ def report(res: Result, as_json: bool):
         print(f"  replayed lower bound on TV at sigma_low: {res.replayed_lower}")
     for m in res.mismatches:
         print(f"  mismatch: {m}")
+    for s in res.unchecked_subjects:
+        print(f"  subject NOT checked: {s['name']!r} (sha256 {s['sha256']}); --subject FILE checks it")
     if res.cost:
         print(f"  predicted cost: {res.cost['seconds']:.3g} s, {res.cost['memory'] / GiB:.3g} GiB")
     print(f"  time: {res.seconds:.2f} s")
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line and exit 2, without the usage block (--help shows it)
+        self.exit(2, f"{self.prog}: error: {message} (--help shows the usage)\n")
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="sigmacert-verify", description="Verify a sigmacert "
-                                 "certificate by replaying Lemma C.5 independently.")
+    ap = _Parser(prog="sigmacert-verify", description="Verify a sigmacert "
+                 "certificate by replaying Lemma C.5 independently.")
     ap.add_argument("certificate", help="DSSE envelope (JSON)")
     ap.add_argument("--key", action="append", required=True, help="trusted Ed25519 public key (PEM)")
     ap.add_argument("--subject", help="regular file whose SHA-256 must be a subject of the Statement")

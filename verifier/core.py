@@ -19,6 +19,7 @@ For a v1 certificate: steps 1-6; for v2 and v3 also 7-8 (v3: docs/verifier.md "F
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import stat
 import time
@@ -49,6 +50,7 @@ class Result:
     replayed_lower: str | None = None  # format v2: our lower bound on TV at sigma_low, rounded down
     derived: dict | None = None  # format v2: our delta bounds at the recorded epsilons, TPR bounds
     cost: dict | None = None  # the cost model's prediction: seconds, peak memory (bytes), per step
+    unchecked_subjects: list = field(default_factory=list)  # file subjects named but not checked (no digest)
 
     def as_dict(self) -> dict:
         return {"result": "ACCEPT" if self.accepted else "REJECT", **self.__dict__}
@@ -108,6 +110,12 @@ def verify_bytes(data: bytes, keys: list, subject_digest: str | None = None, *,
         if "privacy" in p:
             _verify_rows(p, raw, method.deltas(rp, m), tol, res)
         res.accepted, res.reason = True, "accepted"
+        if subject_digest is None:  # the statement is about a file that nobody checked: say so
+            res.unchecked_subjects = [{"name": s["name"], "sha256": s["digest"]["sha256"]}
+                                      for s in json.loads(payload)["subject"] if s["name"] != "claim"]
+            if res.unchecked_subjects:
+                res.detail += ("; subject " + ", ".join(repr(s["name"]) for s in res.unchecked_subjects)
+                               + " NOT checked (give --subject FILE)")
     except Reject as r:
         res.reason, res.detail = r.reason, r.detail
     except MemoryError:
@@ -212,8 +220,13 @@ def load_inputs(path: str, public_keys, subject: str | None = None):
     subject that is not a regular file."""
     keys = []
     for k in public_keys:
-        if isinstance(k, (bytes, str)):
-            k = load_public_key(k if isinstance(k, bytes) else read_limited(k))
+        if isinstance(k, str):
+            try:
+                k = load_public_key(read_limited(k))
+            except ValueError as err:
+                raise ValueError(f"key {k}: {err}") from None
+        elif isinstance(k, bytes):
+            k = load_public_key(k)
         keys.append(k)
     return read_limited(path), keys, None if subject is None else subject_digest(subject)
 

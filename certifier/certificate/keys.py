@@ -17,14 +17,16 @@ from certifier.certificate.envelope import key_id
 from certifier.errors import KeyFileError
 
 
-def keygen(directory: str) -> str:
-    """Write a fresh key pair into `directory`; return the key id. Never overwrites."""
+def keygen(directory: str, force: bool = False) -> str:
+    """Write a fresh key pair into `directory`; return the key id. Never overwrites unless forced."""
     os.makedirs(directory, mode=0o700, exist_ok=True)
     priv_path = os.path.join(directory, "private.pem")
     pub_path = os.path.join(directory, "public.pem")
     for p in (priv_path, pub_path):
         if os.path.lexists(p):
-            raise KeyFileError(f"{p} exists; refusing to overwrite")
+            if not force:
+                raise KeyFileError(f"{p} exists; refusing to overwrite it (--force replaces it)")
+            os.unlink(p)
     key = Ed25519PrivateKey.generate()
     priv = key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
     pub = key.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)

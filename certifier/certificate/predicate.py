@@ -13,6 +13,7 @@ import flint
 
 from certifier import __version__
 from certifier.certificate.claim import SCHEME_RULES, Claim
+from certifier.errors import NumericsUnreliableError
 from certifier.params import decimal_str
 
 SEARCH_RESOLUTION = "1e-6"
@@ -39,13 +40,11 @@ def format_version(claim: Claim, method_json: dict, low: dict | None, rows) -> i
 def build(claim: Claim, method_json: dict, res, low: dict | None, rows, tv, tv_err) -> dict:
     """The predicate for a successful upper bound `res` (its method's JSON `method_json`), with the optional
     lower side (the `lower` object: sigma_low, method, tv_lower, enclosures) and (privacy, tpr) rows."""
-    from certifier.numerics.closed_form import closed_form_sigma
+    from certifier.numerics.schemes import closed_form_sigma_up
     version = format_version(claim, method_json, low, rows)
-    M, E = claim.pair()
-    try:
-        scale = claim.epochs ** 0.5 if E != claim.epochs else 1.0      # fixed bins: sigma of the pair x sqrt(E)
-        cfs = f"{closed_form_sigma(M, E, float(claim.target)) * scale:.6f}"
-    except (ValueError, ArithmeticError, OverflowError):
+    try:  # Corollary 3.4 rounded up to 1e-6, the decimal every face prints
+        cfs = str(closed_form_sigma_up(claim.steps, claim.epochs, claim.target, claim.scheme))
+    except (ValueError, ArithmeticError, OverflowError, NumericsUnreliableError):
         cfs = "n/a"
     pred = {
         "claim": claim.to_json(version),

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from decimal import ROUND_CEILING, Decimal, localcontext
+from fractions import Fraction
 
 from flint import fmpq
 
@@ -30,6 +32,7 @@ from certifier.numerics import exact as _exact
 from certifier.params import decimal_str, parse_positive_decimal
 
 DEFAULT_SCHEME = RANDOM_ALLOCATION
+SIGMA_GRID = Decimal("0.000001")  # the grid every printed noise multiplier lies on
 MAX_GRID_WALK = 10_000  # grid points the fixed-bins search may walk when the numerics disagree
 
 
@@ -116,6 +119,24 @@ def closed_form_sigma(steps: int, epochs: int, lam: float, scheme: str = DEFAULT
     """Corollary 3.4 for the scheme; fixed-bins: sqrt(E) * sigma(M, 1, lambda) (docs/integrations.md)."""
     r = reduce(scheme, steps, epochs)
     return math.sqrt(r.scale2) * cf.closed_form_sigma(r.steps, r.epochs, lam)
+
+
+def closed_form_sigma_up(steps: int, epochs: int, lam, scheme: str = DEFAULT_SCHEME) -> Decimal:
+    """Corollary 3.4 for the scheme, rounded UP to SIGMA_GRID: the one decimal every face prints.
+
+    The least grid point at or above the (float) closed form whose U(chi^2) (Theorem 3.3, float
+    evaluation) is <= lambda, the comparison done exactly. lam is exact (an fmpq, a Decimal, a
+    Fraction or a decimal string) and is never read through a binary float."""
+    target = Fraction(str(lam))
+    s = closed_form_sigma(steps, epochs, float(target), scheme)
+    with localcontext() as ctx:
+        ctx.prec = 60
+        up = Decimal(repr(s)).quantize(SIGMA_GRID, rounding=ROUND_CEILING)
+        for _ in range(MAX_GRID_WALK):  # rounding up only adds noise; walk if the float evaluation disagrees
+            if Fraction(tv_bound(steps, epochs, float(up), scheme)) <= target:
+                return up
+            up += SIGMA_GRID
+    raise NumericsUnreliableError("the closed-form sigma could not be rounded up to a grid point meeting the target")
 
 
 def gdp_limit_sigma(steps: int, epochs: int, lam: float, scheme: str = DEFAULT_SCHEME) -> float:

@@ -17,10 +17,11 @@ async def sigma(steps: str, target: str, epochs: str | None = None, scheme: str 
     bounds = state.config.limits
     shape, t = shape_of(steps, epochs, scheme, iterations, bounds), target_of(target, bounds)
     m, e, sch = shape["steps"], shape["epochs"], shape["scheme"]
-    from certifier.numerics.schemes import closed_form_sigma
+    from certifier.errors import NumericsUnreliable
+    from certifier.numerics.schemes import closed_form_sigma_up
     try:
-        closed = closed_form_sigma(m, e, float(t), sch)  # Corollary 3.4 (fixed bins: sqrt(E) x the E=1 one)
-    except (ValueError, ArithmeticError, OverflowError) as err:
+        closed = str(closed_form_sigma_up(m, e, t, sch))  # Corollary 3.4 rounded up to 1e-6 (fixed bins: sqrt(E) x)
+    except (ValueError, ArithmeticError, OverflowError, NumericsUnreliable) as err:
         raise ApiError(422, f"closed form undefined for this cell: {err}") from None
     ex = await state.sigma.exact(m, e, t, sch)  # Theorem 4.1
     body = {**shape, "target": t, "closed_form": closed, **ex, "resolution": "1e-6"}

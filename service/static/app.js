@@ -94,7 +94,7 @@ async function lookupSigma() {
   $("sigma-result").textContent = "computing...";
   const { status, data } = await api("GET", "/v1/sigma?" + q);
   if (status !== 200 && status !== 202) { $("sigma-result").textContent = ""; showError(`${status}: ${data.detail}`); return; }
-  $("sigma-result").textContent = `closed-form sigma ${Number(data.closed_form).toFixed(6)} (a proven bound); exact sigma `
+  $("sigma-result").textContent = `closed-form sigma ${data.closed_form} (a proven bound, rounded up); exact sigma `
     + (data.exact ? data.exact : `${data.exact_status} (try again shortly)`);
   if (data.exact) $("sigma").value = data.exact;
 }

@@ -2,7 +2,7 @@
 
 Deterministic SVG (same entries, same matplotlib -> same bytes): fixed font, a fixed
 svg.hashsalt, no date or creator stamp; text stays text (searchable). Failed cells are grey with a cross, pending ones
-grey with a dot; labels are sigma rounded for display (index.json holds the exact values).
+grey with a dot; each label is the certified sigma as index.json holds it (never rounded).
 """
 from __future__ import annotations
 
@@ -19,8 +19,22 @@ def _axis(entries: list[dict], key: str, as_number=int) -> list:
     return sorted({e[key] for e in entries}, key=as_number)
 
 
+TITLE = "sigmacert atlas: certified σ, {scheme}  (× failed, · pending)"
+TITLE_INCHES_PER_CHAR = 0.075  # 9 pt DejaVu Sans, with room to spare: the title is never clipped
+
+
 def render(entries: list[dict], scheme: str) -> bytes:
     """The SVG of the heatmap of `entries` (index.json cells)."""
+    import matplotlib
+    with matplotlib.rc_context(RC):
+        fig = figure(entries, scheme)
+        svg = io.BytesIO()
+        fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
+    return svg.getvalue()
+
+
+def figure(entries: list[dict], scheme: str):
+    """The matplotlib Figure of the heatmap (call inside matplotlib.rc_context(RC))."""
     import matplotlib
     import numpy as np
     from matplotlib.colors import LogNorm
@@ -32,37 +46,37 @@ def render(entries: list[dict], scheme: str) -> bytes:
     by_key = {(e["M"], e["E"], e["lambda"]): e for e in entries}
     sigmas = [float(e["sigma"]) for e in entries if e["status"] == "certified"]
     norm = LogNorm(min(sigmas), max(sigmas) * 1.0001) if sigmas else LogNorm(1.0, 10.0)
-    with matplotlib.rc_context(RC):
-        cmap = matplotlib.colormaps["viridis"].with_extremes(bad="#d9d9d9")
-        fig = Figure(figsize=(1.2 + 0.75 * len(es) * len(lams) + 0.6 * len(lams), 1.5 + 0.4 * len(ms)),
-                     layout="constrained")
-        axes = fig.subplots(1, len(lams), squeeze=False)[0]
-        image = None
-        for ax, lam in zip(axes, lams):
-            z = np.full((len(ms), len(es)), np.nan)
-            for i, m in enumerate(ms):
-                for j, ep in enumerate(es):
-                    e = by_key.get((m, ep, lam))
-                    if e is None:
-                        continue
-                    if e["status"] == "certified":
-                        z[i, j] = float(e["sigma"])
-                        rgba = cmap(norm(z[i, j]))
-                        dark = 0.299 * rgba[0] + 0.587 * rgba[1] + 0.114 * rgba[2] < 0.5
-                        ax.text(j, i, f"{z[i, j]:.4g}", ha="center", va="center", color="white" if dark else "black")
-                    else:
-                        ax.text(j, i, MARK[e["status"]], ha="center", va="center", color="#555555")
-            image = ax.imshow(z, cmap=cmap, norm=norm, origin="lower", aspect="auto")
-            ax.set_xticks(range(len(es)), labels=[str(x) for x in es])
-            ax.set_yticks(range(len(ms)), labels=[str(x) for x in ms])
-            ax.set_xlabel("epochs E")
-            ax.set_title(f"λ = {lam}")
-        axes[0].set_ylabel("steps per epoch M")
-        if sigmas:
-            bar = fig.colorbar(image, ax=list(axes), label="certified σ (two-sided)")
-            for axis_format in (bar.ax.yaxis.set_major_formatter, bar.ax.yaxis.set_minor_formatter):
-                axis_format(FormatStrFormatter("%.3g"))
-        fig.suptitle(f"sigmacert atlas: certified σ, {scheme}  (× failed, · pending)")
-        svg = io.BytesIO()
-        fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
-    return svg.getvalue()
+    title = TITLE.format(scheme=scheme)
+    cmap = matplotlib.colormaps["viridis"].with_extremes(bad="#d9d9d9")
+    width = 1.2 + 0.75 * len(es) * len(lams) + 0.6 * len(lams)
+    fig = Figure(figsize=(max(width, TITLE_INCHES_PER_CHAR * len(title)), 1.5 + 0.4 * len(ms)),
+                 layout="constrained")
+    axes = fig.subplots(1, len(lams), squeeze=False)[0]
+    image = None
+    for ax, lam in zip(axes, lams):
+        z = np.full((len(ms), len(es)), np.nan)
+        for i, m in enumerate(ms):
+            for j, ep in enumerate(es):
+                e = by_key.get((m, ep, lam))
+                if e is None:
+                    continue
+                if e["status"] == "certified":  # the certified decimal itself, as in index.json
+                    z[i, j] = float(e["sigma"])
+                    rgba = cmap(norm(z[i, j]))
+                    dark = 0.299 * rgba[0] + 0.587 * rgba[1] + 0.114 * rgba[2] < 0.5
+                    ax.text(j, i, e["sigma"], ha="center", va="center", color="white" if dark else "black",
+                            fontsize=9 if len(e["sigma"]) <= 9 else 7)
+                else:
+                    ax.text(j, i, MARK[e["status"]], ha="center", va="center", color="#555555")
+        image = ax.imshow(z, cmap=cmap, norm=norm, origin="lower", aspect="auto")
+        ax.set_xticks(range(len(es)), labels=[str(x) for x in es])
+        ax.set_yticks(range(len(ms)), labels=[str(x) for x in ms])
+        ax.set_xlabel("epochs E")
+        ax.set_title(f"λ = {lam}")
+    axes[0].set_ylabel("steps per epoch M")
+    if sigmas:
+        bar = fig.colorbar(image, ax=list(axes), label="certified σ (two-sided)")
+        for axis_format in (bar.ax.yaxis.set_major_formatter, bar.ax.yaxis.set_minor_formatter):
+            axis_format(FormatStrFormatter("%.3g"))
+    fig.suptitle(title)
+    return fig

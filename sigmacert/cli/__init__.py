@@ -41,6 +41,10 @@ def exit_code(err: SigmacertError) -> int:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2 (argparse prints usage too)
+        for action in self._actions:  # a missing command: name the commands there are
+            if isinstance(action, argparse._SubParsersAction) and message.endswith(f"required: {action.metavar}"):
+                message = (f"no {action.metavar} given; one of: {', '.join(action.choices)} "
+                           f"(`{self.prog} {action.metavar} --help` tells more)")
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 

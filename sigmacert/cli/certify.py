@@ -6,13 +6,13 @@ import os
 import sys
 
 from certifier.params import ParameterError, parse_decimal, parse_sigma, parse_target
-from sigmacert.files import write_atomic
+from sigmacert.files import refuse_existing, write_atomic
 
 # ----------------------------------------------------------------------------- keygen
 
 def run_keygen(args) -> int:
     from certifier.certificate.keys import keygen
-    kid = keygen(args.output)
+    kid = keygen(args.output, force=args.force)
     d = os.path.abspath(args.output)
     if args.json:
         print(json.dumps({"keyid": kid, "private": os.path.join(d, "private.pem"),
@@ -119,6 +119,7 @@ def run_certify(args) -> int:
     out_dir = os.path.dirname(os.path.abspath(args.output))
     if not os.path.isdir(out_dir):
         raise ParameterError(f"output directory does not exist: {out_dir}")
+    refuse_existing(args.output, args.force)  # before the long computation
     subject = file_subject(os.path.basename(args.subject), subject_bytes) if args.subject else None
     try:
         issued = issue(m, e, lam, sigma, key=key, subject=subject, h=h, eta=eta, cap=cap, prec=prec,
@@ -145,7 +146,7 @@ def run_certify(args) -> int:
             print(f"NOT certified: the bound reached, {res.bound}, exceeds the target {res.target} "
                   f"at sigma {res.sigma}; no certificate written")
         return 1
-    write_atomic(args.output, issued.envelope + b"\n")
+    write_atomic(args.output, issued.envelope + b"\n", force=args.force)
     summary["output"] = os.path.abspath(args.output)
     summary["keyid"] = issued.keyid
     if args.json:
@@ -240,6 +241,7 @@ def run_show(args) -> int:
 def register(sub) -> None:
     p = sub.add_parser("keygen", help="create an Ed25519 key pair DIR/private.pem, DIR/public.pem")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="directory for the key pair")
+    p.add_argument("--force", action="store_true", help="replace an existing key pair in DIR")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.set_defaults(run=run_keygen)
 
@@ -252,6 +254,7 @@ def register(sub) -> None:
     p.add_argument("--sigma", "-s", help="noise multiplier (default: the exact sigma, found first)")
     p.add_argument("--key", required=True, metavar="PRIVATE.pem", help="Ed25519 private key (PKCS#8 PEM)")
     p.add_argument("-o", "--output", required=True, metavar="CERT.json", help="certificate to write")
+    p.add_argument("--force", action="store_true", help="replace CERT.json if it exists (default: refuse)")
     p.add_argument("--subject", metavar="FILE", help="file the certificate is about (default: the claim)")
     p.add_argument("--h", help="step (i) grid spacing (default: automatic)")
     p.add_argument("--eta", help="step (iii) log-grid spacing (default: automatic)")

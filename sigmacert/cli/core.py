@@ -2,9 +2,21 @@
 from __future__ import annotations
 
 import json
+import math
+from decimal import ROUND_CEILING, Decimal
+
+from flint import fmpq
 
 from certifier.numerics import schemes
-from certifier.params import ParameterError, parse_count, parse_epochs, parse_sigma, parse_steps, parse_target
+from certifier.params import (
+    ParameterError,
+    decimal_str,
+    parse_count,
+    parse_epochs,
+    parse_sigma,
+    parse_steps,
+    parse_target,
+)
 
 
 def _emit(args, obj: dict, lines: list[str]) -> int:
@@ -36,26 +48,39 @@ def _shape_json(m: int, e: int, scheme: str, t: int | None) -> dict:
     return obj
 
 
+def _accuracy_up(tv: float, places: int) -> str:
+    """1/2 + tv/2 rounded UP, with at least four significant digits of tv/2 (a tiny TV stays visible)."""
+    half = Decimal(tv) / 2  # exact: a float is a dyadic rational
+    digits = places if half <= 0 else max(places, 4 - math.floor(math.log10(half)))
+    return str((Decimal("0.5") + half).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_CEILING))
+
+
+def _tv_text(tv: float, places: int) -> str:
+    return f"{tv:.{places}f}" if tv >= 1e-3 else f"{tv:.{places - 2}e}"
+
+
 def run_sigma(args) -> int:
     m, e, scheme, t = run_shape(args)
     lam_q = parse_target(args.target)
     lam = float(lam_q)
-    closed = schemes.closed_form_sigma(m, e, lam, scheme)
+    closed = schemes.closed_form_sigma_up(m, e, lam_q, scheme)  # rounded up to 1e-6: still a proven bound
     gdp = schemes.gdp_limit_sigma(m, e, lam, scheme)
     exact = schemes.exact_sigma(m, e, lam_q, scheme)
-    obj = {**_shape_json(m, e, scheme, t), "target": args.target, "closed_form": closed, "exact": exact,
+    obj = {**_shape_json(m, e, scheme, t), "target": args.target, "closed_form": str(closed), "exact": exact,
            "gdp_limit": gdp}
     if args.json:
         return _emit(args, obj, [])
     tv_x = schemes.exact_tv(m, e, float(exact), scheme, check=False).tv
-    tv_c = schemes.exact_tv(m, e, closed, scheme, check=False).tv
+    tv_c = schemes.exact_tv(m, e, float(closed), scheme, check=False).tv
     return _emit(args, obj, [
         f"{_scheme_line(m, e, scheme, t)}",
-        f"target lambda={args.target} (every membership test: accuracy <= {0.5 + lam / 2:.6g})",
-        f"  closed-form sigma (Cor. 3.4, a proven bound)    : {closed:.6f}  "
-        f"(+{100 * (closed / float(exact) - 1):.2f} % noise; exact TV {tv_c:.6f}, accuracy <= {0.5 + tv_c / 2:.6f})",
+        f"target lambda={args.target} (every membership test: accuracy <= {decimal_str(fmpq(1, 2) + lam_q / 2)})",
+        f"  closed-form sigma (Cor. 3.4, a proven bound)    : {closed}  "
+        f"(+{100 * (float(closed) / float(exact) - 1):.2f} % noise; exact TV {_tv_text(tv_c, 6)}, "
+        f"accuracy <= {_accuracy_up(tv_c, 6)})",
         f"  exact sigma (Thm 4.1, rounded up to 1e-6)       : {exact}  "
-        f"(exact TV {tv_x:.10f}, accuracy <= {0.5 + tv_x / 2:.10f}; certify it with `sigmacert certify`)",
+        f"(exact TV {_tv_text(tv_x, 10)}, accuracy <= {_accuracy_up(tv_x, 10)}; "
+        f"certify it with `sigmacert certify`)",
         f"  GDP-limit sigma (App. B.3, a limit, NOT a bound): {gdp:.6f}",
     ])
 
@@ -116,13 +141,17 @@ def run_mc(args) -> int:
     seed = parse_count("seed", args.seed, 2**63) if args.seed != "0" else 0
     import sys
     import time
-    start = time.monotonic()
+    start, live, shown = time.monotonic(), sys.stderr.isatty(), [-1]
+    quiet = args.json or args.quiet
 
-    def progress(frac):
-        if not args.json and not args.quiet:
-            print(f"\rmc: {100 * frac:5.1f} %  {time.monotonic() - start:6.1f} s", end="", file=sys.stderr, flush=True)
+    def progress(frac):  # a terminal gets a live line; a log gets one line per tenth done
+        text = f"mc: {100 * frac:5.1f} %  {time.monotonic() - start:6.1f} s"
+        if quiet or (not live and int(10 * frac) == shown[0]):
+            return
+        shown[0] = int(10 * frac)
+        print(f"\r{text}" if live else text, end="" if live else "\n", file=sys.stderr, flush=True)
     r = monte_carlo_tv(m, e, sigma, n, seed=seed, progress=progress)
-    if not args.json and not args.quiet:
+    if live and not quiet:
         print(file=sys.stderr)
     return _emit(args, {"steps": m, "epochs": e, "sigma": args.sigma, "tv": r.tv, "se": r.se,
                         "samples": r.samples, "seed": seed},

@@ -6,7 +6,7 @@ import os
 import sys
 
 from certifier.params import ParameterError
-from sigmacert.files import write_atomic
+from sigmacert.files import refuse_existing, write_atomic
 
 
 def _default_output(cert: str) -> str:
@@ -32,12 +32,13 @@ def run_report(args) -> int:
     output = args.output or _default_output(args.certificate)
     if not os.path.isdir(os.path.dirname(os.path.abspath(output))):
         raise ParameterError(f"output directory does not exist: {os.path.dirname(os.path.abspath(output))}")
+    refuse_existing(output, args.force)
     try:
         data = verifier.read_limited(args.certificate)
     except OSError as err:
         raise ParameterError(f"cannot read {args.certificate}: {err.strerror or err}") from None
     r = render(data, args.key, subject=args.subject, progress=None if args.json or args.quiet else _progress)
-    write_atomic(output, r.html.encode("utf-8"))
+    write_atomic(output, r.html.encode("utf-8"), force=args.force)
     path = os.path.abspath(output)
     if args.json:
         print(json.dumps({"verdict": r.verdict, "reason": r.reason, "detail": r.detail, "output": path,
@@ -54,6 +55,7 @@ def register(sub) -> None:
     p.add_argument("--key", required=True, action="append", metavar="PUBLIC.pem",
                    help="issuer's Ed25519 public key (repeat for several)")
     p.add_argument("-o", "--output", metavar="REPORT.html", help="report to write (default: CERT.html beside CERT)")
+    p.add_argument("--force", action="store_true", help="replace REPORT.html if it exists (default: refuse)")
     p.add_argument("--subject", metavar="FILE", help="file whose SHA-256 must be the certificate's subject")
     p.add_argument("--json", action="store_true", help="one JSON object: verdict, reason, detail, output, sha256")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import sys
 
@@ -21,7 +22,13 @@ def run_token_create(args) -> int:
         raise _cli_error(str(err)) from None
     except OSError as err:
         raise _cli_error(f"cannot write {args.tokens}: {err.strerror}") from None
-    print(token)  # the only time it is shown: only its SHA-256 is stored
+    if args.json:  # the token is shown this once either way: only its SHA-256 is stored
+        from service.auth import digest, load_hashes
+        h = digest(token)
+        name = next(n for d, n in reversed(load_hashes(args.tokens)) if d == h)
+        print(json.dumps({"token": token, "name": name, "sha256": h.hex(), "tokens": os.path.abspath(args.tokens)}))
+    else:
+        print(token)  # the only time it is shown: only its SHA-256 is stored
     return 0
 
 
@@ -152,4 +159,5 @@ def register(sub) -> None:
     c = tsub.add_parser("create", help="print a fresh token once; append only its SHA-256 (and name) to FILE")
     c.add_argument("--tokens", required=True, metavar="FILE", help="tokens file (created with mode 0600)")
     c.add_argument("--name", help="who the token is for (default: token-<time>)")
+    c.add_argument("--json", action="store_true", help="one JSON object: token, name, sha256, tokens file")
     c.set_defaults(run=run_token_create)

@@ -26,6 +26,7 @@ from certifier import __version__
 from certifier.certificate.claim import RANDOM_ALLOCATION, Claim
 from certifier.errors import ParameterError
 from certifier.numerics import closed_form as cf
+from certifier.numerics import schemes
 from certifier.params import parse_decimal
 from sigmacert.report import curves, plots
 from sigmacert.report.facts import Facts, read_facts
@@ -96,7 +97,8 @@ def _plots(f: Facts) -> tuple[dict, dict]:
     cert = {"sigma": c["sigma"], "target": c["target"], "bound": p["bound"]}
     if f.two_sided:
         cert.update(sigma_low=p["lower"]["sigma_low"], tv_lower=p["lower"]["tv_lower"])
-    tv = curves.tv_curves(m, e, sigma, lam, float(cert["sigma_low"]) if f.two_sided else None, scale)
+    closed = schemes.closed_form_sigma_up(c["steps"], c["epochs"], c["target"], f.scheme)
+    tv = curves.tv_curves(m, e, sigma, lam, float(cert["sigma_low"]) if f.two_sided else None, scale, closed)
     pair = curves.gaussian_pair(m, e, sigma / scale)
     tpr = [(float(a), float(row["tpr"])) for a, row in f.tpr_rows]
     eps = [(float(d), float(row["epsilon"])) for d, row in f.epsilon_rows]

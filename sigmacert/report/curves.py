@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from decimal import Decimal
 
 import numpy as np
 from scipy.stats import norm
 
+from certifier.certificate.claim import FIXED_BINS, RANDOM_ALLOCATION
 from certifier.errors import NumericsUnreliableError
 from certifier.numerics import closed_form as cf
+from certifier.numerics import schemes
 from certifier.numerics.exact import exact_tv
 from certifier.numerics.tradeoff import hockey_stick, optimal_tpr, pair_density
 
@@ -29,16 +32,21 @@ class TVCurves:
     bound: np.ndarray           # U(c_E) on it (Theorem 3.3)
     exact: dict                 # sigma -> exact TV (numerical) at the few points computed
     refused: tuple              # sigmas at which the exact-TV numerics refused
-    closed_form_sigma: float    # Corollary 3.4: U(c_E) = lambda
+    closed_form_sigma: Decimal  # Corollary 3.4 rounded up to 1e-6: U(c_E) <= lambda
 
 
-def tv_curves(steps: int, epochs: int, sigma: float, target: float, sigma_low: float | None,
-              scale: float = 1.0) -> TVCurves:
+def tv_curves(steps: int, epochs: int, sigma: float, target, sigma_low: float | None,
+              scale: float = 1.0, closed_form_sigma: Decimal | None = None) -> TVCurves:
     """The closed-form bound on a dense grid and the exact TV at a few points, sigma and sigma_low included.
 
     Noise multipliers are the claim's; the pair (P_M^E, Q_M^E) is taken at sigma / scale (scale = sqrt(E)
-    with E = 1 for the fixed-bins scheme, docs/method-v2.md §3; 1 for random allocation)."""
-    closed = scale * cf.closed_form_sigma(steps, epochs, target)
+    with E = 1 for the fixed-bins scheme, docs/method-v2.md §3; 1 for random allocation). closed_form_sigma
+    is the claim's (schemes.closed_form_sigma_up); by default that of the pair at the decimal target."""
+    if closed_form_sigma is None:
+        fixed = scale != 1.0
+        closed_form_sigma = schemes.closed_form_sigma_up(steps, round(scale * scale) if fixed else epochs,
+                                                         str(target), FIXED_BINS if fixed else RANDOM_ALLOCATION)
+    closed = float(closed_form_sigma)
     lo, hi = 0.92 * min(sigma, closed), 1.06 * max(sigma, closed)
     grid = np.linspace(lo, hi, 241)
     bound = np.array([cf.tv_bound(steps, epochs, s / scale) for s in grid])
@@ -49,7 +57,7 @@ def tv_curves(steps: int, epochs: int, sigma: float, target: float, sigma_low: f
             exact[s] = exact_tv(steps, epochs, s / scale, check=False).tv
         except NumericsUnreliableError:
             refused.append(s)
-    return TVCurves(grid, bound, exact, tuple(refused), closed)
+    return TVCurves(grid, bound, exact, tuple(refused), closed_form_sigma)
 
 
 class _GaussianShift:

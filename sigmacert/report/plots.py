@@ -56,8 +56,8 @@ def tv_figure(c: TVCurves, cert: dict) -> Figure:
             ax.plot(xs, [c.exact[x] for x in xs], "o-", color=EXACT, ms=3.5, lw=1.2,
                     label="exact TV (Thm 4.1), numerical: computed points")
         ax.axhline(target, color="black", ls="--", lw=1, label=rf"target $\lambda$ = {cert['target']}")
-        ax.plot([c.closed_form_sigma], [target], "s", color=BOUND, mfc="white", ms=6,
-                label=rf"closed-form $\sigma \approx$ {c.closed_form_sigma:.6f} (Cor. 3.4)")
+        ax.plot([float(c.closed_form_sigma)], [target], "s", color=BOUND, mfc="white", ms=6,
+                label=rf"closed-form $\sigma$ = {c.closed_form_sigma} (Cor. 3.4, rounded up)")
         ax.plot([sigma], [bound], "v", color=UPPER, ms=8,
                 label=rf"certified: TV $\leq$ {cert['bound']} at $\sigma$ = {cert['sigma']}")
         if lower:

@@ -16,8 +16,13 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 def load_public_key(pem: bytes) -> Ed25519PublicKey:
-    """SubjectPublicKeyInfo PEM holding an Ed25519 key (ValueError otherwise)."""
-    key = serialization.load_pem_public_key(pem)
+    """SubjectPublicKeyInfo PEM holding an Ed25519 key (ValueError with a one-line reason otherwise)."""
+    if b"PRIVATE KEY-----" in pem:  # never parsed, never echoed
+        raise ValueError("this is a private key; verify with the issuer's public key (public.pem)")
+    try:
+        key = serialization.load_pem_public_key(pem)
+    except (ValueError, TypeError):
+        raise ValueError("not a PEM public key (expected '-----BEGIN PUBLIC KEY-----', Ed25519)") from None
     if not isinstance(key, Ed25519PublicKey):
         raise ValueError("not an Ed25519 public key")
     return key

@@ -161,7 +161,7 @@ def test_scheduler_atlas_certifies_every_cell(first_run, cluster, keydir):
             c["M"], c["E"], c["lambda"], c["sigma"])
     assert (out / "public.pem").read_bytes() == (keydir / "public.pem").read_bytes()
     svg = (out / "heatmap.svg").read_text()
-    assert index["heatmap"] == "heatmap.svg" and all(f"{float(c['sigma']):.4g}" in svg for c in cells.values())
+    assert index["heatmap"] == "heatmap.svg" and all(c["sigma"] in svg for c in cells.values())  # certified decimals
 
 
 def _assert_no_key_material(calls, keydir):
