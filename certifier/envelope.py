@@ -104,6 +104,10 @@ def load_envelope(data: bytes) -> dict:
         env = json.loads(data.decode("utf-8"), object_pairs_hook=_no_dupes)
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise EnvelopeError(f"not a JSON certificate: {err.__class__.__name__}") from None
+    except RecursionError:
+        raise EnvelopeError("not a certificate: JSON nested too deeply") from None
+    except ValueError:  # an integer of more digits than Python converts (sys.get_int_max_str_digits)
+        raise EnvelopeError("not a certificate: a number with too many digits") from None
     if not isinstance(env, dict) or set(env) != {"payloadType", "payload", "signatures"}:
         raise EnvelopeError("not a DSSE envelope (want payloadType, payload, signatures)")
     if env["payloadType"] != PAYLOAD_TYPE:
