@@ -103,8 +103,8 @@ async def get_state(request: Request) -> ServiceState:
 
 def _who(state: ServiceState, authorization: str | None) -> Caller | None:
     if state.tokens.problem is not None:  # fail closed, and say so (the log has the details)
-        raise ApiError(503, "token checking is unavailable: the server's tokens file is invalid; "
-                            "no token is accepted until it is fixed", {"Retry-After": "30"})
+        raise ApiError(401, "no token is accepted now: the server's tokens file is invalid (its operator "
+                            "is told in the server log)", {"WWW-Authenticate": "Bearer"})
     return state.tokens.check(authorization)
 
 

@@ -16,6 +16,7 @@ import secrets
 import sqlite3
 import threading
 import time
+import urllib.parse
 
 from certifier.envelope import canonical_json
 
@@ -76,12 +77,18 @@ def request_key(req: dict) -> str:
 class Store:
     """One connection per thread on the same file; autocommit, explicit IMMEDIATE transactions."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, create: bool = True):
+        """`create`: make the file (mode 0600) if missing; a worker opens only an existing archive."""
         self.path = path
         self._local = threading.local()
+        self._inode = None
         if path != ":memory:":  # the archive is readable by its owner only (SQLite gives -wal, -shm its mode)
-            os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
-            os.chmod(path, 0o600)
+            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_CREAT if create else 0), 0o600)
+            try:
+                os.fchmod(fd, 0o600)
+                self._inode = os.fstat(fd).st_ino
+            finally:
+                os.close(fd)
         c = self._conn()
         c.executescript(SCHEMA)
         have = {r[1] for r in c.execute("PRAGMA table_info(jobs)")}
@@ -96,7 +103,9 @@ class Store:
     def _conn(self) -> sqlite3.Connection:
         c = getattr(self._local, "conn", None)
         if c is None:
-            c = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+            target = self.path if self.path == ":memory:" else f"file:{urllib.parse.quote(self.path)}?mode=rw"
+            # mode=rw: a removed archive is an error, never silently a new empty one
+            c = sqlite3.connect(target, timeout=30.0, isolation_level=None, check_same_thread=False, uri=True)
             c.row_factory = sqlite3.Row
             c.execute("PRAGMA journal_mode=WAL")
             c.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: committed data survives a process kill
@@ -117,7 +126,13 @@ class Store:
             return False
 
     def _tx(self):
+        self._same_file()
         return Store._Tx(self._conn())
+
+    def _same_file(self) -> None:
+        """OSError when the archive's file was removed or replaced while open (its writes would be lost)."""
+        if self._inode is not None and os.stat(self.path).st_ino != self._inode:
+            raise OSError(f"{self.path} was replaced while the server ran")
 
     def close(self) -> None:
         c = getattr(self._local, "conn", None)
@@ -182,7 +197,8 @@ class Store:
                                "one has finished", 60)
 
     def ping(self) -> None:
-        """A write in a transaction: raises sqlite3.Error (or OSError) when the archive cannot be written."""
+        """A write in a transaction: raises sqlite3.Error (or OSError) when the archive cannot be written,
+        or when its file is no longer the one opened (removed or replaced: writes would be lost)."""
         with self._tx() as c:
             c.execute("INSERT OR REPLACE INTO health (id, checked_at) VALUES (1, ?)", (time.time(),))
 

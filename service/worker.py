@@ -70,7 +70,7 @@ class Worker:
         from certifier.keys import load_private
         from service.cluster import Cluster
         from service.store import Store
-        self.store, self.owner, self.parent, self.budget = Store(db), owner, parent, budget
+        self.store, self.owner, self.parent, self.budget = Store(db, create=False), owner, parent, budget
         # jobs go to this Dask cluster through a relay child; the key stays here (service.cluster)
         self.cluster = None if cluster is None else Cluster(**cluster)
         self.key = load_private(key_path)
