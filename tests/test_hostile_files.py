@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 
 import pytest
@@ -33,6 +34,7 @@ def world(tmp_path_factory):
     fifo = d / "fifo"
     os.mkfifo(fifo)
     os.symlink("/dev/zero", d / "zero-link")
+    device = own_device(d)
     (d / "adir").mkdir()
     (d / "huge.json").write_bytes(b" " * (5 * 1024 * 1024))   # over the 4 MiB certificate bound
     (d / "huge.pem").write_bytes(b"-" * (200 * 1024))          # over the 64 KiB key bound
@@ -41,9 +43,21 @@ def world(tmp_path_factory):
     env = json.loads(cert.read_text())
     (d / "long-type.json").write_text(json.dumps({**env, "payloadType": "x" * (3 << 20)}))
     return {"dir": d, "cert": str(cert), "pub": str(d / "keys" / "public.pem"), "priv": str(d / "keys" / "private.pem"),
-            "fifo": str(fifo), "zero": "/dev/zero", "zero-link": str(d / "zero-link"), "dir-arg": str(d / "adir"),
+            "fifo": str(fifo), "device": device, "zero": "/dev/zero", "zero-link": str(d / "zero-link"),
+            "dir-arg": str(d / "adir"),
             "huge-cert": str(d / "huge.json"), "huge-key": str(d / "huge.pem"), "nested": str(d / "nested.json"),
             "digits": str(d / "digits.json"), "long-type": str(d / "long-type.json")}
+
+
+def own_device(d) -> str:
+    """A character device of our own (/dev/full's numbers) in the test's directory when we may make one
+    (root), else a symlink to /dev/full: an output test may destroy it, never the machine's /dev."""
+    path = d / "full"
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 7))
+    except PermissionError:
+        os.symlink("/dev/full", path)
+    return str(path)
 
 
 def run(argv, timeout=TIMEOUT):
@@ -80,11 +94,12 @@ COMMANDS = {  # name -> (argv builder given the hostile path, hostile kinds)
                                    "-o", str(w["dir"] / "r.html")], [*FILE_KINDS, "huge-key"]),
     "report --subject": (lambda w, p: [*SIGMACERT, "report", w["cert"], "--key", w["pub"], "--subject", p,
                                        "--quiet", "-o", str(w["dir"] / "r.html")], FILE_KINDS),
+    # -o: never a real device path (a writer that replaced it would destroy the machine's /dev/zero)
     "report -o": (lambda w, p: [*SIGMACERT, "report", w["cert"], "--key", w["pub"], "--quiet", "-o", p],
-                  ["fifo", "zero", "zero-link", "dir-arg"]),
+                  ["fifo", "device", "zero-link", "dir-arg"]),
     "certify --key": (lambda w, p: certify_argv(w, key=p), [*FILE_KINDS, "huge-key"]),
     "certify --subject": (lambda w, p: certify_argv(w, subject=p), FILE_KINDS),
-    "certify -o": (lambda w, p: certify_argv(w, output=p), ["fifo", "zero", "zero-link"]),
+    "certify -o": (lambda w, p: certify_argv(w, output=p), ["fifo", "device", "zero-link"]),
     "train --certificate": (lambda w, p: [*SIGMACERT, "train", "--certificate", p, "--key", w["pub"],
                                           "--dataset", "digits", "-o", str(w["dir"] / "train")], CERT_KINDS),
     "train --key": (lambda w, p: [*SIGMACERT, "train", "--certificate", w["cert"], "--key", p,
@@ -107,8 +122,8 @@ def test_a_hostile_file_is_refused_in_one_line(world, name, kind):
     build, _ = COMMANDS[name]
     out = run(build(world, world[kind]))
     refused(out)
-    if kind in ("zero", "zero-link"):
-        assert os.path.exists("/dev/zero") and not os.path.isfile("/dev/zero")  # never replaced by -o
+    if kind == "device":
+        assert stat.S_ISCHR(os.stat(world["device"]).st_mode)  # never replaced by -o
 
 
 CONTENT = [("show CERT", k) for k in CONTENT_KINDS] + [("report CERT", k) for k in CONTENT_KINDS] + \
@@ -129,10 +144,10 @@ def test_a_hostile_certificate_is_refused_without_traceback_or_megabytes(world, 
 
 
 def test_report_refuses_to_replace_a_device_as_output(world):
-    out = run([*SIGMACERT, "report", world["cert"], "--key", world["pub"], "--quiet", "-o", "/dev/full"])
+    out = run([*SIGMACERT, "report", world["cert"], "--key", world["pub"], "--quiet", "-o", world["device"]])
     refused(out)
     assert "not a regular file" in out.stderr
-    assert not os.path.isfile("/dev/full")
+    assert stat.S_ISCHR(os.stat(world["device"]).st_mode)
 
 
 def test_a_group_readable_private_key_is_refused(world, tmp_path):
