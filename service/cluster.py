@@ -6,7 +6,7 @@ The split is the atlas's (sigmacert/atlas): Dask workers compute, the service si
 * The process that holds the private key (service.worker) is never a Dask client. Dask's protocol
   unpickles what a peer sends (any `__Pickled__` frame of a message), so whoever controls a
   scheduler or a worker could run code in a Dask client. The key holder starts a relay instead: a
-  fresh interpreter without the key (service.sandbox, entry `python -m service.cluster`, under an
+  fresh interpreter without the key (service.sandbox, entry `python -m service.relay`, under an
   address-space and a wall-clock limit) that is the Dask client and talks to the key holder in JSON
   lines only (progress, then the outcome).
 * The relay's outcome is only a claim: the key holder builds the Statement from the predicate, has
@@ -28,13 +28,12 @@ import json
 import os
 import re
 import signal
-import sys
 import time
 import uuid
 from dataclasses import asdict, dataclass
 
 from certifier.errors import ParameterError
-from service.sandbox import Budget, Outcome, child, run
+from service.sandbox import Budget, Outcome, run
 
 CONNECT_TIMEOUT = "20s"
 TICK = 1.0          # seconds between progress reads in the relay
@@ -104,9 +103,13 @@ def remote_certify(req_json: str, memory: int, seconds: float, topic: str) -> st
     from distributed import Event, get_worker
 
     from service.sandbox import run as run_child
-    worker, stop = get_worker(), Event(topic)
-    out = run_child("certify", json.loads(req_json), Budget(memory, seconds),
-                    on_progress=lambda **p: worker.log_event(topic, p), keep_going=lambda: not stop.is_set())
+    try:
+        worker, stop = get_worker(), Event(topic)
+        out = run_child("certify", json.loads(req_json), Budget(memory, seconds),
+                        on_progress=lambda **p: worker.log_event(topic, p), keep_going=lambda: not stop.is_set())
+    except Exception as err:  # an answer, not a Dask task error (whose traceback the relay cannot use)
+        return json.dumps({"result": None, "failure": "crashed", "reason": f"{type(err).__name__}: {err}"[:300],
+                           "seconds": 0.0})
     return json.dumps({"result": out.result, "failure": out.failure, "reason": out.reason, "seconds": out.seconds})
 
 
@@ -228,7 +231,7 @@ RELAY_TASKS = {"check": relay_check, "certify": relay_certify}
 
 def check(cluster: Cluster) -> int:
     """The number of workers of the cluster, asked through a relay; ParameterError (one line) if unusable."""
-    out = run("check", {"cluster": cluster.as_dict()}, RELAY, entry="service.cluster")
+    out = run("check", {"cluster": cluster.as_dict()}, RELAY, entry="service.relay")
     if out.result is None:
         raise ParameterError(f"cannot use the Dask scheduler at {cluster.address}: {out.reason}")
     if "error" in out.result:
@@ -241,7 +244,7 @@ def run_on_cluster(cluster: Cluster, req: dict, budget: Budget, *, on_progress, 
     exception. The Outcome's result is what the cluster claims; the caller replays it before signing."""
     relay = Budget(RELAY.memory, budget.seconds + 2 * GRACE)
     out = run("certify", {"cluster": cluster.as_dict(), "request": req, "memory": budget.memory,
-                          "seconds": budget.seconds}, relay, entry="service.cluster",
+                          "seconds": budget.seconds}, relay, entry="service.relay",
               on_progress=on_progress, keep_going=keep_going, grace=5.0)
     if out.result is None:
         return Outcome(failure=out.failure if out.failure in ("stopped", "seconds") else "crashed",
@@ -256,5 +259,3 @@ def run_on_cluster(cluster: Cluster, req: dict, budget: Budget, *, on_progress, 
                    else str(r["reason"])[:300], out.seconds)
 
 
-if __name__ == "__main__":
-    sys.exit(child(sys.argv[1:], RELAY_TASKS))
