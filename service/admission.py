@@ -1,10 +1,10 @@
 """Admission: a certification job's predicted cost, from the certifier's own cost model, before it is queued.
 
-The certifier chooses its grid by predicted time (certifier.grids_ms, method v2: erfc evaluations,
+The certifier chooses its grid by predicted time (certifier.bounds.grids_v2, method v2: erfc evaluations,
 octave products, log cells, epoch powers). Before a job is queued the service asks the same model
 what the upper side would cost at the request's sigma (the closed-form sigma of Corollary 3.4 when
 the request names none: the exact sigma is smaller, so its grid is at least as costly) and at the
-small loss budget the certifier uses without numerics (certifier.grids.budget). A two-sided
+small loss budget the certifier uses without numerics (certifier.bounds.grids_v1.budget). A two-sided
 certificate proves a lower side of the same size: twice that. Above the service's per-job limit the
 request is refused with the prediction (422), so no worker is held by a job that cannot finish.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import math
 
-from certifier.claim import Claim
+from certifier.certificate.claim import Claim
 from certifier.errors import ParameterError, SigmacertError
 from certifier.params import parse_decimal
 
@@ -21,9 +21,9 @@ from certifier.params import parse_decimal
 @functools.lru_cache(maxsize=4096)
 def predicted_seconds(steps: int, epochs: int, target: str, sigma: str | None, scheme: str) -> float:
     """Predicted seconds of a two-sided certification job (both sides), by the certifier's cost model."""
-    from certifier.grids import budget
-    from certifier.grids_ms import choose_v2
-    from certifier.schemes import closed_form_sigma
+    from certifier.bounds.grids_v1 import budget
+    from certifier.bounds.grids_v2 import choose_v2
+    from certifier.numerics.schemes import closed_form_sigma
     lam = parse_decimal("target", target)
     if sigma is None:
         s = closed_form_sigma(steps, epochs, float(lam), scheme)  # Cor. 3.4: >= the exact sigma

@@ -60,8 +60,8 @@ class ServiceState:
 
     @classmethod
     def open(cls, config: Config) -> ServiceState:
-        from certifier.envelope import key_id
-        from certifier.keys import load_public
+        from certifier.certificate.envelope import key_id
+        from certifier.certificate.keys import load_public
         from service.worker import public_of
         tokens = Tokens(config.tokens)
         lock = lock_database(config.db)

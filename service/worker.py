@@ -40,7 +40,7 @@ def matches_request(req: dict, outcome: dict) -> str | None:
 
     The computation is our own code, but the key signs only a claim that is the one requested
     and a bound that meets the target, read back from the predicate itself."""
-    from certifier.claim import RANDOM_ALLOCATION
+    from certifier.certificate.claim import RANDOM_ALLOCATION
     from certifier.params import parse_decimal
     pred = outcome.get("predicate")
     if not isinstance(pred, dict) or not isinstance(pred.get("claim"), dict):
@@ -66,8 +66,8 @@ def matches_request(req: dict, outcome: dict) -> str | None:
 class Worker:
     def __init__(self, db: str, key_path: str, owner: str, parent: int, budget: Budget, keyid: str | None = None,
                  cluster: dict | None = None):
-        from certifier.envelope import key_id
-        from certifier.keys import load_private
+        from certifier.certificate.envelope import key_id
+        from certifier.certificate.keys import load_private
         from service.cluster import Cluster
         from service.store import Store
         self.store, self.owner, self.parent, self.budget = Store(db, create=False), owner, parent, budget
@@ -146,7 +146,7 @@ class Worker:
         predicate the cost model prices above the budget is refused, not replayed."""
         import base64
 
-        from certifier.envelope import canonical_json
+        from certifier.certificate.envelope import canonical_json
         payload = {"statement": base64.b64encode(canonical_json(stmt)).decode(), "max_memory": self.budget.memory,
                    "max_seconds": self.budget.seconds}
         out = run("replay", payload, self.budget, keep_going=keep_going)
@@ -167,13 +167,13 @@ class Worker:
 
     @staticmethod
     def _statement(req: dict, pred: dict) -> dict:
-        from certifier.envelope import claim_subject, statement
+        from certifier.certificate.envelope import claim_subject, statement
         s = req.get("subject")
         subject = {"name": s["name"], "digest": {"sha256": s["sha256"]}} if s else claim_subject(pred["claim"])
         return statement(subject, pred)
 
     def _sign(self, stmt: dict) -> str:
-        from certifier.envelope import canonical_json, sign_envelope
+        from certifier.certificate.envelope import canonical_json, sign_envelope
         return canonical_json(sign_envelope(stmt, self.key)).decode("utf-8")
 
 
@@ -261,9 +261,9 @@ def public_of(key_path: str) -> tuple[str, str]:
 def _print_public(key_path: str) -> int:
     from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-    from certifier.envelope import key_id
+    from certifier.certificate.envelope import key_id
+    from certifier.certificate.keys import load_private
     from certifier.errors import SigmacertError
-    from certifier.keys import load_private
     try:
         pub = load_private(key_path).public_key()
     except SigmacertError as err:

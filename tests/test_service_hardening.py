@@ -373,8 +373,8 @@ def test_the_http_process_never_loads_the_private_key(tmp_path):
     from service.worker import public_of
     key = make_key(str(tmp_path / "k"))
     kid, pem = public_of(key)
-    from certifier.envelope import key_id
-    from certifier.keys import load_public
+    from certifier.certificate.envelope import key_id
+    from certifier.certificate.keys import load_public
     assert kid == key_id(load_public(str(tmp_path / "k" / "public.pem"))) and "PUBLIC KEY" in pem
 
 
@@ -410,7 +410,7 @@ def test_a_second_serve_on_a_locked_database_creates_nothing(tmp_path):
 
 
 def test_an_issuer_key_in_a_shared_directory_is_never_picked_up(tmp_path):
-    from certifier.keys import keygen
+    from certifier.certificate.keys import keygen
     keygen(str(tmp_path / "issuer-key"))  # someone else's key where the default would be
     out = subprocess.run([*SIGMACERT, "serve", "--port", str(free_port()), "--db", str(tmp_path / "new.db")],
                          capture_output=True, text=True, timeout=60)
