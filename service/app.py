@@ -24,13 +24,14 @@ from service.routes import ROUTERS
 from service.state import ServiceState
 
 
-def create_app(config: Config | None = None) -> FastAPI:
+def create_app(config: Config | None = None, state: ServiceState | None = None) -> FastAPI:
+    """The app; `state` already opened (sigmacert serve: start-up failures are one line) or opened at start."""
     if config is None:  # `uvicorn --factory service.app:create_app`: read the environment
         config = Config.from_env()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
-        app.state.service = ServiceState.open(config)
+        app.state.service = state if state is not None else ServiceState.open(config)
         gc.freeze()  # start-up objects (modules, app, routes) live for good: keep full collections short
         try:
             yield

@@ -135,8 +135,8 @@ class SigmaService:
     async def exact(self, steps: int, epochs: int, target: str, scheme: str = RANDOM_ALLOCATION) -> dict:
         cell = f"{steps}/{epochs}/{target}" + ("" if scheme == RANDOM_ALLOCATION else f"/{scheme}")
         hit = self.cached(cell)
-        if hit is not None:
-            return {**hit, "cached": True}
+        if hit is not None:  # only a final answer is "cached" (service.middleware keeps those bytes for good)
+            return {**hit, "cached": hit.get("exact_status") == "done"}
         stored = await asyncio.to_thread(self.store.sigma_get, cell)
         if stored is not None:
             self.cache[cell] = stored

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from certifier.params import ParameterError
-from service.cluster import parse_scheduler
+from service.cluster import Cluster
 from service.sandbox import Budget
 from service.validate import Limits
 
@@ -61,12 +61,17 @@ class Config:
     report: Budget = REPORT    # each certificate's audit report
     report_entry: str | None = None  # the module whose child renders reports (sigmacert serve names it)
     report_wait: float = 20.0  # seconds a report request waits before answering 202 pending
-    scheduler: str | None = None  # a Dask scheduler address: certification jobs compute there
+    cluster: Cluster | None = None  # a Dask cluster: certification jobs compute there (service.cluster)
+    max_predicted_seconds: float = 900.0  # admission: a job the certifier's cost model predicts longer is 422
+    max_queued: int = 100         # admission: jobs queued or running at once (429 beyond)
+    max_queued_per_team: int = 10  # admission: jobs queued or running per team (429 beyond)
+    max_resubmits: int = 3        # a failed job is re-queued on an identical request at most this often
 
     @classmethod
     def from_env(cls) -> Config:
         """SIGMACERT_DB, _KEY, _TOKENS, _WORKERS, _JOB_MEMORY, _JOB_SECONDS, _VERIFY_MEMORY, _VERIFY_SECONDS,
-        _REPORT_ENTRY, _SCHEDULER."""
+        _REPORT_ENTRY, _SCHEDULER (with _SCHEDULER_CA, _SCHEDULER_CERT, _SCHEDULER_KEY for tls://, or
+        _INSECURE_SCHEDULER=1 for tcp://)."""
         env = os.environ.get
         budget = lambda kind, d: Budget(  # noqa: E731
             parse_memory(f"SIGMACERT_{kind}_MEMORY", env(f"SIGMACERT_{kind}_MEMORY", f"{d.memory >> 20}M")),
@@ -75,4 +80,7 @@ class Config:
                    tokens=env("SIGMACERT_TOKENS"), workers=int(env("SIGMACERT_WORKERS", "1")),
                    job=budget("JOB", JOB), verify=budget("VERIFY", VERIFY),
                    report_entry=env("SIGMACERT_REPORT_ENTRY"),
-                   scheduler=parse_scheduler(env("SIGMACERT_SCHEDULER")) if env("SIGMACERT_SCHEDULER") else None)
+                   cluster=Cluster.parse(env("SIGMACERT_SCHEDULER"), env("SIGMACERT_SCHEDULER_CA"),
+                                         env("SIGMACERT_SCHEDULER_CERT"), env("SIGMACERT_SCHEDULER_KEY"),
+                                         env("SIGMACERT_INSECURE_SCHEDULER") == "1")
+                   if env("SIGMACERT_SCHEDULER") else None)

@@ -1,6 +1,8 @@
 """Error answers: every failure is a JSON `detail` of one line with a 4xx, never a traceback."""
 from __future__ import annotations
 
+import sqlite3
+
 from fastapi import FastAPI, HTTPException
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -30,6 +32,18 @@ def install(app: FastAPI) -> None:
         return JSONResponse({"detail": "too many computations in flight; retry shortly"}, 429,
                             headers={"Retry-After": "5"})
 
+    @app.exception_handler(sqlite3.Error)
+    async def _storage(request, exc):  # the archive cannot be read or written: say so, retryable
+        return JSONResponse({"detail": f"storage unavailable: {one_line(exc)}"}, 503, headers={"Retry-After": "30"})
+
     @app.exception_handler(Exception)
     async def _internal(request, exc):  # last resort: logged by uvicorn, never shown
+        if isinstance(exc, OSError) or isinstance(exc.__cause__ or exc.__context__, sqlite3.Error):
+            return JSONResponse({"detail": f"storage unavailable: {one_line(exc)}"}, 503,
+                                headers={"Retry-After": "30"})
         return JSONResponse({"detail": "internal error"}, 500)
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0][:200] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

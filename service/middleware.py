@@ -74,7 +74,7 @@ class SigmaCache:
                 parts.append(msg.get("body", b""))
                 if not msg.get("more_body") and status[0] == 200:
                     out = b"".join(parts)
-                    if b'"cached":true' in out and len(qs) <= 256:
+                    if b'"cached":true' in out and b'"exact_status":"done"' in out and len(qs) <= 256:
                         if len(self.hits) >= self.size:
                             self.hits.clear()
                         self.hits[qs] = out

@@ -69,10 +69,12 @@ class Outcome:
 # ----------------------------------------------------------------------------- parent side
 
 def run(task: str, payload: dict, budget: Budget, *, on_progress=None, keep_going=None,
-        entry: str = "service.sandbox") -> Outcome:
+        entry: str = "service.sandbox", grace: float = 0.0) -> Outcome:
     """Run TASK on `payload` in a limited child. Whatever the child does ends in an Outcome;
     OSError only when no child can be started at all. `entry` is the module the child runs: this
-    one (the tasks of service.tasks) or one that calls `child(argv, tasks)` with its own tasks."""
+    one (the tasks of service.tasks) or one that calls `child(argv, tasks)` with its own tasks.
+    A child stopped early gets SIGTERM and `grace` seconds to tidy up (a Dask relay cancels its
+    remote task) before SIGKILL."""
     t0 = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", entry, task, str(budget.memory), str(os.getpid())],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -86,6 +88,12 @@ def run(task: str, payload: dict, budget: Budget, *, on_progress=None, keep_goin
             except subprocess.TimeoutExpired:
                 failure = "seconds"
     finally:  # whatever happened here, the child does not outlive this call
+        if proc.poll() is None and grace > 0:
+            proc.terminate()
+            try:
+                proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                pass
         if proc.poll() is None:
             proc.kill()
             proc.wait()

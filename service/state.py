@@ -6,7 +6,8 @@
 Opening takes an exclusive lock on the database, re-queues jobs left `running` by a
 previous (killed) server, records the public half of the signing key (older keys become
 retired) and starts the workers. The private key stays out of this process: only the
-workers read it. Routers get the state with `Depends(get_state)`; a new feature adds a
+workers read it (its public half is read by a short child, service.worker.public_of).
+Routers get the state with `Depends(get_state)`; a new feature adds a
 field here and a router in service/routes.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 
 from fastapi import Depends, Header, Request
 
-from service.auth import Tokens
+from service.auth import Caller, Tokens
 from service.compute import Lane, SigmaService, Verifications
 from service.config import Config
 from service.errors import ApiError
@@ -60,7 +61,8 @@ class ServiceState:
     @classmethod
     def open(cls, config: Config) -> ServiceState:
         from certifier.certificate.envelope import key_id
-        from certifier.certificate.keys import load_private, load_public
+        from certifier.certificate.keys import load_public
+        from service.worker import public_of
         tokens = Tokens(config.tokens)
         lock = lock_database(config.db)
         try:
@@ -68,9 +70,8 @@ class ServiceState:
             for pem_path in config.retired_keys:
                 pub = load_public(pem_path)
                 store.add_retired_key(key_id(pub), _public_pem(pub))
-            pub = load_private(config.key).public_key()  # only the public half stays in this process
-            keyid = key_id(pub)
-            store.set_active_key(keyid, _public_pem(pub))
+            keyid, pem = public_of(config.key)  # read in a child: the private key never enters this process
+            store.set_active_key(keyid, pem)
             n = store.requeue()
         except BaseException:
             os.close(lock)
@@ -78,7 +79,7 @@ class ServiceState:
         if n:
             print(f"sigmacert serve: {n} job(s) left running by a previous server re-queued", flush=True)
         workers = WorkerPool(store, config.db, config.key, config.workers, keyid, config.job,
-                             scheduler=config.scheduler)
+                             cluster=config.cluster)
         workers.start()
         sigma_lane, verify_lane, report_lane = Lane("sigma", 1, 8), Lane("verify", 1, 4), Lane("report", 1, 8)
         return cls(config=config, tokens=tokens, store=store, keyid=keyid, workers=workers,
@@ -100,13 +101,31 @@ async def get_state(request: Request) -> ServiceState:
     return request.app.state.service
 
 
+def _who(state: ServiceState, authorization: str | None) -> Caller | None:
+    if state.tokens.problem is not None:  # fail closed, and say so (the log has the details)
+        raise ApiError(401, "no token is accepted now: the server's tokens file is invalid (its operator "
+                            "is told in the server log)", {"WWW-Authenticate": "Bearer"})
+    return state.tokens.check(authorization)
+
+
 def caller(authorization: str | None = Header(None, include_in_schema=False),
-           state: ServiceState = Depends(get_state)) -> str:
-    """The name of the bearer token presented (401 without a valid one)."""
-    if not state.tokens.configured:
+           state: ServiceState = Depends(get_state)) -> Caller:
+    """Who presented a valid bearer token (401 without one)."""
+    if state.tokens.path is None or (not state.tokens.configured and state.tokens.problem is None):
         raise ApiError(401, "this server has no API tokens (start it with --tokens FILE; "
                             "create one with `sigmacert token create`)", {"WWW-Authenticate": "Bearer"})
-    name = state.tokens.check(authorization)
-    if name is None:
+    who = _who(state, authorization)
+    if who is None:
         raise ApiError(401, "missing or invalid bearer token", {"WWW-Authenticate": "Bearer"})
-    return name
+    return who
+
+
+def viewer(authorization: str | None = Header(None, include_in_schema=False),
+           state: ServiceState = Depends(get_state)) -> Caller | None:
+    """The caller when a valid token is presented, else None (a public view)."""
+    if not authorization or state.tokens.path is None:
+        return None
+    try:
+        return _who(state, authorization)
+    except ApiError:
+        return None

@@ -11,15 +11,28 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import secrets
 import sqlite3
 import threading
 import time
+import urllib.parse
 
 from certifier.certificate.envelope import canonical_json
 
 MAX_ATTEMPTS = 5  # a job whose worker died this many times fails instead of looping forever
 ACTIVE = ("queued", "running")
+RETRYABLE = ("error", "crashed", "rejected", "limit")  # error kinds an identical request may queue again
+# (at most max_resubmits times: a limit hit on a loaded machine may pass; a bound over the target is
+# the answer, computing it again would give it again)
+
+
+class Refused(Exception):
+    """A submission the store does not queue: `status` (409, 429) and a one-line reason."""
+
+    def __init__(self, status: int, reason: str, retry_after: int | None = None):
+        super().__init__(reason)
+        self.status, self.reason, self.retry_after = status, reason, retry_after
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -32,7 +45,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     reason TEXT, error_kind TEXT, bound TEXT, envelope TEXT, keyid TEXT,
     requested_by TEXT,
     created_at REAL NOT NULL, updated_at REAL NOT NULL, started_at REAL, finished_at REAL,
-    lease_owner TEXT, lease_expires REAL, attempts INTEGER NOT NULL DEFAULT 0
+    lease_owner TEXT, lease_expires REAL, attempts INTEGER NOT NULL DEFAULT 0,
+    team TEXT, resubmits INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS jobs_queue ON jobs(status, created_at);
 CREATE INDEX IF NOT EXISTS jobs_cell ON jobs(steps, epochs, target);
@@ -45,11 +59,14 @@ CREATE TABLE IF NOT EXISTS sigma_cache (
 CREATE TABLE IF NOT EXISTS report_cache (
     report TEXT PRIMARY KEY, result TEXT NOT NULL, created_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS health (id INTEGER PRIMARY KEY CHECK (id = 1), checked_at REAL NOT NULL);
 """
+# columns added after the first release: (name, definition), added to an older database at open
+MIGRATIONS = (("team", "TEXT"), ("resubmits", "INTEGER NOT NULL DEFAULT 0"))
 
 _CACHES = {"sigma_cache": "cell", "report_cache": "report"}  # table -> its key column
 _LIST_COLUMNS = ("id, status, steps, epochs, target, sigma, bound, keyid, reason, request, "
-                 "requested_by, created_at, finished_at")
+                 "requested_by, team, created_at, finished_at")
 
 
 def request_key(req: dict) -> str:
@@ -60,16 +77,35 @@ def request_key(req: dict) -> str:
 class Store:
     """One connection per thread on the same file; autocommit, explicit IMMEDIATE transactions."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, create: bool = True):
+        """`create`: make the file (mode 0600) if missing; a worker opens only an existing archive."""
         self.path = path
         self._local = threading.local()
-        self._conn().executescript(SCHEMA)
+        self._inode = None
+        if path != ":memory:":  # the archive is readable by its owner only (SQLite gives -wal, -shm its mode)
+            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_CREAT if create else 0), 0o600)
+            try:
+                os.fchmod(fd, 0o600)
+                self._inode = os.fstat(fd).st_ino
+            finally:
+                os.close(fd)
+        c = self._conn()
+        c.executescript(SCHEMA)
+        have = {r[1] for r in c.execute("PRAGMA table_info(jobs)")}
+        for name, decl in MIGRATIONS:
+            if name not in have:
+                c.execute(f"ALTER TABLE jobs ADD COLUMN {name} {decl}")
+        for suffix in ("-wal", "-shm"):
+            if os.path.exists(path + suffix):
+                os.chmod(path + suffix, 0o600)
 
     # ------------------------------------------------------------------ plumbing
     def _conn(self) -> sqlite3.Connection:
         c = getattr(self._local, "conn", None)
         if c is None:
-            c = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+            target = self.path if self.path == ":memory:" else f"file:{urllib.parse.quote(self.path)}?mode=rw"
+            # mode=rw: a removed archive is an error, never silently a new empty one
+            c = sqlite3.connect(target, timeout=30.0, isolation_level=None, check_same_thread=False, uri=True)
             c.row_factory = sqlite3.Row
             c.execute("PRAGMA journal_mode=WAL")
             c.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: committed data survives a process kill
@@ -90,7 +126,13 @@ class Store:
             return False
 
     def _tx(self):
+        self._same_file()
         return Store._Tx(self._conn())
+
+    def _same_file(self) -> None:
+        """OSError when the archive's file was removed or replaced while open (its writes would be lost)."""
+        if self._inode is not None and os.stat(self.path).st_ino != self._inode:
+            raise OSError(f"{self.path} was replaced while the server ran")
 
     def close(self) -> None:
         c = getattr(self._local, "conn", None)
@@ -99,26 +141,66 @@ class Store:
             self._local.conn = None
 
     # ------------------------------------------------------------------ jobs
-    def submit(self, req: dict, requested_by: str | None) -> tuple[dict, bool]:
-        """(job, created). Identical requests share one job; a cancelled or errored one is re-queued."""
-        key, now = request_key(req), time.time()
+    def find(self, req: dict) -> dict | None:
+        """The job of this (normalised) request, if any."""
+        row = self._conn().execute("SELECT * FROM jobs WHERE request_key=?", (request_key(req),)).fetchone()
+        return dict(row) if row else None
+
+    def submit(self, req: dict, requested_by: str | None, team: str | None = None, *, admin: bool = False,
+               max_queued: int | None = None, max_per_team: int | None = None,
+               max_resubmits: int = 3) -> tuple[dict, bool]:
+        """(job, created). Identical requests share one job, owned by the team that first submitted it.
+
+        A cancelled job, or one that failed for a retryable reason (RETRYABLE), is queued again by its
+        owner's team (or an admin), a failed one at most `max_resubmits` times; another team gets
+        Refused(409). A new or re-queued job beyond `max_queued` active jobs, or `max_per_team` of
+        this team's, is Refused(429)."""
+        key, now, team = request_key(req), time.time(), team or requested_by
         with self._tx() as c:
             row = c.execute("SELECT * FROM jobs WHERE request_key=?", (key,)).fetchone()
-            if row is not None:
-                if row["status"] == "cancelled" or (row["status"] == "failed"
-                                                    and row["error_kind"] != "not-certified"):
-                    c.execute("UPDATE jobs SET status='queued', stage=NULL, percent=NULL, elapsed=NULL, "
-                              "reason=NULL, error_kind=NULL, bound=NULL, lease_owner=NULL, lease_expires=NULL, "
-                              "attempts=0, started_at=NULL, finished_at=NULL, updated_at=?, created_at=?, "
-                              "requested_by=? WHERE id=?", (now, now, requested_by, row["id"]))
-                    return dict(c.execute("SELECT * FROM jobs WHERE id=?", (row["id"],)).fetchone()), True
+            requeue = row is not None and (row["status"] == "cancelled" or (
+                row["status"] == "failed" and row["error_kind"] in RETRYABLE))
+            if row is not None and not requeue:
                 return dict(row), False
+            if requeue:
+                owner = row["team"] or row["requested_by"]
+                if owner != team and not admin:
+                    raise Refused(409, f"job {row['id']} is {row['status']} and belongs to another team; only "
+                                       "its team or an admin can submit it again")
+                if row["status"] == "failed" and row["resubmits"] >= max_resubmits:
+                    return dict(row), False  # the archived failure: not retried forever
+            self._admit(c, team, max_queued, max_per_team)
+            if requeue:
+                c.execute("UPDATE jobs SET status='queued', stage=NULL, percent=NULL, elapsed=NULL, "
+                          "reason=NULL, error_kind=NULL, bound=NULL, lease_owner=NULL, lease_expires=NULL, "
+                          "attempts=0, started_at=NULL, finished_at=NULL, updated_at=?, created_at=?, "
+                          "requested_by=?, resubmits=resubmits+? WHERE id=?",
+                          (now, now, requested_by, int(row["status"] == "failed"), row["id"]))
+                return dict(c.execute("SELECT * FROM jobs WHERE id=?", (row["id"],)).fetchone()), True
             jid = "c" + secrets.token_hex(10)
             c.execute("INSERT INTO jobs (id, request_key, request, steps, epochs, target, sigma, status, "
-                      "requested_by, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                      "requested_by, team, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                       (jid, key, canonical_json(req).decode(), req["steps"], req["epochs"], req["target"],
-                       req.get("sigma"), "queued", requested_by, now, now))
+                       req.get("sigma"), "queued", requested_by, team, now, now))
             return dict(c.execute("SELECT * FROM jobs WHERE id=?", (jid,)).fetchone()), True
+
+    @staticmethod
+    def _admit(c, team, max_queued, max_per_team) -> None:
+        active = "status IN ('queued', 'running')"
+        n = c.execute(f"SELECT COUNT(*) FROM jobs WHERE {active}").fetchone()[0]
+        if max_queued is not None and n >= max_queued:
+            raise Refused(429, f"the queue is full ({max_queued} jobs queued or running); retry later", 60)
+        if max_per_team is not None and team is not None and c.execute(
+                f"SELECT COUNT(*) FROM jobs WHERE {active} AND COALESCE(team, requested_by)=?",
+                (team,)).fetchone()[0] >= max_per_team:
+            raise Refused(429, f"team {team} has {max_per_team} jobs queued or running, its quota; retry when "
+                               "one has finished", 60)
+
+    def ping(self) -> None:
+        """A write in a transaction: raises sqlite3.Error (or OSError) when the archive cannot be written,
+        or when its file is no longer the one opened (removed or replaced: writes would be lost)."""
+        with self._tx() as c:
+            c.execute("INSERT OR REPLACE INTO health (id, checked_at) VALUES (1, ?)", (time.time(),))
 
     def get(self, jid: str) -> dict | None:
         row = self._conn().execute("SELECT * FROM jobs WHERE id=?", (jid,)).fetchone()

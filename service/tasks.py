@@ -69,4 +69,15 @@ def verify_certificate(payload: dict, progress) -> dict:
     return r
 
 
-TASKS = {"certify": certify_job, "sigma": exact_sigma, "verify": verify_certificate}
+def replay_statement(payload: dict, progress) -> dict:
+    """The independent verifier's replay of an unsigned Statement (what the key holder signs next),
+    under the verifier's cost model with this process's budget."""
+    from verifier import replay_statement as replay
+    r = replay(base64.b64decode(payload["statement"]), max_memory=payload["max_memory"],
+               max_seconds=payload["max_seconds"]).as_dict()
+    if r["reason"] == "internal-error" and "MemoryError" in (r.get("detail") or ""):
+        raise MemoryError
+    return r
+
+
+TASKS = {"certify": certify_job, "sigma": exact_sigma, "verify": verify_certificate, "replay": replay_statement}

@@ -1,11 +1,19 @@
-"""Request models and bounds: every bad input becomes a 422 with a one-line reason."""
+"""Request models and bounds: every bad input becomes a 422 with a one-line reason.
+
+The documented rules (docs/service.md): a body is JSON without duplicate keys; numbers are ASCII
+digits; a decimal is read exactly as written (a JSON number such as 2.500000000000000000001 is
+kept as that text, never rounded through a float); a subject name is printable text (no control,
+format or bidirectional characters such as U+202E).
+"""
 from __future__ import annotations
 
+import json
+import unicodedata
 from dataclasses import dataclass
 from typing import Optional, Union
 
 from flint import fmpq
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, field_validator
 
 from certifier.numerics import schemes
 from certifier.params import ParameterError, decimal_str, parse_count, parse_decimal
@@ -32,6 +40,14 @@ class SubjectIn(BaseModel):
                             description="what the certificate is about, e.g. a model file name")
     sha256: StrictStr = Field(pattern=r"^[0-9a-f]{64}$", description="lowercase hex SHA-256 of that file")
 
+    @field_validator("name")
+    @classmethod
+    def _printable(cls, v: str) -> str:
+        bad = next((c for c in v if unicodedata.category(c)[0] in "CZ" and c != " "), None)
+        if bad is not None:
+            raise ValueError(f"must be printable text (U+{ord(bad):04X} is not)")
+        return v
+
 
 class CertificateRequest(BaseModel):
     """POST /v1/certificates. Decimals are best sent as strings ("1.2"): they are read exactly."""
@@ -50,10 +66,42 @@ class CertificateRequest(BaseModel):
                                                           "(default: the claim itself)")
 
 
+class _Duplicate(ValueError):
+    pass
+
+
+def _no_duplicates(pairs):
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise _Duplicate(k)
+        out[k] = v
+    return out
+
+
+def _no_constant(name):
+    raise ValueError(name)
+
+
+def strict_json(data: bytes):
+    """The JSON body: duplicate keys, NaN/Infinity and integers beyond Python's digit limit refused
+    (ParameterError); every JSON number with a fraction or exponent kept as its exact text."""
+    try:
+        return json.loads(data, object_pairs_hook=_no_duplicates, parse_float=str, parse_constant=_no_constant)
+    except _Duplicate as err:
+        raise ParameterError(f"body: duplicate key {str(err)[:40]!r}") from None
+    except RecursionError:
+        raise ParameterError("body: JSON nested too deeply") from None
+    except (ValueError, UnicodeDecodeError):
+        raise ParameterError("body: not valid JSON") from None
+
+
 def _text(name: str, value) -> str:
     text = repr(value) if isinstance(value, float) else str(value)
     if len(text) > 40:
         raise ParameterError(f"{name} is too long (at most 40 characters)")
+    if not text.isascii() or not text.isprintable():
+        raise ParameterError(f"{name} must be written in ASCII digits")
     return text
 
 

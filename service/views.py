@@ -12,9 +12,13 @@ def iso(t: float | None) -> str | None:
     return _dt.datetime.fromtimestamp(t, _dt.timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def job_view(row: dict, full: bool = True) -> dict:
-    """A job: its request and status; `full` adds progress, attempts and the signed envelope."""
+def job_view(row: dict, full: bool = True, viewer_owns: bool = False) -> dict:
+    """A job: its request and status; `full` adds progress, attempts and the signed envelope. Who
+    requested it and the subject's name are shown only to its team (`viewer_owns`); the certificate
+    itself (the envelope) is public and names its subject."""
     req = json.loads(row["request"])
+    if not viewer_owns and isinstance(req.get("subject"), dict):
+        req["subject"] = {"sha256": req["subject"].get("sha256")}
     out = {"id": row["id"], "status": row["status"], "request": req, "steps": row["steps"],
            "epochs": row["epochs"], "scheme": req.get("scheme", "random-allocation"),
            "target": row["target"], "sigma": row["sigma"],
@@ -29,7 +33,9 @@ def job_view(row: dict, full: bool = True) -> dict:
         out["reason"] = row["reason"]
     if not full:
         return out
-    out.update(updated_at=iso(row["updated_at"]), attempts=row["attempts"], requested_by=row["requested_by"])
+    out.update(updated_at=iso(row["updated_at"]), attempts=row["attempts"])
+    if viewer_owns:
+        out.update(requested_by=row["requested_by"], team=row.get("team") or row["requested_by"])
     if row["status"] == "running":
         out.update(stage=row["stage"], percent=row["percent"], elapsed=row["elapsed"])
     if row["status"] == "done":

@@ -1,14 +1,17 @@
 """Workers: claim a job, compute it in a limited child process, sign, record (docs/service.md).
 
     python -m service.worker --db DB --key PRIVATE.pem --owner NAME --parent PID --keyid HEX
-                             --memory BYTES --seconds S [--scheduler tcp://HOST:PORT]
+                             --memory BYTES --seconds S [--cluster JSON]
+    python -m service.worker --public-of PRIVATE.pem   # {"keyid", "public_pem"}: the HTTP process never reads the key
 
 A worker holds the signing key and never computes: each job runs in its own child process
 (service.sandbox: a fresh interpreter without the key, an address-space limit, killed at
 the wall-clock limit). Once a second the worker renews its lease on the job and publishes
 the child's progress; when the job was cancelled or taken away it kills the child and
-takes the next job. With --scheduler the child runs on a Dask worker instead (service.cluster):
-the key and the signing stay here. A child over a limit is killed and its job fails with that reason;
+takes the next job. With --cluster the job runs on a Dask worker instead, through a relay child
+(service.cluster): the key and the signing stay here, and what the cluster returns is signed only
+after the independent verifier replayed it (verifier.replay_statement, in a limited child) and its
+claim is the one requested. A child over a limit is killed and its job fails with that reason;
 the worker carries on. A worker dies with its server (PR_SET_PDEATHSIG, and a parent
 check), and its child with it, so after a SIGKILL of the server no orphan keeps computing;
 the restarted server re-queues the job.
@@ -62,15 +65,14 @@ def matches_request(req: dict, outcome: dict) -> str | None:
 
 class Worker:
     def __init__(self, db: str, key_path: str, owner: str, parent: int, budget: Budget, keyid: str | None = None,
-                 scheduler: str | None = None):
+                 cluster: dict | None = None):
         from certifier.certificate.envelope import key_id
         from certifier.certificate.keys import load_private
+        from service.cluster import Cluster
         from service.store import Store
-        self.store, self.owner, self.parent, self.budget = Store(db), owner, parent, budget
-        self.cluster = None
-        if scheduler is not None:  # jobs go to this Dask cluster; the key stays here (service.cluster)
-            from service.cluster import connect
-            self.cluster = connect(scheduler)
+        self.store, self.owner, self.parent, self.budget = Store(db, create=False), owner, parent, budget
+        # jobs go to this Dask cluster through a relay child; the key stays here (service.cluster)
+        self.cluster = None if cluster is None else Cluster(**cluster)
         self.key = load_private(key_path)
         self.keyid = key_id(self.key.public_key())
         if keyid is not None and keyid != self.keyid:  # the key file changed under a running server
@@ -123,10 +125,38 @@ class Worker:
                    reason=f"not certified: the bound reached, {res['bound']}, exceeds the target "
                           f"{res['target']} at sigma {res['sigma']}")
         elif (why := matches_request(req, res)) is not None:
-            finish("failed", reason=f"internal error: not signed: {why}", error_kind="error")
+            finish("failed", reason=f"not signed: {why}", error_kind="rejected")
         else:
-            finish("done", bound=res["bound"], sigma=res["sigma"], keyid=self.keyid,
-                   envelope=self._sign(req, res["predicate"]))
+            try:
+                stmt = self._statement(req, res["predicate"])
+            except (KeyError, TypeError, ValueError, RecursionError) as err:
+                finish("failed", reason=f"not signed: malformed predicate ({type(err).__name__})",
+                       error_kind="rejected")
+                return
+            if self.cluster is not None and (why := self.replay(stmt, keep_going=heartbeat)) is not None:
+                print(f"sigmacert worker {self.owner}: job {jid}: {why}", file=sys.stderr, flush=True)
+                finish("failed", reason=why, error_kind="rejected")
+                return
+            finish("done", bound=res["bound"], sigma=res["sigma"], keyid=self.keyid, envelope=self._sign(stmt))
+
+    def replay(self, stmt: dict, keep_going) -> str | None:
+        """Why the Statement must not be signed (None: the independent verifier's replay accepts it).
+
+        The replay runs in a limited child under the job's budget and the verifier's cost model; a
+        predicate the cost model prices above the budget is refused, not replayed."""
+        import base64
+
+        from certifier.certificate.envelope import canonical_json
+        payload = {"statement": base64.b64encode(canonical_json(stmt)).decode(), "max_memory": self.budget.memory,
+                   "max_seconds": self.budget.seconds}
+        out = run("replay", payload, self.budget, keep_going=keep_going)
+        if out.result is None:
+            return f"not signed: the independent replay of the cluster's predicate failed: {out.reason}"
+        r = out.result
+        if r.get("accepted") is not True:
+            return (f"not signed: the independent replay rejected the cluster's predicate: "
+                    f"{r.get('reason')}: {str(r.get('detail'))[:300]}")
+        return None
 
     def compute(self, req: dict, *, on_progress, keep_going):
         """The job's Outcome: a local limited child, or the same child on a Dask worker."""
@@ -135,11 +165,16 @@ class Worker:
         from service.cluster import run_on_cluster
         return run_on_cluster(self.cluster, req, self.budget, on_progress=on_progress, keep_going=keep_going)
 
-    def _sign(self, req: dict, pred: dict) -> str:
-        from certifier.certificate.envelope import sign_certificate
+    @staticmethod
+    def _statement(req: dict, pred: dict) -> dict:
+        from certifier.certificate.envelope import claim_subject, statement
         s = req.get("subject")
-        subject = {"name": s["name"], "digest": {"sha256": s["sha256"]}} if s else None
-        return sign_certificate(pred, self.key, subject).decode("utf-8")
+        subject = {"name": s["name"], "digest": {"sha256": s["sha256"]}} if s else claim_subject(pred["claim"])
+        return statement(subject, pred)
+
+    def _sign(self, stmt: dict) -> str:
+        from certifier.certificate.envelope import sign_statement
+        return sign_statement(stmt, self.key).decode("utf-8")
 
 
 # ----------------------------------------------------------------------------- supervisor (server side)
@@ -148,9 +183,9 @@ class WorkerPool:
     """N worker processes, restarted when one ends; a dead worker's job goes back to the queue."""
 
     def __init__(self, store, db: str, key_path: str, n: int, keyid: str, budget: Budget, log=None,
-                 scheduler: str | None = None):
+                 cluster=None):
         self.store, self.db, self.key_path, self.n, self.keyid = store, db, key_path, n, keyid
-        self.budget, self.scheduler = budget, scheduler
+        self.budget, self.cluster = budget, cluster
         self.log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
         self.procs: dict[int, tuple[subprocess.Popen, str, float]] = {}
         self._stop = threading.Event()
@@ -161,8 +196,8 @@ class WorkerPool:
         cmd = [sys.executable, "-m", "service.worker", "--db", self.db, "--key", self.key_path,
                "--owner", owner, "--parent", str(os.getpid()), "--keyid", self.keyid,
                "--memory", str(self.budget.memory), "--seconds", repr(self.budget.seconds)]
-        if self.scheduler is not None:
-            cmd += ["--scheduler", self.scheduler]
+        if self.cluster is not None:
+            cmd += ["--cluster", json.dumps(self.cluster.as_dict())]
         p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, close_fds=True)
         self.procs[slot] = (p, owner, time.monotonic())
 
@@ -181,8 +216,8 @@ class WorkerPool:
                     continue
                 try:
                     n = self.store.requeue(owner)
-                except Exception:
-                    continue  # database busy: next round
+                except Exception as err:  # the database fails: respawn anyway; the dead worker's lease
+                    n = f"none ({type(err).__name__}: lease left to expire)"  # runs out and its job is claimed again
                 if p.returncode != 0:
                     self.log(f"sigmacert serve: worker {owner} exited with {p.returncode}; "
                              f"{n} job(s) re-queued; restarting it")
@@ -208,21 +243,57 @@ class WorkerPool:
                 pass
 
 
+def public_of(key_path: str) -> tuple[str, str]:
+    """(key id, public PEM) of the private key file, read in a child: the caller never holds the key.
+    KeyFileError (one line) when the file is unusable."""
+    from certifier.errors import KeyFileError
+    out = subprocess.run([sys.executable, "-m", "service.worker", "--public-of", key_path], stdin=subprocess.DEVNULL,
+                         capture_output=True, text=True, timeout=120)
+    try:
+        r = json.loads(out.stdout)
+    except ValueError:
+        r = {"error": f"cannot read the issuer key {key_path} (exit {out.returncode})"}
+    if "error" in r:
+        raise KeyFileError(r["error"])
+    return r["keyid"], r["public_pem"]
+
+
+def _print_public(key_path: str) -> int:
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    from certifier.certificate.envelope import key_id
+    from certifier.certificate.keys import load_private
+    from certifier.errors import SigmacertError
+    try:
+        pub = load_private(key_path).public_key()
+    except SigmacertError as err:
+        print(json.dumps({"error": str(err)}))
+        return 2
+    print(json.dumps({"keyid": key_id(pub),
+                      "public_pem": pub.public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo).decode()}))
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m service.worker")
-    ap.add_argument("--db", required=True)
-    ap.add_argument("--key", required=True)
-    ap.add_argument("--owner", required=True)
-    ap.add_argument("--parent", type=int, required=True)
+    ap.add_argument("--public-of", metavar="PRIVATE.pem", help="print the key id and public PEM of a key, as JSON")
+    ap.add_argument("--db")
+    ap.add_argument("--key")
+    ap.add_argument("--owner")
+    ap.add_argument("--parent", type=int)
     ap.add_argument("--keyid", help="the key id the server publishes; refuse any other key")
-    ap.add_argument("--memory", type=int, required=True, help="address-space limit of each job process (bytes)")
-    ap.add_argument("--seconds", type=float, required=True, help="wall-clock limit of each job (s)")
-    ap.add_argument("--scheduler", help="a Dask scheduler address: compute jobs there (service.cluster)")
+    ap.add_argument("--memory", type=int, help="address-space limit of each job process (bytes)")
+    ap.add_argument("--seconds", type=float, help="wall-clock limit of each job (s)")
+    ap.add_argument("--cluster", help="a Dask cluster as JSON (service.cluster.Cluster): compute jobs there")
     args = ap.parse_args(argv)
+    if args.public_of:
+        return _print_public(args.public_of)
+    if None in (args.db, args.key, args.owner, args.parent, args.memory, args.seconds):
+        ap.error("--db, --key, --owner, --parent, --memory and --seconds are required")
     die_with_parent(args.parent)
     try:
         Worker(args.db, args.key, args.owner, args.parent, Budget(args.memory, args.seconds),
-               args.keyid, args.scheduler).run_forever()
+               args.keyid, None if args.cluster is None else json.loads(args.cluster)).run_forever()
     except KeyboardInterrupt:
         return 0
     except ParameterError as err:  # the cluster is gone or changed: say why; the pool restarts us

@@ -34,6 +34,8 @@ from .format.statement import parse_statement
 from .format.strict import Reject, decimal, working_prec
 from .replay.slack import compare, upper_end
 
+MAX_DETAIL = 500  # characters of a rejection's detail and of each mismatch
+
 
 @dataclass
 class Result:
@@ -51,6 +53,17 @@ class Result:
     derived: dict | None = None  # format v2: our delta bounds at the recorded epsilons, TPR bounds
     cost: dict | None = None  # the cost model's prediction: seconds, peak memory (bytes), per step
     unchecked_subjects: list = field(default_factory=list)  # file subjects named but not checked (no digest)
+
+    def __post_init__(self):
+        self.truncate()
+
+    def truncate(self) -> Result:  # a hostile input must not make the reason megabytes long
+        if isinstance(self.detail, str) and len(self.detail) > MAX_DETAIL:
+            self.detail = self.detail[:MAX_DETAIL] + f"... ({len(self.detail)} characters)"
+        if len(self.mismatches) > 20:
+            self.mismatches = [*self.mismatches[:20], f"... and {len(self.mismatches) - 20} more"]
+        self.mismatches = [m if len(str(m)) <= MAX_DETAIL else str(m)[:MAX_DETAIL] + "..." for m in self.mismatches]
+        return self
 
     def as_dict(self) -> dict:
         return {"result": "ACCEPT" if self.accepted else "REJECT", **self.__dict__}
@@ -78,10 +91,27 @@ def verify_bytes(data: bytes, keys: list, subject_digest: str | None = None, *,
     """Verify a DSSE envelope against Ed25519 public keys.  The replay runs only if the cost
     model's prediction fits max_memory (bytes) and max_seconds (None: the defaults
     DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS); above them the reason is `cost-exceeds-limit`."""
+    return _verify(data, keys, subject_digest, max_memory, max_seconds)
+
+
+def replay_statement(payload: bytes, subject_digest: str | None = None, *,
+                     max_memory: float | None = None, max_seconds: float | None = None) -> Result:
+    """Replay an unsigned Statement (the payload an envelope would sign) exactly as verify_bytes
+    replays a signed one, under the same cost model: what a key holder runs before it signs a
+    predicate computed by another machine. `keyid` of the Result is None."""
+    return _verify(payload, None, subject_digest, max_memory, max_seconds)
+
+
+def _verify(data: bytes, keys: list | None, subject_digest, max_memory, max_seconds) -> Result:
     t0 = time.perf_counter()
     res = Result(False, "internal-error", "")
     try:
-        payload, res.keyid = open_envelope(data, keys)
+        if keys is None:  # replay_statement: the bytes are the Statement itself
+            if len(data) > MAX_BYTES:
+                raise Reject("envelope-too-large", f"{len(data)} bytes > {MAX_BYTES}")
+            payload = data
+        else:
+            payload, res.keyid = open_envelope(data, keys)
         raw, p = parse_statement(payload, subject_digest)
         res.claim, res.recorded_bound = raw["claim"], raw["bound"]
         cost = predict(p)
@@ -124,7 +154,7 @@ def verify_bytes(data: bytes, keys: list, subject_digest: str | None = None, *,
     except Exception as e:  # a certificate that breaks the replay is rejected, never a traceback
         res.reason, res.detail = "internal-error", f"replay failed: {type(e).__name__}: {e}"
     res.seconds = time.perf_counter() - t0
-    return res
+    return res.truncate()
 
 
 def _verify_lower(p, raw, res):
@@ -192,18 +222,29 @@ def verify_or_raise(data: bytes, keys: list, subject_digest: str | None = None, 
     return res
 
 
+def _open_regular(path: str):
+    """`path` opened without blocking (a FIFO cannot hang the open); ValueError unless a regular file
+    (a device such as /dev/zero, a FIFO or a directory could be read forever)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    f = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        f.close()
+        raise ValueError(f"{path} is not a regular file")
+    os.set_blocking(fd, True)
+    return f
+
+
 def read_limited(path: str) -> bytes:
-    with open(path, "rb") as f:
+    """At most MAX_BYTES + 1 bytes of the regular file `path` (ValueError for any other kind)."""
+    with _open_regular(path) as f:
         return f.read(MAX_BYTES + 1)
 
 
 def subject_digest(path: str) -> str:
     """SHA-256 of a regular file, reading no more than the size it had when opened (a device such
     as /dev/zero, a FIFO or a directory is refused with ValueError: it could be read forever)."""
-    with open(path, "rb") as f:
+    with _open_regular(path) as f:
         st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError(f"{path} is not a regular file")
         h, left = hashlib.sha256(), st.st_size
         while left > 0:
             chunk = f.read(min(left, 1 << 20))

@@ -92,7 +92,13 @@ def sign_certificate(predicate: dict, private_key: Ed25519PrivateKey, subject: d
     `predicate` about `subject` (default: the claim), signed with `private_key`. The one place a
     certificate is built and signed (API, CLI, service, atlas)."""
     subj = claim_subject(predicate["claim"]) if subject is None else subject
-    return canonical_json(sign_envelope(statement(subj, predicate), private_key))
+    return sign_statement(statement(subj, predicate), private_key)
+
+
+def sign_statement(stmt: dict, private_key: Ed25519PrivateKey) -> bytes:
+    """The canonical bytes of the signed DSSE envelope of an already built Statement (the service
+    signs exactly the Statement the independent verifier replayed)."""
+    return canonical_json(sign_envelope(stmt, private_key))
 
 
 def _no_dupes(pairs):
@@ -112,6 +118,10 @@ def load_envelope(data: bytes) -> dict:
         env = json.loads(data.decode("utf-8"), object_pairs_hook=_no_dupes)
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise EnvelopeError(f"not a JSON certificate: {err.__class__.__name__}") from None
+    except RecursionError:
+        raise EnvelopeError("not a certificate: JSON nested too deeply") from None
+    except ValueError:  # an integer of more digits than Python converts (sys.get_int_max_str_digits)
+        raise EnvelopeError("not a certificate: a number with too many digits") from None
     if not isinstance(env, dict) or set(env) != {"payloadType", "payload", "signatures"}:
         raise EnvelopeError("not a DSSE envelope (want payloadType, payload, signatures)")
     if env["payloadType"] != PAYLOAD_TYPE:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import stat
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import (
@@ -44,13 +45,39 @@ def keygen(directory: str, force: bool = False) -> str:
     return key_id(key.public_key())
 
 
-def load_private(path: str) -> Ed25519PrivateKey:
-    """An Ed25519 private key from a PKCS#8 PEM file (unencrypted)."""
+MAX_KEY_FILE = 64 * 1024  # bytes: a PEM key is a few hundred
+
+
+def read_key_file(path: str, private: bool = False) -> bytes:
+    """The bytes of a key file: opened without blocking (a FIFO cannot hang us), a regular file of at
+    most MAX_KEY_FILE bytes; a private key readable by group or others is refused, as ssh does."""
     try:
-        with open(path, "rb") as f:
-            key = load_pem_private_key(f.read(), password=None)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except FileNotFoundError:
         raise KeyFileError(f"no such key file: {path}") from None
+    except OSError as err:
+        raise KeyFileError(f"cannot read key file {path}: {err.strerror or err}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_KEY_FILE:
+            raise KeyFileError(f"key file {path} is not a regular file of at most {MAX_KEY_FILE} bytes")
+        if private and st.st_mode & 0o077:
+            raise KeyFileError(f"private key {path} is accessible by group or others (mode "
+                               f"{stat.S_IMODE(st.st_mode):04o}); chmod 600 it")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(MAX_KEY_FILE + 1)
+    except OSError as err:
+        raise KeyFileError(f"cannot read key file {path}: {err.strerror or err}") from None
+    finally:
+        os.close(fd)
+
+
+def load_private(path: str) -> Ed25519PrivateKey:
+    """An Ed25519 private key from a PKCS#8 PEM file (unencrypted, mode 0600 or stricter)."""
+    data = read_key_file(path, private=True)
+    try:
+        key = load_pem_private_key(data, password=None)
     except (ValueError, TypeError):
         raise KeyFileError(f"{path} is not an unencrypted PKCS#8 PEM private key") from None
     if not isinstance(key, Ed25519PrivateKey):
@@ -60,11 +87,9 @@ def load_private(path: str) -> Ed25519PrivateKey:
 
 def load_public(path: str) -> Ed25519PublicKey:
     """An Ed25519 public key from a SubjectPublicKeyInfo PEM file."""
+    data = read_key_file(path)
     try:
-        with open(path, "rb") as f:
-            key = load_pem_public_key(f.read())
-    except FileNotFoundError:
-        raise KeyFileError(f"no such key file: {path}") from None
+        key = load_pem_public_key(data)
     except ValueError:
         raise KeyFileError(f"{path} is not a PEM public key") from None
     if not isinstance(key, Ed25519PublicKey):

@@ -1,15 +1,34 @@
-"""GET /healthz: liveness, the active key, live workers and job counts."""
+"""GET /healthz: the truth about this server: the archive is writable, workers are alive, tokens load.
+
+200 {"ok": true, ...} when all hold; 503 {"ok": false, "reasons": [...]} (one line each) otherwise."""
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse
 
 from certifier import __version__
+from service.errors import one_line
 from service.state import ServiceState, get_state
 
 router = APIRouter()
 
 
-@router.get("/healthz", summary="liveness and queue counts")
+@router.get("/healthz", summary="liveness: database writable, workers alive, queue counts")
 def healthz(state: ServiceState = Depends(get_state)):
-    return {"ok": True, "version": __version__, "keyid": state.keyid, "workers": state.workers.alive(),
-            "jobs": state.store.counts()}
+    reasons, counts = [], None
+    try:
+        state.store.ping()  # a write in a transaction, as a job submission does
+        counts = state.store.counts()
+    except Exception as err:  # sqlite3.Error, OSError: the archive cannot be written
+        reasons.append(f"database not writable: {one_line(err)}")
+    alive = state.workers.alive()
+    if alive < state.workers.n:
+        reasons.append(f"{alive} of {state.workers.n} workers alive")
+    _ = state.tokens.configured  # re-read the tokens file if it changed
+    if state.tokens.problem is not None:
+        reasons.append("tokens file invalid: no token is accepted until it is fixed")
+    body = {"ok": not reasons, "version": __version__, "keyid": state.keyid, "workers": alive, "jobs": counts}
+    if reasons:
+        body["reasons"] = reasons
+        return JSONResponse(body, 503, headers={"Retry-After": "10"})
+    return body

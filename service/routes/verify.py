@@ -25,7 +25,7 @@ async def verify(request: Request, subject_sha256: str | None = Query(None, patt
     data = await request.body()
     try:
         env = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deeply
         env = None
     if not isinstance(env, dict):
         raise ApiError(422, "body must be a certificate: a DSSE envelope JSON object")

@@ -6,7 +6,7 @@ import os
 import sys
 
 from certifier.params import ParameterError, parse_decimal, parse_sigma, parse_target
-from sigmacert.files import refuse_existing, write_atomic
+from sigmacert.files import MAX_CERTIFICATE, read_regular, refuse_existing, sha256_regular, write_atomic
 
 # ----------------------------------------------------------------------------- keygen
 
@@ -89,7 +89,6 @@ def _lower_line(t: dict) -> str:
 
 
 def run_certify(args) -> int:
-    from certifier.certificate.envelope import file_subject
     from certifier.certificate.keys import load_private
     from sigmacert.api import issue
     from sigmacert.cli.core import run_shape
@@ -109,18 +108,13 @@ def run_certify(args) -> int:
     if h and cap and (parse_decimal("cap", cap) / parse_decimal("h", h)).q != 1:
         raise ParameterError(f"cap {cap} must be a multiple of h {h}")
     key = load_private(args.key)  # fail early, before the long computation
-    subject_bytes = None
-    if args.subject:
-        try:
-            with open(args.subject, "rb") as f:
-                subject_bytes = f.read()
-        except OSError as err:
-            raise ParameterError(f"cannot read subject file: {err.strerror}") from None
+    subject_digest = sha256_regular(args.subject) if args.subject else None
     out_dir = os.path.dirname(os.path.abspath(args.output))
     if not os.path.isdir(out_dir):
         raise ParameterError(f"output directory does not exist: {out_dir}")
     refuse_existing(args.output, args.force)  # before the long computation
-    subject = file_subject(os.path.basename(args.subject), subject_bytes) if args.subject else None
+    subject = ({"name": os.path.basename(args.subject), "digest": {"sha256": subject_digest}} if args.subject
+               else None)
     try:
         issued = issue(m, e, lam, sigma, key=key, subject=subject, h=h, eta=eta, cap=cap, prec=prec,
                        progress=_Progress(args.quiet), two_sided=not args.one_sided, scheme=scheme,
@@ -195,16 +189,17 @@ def _flat(env: dict, stmt: dict) -> dict:
 
 def run_show(args) -> int:
     from certifier.certificate.envelope import load_envelope, read_unverified
+    from certifier.errors import EnvelopeError
+    data = read_regular(args.certificate, "certificate", MAX_CERTIFICATE)
     try:
-        with open(args.certificate, "rb") as f:
-            data = f.read(4 * 1024 * 1024 + 1)
-    except OSError as err:
-        raise ParameterError(f"cannot read {args.certificate}: {err.strerror}") from None
-    env = load_envelope(data)
-    try:
+        env = load_envelope(data)
         stmt = read_unverified(env)
         flat = _flat(env, stmt)
-    except (KeyError, TypeError, IndexError, AttributeError, ValueError):
+    except EnvelopeError:
+        raise
+    except RecursionError:
+        raise ParameterError("certificate is nested too deeply to be a sigmacert statement") from None
+    except (KeyError, TypeError, IndexError, AttributeError, ValueError):  # ValueError: also a huge integer
         raise ParameterError("certificate payload is not a sigmacert statement") from None
     if args.json:
         print(json.dumps(flat))

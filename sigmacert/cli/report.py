@@ -6,7 +6,7 @@ import os
 import sys
 
 from certifier.params import ParameterError
-from sigmacert.files import refuse_existing, write_atomic
+from sigmacert.files import MAX_CERTIFICATE, read_regular, refuse_existing, write_atomic
 
 
 def _default_output(cert: str) -> str:
@@ -28,16 +28,15 @@ def run_report(args) -> int:
         if err.name != "matplotlib":
             raise
         raise ParameterError("`sigmacert report` needs matplotlib: pip install 'sigmacert[report]'") from None
-    import verifier
     output = args.output or _default_output(args.certificate)
     if not os.path.isdir(os.path.dirname(os.path.abspath(output))):
         raise ParameterError(f"output directory does not exist: {os.path.dirname(os.path.abspath(output))}")
     refuse_existing(output, args.force)
+    data = read_regular(args.certificate, "certificate", MAX_CERTIFICATE)
     try:
-        data = verifier.read_limited(args.certificate)
-    except OSError as err:
-        raise ParameterError(f"cannot read {args.certificate}: {err.strerror or err}") from None
-    r = render(data, args.key, subject=args.subject, progress=None if args.json or args.quiet else _progress)
+        r = render(data, args.key, subject=args.subject, progress=None if args.json or args.quiet else _progress)
+    except RecursionError:  # a hostile certificate that the verifier's replay let through to the plots
+        raise ParameterError("certificate is nested too deeply") from None
     write_atomic(output, r.html.encode("utf-8"), force=args.force)
     path = os.path.abspath(output)
     if args.json:

@@ -1,9 +1,12 @@
 """`sigmacert serve` (the certification service) and `sigmacert token create` (docs/service.md)."""
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
+import logging
 import os
+import re
 import sys
 
 from certifier.params import ParameterError, parse_count
@@ -17,7 +20,7 @@ def _cli_error(msg: str, code: int = 2):
 def run_token_create(args) -> int:
     from service.auth import TokenFileError, create_token
     try:
-        token = create_token(args.tokens, args.name)
+        token = create_token(args.tokens, args.name, getattr(args, "team", None), getattr(args, "admin", False))
     except TokenFileError as err:
         raise _cli_error(str(err)) from None
     except OSError as err:
@@ -32,13 +35,35 @@ def run_token_create(args) -> int:
     return 0
 
 
+def _active_keyid(db: str) -> str | None:
+    """The active key id this database records (None: no database or no key yet); read only."""
+    import sqlite3
+    if not os.path.exists(db):
+        return None
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as c:
+            row = c.execute("SELECT keyid FROM keys WHERE retired_at IS NULL").fetchone()
+    except sqlite3.Error:
+        return None
+    return row[0] if row else None
+
+
 def _default_key(db: str) -> str:
-    from certifier.certificate.keys import keygen
+    """DB_DIR/issuer-key/private.pem: created when missing; an existing one is used only when this
+    database already records it as its active key (a key in a shared directory is never picked up)."""
+    from certifier.certificate.envelope import key_id
+    from certifier.certificate.keys import keygen, load_public
     d = os.path.join(os.path.dirname(db), "issuer-key")
     path = os.path.join(d, "private.pem")
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         kid = keygen(d)
         print(f"sigmacert serve: created issuer key {kid} in {d} (private.pem is secret)", file=sys.stderr)
+        return path
+    pub = os.path.join(d, "public.pem")
+    kid = key_id(load_public(pub)) if os.path.exists(pub) else None
+    if kid is None or kid != _active_keyid(db):
+        raise _cli_error(f"an issuer key exists at {path} that {db} did not create; pass --key {path} to sign "
+                         "with it, or a --db in another directory")
     return path
 
 
@@ -59,6 +84,40 @@ def _budget(memory: str | None, seconds: str | None, kind: str, default):
                   parse_seconds(f"--{kind}-seconds", seconds) if seconds is not None else default.seconds)
 
 
+def _bind(host: str, port: int):
+    """The listening socket, bound before anything is created: a busy port is one line, exit 2."""
+    import socket
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as err:
+        sock.close()
+        raise _cli_error(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+class _Redact(logging.Filter):
+    """Access-log lines without secrets: a token sent in the query string (it belongs in the
+    Authorization header) is replaced by [redacted]."""
+    SECRET = re.compile(r"(?i)(sct_[A-Za-z0-9_\-]+)|((?:^|[?&;])(?:token|access_token|api_key|apikey|auth|"
+                        r"authorization|bearer)=)[^&;#\s]*")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(self.clean(a) if isinstance(a, str) else a for a in record.args)
+        elif isinstance(record.msg, str):
+            record.msg = self.clean(record.msg)
+        return True
+
+    @classmethod
+    def clean(cls, text: str) -> str:
+        return cls.SECRET.sub(lambda m: "sct_[redacted]" if m.group(1) else m.group(2) + "[redacted]", text)
+
+
 def run_serve(args) -> int:
     try:
         import uvicorn
@@ -66,11 +125,15 @@ def run_serve(args) -> int:
         from service.app import create_app
         from service.auth import TokenFileError, Tokens
         from service.config import JOB, VERIFY, Config
-        from service.state import lock_database
+        from service.state import ServiceState, lock_database
+        from service.store import Store
         from service.validate import Limits
+        from service.worker import public_of
     except ImportError as err:
         raise _cli_error(f"the service needs the 'service' extra (pip install 'sigmacert[service]'): {err}") from None
-    from certifier.certificate.keys import load_private, load_public
+    import sqlite3
+
+    from certifier.certificate.keys import load_public
 
     port = int(parse_count("port", args.port, 65535)) if args.port != "0" else 0
     workers = parse_count("workers", args.workers, 64)
@@ -81,11 +144,15 @@ def run_serve(args) -> int:
     burst = parse_count("verify-burst", args.verify_burst, 10**6)
     job = _budget(args.job_memory, args.job_seconds, "job", JOB)
     verify = _budget(args.verify_memory, args.verify_seconds, "verify", VERIFY)
-    scheduler = None
+    predicted = float(parse_count("max-predicted-seconds", args.max_predicted_seconds, 10**7))
+    max_queued = parse_count("max-queued", args.max_queued, 10**6)
+    quota = parse_count("team-quota", args.team_quota, 10**6)
+    cluster = None
     if args.scheduler:
-        from service.cluster import connect, parse_scheduler
-        scheduler = parse_scheduler(args.scheduler)
-        connect(scheduler).close()  # unreachable, or workers of another version: one line, before anything starts
+        from service.cluster import Cluster, check
+        cluster = Cluster.parse(args.scheduler, args.scheduler_ca, args.scheduler_cert, args.scheduler_key,
+                                args.insecure_scheduler)
+        check(cluster)  # unreachable, refused TLS, or workers of another version: one line, before anything starts
     if not os.path.isdir(os.path.dirname(db)):
         raise ParameterError(f"database directory does not exist: {os.path.dirname(db)}")
     if args.tokens:
@@ -94,29 +161,48 @@ def run_serve(args) -> int:
                                  f"`sigmacert token create --tokens {args.tokens}`)")
         try:
             Tokens(args.tokens)
-        except (TokenFileError, OSError, UnicodeDecodeError) as err:
+        except (TokenFileError, OSError) as err:
             raise _cli_error(f"bad tokens file: {err}") from None
-    else:
-        print("sigmacert serve: no --tokens file: certificate requests and cancellations are refused",
-              file=sys.stderr)
-    key = os.path.abspath(args.key) if args.key else _default_key(db)
-    load_private(key)  # a bad key fails here, in one line, before anything starts
     for path in args.retired_key or []:
         load_public(path)
+    if args.key:  # a missing, unreadable or group-readable key: one line, read by a child (never here)
+        public_of(os.path.abspath(args.key))
+    sock = _bind(args.host, port)  # a busy port: one line, before any file is created
+    try:
+        os.close(lock_database(db))  # one server per database: refused before any key or file is created
+    except RuntimeError as err:
+        raise _cli_error(str(err)) from None
+    except OSError as err:
+        raise _cli_error(f"cannot use the database {db}: {err.strerror or err}") from None
+    key = os.path.abspath(args.key) if args.key else _default_key(db)
+    if not args.key:
+        public_of(key)
+    try:
+        Store(db).ping()  # a read-only or broken database: one line, before the server starts
+    except (sqlite3.Error, OSError) as err:
+        raise _cli_error(f"cannot write the database {db}: {str(err).splitlines()[0] if str(err) else err}") from None
+    if not args.tokens:
+        print("sigmacert serve: no --tokens file: certificate requests and cancellations are refused",
+              file=sys.stderr)
     if not _is_loopback(args.host):
         print(f"sigmacert serve: WARNING listening on {args.host}: bearer tokens travel in clear text; "
               "put a TLS reverse proxy in front", file=sys.stderr)
-    try:
-        os.close(lock_database(db))  # one server per database; the app takes the lock for real at start-up
-    except RuntimeError as err:
-        raise _cli_error(str(err)) from None
     cfg = Config(db=db, key=key, tokens=os.path.abspath(args.tokens) if args.tokens else None,
                  workers=workers, retired_keys=[os.path.abspath(p) for p in args.retired_key or []],
                  limits=limits, verify_per_minute=rate, verify_burst=burst, job=job, verify=verify,
-                 report_entry="sigmacert.report.served", scheduler=scheduler)
-    app = create_app(cfg)
-    uvicorn.run(app, host=args.host, port=port, log_level=args.log_level, proxy_headers=False,
-                server_header=False, timeout_graceful_shutdown=10, access_log=not args.no_access_log)
+                 report_entry="sigmacert.report.served", cluster=cluster, max_predicted_seconds=predicted,
+                 max_queued=max_queued, max_queued_per_team=quota)
+    try:
+        state = ServiceState.open(cfg)  # lock, archive, the key's public half (read by a child), workers
+    except RuntimeError as err:
+        raise _cli_error(str(err)) from None
+    except (sqlite3.Error, OSError) as err:
+        raise _cli_error(f"cannot start: {type(err).__name__}: {err}") from None
+    app = create_app(cfg, state)
+    server = uvicorn.Server(uvicorn.Config(app, log_level=args.log_level, proxy_headers=False, server_header=False,
+                                           timeout_graceful_shutdown=10, access_log=not args.no_access_log))
+    logging.getLogger("uvicorn.access").addFilter(_Redact())
+    server.run(sockets=[sock])
     return 0
 
 
@@ -127,16 +213,26 @@ def register(sub) -> None:
     p.add_argument("--db", default="sigmacert.db", metavar="PATH",
                    help="SQLite archive and queue (default ./sigmacert.db)")
     p.add_argument("--key", metavar="PRIVATE.pem",
-                   help="issuer signing key (default: DB_DIR/issuer-key/private.pem, created if missing)")
+                   help="issuer signing key, mode 0600 (default: DB_DIR/issuer-key/private.pem, created if missing; "
+                        "an existing one only if this database created it)")
     p.add_argument("--retired-key", action="append", metavar="PUBLIC.pem",
                    help="an older issuer public key to list (and verify against) as retired; repeatable")
     p.add_argument("--tokens", metavar="FILE", help="bearer token hashes (from `sigmacert token create`)")
     p.add_argument("--workers", default="1",
                    help="certification worker processes, each one job at a time (default 1); with --scheduler: "
                         "the jobs in flight on the cluster at once")
-    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+    p.add_argument("--scheduler", metavar="tls://HOST:PORT",
                    help="compute certification jobs on this Dask cluster (SQLite stays the archive and queue; "
-                        "the key stays here and signs)")
+                        "the key stays here and signs only what the independent verifier replayed)")
+    p.add_argument("--scheduler-ca", metavar="CA.pem", help="tls:// scheduler: the CA of the cluster's certificates")
+    p.add_argument("--scheduler-cert", metavar="CERT.pem", help="tls:// scheduler: this service's client certificate")
+    p.add_argument("--scheduler-key", metavar="KEY.pem", help="tls:// scheduler: the client certificate's key")
+    p.add_argument("--insecure-scheduler", action="store_true",
+                   help="accept a plain tcp:// scheduler (unauthenticated, unencrypted: loopback tests only)")
+    p.add_argument("--max-predicted-seconds", default="900",
+                   help="refuse (422) a job the certifier's cost model predicts longer (default 900)")
+    p.add_argument("--max-queued", default="100", help="jobs queued or running at once (default 100; 429 beyond)")
+    p.add_argument("--team-quota", default="10", help="jobs queued or running per team (default 10; 429 beyond)")
     p.add_argument("--max-steps", default="10000", help="largest M accepted (default 10000)")
     p.add_argument("--max-epochs", default="1000", help="largest E accepted (default 1000)")
     p.add_argument("--job-memory", metavar="SIZE",
@@ -159,5 +255,7 @@ def register(sub) -> None:
     c = tsub.add_parser("create", help="print a fresh token once; append only its SHA-256 (and name) to FILE")
     c.add_argument("--tokens", required=True, metavar="FILE", help="tokens file (created with mode 0600)")
     c.add_argument("--name", help="who the token is for (default: token-<time>)")
+    c.add_argument("--team", help="the team that owns the jobs this token submits (default: the name)")
+    c.add_argument("--admin", action="store_true", help="an admin token: may cancel any team's job")
     c.add_argument("--json", action="store_true", help="one JSON object: token, name, sha256, tokens file")
     c.set_defaults(run=run_token_create)

@@ -28,6 +28,7 @@ from certifier.errors import ParameterError
 from certifier.numerics import closed_form as cf
 from certifier.numerics import schemes
 from certifier.params import parse_decimal
+from sigmacert.files import read_regular, sha256_regular
 from sigmacert.report import curves, plots
 from sigmacert.report.facts import Facts, read_facts
 from sigmacert.report.page import page
@@ -52,10 +53,9 @@ def _key(k):
     if not isinstance(k, (bytes, str, os.PathLike)):
         return k
     name = "given as bytes" if isinstance(k, bytes) else os.fspath(k)
+    data = k if isinstance(k, bytes) else read_regular(k, "public key")
     try:
-        return verifier.load_public_key(k if isinstance(k, bytes) else verifier.read_limited(os.fspath(k)))
-    except OSError as err:
-        raise ParameterError(f"cannot read public key {name}: {err.strerror or err}") from None
+        return verifier.load_public_key(data)
     except ValueError:
         raise ParameterError(f"public key {name} is not an Ed25519 SubjectPublicKeyInfo PEM") from None
 
@@ -69,11 +69,7 @@ def _subject_digest(subject) -> str | None:
         return None
     if isinstance(subject, bytes):
         return hashlib.sha256(subject).hexdigest()
-    try:
-        with open(subject, "rb") as f:
-            return hashlib.file_digest(f, "sha256").hexdigest()
-    except OSError as err:
-        raise ParameterError(f"cannot read subject file: {err.strerror or err}") from None
+    return sha256_regular(subject)
 
 
 def gaussian_pair_of(claim: dict) -> tuple[int, int, float] | None:

@@ -54,7 +54,7 @@ def scheduler(tmp_path_factory):
 
 def test_jobs_compute_on_the_cluster_and_the_service_signs(scheduler, tmp_path):
     address, client = scheduler
-    with serving("sigmacert-cluster-", "--scheduler", address) as srv:
+    with serving("sigmacert-cluster-", "--scheduler", address, "--insecure-scheduler") as srv:
         # a long job: its live stage comes from the Dask worker; cancelling it kills the remote child
         jid = srv.http.post("/v1/certificates", json=LONG, headers=srv.auth).json()["id"]
         job = wait_for(lambda: (j := srv.http.get(f"/v1/certificates/{jid}").json())["status"] == "running"

@@ -1,0 +1,49 @@
+"""Admission: a certification job's predicted cost, from the certifier's own cost model, before it is queued.
+
+The certifier chooses its grid by predicted time (certifier.bounds.grids_v2, method v2: erfc evaluations,
+octave products, log cells, epoch powers). Before a job is queued the service asks the same model
+what the upper side would cost at the request's sigma (the closed-form sigma of Corollary 3.4 when
+the request names none: the exact sigma is smaller, so its grid is at least as costly) and at the
+small loss budget the certifier uses without numerics (certifier.bounds.grids_v1.budget). A two-sided
+certificate proves a lower side of the same size: twice that. Above the service's per-job limit the
+request is refused with the prediction (422), so no worker is held by a job that cannot finish.
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+from certifier.certificate.claim import Claim
+from certifier.errors import ParameterError, SigmacertError
+from certifier.params import parse_decimal
+
+
+@functools.lru_cache(maxsize=4096)
+def predicted_seconds(steps: int, epochs: int, target: str, sigma: str | None, scheme: str) -> float:
+    """Predicted seconds of a two-sided certification job (both sides), by the certifier's cost model."""
+    from certifier.bounds.grids_v1 import budget
+    from certifier.bounds.grids_v2 import choose_v2
+    from certifier.numerics.schemes import closed_form_sigma
+    lam = parse_decimal("target", target)
+    if sigma is None:
+        s = closed_form_sigma(steps, epochs, float(lam), scheme)  # Cor. 3.4: >= the exact sigma
+        sigma = f"{math.ceil(s * 1e6) / 1e6:.6f}"
+    claim = Claim(scheme, steps, epochs, parse_decimal("sigma", sigma), lam)
+    m, e = claim.pair()
+    if m == 1:
+        return 0.0  # M = 1: the Gaussian-shift closed forms, nothing to compute
+    plan = choose_v2(m, e, claim.t2_at(claim.sigma), budget(None, 0.5), None)
+    return 2.0 * plan.predicted_seconds
+
+
+def admit(req: dict, max_seconds: float) -> float:
+    """The job's predicted seconds; ParameterError (422) with the prediction when above `max_seconds`."""
+    try:
+        secs = predicted_seconds(req["steps"], req["epochs"], req["target"], req.get("sigma"), req["scheme"])
+    except (SigmacertError, ValueError, ArithmeticError, OverflowError) as err:
+        raise ParameterError(f"the cost of this job cannot be predicted: {str(err).splitlines()[0][:200]}") from None
+    if secs > max_seconds:
+        raise ParameterError(f"this job is predicted to take {secs:.0f} s by the certifier's cost model (both sides "
+                             f"of a two-sided certificate), more than this service's per-job limit of "
+                             f"{max_seconds:.0f} s; a smaller M or E, or a larger sigma or target, costs less")
+    return secs
