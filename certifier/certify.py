@@ -67,11 +67,6 @@ def _say(progress, t_start):
     return lambda stage, frac: report(stage, 100.0 * frac, time.perf_counter() - t_start)
 
 
-def exact_sigma_for(claim_like: Claim, target: fmpq, target_kind: str = "tv") -> fmpq:
-    """The exact sigma on the 1e-6 grid for the claim's scheme (numerical; the target kind's search)."""
-    return kind(target_kind).exact_sigma(claim_like, target)
-
-
 @dataclass(frozen=True)
 class Search:
     """How certify finds a grid for one upper method: when auto picks it, how it proves the target,
