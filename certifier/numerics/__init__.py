@@ -1,0 +1,1 @@
+"""Floating-point numerics of the Gaussian pair (exact values with error estimates, never a proof)."""

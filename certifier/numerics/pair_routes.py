@@ -1,0 +1,108 @@
+"""The routes to the privacy profile and trade-off curve of the pair (certifier.numerics.profile).
+
+  * "laplace": the moment line F_M(1/2 + iu) of certifier.laplace_moments (every tail weight),
+    with its coarse r- and x-sums as variants; the primary route.
+  * "vfft": the density of ln Lambda (certifier.tv_vfft, C.4) where ln L_M is so narrow that the
+    moment line gets long (light tails); its variant is the second grid (both spacings halved).
+  * "logconv": the moment line from the lattice density of ln L_M (certifier.log_convolution),
+    lattice h with lattice 2h as variant; independent of Laplace transforms.
+  * "laplace'": route laplace on the second discretization (checks the quadratures, not (P1)).
+`second` picks logconv where affordable, else laplace'; route vfft serves only light tails, where its
+ln-Lambda grid (24 sd wide) holds every s that carries P- or Q-mass: at heavier tails it cuts the
+Q-tail that delta_{Q||P}(eps) needs (at M = 10^6, E = 1, sigma = 0.3 it returned delta(4) = 4e-30
+against 5.4e-5).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from certifier.errors import NumericsUnreliable
+from certifier.laplace_moments import FIRST, SECOND, Discretization, moment_line
+from certifier.log_convolution import lattice_step, logconv_affordable, mean_density, moments
+from certifier.numerics.profile import DensityLine, MomentLineE, Route
+from certifier.tv_laplace import DU, MAX_TRIES, TAIL_LEVEL, _next_u, u_guess
+from certifier.tv_vfft import GRID_POINTS, V_DX, density_for, log_lambda_density
+from certifier.tv_vfft import MIN_SIGMA as VFFT_MIN_SIGMA
+
+LAPLACE_MAX_U = 300.0      # beyond, the moment line is long and route "vfft" is the cheaper primary
+
+
+def laplace_route(steps: int, epochs: int, sigma: float, u_hint: float | None = None,
+                  disc: Discretization = FIRST) -> Route:
+    """The moment line to where |F|^E has decayed (as certifier.tv_laplace grows it)."""
+    u_top = u_hint or u_guess(steps, epochs, sigma)
+    for _ in range(MAX_TRIES):
+        line = moment_line(steps, sigma, u_top, DU, disc)
+        mag = np.abs(line.f)
+        log_mag = np.log(np.maximum(mag, 1e-300))
+        done = (epochs * log_mag < math.log(TAIL_LEVEL)) | (mag < 3.0 * line.roundoff)
+        loud = np.nonzero(~done)[0]
+        cut = int(loud[-1]) + 1 if loud.size else 1
+        if cut < 0.9 * mag.size:
+            break
+        u_top = _next_u(line.u, mag, epochs, u_top)
+    else:
+        raise NumericsUnreliable(f"|F_M(1/2 + iu)|^E has not decayed by u = {u_top:.0f} "
+                                 f"(M={steps}, E={epochs}, sigma={sigma:g})")
+    n = cut + 1
+    f = line.f[:n]
+    slope = epochs * np.maximum(np.abs(f), 1e-300) ** (epochs - 1)  # |d F^E / d F|
+    main = MomentLineE(DU, f ** epochs, slope * (line.truncation[:n] + line.roundoff[:n]),
+                       tail=float(np.abs(f[-1]) ** epochs))
+    variants = tuple(MomentLineE(DU, g[:n] ** epochs) for g in (line.f_coarse_r, line.f_coarse_x))
+    return Route("laplace" if disc is FIRST else "laplace'", main, variants, float(line.u[n - 1]))
+
+
+def _logconv_line(steps: int, epochs: int, sigma: float, step: float) -> MomentLineE:
+    d = mean_density(steps, sigma, step)
+    du = 2.0 * math.pi / (step * round(2.0 * math.pi / (DU * step)))
+    f = moments(d, du, int(round(2.0 * math.pi / (du * step))) // 2)
+    loud = np.nonzero(np.abs(f) ** epochs >= TAIL_LEVEL)[0]
+    cut = int(loud[-1]) + 2 if loud.size else 2
+    f = f[:cut]
+    return MomentLineE(du, f ** epochs, defect=epochs * abs(1.0 - float(d.f.sum() * step)),
+                       tail=float(np.abs(f[-1]) ** epochs))
+
+
+def logconv_route(steps: int, epochs: int, sigma: float) -> Route:
+    h = lattice_step(steps, sigma)
+    fine = _logconv_line(steps, epochs, sigma, h)
+    return Route("logconv", fine, (_logconv_line(steps, epochs, sigma, 2.0 * h),))
+
+
+def vfft_route(steps: int, epochs: int, sigma: float, second_grid: bool = False) -> Route:
+    """The ln-Lambda density on the grid (and on the second grid as variant)."""
+    def line(k: int) -> DensityLine:
+        d = log_lambda_density(density_for(steps, epochs, sigma, V_DX / k), epochs, k * GRID_POINTS)
+        negative = float(-d.f[d.f < 0].sum() * d.h)
+        return DensityLine(d, abs(1.0 - d.mass1) * epochs + 10.0 * negative + 1e-12)
+    if second_grid:
+        return Route("vfft'", line(2), (line(1),))
+    return Route("vfft", line(1), (line(2),))
+
+
+def light(steps: int, epochs: int, sigma: float) -> bool:
+    """|F|^E decays only beyond u = LAPLACE_MAX_U (ln L_M is narrow): the V-density route is cheaper."""
+    return u_guess(steps, epochs, sigma) > LAPLACE_MAX_U and sigma >= VFFT_MIN_SIGMA
+
+
+def primary(steps: int, epochs: int, sigma: float, u_hint: float | None = None) -> Route:
+    if light(steps, epochs, sigma) and not u_hint:
+        try:
+            return vfft_route(steps, epochs, sigma)
+        except NumericsUnreliable:
+            pass
+    return laplace_route(steps, epochs, sigma, u_hint)
+
+
+def second(steps: int, epochs: int, sigma: float, first: Route) -> Route:
+    """An independent route where one is affordable, else the primary on a second discretization."""
+    if first.name == "vfft":
+        if u_guess(steps, epochs, sigma) <= 2 * LAPLACE_MAX_U:
+            return laplace_route(steps, epochs, sigma)
+        return vfft_route(steps, epochs, sigma, second_grid=True)
+    if logconv_affordable(steps, epochs, sigma):
+        return logconv_route(steps, epochs, sigma)
+    return laplace_route(steps, epochs, sigma, None if first.u_max is None else 1.1 * first.u_max, SECOND)
