@@ -22,6 +22,7 @@ from sigmacert.api import (
                            Verification,
                            certify,
                            closed_form_sigma,
+                           exact_privacy,
                            exact_sigma,
                            exact_tv,
                            verify,
@@ -35,6 +36,6 @@ from sigmacert.errors import (
                            SigmacertError,
 )
 
-__all__ = ["__version__", "closed_form_sigma", "exact_tv", "exact_sigma", "certify", "verify", "ExactTV",
-           "Certificate", "Verification", "SigmacertError", "ParameterError", "CannotCertify",
+__all__ = ["__version__", "closed_form_sigma", "exact_tv", "exact_sigma", "exact_privacy", "certify", "verify",
+           "ExactTV", "Certificate", "Verification", "SigmacertError", "ParameterError", "CannotCertify",
            "NumericsUnreliable", "KeyFileError", "EnvelopeError", "SCHEMES", "DEFAULT_SCHEME"]

@@ -115,15 +115,17 @@ def chi2_tpr_bound(steps: int, epochs: int, sigma: float, alpha: float) -> float
     return min(1.0, alpha + math.sqrt(c * alpha * (1.0 - alpha))) if math.isfinite(c) else 1.0
 
 
-def tpr_bound_sigma(steps: int, epochs: int, fpr: float, tpr: float, resolution="1e-6") -> str:
+def tpr_bound_sigma(steps: int, epochs: int, fpr: float, tpr: float, resolution="1e-6", scale2: int = 1) -> str:
     """The least grid sigma with c_E <= (beta - alpha)^2 / (alpha (1 - alpha)) (Prop. B.2 solved for
-    sigma as Corollary 3.4 solves U(c_E) = lambda), rounded up and re-checked in floats."""
+    sigma as Corollary 3.4 solves U(c_E) = lambda), rounded up and re-checked in floats.
+    scale2 = E for the fixed-bins pair (M, 1, sigma / sqrt(E)), whose epochs argument is 1."""
     if not (0.0 < fpr <= 0.5 and fpr < tpr < 1.0):
         raise ParameterError("Proposition B.2 needs 0 < fpr <= 1/2 and fpr < tpr < 1")
     c_star = (tpr - fpr) ** 2 / (fpr * (1.0 - fpr))
     per_epoch = math.expm1(math.log1p(c_star) / epochs)
-    sigma = math.log1p(steps * per_epoch) ** -0.5
-    return _round_up(lambda s: chi2_tpr_bound(steps, epochs, s, fpr) <= tpr, sigma, resolution)
+    sigma = math.sqrt(scale2) * math.log1p(steps * per_epoch) ** -0.5
+    root = math.sqrt(scale2)
+    return _round_up(lambda s: chi2_tpr_bound(steps, epochs, s / root, fpr) <= tpr, sigma, resolution)
 
 
 def _grid_bisect(ok, seed: float, resolution) -> str:
@@ -146,14 +148,18 @@ def _grid_bisect(ok, seed: float, resolution) -> str:
     return decimal_str(res * hi)
 
 
-def rdp_sigma(steps: int, epochs: int, eps: float, delta: float, resolution="1e-6", seed: float = 1.0) -> str:
+def rdp_sigma(steps: int, epochs: int, eps: float, delta: float, resolution="1e-6", seed: float = 1.0,
+              scale2: int = 1) -> str:
     """The least grid sigma where (R2) <= delta: a proven bound on delta_{Q||P}(eps) only."""
-    return _grid_bisect(lambda s: delta_qp_bound(steps, epochs, s, eps)[0] <= delta, seed, resolution)
+    root = math.sqrt(scale2)
+    return _grid_bisect(lambda s: delta_qp_bound(steps, epochs, s / root, eps)[0] <= delta, seed, resolution)
 
 
-def rdp_tpr_sigma(steps: int, epochs: int, fpr: float, tpr: float, resolution="1e-6", seed: float = 1.0) -> str:
+def rdp_tpr_sigma(steps: int, epochs: int, fpr: float, tpr: float, resolution="1e-6", seed: float = 1.0,
+                  scale2: int = 1) -> str:
     """The least grid sigma where (R3) <= beta: a proven TPR bound (usually far below Prop. B.2's)."""
-    return _grid_bisect(lambda s: rdp_tpr_bound(steps, epochs, s, fpr) <= tpr, seed, resolution)
+    root = math.sqrt(scale2)
+    return _grid_bisect(lambda s: rdp_tpr_bound(steps, epochs, s / root, fpr) <= tpr, seed, resolution)
 
 
 def _round_up(ok, sigma: float, resolution) -> str:

@@ -37,6 +37,12 @@ def _shape_json(m: int, e: int, scheme: str, t: int | None) -> dict:
 
 
 def run_sigma(args) -> int:
+    if any(getattr(args, k, None) is not None for k in ("epsilon", "delta", "fpr", "tpr")):
+        from sigmacert.cli.targets import run_sigma_kind
+        return run_sigma_kind(args)
+    if args.target is None:
+        from sigmacert.kinds import ONE_KIND
+        raise ParameterError(ONE_KIND)
     m, e, scheme, t = run_shape(args)
     lam_q = parse_target(args.target)
     lam = float(lam_q)
@@ -89,10 +95,13 @@ def add_scheme_arguments(p) -> None:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("sigma", help="closed-form, exact and GDP-limit sigma for a target lambda")
+    p = sub.add_parser("sigma", help="closed-form, exact and GDP-limit sigma for a target lambda "
+                                     "(or --epsilon/--delta, or --fpr/--tpr)")
     p.add_argument("--steps", "-M", required=True, help="steps per epoch M (fixed-bins: number of bins)")
     p.add_argument("--epochs", "-E", help="epochs E (fixed-bins: rounds per bin)")
-    p.add_argument("--target", "-l", required=True, help="TV target lambda in (0, 1)")
+    p.add_argument("--target", "-l", help="TV target lambda in (0, 1)")
+    from sigmacert.cli.targets import add_kind_arguments
+    add_kind_arguments(p)
     add_scheme_arguments(p)
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.set_defaults(run=run_sigma)
