@@ -27,6 +27,10 @@ from certifier.tv_vfft import GRID_POINTS, V_DX, density_for, log_lambda_density
 from certifier.tv_vfft import MIN_SIGMA as VFFT_MIN_SIGMA
 
 LAPLACE_MAX_U = 300.0      # beyond, the moment line is long and route "vfft" is the cheaper primary
+# per-node round-off floor of the moment line: e^{-w} - psi_L(w) cancels on the far branch, which the
+# line's own estimate (50 eps x the sum of |gap|) does not see; measured |F - F_1| at M = 1 reaches
+# 2.5e-14 = 113 eps (sigma = 2, 10, 30), and E |F|^{E-1} amplifies it (E = 1000: 4e-13 in delta(0))
+F_FLOOR = 200.0 * float(np.finfo(float).eps)
 
 
 def laplace_route(steps: int, epochs: int, sigma: float, u_hint: float | None = None,
@@ -49,7 +53,7 @@ def laplace_route(steps: int, epochs: int, sigma: float, u_hint: float | None = 
     n = cut + 1
     f = line.f[:n]
     slope = epochs * np.maximum(np.abs(f), 1e-300) ** (epochs - 1)  # |d F^E / d F|
-    main = MomentLineE(DU, f ** epochs, slope * (line.truncation[:n] + line.roundoff[:n]),
+    main = MomentLineE(DU, f ** epochs, slope * (line.truncation[:n] + line.roundoff[:n] + F_FLOOR),
                        tail=float(np.abs(f[-1]) ** epochs))
     variants = tuple(MomentLineE(DU, g[:n] ** epochs) for g in (line.f_coarse_r, line.f_coarse_x))
     return Route("laplace" if disc is FIRST else "laplace'", main, variants, float(line.u[n - 1]))

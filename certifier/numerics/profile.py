@@ -153,7 +153,7 @@ class Route:
     def delta(self, eps: float) -> Value:
         """max of the two directions (both-ways (eps, delta)-DP)."""
         a, b = self.delta_qp(eps), self.delta_pq(eps)
-        return Value(max(a.value, b.value), max(a.error, b.error))
+        return Value(min(1.0, max(0.0, a.value, b.value)), max(a.error, b.error))  # round-off may dip below 0
 
     def tpr(self, alpha: float) -> Value:
         """1 - T(alpha): the largest TPR of a test with FPR alpha."""

@@ -26,7 +26,7 @@ from certifier.numerics import pair_routes
 from certifier.numerics.profile import Route, Value
 from certifier.params import decimal_str, parse_positive_decimal
 
-MAX_ERROR = 1e-9        # an evaluation whose estimate exceeds this (and 1 % of the value) is refused
+MAX_ERROR = 1e-7        # an evaluation whose estimate exceeds this (and 1 % of the value) is refused
 ONE_LEVEL = 1e-17       # E_P Lambda^{1/2} below this: every quantity is 1 within it
 SEARCH_REL_ERROR = 1e-2  # the sigma search refuses values whose error exceeds 1 % of the target
 
