@@ -139,3 +139,18 @@ def test_make_private_refuses_poisson_and_foreign_loaders():
     with pytest.raises(ParameterError, match="random_allocation_loader"):
         engine.make_private(module=model, optimizer=opt, data_loader=DataLoader(data, batch_size=5, shuffle=True),
                             noise_multiplier=1.0, max_grad_norm=1.0, poisson_sampling=False)
+
+
+def test_digits_example_epsilon_mode(tmp_path):
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parent.parent / "examples" / "opacus_digits.py"
+    spec = importlib.util.spec_from_file_location("opacus_digits", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    m = mod.run_epsilon(2.0, 1e-5, 20, 2, str(tmp_path), seed=1)
+    exact = float(sigmacert.exact_sigma(20, 2, epsilon=2, delta=1e-5))
+    assert exact <= m["sigma"] <= exact * (1 + 3e-4)
+    assert m["updates"] == 40 and 2.0 - 1e-3 < m["epsilon_spent"] <= 2.0
+    assert m["test_accuracy"] > 0.1
+    assert (tmp_path / "epsilon-run.json").exists()
