@@ -113,8 +113,15 @@ def test_corners_are_answered_with_two_routes_that_agree(steps, epochs, sigma):
     for alpha in (0.1, 1e-3, 1e-5):
         a, b = r.tpr(alpha), other.tpr(alpha)
         assert a.error <= 1e-8 and abs(a.value - b.value) <= a.error + b.error + 1e-12
-    p = exact_privacy(steps, epochs, sigma, deltas=[1e-5], fprs=[1e-3])
-    assert 0.0 <= p.epsilon[1e-5].value and 1e-3 <= p.tpr[1e-3].value <= 1.0
+    p = exact_privacy(steps, epochs, sigma, fprs=[1e-3])
+    assert 1e-3 <= p.tpr[1e-3].value <= 1.0
+    rough = r.epsilon(1e-5).value
+    if rough < 20:
+        assert 0.0 <= exact_privacy(steps, epochs, sigma, deltas=[1e-5]).epsilon[1e-5].value
+    else:  # (P1) carries e^{eps/2} x the line's error: eps beyond about 25 is refused, never returned
+        from certifier.errors import NumericsUnreliable
+        with pytest.raises(NumericsUnreliable, match="eps at delta"):
+            exact_privacy(steps, epochs, sigma, deltas=[1e-5])
 
 
 @pytest.mark.parametrize("steps,epochs,sigma,seed", [(10, 3, 0.8, 1), (3, 2, 0.5, 2)])

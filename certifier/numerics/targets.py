@@ -29,6 +29,7 @@ from certifier.params import decimal_str, parse_positive_decimal
 MAX_ERROR = 1e-7        # an evaluation whose estimate exceeds this (and 1 % of the value) is refused
 ONE_LEVEL = 1e-17       # E_P Lambda^{1/2} below this: every quantity is 1 within it
 SEARCH_REL_ERROR = 1e-2  # the sigma search refuses values whose error exceeds 1 % of the target
+EPS_REL_ERROR = 1e-4    # eps(delta) whose error exceeds this (relative, or absolute below 1) is refused
 
 
 # ---------------------------------------------------------------- M = 1 and tiny sigma
@@ -168,6 +169,11 @@ def exact_privacy(steps: int, epochs: int, sigma, *, deltas=(), epsilons=(), fpr
         if not (math.isfinite(v.value) and (v.error <= MAX_ERROR or v.error <= 0.01 * abs(v.value))):
             raise NumericsUnreliable(f"the exact {name} at M={steps}, E={epochs}, sigma={s:g} is not reliable "
                                      f"(error estimate {v.error:.1e})")
+    for d, v in eps_at.items():  # (P1) carries e^{eps/2} x the line's error: large eps loses digits
+        if not (math.isfinite(v.value) and v.error <= EPS_REL_ERROR * max(1.0, v.value)):
+            raise NumericsUnreliable(f"eps at delta={d:g} (about {v.value:.3g}) at M={steps}, E={epochs}, "
+                                     f"sigma={s:g} is not reliable (error estimate {v.error:.1e}): the profile "
+                                     "is computed to eps of about 25 at delta = 1e-5")
     return PrivacyProfile(steps, epochs, s, method, tv, eps_at, delta_at, tpr_at)
 
 
@@ -181,6 +187,7 @@ class _Curve:
         self.functional, self.target, self.what = functional, target, what
         self.u_hint = None
         self.values: dict[float, float] = {}
+        self.raw: dict[float, float] = {}
 
     def __call__(self, sigma: float) -> float:
         if sigma not in self.values:
@@ -195,32 +202,42 @@ class _Curve:
             if route.u_max:
                 self.u_hint = 1.25 * route.u_max
             self.values[sigma] = v.value - self.target
+            self.raw[sigma] = v.value
         return self.values[sigma]
+
+    def log_gap(self, sigma: float) -> float:
+        """ln(value / target), nearly linear in ln sigma, with the sign of self(sigma) (<= 0: meets)."""
+        gap = self(sigma)
+        g = math.log(max(self.raw[sigma], 1e-300) / self.target)
+        return max(g, 1e-300) if gap > 0 else min(g, 0.0)
 
 
 def _bracket(f: _Curve, seed: float) -> tuple[float, float]:
-    """(lo, hi) with f(lo) > 0 >= f(hi): steps of 1 %, 2 %, 4 %, ... from the seed."""
-    step = 0.01
-    if f(seed) > 0:
-        lo, hi = seed, seed * (1 + step)
-        while f(hi) > 0:
-            step *= 2.0
-            if step > 1e6:
-                raise NumericsUnreliable(f"no sigma meets {f.what}")
-            lo, hi = hi, hi * (1 + step)
-        return lo, hi
-    hi, lo = seed, seed / (1 + step)
-    while f(lo) <= 0:
-        step *= 2.0
-        hi, lo = lo, lo / (1 + step)
-    return lo, hi
+    """(lo, hi) with f(lo) > 0 >= f(hi), by secant steps on g = ln(value) - ln(target) against ln sigma
+    (nearly linear), each step a factor in [1.01, 2] from the last point (the GDP-limit seed lies
+    0.1 - 25 % below the exact sigma at E = 1, closer for more epochs)."""
+    x0 = math.log(seed)
+    g0 = f.log_gap(math.exp(x0))  # every point is exp(x): lo and hi below are points evaluated here
+    x1 = x0 + (0.03 if g0 > 0 else -0.03)
+    for _ in range(60):
+        g1 = f.log_gap(math.exp(x1))
+        if (g0 > 0) != (g1 > 0):
+            lo, hi = sorted((x0, x1))
+            return math.exp(lo), math.exp(hi)
+        slope = (g1 - g0) / (x1 - x0) if x1 != x0 else 0.0
+        step = -g1 / slope * 1.05 if slope < 0 else (0.3 if g1 > 0 else -0.3)  # g decreases in sigma
+        step = math.copysign(min(max(abs(step), 0.01), math.log(2.0)), 1.0 if g1 > 0 else -1.0)
+        x0, g0, x1 = x1, g1, x1 + step
+        if x1 > math.log(1e6):
+            raise NumericsUnreliable(f"no sigma below 1e6 meets {f.what}")
+    raise NumericsUnreliable(f"could not bracket the sigma for {f.what}")
 
 
 def _grid_search(f: _Curve, seed: float, resolution) -> str:
     res = parse_positive_decimal("resolution", resolution)
     step = float(res)
     lo, hi = _bracket(f, seed)
-    root = brentq(f, lo, hi, xtol=0.05 * step, rtol=1e-15)
+    root = brentq(lambda x: f.log_gap(x), lo, hi, xtol=0.3 * step, rtol=1e-15)  # the walk settles the grid
     k = max(1, math.ceil(root / step))
     while k > 1 and f(step * (k - 1)) <= 0:  # round up: the grid point below must miss
         k -= 1
