@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 from flint import fmpq
 
-from certifier import schemes
 from certifier.errors import ParameterError
 from certifier.numerics import quick_bounds as qb
+from certifier.numerics import schemes
 from certifier.numerics import targets as nt
 from certifier.params import as_decimal_text, decimal_str, parse_decimal, parse_target
 

@@ -14,9 +14,9 @@ import pytest
 from scipy import integrate
 from scipy.special import ndtr, ndtri
 
-from certifier.exact import exact_tv
 from certifier.numerics import montecarlo_profile as mc
 from certifier.numerics import pair_routes
+from certifier.numerics.exact import exact_tv
 from certifier.numerics.targets import (
     exact_privacy,
     exact_sigma_dp,
@@ -103,7 +103,7 @@ def test_tv_is_delta_at_zero(steps, epochs, sigma):
                                                 (1000000, 1, 0.3), (100, 1, 10.0), (1000000, 10, 1.0),
                                                 (10000, 1000, 2.0), (1000, 1, 0.1), (2, 3, 0.1)])
 def test_corners_are_answered_with_two_routes_that_agree(steps, epochs, sigma):
-    """Cells the V-density route refuses (certifier.tradeoff at (100, 10, 0.3), (1000, 1, 0.3)) and the
+    """Cells the V-density route refuses (certifier.numerics.tradeoff at (100, 10, 0.3), (1000, 1, 0.3)) and the
     corners: every value with an estimate <= 1e-8 and the second route within the summed estimates."""
     r, other = route_at(steps, epochs, sigma)
     assert other is not None and other.name != r.name or other.name.startswith("vfft")

@@ -19,12 +19,12 @@ import math
 import numpy as np
 
 from certifier.errors import NumericsUnreliable
-from certifier.laplace_moments import FIRST, SECOND, Discretization, moment_line
-from certifier.log_convolution import lattice_step, logconv_affordable, mean_density, moments
+from certifier.numerics.laplace_moments import FIRST, SECOND, Discretization, moment_line
+from certifier.numerics.log_convolution import lattice_step, logconv_affordable, mean_density, moments
 from certifier.numerics.profile import DensityLine, MomentLineE, Route
-from certifier.tv_laplace import DU, MAX_TRIES, TAIL_LEVEL, _next_u, u_guess
-from certifier.tv_vfft import GRID_POINTS, V_DX, density_for, log_lambda_density
-from certifier.tv_vfft import MIN_SIGMA as VFFT_MIN_SIGMA
+from certifier.numerics.tv_laplace import DU, MAX_TRIES, TAIL_LEVEL, _next_u, u_guess
+from certifier.numerics.tv_vfft import GRID_POINTS, V_DX, density_for, log_lambda_density
+from certifier.numerics.tv_vfft import MIN_SIGMA as VFFT_MIN_SIGMA
 
 LAPLACE_MAX_U = 300.0      # beyond, the moment line is long and route "vfft" is the cheaper primary
 # per-node round-off floor of the moment line: e^{-w} - psi_L(w) cancels on the far branch, which the

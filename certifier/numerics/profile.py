@@ -28,7 +28,7 @@ import numpy as np
 from scipy.optimize import brentq, minimize_scalar
 
 from certifier.errors import NumericsUnreliable
-from certifier.tv_laplace import ALIASING, STRIP
+from certifier.numerics.tv_laplace import ALIASING, STRIP
 
 S_LOW = -60.0   # ln K searched for the Neyman-Pearson threshold: K in [e^-60, 1/alpha]
 
@@ -109,7 +109,7 @@ class DensityLine:
         return float(p @ np.clip(1.0 - math.exp(eps) * x, 0.0, None))
 
     def tpr(self, alpha: float) -> tuple[float, float]:
-        from certifier.tradeoff import optimal_tpr
+        from certifier.numerics.tradeoff import optimal_tpr
         return optimal_tpr(self.density, alpha), math.nan
 
 

@@ -31,8 +31,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from certifier.closed_form import c_E
 from certifier.errors import ParameterError
+from certifier.numerics.closed_form import c_E
 from certifier.params import decimal_str, parse_positive_decimal
 
 Q_MAX = 40           # orders q tried in (R2)

@@ -21,8 +21,8 @@ from scipy.optimize import brentq
 from scipy.special import ndtr, ndtri
 
 from certifier.errors import NumericsUnreliable, ParameterError
-from certifier.exact import MIN_SIGMA, one_minus_tv_bound
 from certifier.numerics import pair_routes
+from certifier.numerics.exact import MIN_SIGMA, one_minus_tv_bound
 from certifier.numerics.profile import Route, Value
 from certifier.params import decimal_str, parse_positive_decimal
 
@@ -93,7 +93,7 @@ class OneLine:
 
 
 def _validate(steps, epochs, sigma) -> float:
-    from certifier.exact import _validate as v
+    from certifier.numerics.exact import _validate as v
     return v(steps, epochs, sigma)
 
 
@@ -247,7 +247,7 @@ def _grid_search(f: _Curve, seed: float, resolution) -> str:
 
 
 def _reduce(steps: int, epochs: int, scheme: str | None) -> tuple[int, int, int]:
-    from certifier.schemes import reduce
+    from certifier.numerics.schemes import reduce
     r = reduce(scheme or "random-allocation", steps, epochs)
     return r.steps, r.epochs, r.scale2
 
