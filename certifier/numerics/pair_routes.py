@@ -106,7 +106,8 @@ def second(steps: int, epochs: int, sigma: float, first: Route) -> Route:
     if first.name == "vfft":
         if u_guess(steps, epochs, sigma) <= 2 * LAPLACE_MAX_U:
             return laplace_route(steps, epochs, sigma)
-        return vfft_route(steps, epochs, sigma, second_grid=True)
+        # the paper's second grid (both spacings halved), already computed as the primary's variant
+        return Route("vfft'", first.variants[0], (first.main,))
     if logconv_affordable(steps, epochs, sigma):
         return logconv_route(steps, epochs, sigma)
     return laplace_route(steps, epochs, sigma, None if first.u_max is None else 1.1 * first.u_max, SECOND)
