@@ -29,7 +29,9 @@ from verifier_fixtures import CLAIM, LOWER_METHOD, METHOD  # noqa: E402
 
 from verifier.cost import BASE_MEMORY, MODELS  # noqa: E402
 from verifier.format import v3  # noqa: E402
-from verifier.format.statement import SCHEMA, SCHEMA_V2, _typed  # noqa: E402
+from verifier.format.schema import typed as typed_as  # noqa: E402
+from verifier.format.v1 import SCHEMA  # noqa: E402
+from verifier.format.v2 import SCHEMA_V2  # noqa: E402
 
 CHILD = """
 import json, resource, sys, time
@@ -64,8 +66,8 @@ def typed(side, claim, method, sigma_low):
         cs = sch["claim"]
     else:
         cs, ms = SCHEMA["claim"], SCHEMA["method"] if side == "upper" else SCHEMA_V2["lower"]["method"]
-    s = None if sigma_low is None else _typed(sigma_low, "decimal", "s")
-    return _typed(claim, cs, "c"), _typed(method, ms, "m"), s
+    s = None if sigma_low is None else typed_as(sigma_low, "decimal", "s")
+    return typed_as(claim, cs, "c"), typed_as(method, ms, "m"), s
 
 
 def measure(side, claim, method, sigma_low=None, timeout=3600):

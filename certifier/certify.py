@@ -4,9 +4,11 @@ The certified statements are only what the rigorous bounds prove (certifier.boun
 upper_v2 for the upper bound, certifier.bounds.lower_v1 / lower_v2 for the lower, certifier.bounds.privacy for
 the rows); the exact-TV numerics only choose grids and are recorded under `numerics`.
 
-Method choice: v1 (uniform lattice, Appendix C.5 as in the paper) where its fixed truncation at
-8M is harmless and the cost model finds it cheaper; otherwise v2 (multiscale lattice with moves,
-docs/method-v2.md), which covers heavy tails, one epoch, large lambda and the fixed-bins scheme.
+Method choice (the table SEARCHES, in order of preference): gaussian-shift when M = 1; upper v1
+(uniform lattice, Appendix C.5 as in the paper) where its fixed truncation at 8M is harmless and the
+cost model finds it cheaper; otherwise upper v2 (multiscale lattice with moves, docs/method-v2.md),
+which covers heavy tails, one epoch, large lambda and the fixed-bins scheme. The methods themselves
+are certifier.methods; the functional and its numerics are the target kind (certifier.targets).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 
 from flint import fmpq
 
+from certifier import methods as mt
 from certifier.bounds.fixedpoint import round_down_sig
 from certifier.bounds.grids_v1 import budget, choose_grid, choose_lower_grid, truncation_loss
 from certifier.bounds.grids_v2 import choose_v2
@@ -22,9 +25,9 @@ from certifier.certificate import predicate as pred_
 from certifier.certificate.claim import RANDOM_ALLOCATION, Claim
 from certifier.errors import CannotCertify, NumericsUnreliable, ParameterError
 from certifier.params import decimal_str, parse_decimal
+from certifier.targets import SEARCH_RESOLUTION, TargetKind, kind
 
 SAFETY = (0.6, 0.3, 0.12)          # share of the margin the grid may lose, per try
-SEARCH_RESOLUTION = "1e-6"
 MAX_PREDICTED_SECONDS = 3600.0     # refuse automatic grids predicted to run longer than this
 LOWER_SAFETY = (0.8, 0.45, 0.2)    # share of TV(sigma_low) - target the lower side may lose, per try
 V2_LOWER_LOSS_RATIO = 2.5          # measured (lower-side loss) / (upper-side loss) on the same grid
@@ -56,6 +59,7 @@ class Outcome:
     method: str | None = None         # the upper bound's method, e.g. 'lemma-c5-rounding v2'
     k_scale: float = 1.0              # method v2: the calibrated factor of the loss model
     need_eps: float = 0.0             # method v2: estimated eps(1e-6), the range the rows need
+    kind: str = "tv"                  # the target kind (certifier.targets)
 
 
 def _say(progress, t_start):
@@ -63,85 +67,98 @@ def _say(progress, t_start):
     return lambda stage, frac: report(stage, 100.0 * frac, time.perf_counter() - t_start)
 
 
-def exact_sigma_for(claim_like: Claim, target: fmpq) -> fmpq:
-    """The exact sigma on the 1e-6 grid for the claim's scheme (Theorem 4.1, numerical; certifier.numerics.schemes)."""
-    from certifier.numerics.schemes import exact_sigma
-    return parse_decimal("sigma", exact_sigma(claim_like.steps, claim_like.epochs, target, scheme=claim_like.scheme,
-                                              resolution=SEARCH_RESOLUTION))
+def exact_sigma_for(claim_like: Claim, target: fmpq, target_kind: str = "tv") -> fmpq:
+    """The exact sigma on the 1e-6 grid for the claim's scheme (numerical; the target kind's search)."""
+    return kind(target_kind).exact_sigma(claim_like, target)
 
 
-def _numerics(claim: Claim, sigma: fmpq) -> tuple[float | None, float | None]:
-    """The exact TV at sigma (FFT route) and its error estimate, or (None, None) if unavailable."""
-    from certifier.numerics.exact import exact_tv
-    M, E = claim.pair()
-    try:
-        r = exact_tv(M, E, claim.sigma_of_pair(float(sigma)), check=False)
-        return float(r.tv), float(r.error)
-    except (NumericsUnreliable, ParameterError, OverflowError):
-        return None, None
+@dataclass(frozen=True)
+class Search:
+    """How certify finds a grid for one upper method: when auto picks it, how it proves the target,
+    how it derives the rows, and which lower methods to try after it (in order)."""
+    method: mt.BoundMethod
+    alias: str | None                  # the --method name that forces it
+    fits: object                       # (claim, sigma, user_grid) -> bool: auto may pick it
+    prove: object                      # (Ctx) -> (UpperResult, params) or None
+    rows: object                       # (Ctx, result, params) -> (privacy, tpr) or None
+    rows_one_sided: bool               # the rows come with a one-sided certificate too
+    lowers: tuple                      # (lower method, its search) to try at each sigma_low, in order
+    screen_lower: bool = True          # skip a sigma_low whose numerical value does not miss the target
 
 
-def _v1_fits(claim: Claim, lam: float, sigma: float) -> bool:
-    """Method v1 applies: random allocation and its fixed truncation at 8M costs < 1e-9."""
-    if claim.scheme != RANDOM_ALLOCATION:
-        return False
-    return truncation_loss(claim.steps, claim.epochs, sigma) < 1e-9
+@dataclass
+class Ctx:
+    """What one certify call knows: the claim, its target kind, numerics, options, the record."""
+    claim: Claim
+    sigma: fmpq
+    kind: TargetKind
+    tv: float | None
+    tv_err: float | None
+    grid: dict
+    prec: int | None
+    max_tries: int
+    out: Outcome
+    say: object
 
 
 def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *, scheme: str = RANDOM_ALLOCATION,
             iterations: int | None = None, h=None, eta=None, cap=None, prec: int | None = None, progress=None,
-            max_tries: int = 3, two_sided: bool = False, method: str = "auto") -> Outcome:
+            max_tries: int = 3, two_sided: bool = False, method: str = "auto", kind_name: str = "tv") -> Outcome:
     """Find the exact sigma if absent, choose the method and grid, compute the bound; refine and retry if short.
 
     progress(stage, percent, elapsed_seconds) is called throughout; every try is recorded in
     Outcome.tries. After the upper side succeeds, the certified (eps, delta) and TPR rows are added
     whenever they can be certified, and with two_sided the lower side at sigma - 1e-6 (1e-6, then
-    2e-6) when the numerics say it can succeed. method: "auto", "v1" or "v2".
+    2e-6) when the numerics say it can succeed. method: "auto" or an alias of SEARCHES ("v1", "v2").
     """
     t_start = time.perf_counter()
     say = _say(progress, t_start)
-    lam = float(target)
+    target_kind = kind(kind_name)
     probe = Claim(scheme, steps, epochs, sigma or fmpq(1), target, iterations)
-    if method not in ("auto", "v1", "v2"):
-        raise ParameterError("method must be auto, v1 or v2")
-    if method == "v1" and scheme != RANDOM_ALLOCATION:
-        raise ParameterError("method v1 covers random allocation only")
+    forced = _forced(method, scheme)
     if sigma is None:
         say("exact sigma", 0.0)
-        sigma = exact_sigma_for(probe, target)
+        sigma = target_kind.exact_sigma(probe, target)
         say("exact sigma", 1.0)
     claim = Claim(scheme, steps, epochs, sigma, target, iterations)
     say("exact tv", 0.0)
-    tv, tv_err = _numerics(claim, sigma)
+    tv, tv_err = target_kind.numerics(claim, sigma)
     say("exact tv", 1.0)
     out = Outcome(False, steps, epochs, decimal_str(sigma), decimal_str(target), None, tv=tv, tv_error=tv_err,
-                  scheme=scheme)
-    user_grid = any(x is not None for x in (h, eta, cap))
-    if method == "auto" and claim.pair()[0] == 1 and not user_grid:
-        return _gaussian_shift(claim, sigma, two_sided, out, say)
-    use_v1 = method == "v1" or user_grid or (method == "auto" and _v1_fits(claim, lam, float(sigma)))
-    r = None
-    if use_v1:
+                  scheme=scheme, kind=target_kind.name)
+    grid = {k: v for k, v in (("h", h), ("eta", eta), ("cap", cap)) if v is not None}
+    ctx = Ctx(claim, sigma, target_kind, tv, tv_err, grid, prec, max_tries, out, say)
+    candidates = [forced] if forced else [s for s in SEARCHES if s.fits(claim, sigma, bool(grid))]
+    strict = forced is not None or bool(grid)
+    found = None
+    for k, search in enumerate(candidates):
         try:
-            r = _upper_v1(claim, sigma, tv, tv_err, h, eta, cap, prec, max_tries, out, say)
+            found = search.prove(ctx)
+            break
         except CannotCertify as err:
-            if method == "v1" or user_grid:
+            if strict or k == len(candidates) - 1:
                 raise
-            out.tries.append({"try": 0, "method": 1, "skipped": f"method v1: {err}"})
-            use_v1 = False                          # auto: v1's grid model found nothing; v2 covers every cell
-    if not use_v1:
-        r = _upper_v2(claim, sigma, tv, tv_err, prec, max_tries, out, say)
-    if r is None:
+            v = search.method.version                 # auto: this grid model found nothing; the next covers more
+            out.tries.append({"try": 0, "method": v, "skipped": f"method v{v}: {err}"})
+    if found is None:
         say("done", 1.0)
         return out
-    out.success, out.method = True, f"lemma-c5-rounding v{1 if use_v1 else 2}"
-    res, meth = r
-    rows = None
-    if two_sided or not use_v1:
-        rows = _privacy(res, meth, out, say)
-    low = _lower(claim, sigma, meth, use_v1, out, say) if two_sided else None
-    method_json = meth.to_json(claim.steps) if use_v1 else meth.to_json()
-    return _finish(out, claim, method_json, res, low, rows, say)
+    out.success, out.method = True, search.method.label
+    res, meth = found
+    rows = search.rows(ctx, res, meth) if two_sided or search.rows_one_sided else None
+    low = _lower(ctx, search, meth) if two_sided else None
+    return _finish(out, claim, search.method.to_json(meth, claim), res, low, rows, say)
+
+
+def _forced(method: str, scheme: str):
+    """The search a --method alias forces (None for auto), checked against the scheme."""
+    aliases = {s.alias: s for s in SEARCHES if s.alias}
+    if method != "auto" and method not in aliases:
+        raise ParameterError(f"method must be auto, {' or '.join(aliases)}")
+    forced = aliases.get(method)
+    if forced is not None and scheme not in forced.method.schemes:
+        raise ParameterError(f"method {method} covers {' and '.join(forced.method.schemes).replace('-', ' ')} only")
+    return forced
 
 
 def _finish(out: Outcome, claim: Claim, method_json: dict, res, low: dict | None, rows, say) -> Outcome:
@@ -163,40 +180,35 @@ def tv_lower_str(exact: fmpq, target: fmpq) -> str:
     raise NumericsUnreliable(f"the lower bound {exact} is not above the target {target} at 60 digits")
 
 
-def _gaussian_shift(claim: Claim, sigma: fmpq, two_sided: bool, out: Outcome, say) -> Outcome:
+def _gaussian_shift(ctx: Ctx):
     """M = 1: the pair is a Gaussian shift, certified in closed form (certifier.bounds.gaussian_shift)."""
-    from certifier.bounds import gaussian_shift as gs
-    meth = gs.GaussianShift()
-    E = claim.pair()[1]
+    from certifier.bounds.gaussian_shift import GaussianShift
+    meth, out = GaussianShift(), ctx.out
     t0 = time.perf_counter()
-    res = gs.upper(1, E, claim.t2_at(sigma), meth)
+    res = mt.GAUSSIAN_SHIFT_UPPER.run(ctx.claim, ctx.sigma, meth)
     res.timings["total"] = round(time.perf_counter() - t0, 3)
     out.bound = res.bound
-    ok = parse_decimal("bound", res.bound) <= claim.target
-    out.tries.append({"try": 1, "method": "gaussian-shift", "bound": res.bound, "certified": ok,
+    ok = ctx.kind.upper_proves(res, ctx.claim.target)
+    out.tries.append({"try": 1, "method": mt.GAUSSIAN_SHIFT_UPPER.name, "bound": res.bound, "certified": ok,
                       "seconds": res.timings["total"]})
-    if not ok:
-        say("done", 1.0)
-        return out
-    out.success, out.method = True, "gaussian-shift v1"
+    return (res, meth) if ok else None
+
+
+def _gaussian_shift_rows(ctx: Ctx, res, meth):
+    from certifier.bounds.gaussian_shift import rows
     t1 = time.perf_counter()
-    rows = gs.rows(E, claim.t2_at(sigma), meth.prec)
-    out.privacy, out.tpr = rows
+    out = ctx.out
+    out.privacy, out.tpr = found = rows(ctx.claim.pair()[1], ctx.claim.t2_at(ctx.sigma), meth.prec)
     out.privacy_seconds = round(time.perf_counter() - t1, 3)
-    low = None
-    if two_sided:
-        t2 = time.perf_counter()
-        for s_low in _sigma_lows(sigma):
-            exact, tv_lower, enc = gs.lower(1, E, claim.t2_at(s_low), meth)
-            ok = exact > claim.target
-            out.lower_tries.append({"sigma_low": decimal_str(s_low), "try": 1, "method": "gaussian-shift",
-                                    "tv_lower": tv_lower, "certified": bool(ok)})
-            if ok:
-                low = {"sigma_low": decimal_str(s_low), "method": meth.to_json(),
-                       "tv_lower": tv_lower_str(exact, claim.target), "enclosures": enc}
-                break
-        out.lower_seconds = round(time.perf_counter() - t2, 3)
-    return _finish(out, claim, meth.to_json(), res, low, rows, say)
+    return found
+
+
+def _gaussian_shift_lower(ctx: Ctx, low_claim: Claim, s_low: fmpq, tv_low, err, meth):
+    L = mt.GAUSSIAN_SHIFT_LOWER.run(low_claim, s_low, meth)
+    ok = ctx.kind.lower_proves(L, low_claim.target)
+    ctx.out.lower_tries.append({"sigma_low": decimal_str(s_low), "try": 1, "method": mt.GAUSSIAN_SHIFT_LOWER.name,
+                                "tv_lower": L.tv_lower, "certified": bool(ok)})
+    return (L, meth) if ok else None
 
 
 @dataclass
@@ -254,25 +266,32 @@ def _prove(side: Side, max_tries: int, tries: list, say, single: bool = False):
     return None
 
 
-def _upper_v1(claim, sigma, tv, tv_err, h, eta, cap, prec, max_tries, out, say):
-    """Method v1 (certifier.bounds.upper_v1); returns (BoundResult, Method) or None."""
-    from certifier.bounds.upper_v1 import rounding_bound
+def _v1_fits(claim: Claim, sigma: fmpq, user_grid: bool) -> bool:
+    """Method v1 applies: a user grid, or random allocation and its fixed truncation at 8M costs < 1e-9."""
+    if user_grid:
+        return True
+    return claim.scheme in mt.UPPER_V1.schemes and truncation_loss(claim.steps, claim.epochs, float(sigma)) < 1e-9
+
+
+def _upper_v1(ctx: Ctx):
+    """Method v1 (certifier.bounds.upper_v1); returns (UpperResult, UpperV1) or None."""
+    claim, sigma, out, say = ctx.claim, ctx.sigma, ctx.out, ctx.say
+    h, eta, cap = (ctx.grid.get(k) for k in ("h", "eta", "cap"))
     loss = truncation_loss(claim.steps, claim.epochs, float(sigma))
     if loss > SAFETY[0] * 1e-7:
         raise CannotCertify(f"cannot certify M={claim.steps}, E={claim.epochs} with method v1: its truncation at 8M "
                             f"deletes about {loss:.2g} at sigma {decimal_str(sigma)} (use method v2)")
-    user_grid = any(x is not None for x in (h, eta, cap))
-
     def row(plan, r):
         mj = plan.method.to_json(claim.steps)
         out.bound = r.bound
         return {"method": 1, **{k: mj[k] for k in ("h", "eta", "cap", "tail_start", "tail_step", "lattice_schedule",
                                                    "prec")}, "bound": r.bound}
-    side = Side("upper", None if tv is None else float(claim.target) - tv - (tv_err or 0), SAFETY, 1e-7,
-                lambda b: choose_grid(claim.steps, claim.epochs, sigma, b, h=h, eta=eta, cap=cap, prec=prec or 100),
-                lambda m, prog: rounding_bound(claim.steps, claim.epochs, sigma, m, progress=prog),
-                lambda r: parse_decimal("bound", r.bound) <= claim.target, row)
-    return _prove(side, max_tries, out.tries, say, single=user_grid)
+    side = Side("upper", ctx.kind.upper_margin(claim.target, ctx.tv, ctx.tv_err), SAFETY, 1e-7,
+                lambda b: choose_grid(claim.steps, claim.epochs, sigma, b, h=h, eta=eta, cap=cap,
+                                      prec=ctx.prec or 100),
+                lambda m, prog: mt.UPPER_V1.run(claim, sigma, m, progress=prog),
+                lambda r: ctx.kind.upper_proves(r, claim.target), row)
+    return _prove(side, ctx.max_tries, out.tries, say, single=bool(ctx.grid))
 
 
 def _calibrate(M, E, t2, plan, tv, run, measured_loss, out, say, label) -> tuple[float, float]:
@@ -296,18 +315,18 @@ def _row_v2(plan, bound_key, value):
             "predicted_steps": {k: round(v, 2) for k, v in plan.detail["seconds"].items()}, bound_key: value}
 
 
-def _upper_v2(claim, sigma, tv, tv_err, prec, max_tries, out, say):
-    """Method v2 (certifier.bounds.upper_v2); returns (BoundResultV2, MethodV2) or None.
+def _upper_v2(ctx: Ctx):
+    """Method v2 (certifier.bounds.upper_v2); returns (UpperResult, UpperV2) or None.
 
     With the numerical TV known, a calibration run on a grid 8x coarser first measures how far the
     loss model is off at this cell (k_scale) and estimates eps(1e-6) for the privacy rows' range.
     """
     from certifier.bounds.grids_v2 import eps_gaussian
-    from certifier.bounds.upper_v2 import rounding_bound_v2
+    claim, sigma, tv, prec, out, say = ctx.claim, ctx.sigma, ctx.tv, ctx.prec, ctx.out, ctx.say
     M, E = claim.pair()
     t2 = claim.t2_at(sigma)
-    run = lambda m, prog: rounding_bound_v2(M, E, t2, m, progress=prog)
-    margin = None if tv is None else float(claim.target) - tv - (tv_err or 0)
+    run = lambda m, prog: mt.UPPER_V2.run(claim, sigma, m, progress=prog)
+    margin = ctx.kind.upper_margin(claim.target, tv, ctx.tv_err)
     if margin is not None and margin > 0:
         guess = 2 * eps_gaussian(tv) + 5                  # heavy tails: well beyond the Gaussian pair's eps
         first = choose_v2(M, E, t2, budget(margin, SAFETY[0], V2_CEILING), tv, prec=prec or 100, need_eps=guess)
@@ -320,13 +339,14 @@ def _upper_v2(claim, sigma, tv, tv_err, prec, max_tries, out, say):
         return _row_v2(plan, "bound", r.bound)
     side = Side("upper", margin, SAFETY, V2_CEILING,
                 lambda b: choose_v2(M, E, t2, b, tv, prec=prec or 100, k_scale=out.k_scale, need_eps=out.need_eps),
-                run, lambda r: parse_decimal("bound", r.bound) <= claim.target, row)
-    return _prove(side, max_tries, out.tries, say)
+                run, lambda r: ctx.kind.upper_proves(r, claim.target), row)
+    return _prove(side, ctx.max_tries, out.tries, say)
 
 
-def _privacy(res, meth, out, say):
+def _privacy(ctx: Ctx, res, meth):
     """The certified (eps, delta) and TPR rows from the upper bound's masses b, or None."""
     from certifier.bounds.privacy import privacy_rows
+    out, say = ctx.out, ctx.say
     t1 = time.perf_counter()
     say("privacy rows", 0.0)
     try:
@@ -349,44 +369,36 @@ def _sigma_lows(sigma: fmpq):
         yield sigma - res * k
 
 
-def _lower(claim: Claim, sigma: fmpq, meth, use_v1: bool, out: Outcome, say) -> dict | None:
+def _lower(ctx: Ctx, search, meth) -> dict | None:
     """The lower side: sigma_low = sigma - k 1e-6 (k = 1, 2) certified to miss the target, or None."""
+    claim, out = ctx.claim, ctx.out
     t0 = time.perf_counter()
-    for s_low in _sigma_lows(sigma):
+    for s_low in _sigma_lows(ctx.sigma):
         low_claim = Claim(claim.scheme, claim.steps, claim.epochs, s_low, claim.target, claim.iterations)
-        tv_low, err = _numerics(low_claim, s_low)
+        tv_low, err = ctx.kind.numerics(low_claim, s_low) if search.screen_lower else (None, None)
         s_str = decimal_str(s_low)
         if tv_low is not None and tv_low - err <= float(claim.target):
             out.lower_tries.append({"sigma_low": s_str, "skipped": f"numerical TV {tv_low:.12g} does not exceed "
                                     "the target"})
             continue
-        found, version = None, 0
-        for v, prove in ((1, _lower_v1), (2, _lower_v2)) if use_v1 else ((2, _lower_v2),):
-            found, version = prove(low_claim, s_low, tv_low, err, meth, out, say), v   # v1 first, then v2
+        for lower_method, prove in search.lowers:                # e.g. lower v1 first, then v2
+            found = prove(ctx, low_claim, s_low, tv_low, err, meth)
             if found is not None:
-                break
-        if found is not None:
-            out.lower_seconds = round(time.perf_counter() - t0, 3)
-            L, lm = found
-            if version == 1:
-                method_json = lm.to_json(claim.steps)
-            else:
-                from certifier.bounds.lower_v2 import METHOD_NAME, METHOD_VERSION
-                method_json = {**lm.to_json(), "name": METHOD_NAME, "version": METHOD_VERSION}
-                method_json.pop("trim_shift")
-            return {"sigma_low": s_str, "method": method_json, "tv_lower": tv_lower_str(L.exact, claim.target),
-                    "enclosures": L.enclosures}
+                out.lower_seconds = round(time.perf_counter() - t0, 3)
+                L, lm = found
+                return {"sigma_low": s_str, "method": lower_method.to_json(lm, claim),
+                        "tv_lower": tv_lower_str(L.exact, claim.target), "enclosures": L.enclosures}
     out.lower_seconds = round(time.perf_counter() - t0, 3)
     return None
 
 
-def _lower_v1(low_claim, s_low, tv_low, err, meth, out, say):
-    from certifier.bounds.lower_v1 import lower_bound
+def _lower_v1(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
     M, E = low_claim.pair()
-    side = Side("lower", None if tv_low is None else tv_low - err - float(low_claim.target), LOWER_SAFETY, 1e-7,
+    out, say = ctx.out, ctx.say
+    side = Side("lower", ctx.kind.lower_margin(low_claim.target, tv_low, err), LOWER_SAFETY, 1e-7,
                 lambda b: choose_lower_grid(M, E, s_low, b, prec=meth.prec),
-                lambda m, prog: lower_bound(M, E, s_low, m, progress=prog),
-                lambda L: L.exact > low_claim.target,
+                lambda m, prog: mt.LOWER_V1.run(low_claim, s_low, m, progress=prog),
+                lambda L: ctx.kind.lower_proves(L, low_claim.target),
                 lambda plan, L: {"sigma_low": decimal_str(s_low), "method": 1,
                                  **{k: L.method.to_json(M)[k] for k in ("h", "eta", "cap", "lattice_schedule")},
                                  "tv_exact": tv_low, "tv_lower": L.tv_lower})
@@ -394,12 +406,12 @@ def _lower_v1(low_claim, s_low, tv_low, err, meth, out, say):
     return None if found is None else (found[0], found[0].method)
 
 
-def _lower_v2(low_claim, s_low, tv_low, err, meth, out, say):
-    from certifier.bounds.lower_v2 import lower_bound_v2
+def _lower_v2(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
     M, E = low_claim.pair()
+    out, say = ctx.out, ctx.say
     t2 = low_claim.t2_at(s_low)
-    run = lambda m, prog: lower_bound_v2(M, E, t2, m, progress=prog)
-    margin = None if tv_low is None else tv_low - err - float(low_claim.target)
+    run = lambda m, prog: mt.LOWER_V2.run(low_claim, s_low, m, progress=prog)
+    margin = ctx.kind.lower_margin(low_claim.target, tv_low, err)
     scale = out.k_scale * V2_LOWER_LOSS_RATIO
     if margin is not None and margin > 0:
         first = choose_v2(M, E, t2, budget(margin, LOWER_SAFETY[0], V2_CEILING), tv_low, prec=meth.prec,
@@ -407,7 +419,18 @@ def _lower_v2(low_claim, s_low, tv_low, err, meth, out, say):
         scale, _ = _calibrate(M, E, t2, first, tv_low, run, lambda L: tv_low - float(L.exact), out, say, "lower")
     side = Side("lower", margin, LOWER_SAFETY, V2_CEILING,
                 lambda b: choose_v2(M, E, t2, b, tv_low, prec=meth.prec, k_scale=scale, need_eps=out.need_eps),
-                run, lambda L: L.exact > low_claim.target,
+                run, lambda L: ctx.kind.lower_proves(L, low_claim.target),
                 lambda plan, L: {"sigma_low": decimal_str(s_low), **_row_v2(plan, "tv_lower", L.tv_lower),
                                  "tv_exact": tv_low})
     return _prove(side, len(LOWER_SAFETY), out.lower_tries, say)
+
+
+# The upper methods in auto's order of preference, each with the lower methods tried after it.
+LOWERS_V2 = ((mt.LOWER_V2, _lower_v2),)
+SEARCHES = (
+    Search(mt.GAUSSIAN_SHIFT_UPPER, None, lambda c, s, user_grid: c.pair()[0] == 1 and not user_grid,
+           _gaussian_shift, _gaussian_shift_rows, True, ((mt.GAUSSIAN_SHIFT_LOWER, _gaussian_shift_lower),),
+           screen_lower=False),
+    Search(mt.UPPER_V1, "v1", _v1_fits, _upper_v1, _privacy, False, ((mt.LOWER_V1, _lower_v1),) + LOWERS_V2),
+    Search(mt.UPPER_V2, "v2", lambda c, s, user_grid: True, _upper_v2, _privacy, True, LOWERS_V2),
+)

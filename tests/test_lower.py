@@ -10,7 +10,7 @@ from scipy.special import erf
 from certifier.bounds.fixedpoint import Poly, round_down_sig
 from certifier.bounds.fixedpoint import coarsen_floor as floor_coarsen
 from certifier.bounds.grids_v1 import choose_grid, choose_lower_grid
-from certifier.bounds.lower_v1 import LowerMethod, _mix, lower_bound, step_a, step_b
+from certifier.bounds.lower_v1 import LowerV1, _mix, lower_bound, step_a, step_b
 from certifier.bounds.upper_v1 import rounding_bound
 from certifier.certify import certify
 from certifier.numerics.exact import exact_tv
@@ -48,7 +48,7 @@ def test_mix_floors_the_weighted_average():
 def test_q_side_with_unit_lattice_is_q_times_p_to_the_m_minus_1():
     """With lattice_schedule all ones the Q-side epoch pmf is (sum q z^k)(sum p z^k)^(M-1) (up to floors)."""
     M = 5
-    m = LowerMethod(h=Q("0.05"), cap=Q("3"), lattice_schedule=(1, 1, 1), eta=Q("0.001"), trim=fmpq(0))
+    m = LowerV1(h=Q("0.05"), cap=Q("3"), lattice_schedule=(1, 1, 1), eta=Q("0.001"), trim=fmpq(0))
     P, Qp = step_a(Q("1.5"), m)
     AP, AQ, g, _ = step_b(P, Qp, M, m)
     F = m.fixed_point_bits
@@ -63,7 +63,7 @@ def test_q_side_with_unit_lattice_is_q_times_p_to_the_m_minus_1():
 
 
 def test_step_a_masses_sum_to_one_from_below():
-    m = LowerMethod(h=Q("0.01"), cap=Q("8"), lattice_schedule=(1,), eta=Q("0.001"))
+    m = LowerV1(h=Q("0.01"), cap=Q("8"), lattice_schedule=(1,), eta=Q("0.001"))
     P, Qp = step_a(Q("1.2"), m)
     one = 1 << m.fixed_point_bits
     for p in (P, Qp):
@@ -79,13 +79,13 @@ def test_round_down_sig():
 
 
 def test_method_json_keys_and_roundtrip():
-    m = LowerMethod(h=Q("0.001"), cap=Q("64.266"), lattice_schedule=(1, 1, 2, 2, 2, 4, 4), eta=Q("0.00008"),
+    m = LowerV1(h=Q("0.001"), cap=Q("64.266"), lattice_schedule=(1, 1, 2, 2, 2, 4, 4), eta=Q("0.00008"),
                     b_min=-5, b_max=9)
     j = m.to_json(100)
     assert set(j) == {"name", "version", "h", "cap", "eta", "b_min", "b_max", "lattice_schedule", "prec",
                       "fixed_point_bits", "trim"}
     assert j["name"] == "data-processing-lower" and j["version"] == 1
-    assert LowerMethod.from_json(j) == m
+    assert LowerV1.from_json(j) == m
 
 
 @pytest.mark.parametrize("M,E,sigma", [(10, 5, "2.889659"), (20, 3, "2.5"), (1, 4, "4")])
@@ -126,7 +126,7 @@ def test_two_sided_certify_small_cell():
     lo = p["lower"]
     assert lo["sigma_low"] == res.sigma_low and lo["target"] == "0.1"
     # replaying the recorded method at the recorded sigma_low reproduces the recorded bound
-    m = LowerMethod.from_json(lo["method"])
+    m = LowerV1.from_json(lo["method"])
     again = lower_bound(10, 5, s_low, m, fixed_buckets=True)
     assert again.tv_lower == lo["tv_lower"]
 
@@ -135,7 +135,7 @@ def test_lower_side_refuses_at_or_above_the_exact_sigma():
     """No grid certifies 'misses' at a sigma whose TV is <= target: an edited sigma_low = sigma_high fails."""
     res = certify(10, 5, Q("0.1"), two_sided=True)
     s = Q(res.sigma)
-    m = LowerMethod.from_json(res.predicate["lower"]["method"])
+    m = LowerV1.from_json(res.predicate["lower"]["method"])
     for sig in (s, s + Q("0.000001")):
         L = lower_bound(10, 5, sig, m)                     # the recorded grid, sigma edited upward
         assert L.exact <= Q("0.1")

@@ -13,7 +13,7 @@ from scipy.special import erf, ndtr
 import certifier.certify as certify_mod
 from certifier.bounds.grids_v2 import choose_v2
 from certifier.bounds.lower_v2 import lower_bound_v2
-from certifier.bounds.upper_v2 import MethodV2, rounding_bound_v2
+from certifier.bounds.upper_v2 import UpperV2, rounding_bound_v2
 from certifier.certificate.claim import FIXED_BINS, Claim
 from certifier.certify import certify
 from certifier.errors import CannotCertify, ParameterError
@@ -47,7 +47,7 @@ def _bracket(steps, epochs, sigma: str, tv: float, budget=2e-7):
     plan = choose_v2(steps, epochs, t2, budget, tv)
     up = rounding_bound_v2(steps, epochs, t2, plan.method)
     lo = lower_bound_v2(steps, epochs, t2, plan.method)
-    return float(lo.exact), up.one_minus_O.upper(), plan
+    return float(lo.exact), up.ball.upper(), plan
 
 
 @pytest.mark.parametrize("epochs,sigma", [(1, "0.35"), (3, "0.6")])
@@ -80,12 +80,12 @@ def test_moves_not_deletions_in_step_i_and_the_ledger():
 def test_method_json_round_trip_and_validation():
     plan = choose_v2(10, 3, Q("4"), 1e-7, 0.2)
     m = plan.method
-    assert MethodV2.from_json(m.to_json()) == m
+    assert UpperV2.from_json(m.to_json()) == m
     bad = dict(m.to_json(), y_mantissa_bits=[m.mantissa_bits + 1])
     with pytest.raises(ParameterError):
-        MethodV2.from_json(bad)
+        UpperV2.from_json(bad)
     with pytest.raises(ParameterError):
-        MethodV2.from_json(dict(m.to_json(), top_octave=0))
+        UpperV2.from_json(dict(m.to_json(), top_octave=0))
 
 
 def test_fixed_bins_claim_reduces_to_one_epoch_at_sigma_over_sqrt_e():

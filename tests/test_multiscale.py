@@ -8,7 +8,7 @@ import pytest
 from flint import fmpz_poly
 
 from certifier.bounds.fixedpoint import Ledger, Poly
-from certifier.bounds.lattice import FLOOR, ROUND, Lattice, ms_mass, oplus, trim_ms
+from certifier.bounds.lattice import FLOOR, ROUND, Lattice, lattice_mass, oplus, trim_lattice
 
 F = 40
 
@@ -91,7 +91,7 @@ def test_oplus_matches_the_literal_rule(mode, seed):
         slack = 4 * (2 * lat.N) if key == (lat.top, 2 * lat.N - 1) else 4   # the clamped point gathers many
         assert w - g < slack, (key, g, float(w))   # within the floors of one sum and two halvings
     # the recorded floor losses (units 2^-2F) bound what the result misses of the exact product mass
-    exact, kept = ms_mass(X) * ms_mass(Y), ms_mass(oplus(X, Y, lat, Ledger(F), mode)) << F
+    exact, kept = lattice_mass(X) * lattice_mass(Y), lattice_mass(oplus(X, Y, lat, Ledger(F), mode)) << F
     assert kept <= exact <= kept + led.fixed_point
 
 
@@ -116,5 +116,5 @@ def test_the_top_octave_clamp_moves_and_records():
 def test_trim_deletes_only_the_low_end_within_budget():
     X = {0: Poly(0, fmpz_poly([3, 5, 0, 100])), 2: Poly(4, fmpz_poly([7, 0, 0, 1]))}
     led = Ledger(F)
-    T = trim_ms(X, 2 * 8, led)                       # at most 8 units from the bottom
+    T = trim_lattice(X, 2 * 8, led)                       # at most 8 units from the bottom
     assert _points(T) == {(0, 3): 100, (2, 4): 7, (2, 7): 1} and led.trim == 8

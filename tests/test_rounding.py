@@ -10,7 +10,7 @@ from scipy.special import erf
 from certifier.bounds.fixedpoint import Ledger, Poly, round_up_sig
 from certifier.bounds.fixedpoint import coarsen_two_point as _coarsen
 from certifier.bounds.grids_v1 import Model, choose_grid, lattice_for, lattice_variance
-from certifier.bounds.upper_v1 import Method, make_method, rounding_bound, step_i, step_iii
+from certifier.bounds.upper_v1 import UpperV1, make_method, rounding_bound, step_i, step_iii
 from certifier.numerics.exact import exact_tv
 from certifier.params import ParameterError, parse_decimal
 
@@ -43,7 +43,7 @@ def test_small_cells_bound_close_to_exact_tv(M, E, sigma):
     b = float(r.bound)
     assert b >= tv - 1e-11          # exact_tv is numerical (error ~1e-12)
     assert b - tv <= 1e-7
-    assert r.one_minus_O.upper() <= arb(r.bound)  # bound rounds the ball's upper end up
+    assert r.ball.upper() <= arb(r.bound)  # bound rounds the ball's upper end up
 
 
 def test_coarser_grid_gives_larger_bound():
@@ -131,7 +131,7 @@ def test_method_validation_and_json_roundtrip():
                     lattice_schedule=[1, 1, 2, 4])
     j = m.to_json(10)
     assert j["truncation"] == "80" and j["k_minus"] == -20000 and j["k_plus"] == 40000
-    assert Method.from_json(j) == m
+    assert UpperV1.from_json(j) == m
 
 
 def test_error_model_pieces():

@@ -27,7 +27,8 @@ from verifier_fixtures import (  # noqa: E402
 
 from verifier import Result, verify_bytes, verify_file  # noqa: E402
 from verifier.cli import run_capped  # noqa: E402
-from verifier.format.statement import SCHEMA, _typed  # noqa: E402
+from verifier.format.schema import typed as typed_as  # noqa: E402
+from verifier.format.v1 import SCHEMA  # noqa: E402
 from verifier.replay.upper_v1 import replay  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -129,7 +130,7 @@ def test_support_below_the_log_grid_deletes_everything(v2):
 
 
 def typed(claim, method):
-    return _typed({"claim": claim, "method": method}, {k: SCHEMA[k] for k in ("claim", "method")}, "p")
+    return typed_as({"claim": claim, "method": method}, {k: SCHEMA[k] for k in ("claim", "method")}, "p")
 
 
 @pytest.mark.parametrize("change", [
@@ -187,11 +188,14 @@ def test_the_caps_turn_a_model_error_into_a_reason():
 
 
 def test_a_python_memory_error_is_a_reason(v2, monkeypatch):
-    import verifier.core
+    import dataclasses
+
+    import verifier.methods as vm
 
     def exhausted(*a):
         raise MemoryError
-    monkeypatch.setattr(verifier.core, "replay", exhausted)
+    key = ("lemma-c5-rounding", 1)
+    monkeypatch.setitem(vm.UPPER, key, dataclasses.replace(vm.UPPER[key], replay=exhausted))
     r = verify_bytes(sign_statement(statement_v2(v2), KEY), [KEY.public_key()])
     assert (r.accepted, r.reason) == (False, "memory-exhausted")
 
@@ -201,7 +205,7 @@ def test_lower_replay_with_everything_floored_away():
     lower bound is then about -1, not a crash."""
     from verifier_fixtures import LOWER_METHOD
 
-    from verifier.format.statement import SCHEMA_V2
+    from verifier.format.v2 import SCHEMA_V2
     from verifier.replay.lower_v1 import replay_lower
-    lm = _typed(dict(LOWER_METHOD, fixed_point_bits=8), SCHEMA_V2["lower"]["method"], "lm")
+    lm = typed_as(dict(LOWER_METHOD, fixed_point_bits=8), SCHEMA_V2["lower"]["method"], "lm")
     assert replay_lower(12, 3, fmpq(29, 20), lm).bound < fmpq(-99, 100)

@@ -13,8 +13,10 @@ from flint import arb, fmpq
 
 from verifier.core import round_up
 from verifier.format.envelope import PAYLOAD_TYPE, keyid, pae
-from verifier.format.statement import SCHEMA, SCHEMA_V2, STATEMENT, _typed
+from verifier.format.schema import typed as typed_as
 from verifier.format.strict import working_prec
+from verifier.format.v1 import SCHEMA, STATEMENT
+from verifier.format.v2 import SCHEMA_V2
 from verifier.replay.upper_v1 import replay
 
 CLAIM = {"mechanism": "dp-sgd/random-allocation", "adjacency": "zero-out", "steps": 12,
@@ -37,7 +39,7 @@ def ball(x) -> str:
 
 def predicate(claim=CLAIM, method=METHOD) -> dict:
     """The predicate of docs/certificate.md §3, enclosures computed from the spec (§4)."""
-    typed = _typed({"claim": claim, "method": method}, {k: SCHEMA[k] for k in ("claim", "method")}, "p")
+    typed = typed_as({"claim": claim, "method": method}, {k: SCHEMA[k] for k in ("claim", "method")}, "p")
     r = replay(typed["claim"], typed["method"])
     enc = {k: ({kk: ball(vv) for kk, vv in v.items()} if isinstance(v, dict) else ball(v))
            for k, v in r.enclosures.items()}
@@ -108,11 +110,11 @@ def predicate_v2(claim=CLAIM, method=METHOD_V2, sigma_low="1.45", lower_method=L
                  grid="0.0001") -> dict:
     """A v2 predicate built from the spec: the v1 predicate plus `lower` (§1), `privacy`
     (smallest epsilon on the grid, §2) and `tpr` (best epsilon on a coarse scan, §3)."""
-    from verifier.core import _upper
     from verifier.replay.lower_v1 import deltas, replay_lower
+    from verifier.replay.slack import upper_end as _upper
     pred = predicate(claim, method)
-    typed = _typed({"claim": claim, "method": method}, {k: SCHEMA[k] for k in ("claim", "method")}, "p")
-    lm = _typed(lower_method, SCHEMA_V2["lower"]["method"], "lm")
+    typed = typed_as({"claim": claim, "method": method}, {k: SCHEMA[k] for k in ("claim", "method")}, "p")
+    lm = typed_as(lower_method, SCHEMA_V2["lower"]["method"], "lm")
     lr = replay_lower(claim["steps"], claim["epochs"], fmpq(Fraction(sigma_low).numerator,
                       Fraction(sigma_low).denominator), lm)
     pred["lower"] = {"sigma_low": sigma_low, "target": claim["target"], "method": copy.deepcopy(lower_method),

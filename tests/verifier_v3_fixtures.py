@@ -10,13 +10,15 @@ from fractions import Fraction
 from flint import arb, fmpq
 from verifier_fixtures import envelope, smallest_step
 
-from verifier.core import _upper, round_up
-from verifier.format.statement import STATEMENT, _typed
+from verifier.core import round_up
+from verifier.format.schema import typed as typed_as
 from verifier.format.strict import working_prec
+from verifier.format.v1 import STATEMENT
 from verifier.format.v3 import CLAIM, CLAIM_FIXED_BINS, LOWER_METHOD_V2, STATEMENT_FB
 from verifier.format.v3 import METHOD_V2 as METHOD_SCHEMA
 from verifier.replay.lower_v1 import deltas
 from verifier.replay.lower_v2 import replay_lower_v2
+from verifier.replay.slack import upper_end as _upper
 from verifier.replay.upper_v2 import replay_v2
 
 CLAIM_RA = {"mechanism": "dp-sgd/random-allocation", "scheme": "random-allocation", "adjacency": "zero-out",
@@ -47,9 +49,9 @@ def typed(claim: dict, method: dict, lower: bool = False) -> dict:
     """Claim and method (or lower method) with exact rationals, through the v3 schema."""
     cs = CLAIM_FIXED_BINS if claim["scheme"] == "fixed-bins" else CLAIM
     if lower:
-        p = _typed({"claim": claim, "m": method}, {"claim": cs, "m": LOWER_METHOD_V2}, "p")
+        p = typed_as({"claim": claim, "m": method}, {"claim": cs, "m": LOWER_METHOD_V2}, "p")
         return {"claim": p["claim"], "lower": {"method": p["m"]}}
-    return _typed({"claim": claim, "method": method}, {"claim": cs, "method": METHOD_SCHEMA}, "p")
+    return typed_as({"claim": claim, "method": method}, {"claim": cs, "method": METHOD_SCHEMA}, "p")
 
 
 def ball(x) -> str:

@@ -9,16 +9,12 @@ from dataclasses import dataclass, field
 
 from flint import arb, fmpq
 
+from . import methods
 from .cost import DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS, check_budget, predict
 from .format.envelope import MAX_BYTES, load_public_key, open_envelope
 from .format.statement import parse_statement
 from .format.strict import Reject, decimal, working_prec
-from .replay import gaussian_shift as gs
-from .replay.lower_v1 import deltas, replay_lower
-from .replay.lower_v2 import replay_lower_v2, slack_lower
-from .replay.upper_v1 import _dyadic, replay
-from .replay.upper_v2 import LOOSE, replay_v2
-from .replay.upper_v2 import slack as slack_v2
+from .replay.slack import compare, upper_end
 
 
 @dataclass
@@ -58,31 +54,6 @@ def round_up(q: fmpq, digits: int, up: bool = True) -> str:
     return s[:k] + "." + s[k:]
 
 
-def _upper(x: arb) -> fmpq:
-    return fmpq(_dyadic(x, True, 400), 2**400)
-
-
-def slack(M: int, E: int, m: dict, width: fmpq, products: int) -> fmpq:
-    """How far two correct replays may differ: only by their optional deletions (trimming <= trim
-    and fixed-point floors <= width 2^-F per product), amplified at most M E times."""
-    return 2 * M * E * products * (m["trim"] + width / fmpq(2) ** m["fixed_point_bits"])
-
-
-def _compare(rec: dict, mine: dict, tol: fmpq, path="enclosures") -> list:
-    """Names whose recorded ball and replayed value differ by more than radii + tol."""
-    out = []
-    for k, r in rec.items():
-        m = mine[k]
-        if isinstance(r, dict):
-            out += _compare(r, m, tol, f"{path}.{k}")
-            continue
-        m = m if isinstance(m, arb) else arb(m)
-        gap = (r - m).abs_lower()  # max(0, |mid_r - mid_m| - rad_r - rad_m)
-        if gap > arb(tol):
-            out.append(f"{path}.{k}: recorded {r.str(12, radius=True)}, replayed {m.str(12, radius=True)}")
-    return out
-
-
 def verify_bytes(data: bytes, keys: list, subject_digest: str | None = None, *,
                  max_memory: float | None = None, max_seconds: float | None = None) -> Result:
     """Verify a DSSE envelope against Ed25519 public keys.  The replay runs only if the cost
@@ -99,33 +70,15 @@ def verify_bytes(data: bytes, keys: list, subject_digest: str | None = None, *,
         check_budget(cost, DEFAULT_MAX_MEMORY if max_memory is None else max_memory,
                      DEFAULT_MAX_SECONDS if max_seconds is None else max_seconds)
         c, m, enc = p["claim"], p["method"], p["enclosures"]
-        if m["name"] == gs.NAME:  # M = 1: closed forms, nothing deleted, no slack
-            rp = gs.replay(c, c["sigma"], m)
-            tol, deltas_at = fmpq(0), rp.deltas
-        else:
-            rp = (replay if m["version"] == 1 else replay_v2)(c, m)  # Lemma C.5 from claim and method alone
-            deltas_at = lambda eps: deltas(rp.b, rp.F, m["eta"], eps)
+        method = methods.upper(m)
+        rp = method.replay(c, m)  # Lemma C.5 (or the closed form) from claim and method alone
         res.replayed_bound, res.replay_seconds = round_up(rp.bound, 13), rp.seconds
         if rp.bound > p["bound"]:
             raise Reject("replay-bound-exceeds", f"replayed upper bound on TV {res.replayed_bound} > recorded "
                          f"bound {raw['bound']}: the mathematics does not certify this claim")
         # Two correct replays differ only by optional deletions (trim, floors), amplified at most
         # M*E times; beyond that slack a recorded enclosure is wrong.
-        if m["name"] == gs.NAME:
-            with working_prec(400):
-                res.mismatches = _compare(enc, rp.enclosures, tol)
-        elif m["version"] == 1:
-            width = m["truncation"] / m["h"] + m["cap"] / m["h"] + (m["k_plus"] - m["k_minus"]) * c["epochs"]
-            tol = slack(c["steps"], c["epochs"], m, width, 2 * (c["steps"].bit_length() + c["epochs"].bit_length()))
-            with working_prec(400):
-                res.mismatches = _compare(enc, rp.enclosures, tol)
-        else:
-            tol, loose = slack_v2(c, m, rp)
-            strict = {k: {kk: x for kk, x in v.items() if (k, kk) not in LOOSE} if isinstance(v, dict) else v
-                      for k, v in enc.items()}
-            with working_prec(400):
-                res.mismatches = _compare(strict, rp.enclosures, tol) + _compare(
-                    {a: {b: enc[a][b]} for a, b in LOOSE}, rp.enclosures, loose)
+        tol, res.mismatches = method.check(c, m, enc, rp)
         if res.mismatches:
             raise Reject("enclosure-mismatch", "recorded enclosures disagree with the replay: "
                          + "; ".join(res.mismatches))
@@ -136,7 +89,7 @@ def verify_bytes(data: bytes, keys: list, subject_digest: str | None = None, *,
         if "lower" in p:
             _verify_lower(p, raw, res)
         if "privacy" in p:
-            _verify_rows(p, raw, deltas_at, tol, res)
+            _verify_rows(p, raw, method.deltas(rp, m), tol, res)
         res.accepted, res.reason = True, "accepted"
     except Reject as r:
         res.reason, res.detail = r.reason, r.detail
@@ -152,13 +105,8 @@ def verify_bytes(data: bytes, keys: list, subject_digest: str | None = None, *,
 def _verify_lower(p, raw, res):
     """docs/two-sided.md §1 (lower method v1), method-v2.md §4 (v2): replay the lower bound."""
     c, lo = p["claim"], p["lower"]
-    v1 = lo["method"]["name"] != gs.NAME and lo["method"]["version"] == 1  # data-processing-lower v1
-    if lo["method"]["name"] == gs.NAME:
-        lr = gs.replay(c, lo["sigma_low"], lo["method"], upper=False)
-    elif v1:
-        lr = replay_lower(c["steps"], c["epochs"], lo["sigma_low"], lo["method"])
-    else:
-        lr = replay_lower_v2(c, lo["sigma_low"], lo["method"])
+    method = methods.lower(lo["method"])
+    lr = method.replay(c, lo["sigma_low"], lo["method"])
     res.replayed_lower, res.replay_seconds["lower"] = round_up(lr.bound, 13, up=False), lr.seconds
     if lr.bound <= c["target"]:
         raise Reject("lower-replay-not-above-target", f"replayed lower bound {res.replayed_lower} on TV at "
@@ -166,20 +114,7 @@ def _verify_lower(p, raw, res):
     if lr.bound < lo["tv_lower"]:
         raise Reject("lower-replay-below-recorded", f"replayed lower bound {res.replayed_lower} is below "
                      f"the recorded tv_lower {raw['lower']['tv_lower']}")
-    if lo["method"]["name"] == gs.NAME:
-        tol, mine = fmpq(0), lr.enclosures
-    elif v1:
-        m = lo["method"]
-        width = 8 * c["steps"] / m["h"] + m["cap"] / m["h"] + (m["b_max"] - m["b_min"]) * c["epochs"]
-        tol, mine = slack(c["steps"], c["epochs"], m, width, 5 * c["steps"].bit_length()
-                          + 4 * c["epochs"].bit_length()), None
-    else:
-        tol, mine = slack_lower(c, lo["method"]), {"W_A": lr.W_A, "U_A": lr.U_A, "deleted_p": lr.deleted_p}
-    with working_prec(400):
-        if v1:
-            bad = _compare_v1_lower(lo["enclosures"], lr, tol)
-        else:
-            bad = _compare(lo["enclosures"], mine, tol, "lower.enclosures")
+    _, bad = method.check(c, lo["method"], lo["enclosures"], lr)
     if bad:
         res.mismatches += bad
         raise Reject("lower-enclosure-mismatch", "recorded lower enclosures disagree with the replay: "
@@ -188,37 +123,23 @@ def _verify_lower(p, raw, res):
                    f"(replayed {res.replayed_lower})")
 
 
-def _compare_v1_lower(rec: dict, lr, tol: fmpq) -> list:
-    """Lower method v1 (two-sided.md §1) leaves the bucket map free: buckets come from float logs,
-    and sums near a bucket edge may land on either side, so two correct replays reach different
-    (both valid) W_A, U_A.  What a certificate may not do is record more than the replay proves:
-    the recorded W_A - U_A - deleted_p must not exceed ours by more than the radii and tol, and
-    deleted_p must agree.  (Seen: W_A - U_A recorded 0.100000000259, replayed 0.100000000396.)"""
-    out = []
-    r, m = rec["W_A"] - rec["U_A"] - rec["deleted_p"], arb(lr.W_A - lr.U_A - lr.deficit)
-    if (r - m).lower() > arb(tol):
-        out.append(f"lower.enclosures.W_A - U_A - deleted_p: recorded {r.str(12, radius=True)}, above the "
-                   f"replayed {m.str(12, radius=True)}")
-    return out + _compare({"deleted_p": rec["deleted_p"]}, {"deleted_p": lr.deficit}, tol, "lower.enclosures")
-
-
 def _verify_rows(p, raw, deltas_at, tol, res):
     """docs/two-sided.md §2-3, method-v2.md §5: the privacy and TPR rows from our own deltas."""
     m, rows = p["method"], {}
     res.derived = rows  # filled as we go, so a rejection shows the rows replayed so far
-    worst = lambda eps: max(_upper(x) for x in deltas_at(eps))
+    worst = lambda eps: max(upper_end(x) for x in deltas_at(eps))
     with working_prec(max(200, m["prec"])):
         grid = p["privacy"]["epsilon_grid"]
         for d, row in p["privacy"]["epsilon_at_delta"].items():
             delta, eps = decimal(d, d), row["epsilon"]
             dqp, dpq = deltas_at(eps)
             rows[d] = {"epsilon": raw["privacy"]["epsilon_at_delta"][d]["epsilon"],
-                       "delta_qp": round_up(_upper(dqp), 13), "delta_pq": round_up(_upper(dpq), 13)}
-            if max(_upper(dqp), _upper(dpq)) > delta:
+                       "delta_qp": round_up(upper_end(dqp), 13), "delta_pq": round_up(upper_end(dpq), 13)}
+            if max(upper_end(dqp), upper_end(dpq)) > delta:
                 raise Reject("privacy-epsilon-too-small", f"at epsilon {rows[d]['epsilon']} the replayed "
                              f"bounds on delta are {rows[d]['delta_qp']} (Q||P), {rows[d]['delta_pq']} "
                              f"(P||Q); not both <= {d}")
-            bad = _compare({k: row[k] for k in ("delta_qp", "delta_pq")}, {"delta_qp": dqp, "delta_pq": dpq},
+            bad = compare({k: row[k] for k in ("delta_qp", "delta_pq")}, {"delta_qp": dqp, "delta_pq": dpq},
                            tol, f"privacy.epsilon_at_delta.{d}")
             if bad:
                 raise Reject("privacy-mismatch", "recorded deltas disagree with the replay: " + "; ".join(bad))
@@ -229,7 +150,7 @@ def _verify_rows(p, raw, deltas_at, tol, res):
                              f"than the slack {round_up(tol, 3)}")
         for a, row in p["tpr"].items():
             dqp = deltas_at(row["epsilon"])[0]
-            bound = _upper(arb(row["epsilon"]).exp() * arb(decimal(a, a)) + dqp)
+            bound = upper_end(arb(row["epsilon"]).exp() * arb(decimal(a, a)) + dqp)
             rows[f"tpr@{a}"] = round_up(bound, 13)
             if row["tpr"] < bound:
                 raise Reject("tpr-too-small", f"recorded TPR {raw['tpr'][a]['tpr']} at FPR {a} is below the "

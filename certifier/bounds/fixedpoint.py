@@ -69,6 +69,12 @@ def arb_str(x: arb) -> str:
     return x.str(20, radius=True)
 
 
+def exact_str(n: int, F: int) -> str:
+    """An arb string of the exact value n 2^-F (a ball of radius 0 up to printing, containing it)."""
+    with working_prec(max(128, n.bit_length() + 8)):
+        return (arb(n) / arb(2) ** F).str(20, radius=True)
+
+
 @dataclass
 class Poly:
     """Fixed-point masses: coefficient j of `poly` is n_j, the mass n_j 2^-F at index off + j."""
@@ -187,21 +193,35 @@ def truncate_index(p: Poly, limit: int, led: Ledger) -> Poly:
     return Poly(p.off, keep)
 
 
-def power(base: Poly, n: int, trim_units: int, led: Ledger, progress=None) -> Poly:
-    """base^n by binary powering: each product floored and trimmed, so the result's
-    coefficients are lower bounds (units 2^-F) on the masses of a sum of n copies."""
+def dense(p: Poly, off: int, n: int) -> list[int]:
+    """Coefficients of p at indices off .. off + n - 1 as Python ints (zeros outside)."""
+    out = [0] * n
+    base = p.off - off
+    for j, v in enumerate(p.poly.coeffs()):
+        out[base + j] = int(v)
+    return out
+
+
+def binary_power(base, n: int, mul, progress=None):
+    """base^n (n >= 1) by binary powering along the bits of n, every product through mul(a, b)."""
     acc, e = None, n
     nbits, i = n.bit_length(), 0
     while e:
         if e & 1:
-            acc = base if acc is None else trim(product(acc, base, None, led), trim_units, led)
+            acc = base if acc is None else mul(acc, base)
         e >>= 1
         if e:
-            base = trim(product(base, base, None, led), trim_units, led)
+            base = mul(base, base)
         i += 1
         if progress:
             progress(i / nbits)
     return acc
+
+
+def power(base: Poly, n: int, trim_units: int, led: Ledger, progress=None) -> Poly:
+    """base^n by binary powering: each product floored and trimmed, so the result's
+    coefficients are lower bounds (units 2^-F) on the masses of a sum of n copies."""
+    return binary_power(base, n, lambda a, b: trim(product(a, b, None, led), trim_units, led), progress)
 
 
 def coarsen_two_point(p: Poly, r: int, led: Ledger) -> Poly:

@@ -12,11 +12,12 @@ rational (t^2 = 1/sigma^2; for fixed bins the pair is already one epoch at t^2 =
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from flint import arb, fmpq
 
 from certifier.bounds.fixedpoint import arb_exact, arb_str, round_up_sig, working_prec
+from certifier.bounds.result import LowerResult, UpperResult
 from certifier.errors import ParameterError
 
 METHOD_NAME = "gaussian-shift"
@@ -31,6 +32,16 @@ class GaussianShift:
 
     def to_json(self) -> dict:
         return {"name": METHOD_NAME, "version": METHOD_VERSION, "prec": self.prec}
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "GaussianShift":
+        if obj.get("name") != METHOD_NAME or obj.get("version") != METHOD_VERSION:
+            raise ParameterError("unsupported method (want gaussian-shift v1)")
+        return cls(int(obj["prec"]))
+
+    def validate(self) -> None:
+        if not 32 <= self.prec <= 4096:
+            raise ParameterError("prec must lie in [32, 4096]")
 
 
 def _phi(x: arb) -> arb:
@@ -56,34 +67,23 @@ def delta_ball(epochs: int, t2: fmpq, eps: fmpq, prec: int = PREC) -> arb:
         return _phi(-e / mu + mu / 2) - e.exp() * _phi(-e / mu - mu / 2)
 
 
-@dataclass
-class ClosedFormResult:
-    """What the certificate records: the TV ball and the rounded bound (upper) or lower bound."""
-    bound: str
-    one_minus_O: arb
-    enclosures: dict
-    timings: dict = field(default_factory=lambda: {"step_i": 0.0, "step_ii": 0.0, "step_iii": 0.0,
-                                                   "step_iv": 0.0, "total": 0.0})
-    b: None = None
-
-
-def upper(steps: int, epochs: int, t2: fmpq, method: GaussianShift) -> ClosedFormResult:
+def upper(steps: int, epochs: int, t2: fmpq, method: GaussianShift) -> UpperResult:
     """The certified TV (upper end of the ball, rounded up to 10 significant digits); M must be 1."""
     if steps != 1:
         raise ParameterError("method gaussian-shift needs one step per epoch (M = 1)")
     tv = tv_ball(epochs, t2, method.prec)
-    return ClosedFormResult(round_up_sig(tv, 10), tv, {"TV": arb_str(tv)})
+    return UpperResult(round_up_sig(tv, 10), tv, {"TV": arb_str(tv)})
 
 
-def lower(steps: int, epochs: int, t2: fmpq, method: GaussianShift):
-    """(exact lower end as fmpq, 10-digit rounded-down string, enclosures) of the TV at t2; M must be 1."""
+def lower(steps: int, epochs: int, t2: fmpq, method: GaussianShift) -> LowerResult:
+    """The TV at t2 from below: its ball's exact lower end, rounded down to 10 digits; M must be 1."""
     from certifier.bounds.fixedpoint import round_down_sig
     if steps != 1:
         raise ParameterError("method gaussian-shift needs one step per epoch (M = 1)")
     tv = tv_ball(epochs, t2, method.prec)
     man, exp = tv.lower().man_exp()
     exact = fmpq(int(man)) * fmpq(2) ** int(exp) if int(exp) >= 0 else fmpq(int(man), 2 ** (-int(exp)))
-    return exact, round_down_sig(exact, 10), {"TV": arb_str(tv)}
+    return LowerResult(round_down_sig(exact, 10), exact, {"TV": arb_str(tv)})
 
 
 def rows(epochs: int, t2: fmpq, prec: int = PREC) -> tuple[dict, dict]:

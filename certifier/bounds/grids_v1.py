@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from flint import fmpq
 from scipy.special import ndtr
 
-from certifier.bounds.upper_v1 import Method, make_method
+from certifier.bounds.upper_v1 import UpperV1, make_method
 from certifier.errors import CannotCertify
 from certifier.params import ParameterError
 
@@ -130,7 +130,7 @@ def lattice_variance(steps: int, g: list[int]) -> float:
 @dataclass
 class Plan:
     """A chosen grid (a method's parameters) with its predicted loss and time (any method, either side)."""
-    method: Method
+    method: UpperV1
     predicted_loss: float
     predicted_seconds: float
     budget: float
@@ -268,7 +268,7 @@ def _k_range(steps: int, h: fmpq, eta: fmpq) -> tuple[int, int]:
     """k_minus, k_plus wide enough that the log grid deletes only L = 0 (and nothing below h/M or above 8+)."""
     lo = math.log(float(h) / steps) / float(eta)
     hi = math.log(8.0 + 2 * float(h)) / float(eta)
-    km0, kp0 = Method.default_k(eta)
+    km0, kp0 = UpperV1.default_k(eta)
     return min(km0, math.floor(lo) - 2), max(kp0, math.ceil(hi) + 2)
 
 
@@ -325,13 +325,13 @@ def choose_lower_grid(steps: int, epochs: int, sigma: fmpq, budget: float, prec:
     budget scaled accordingly; cap from `lower_cap`. Cost: the v1 model with cap/h points in
     step (a) and about twice the products of step (ii).
     """
-    from certifier.bounds.lower_v1 import LowerMethod
+    from certifier.bounds.lower_v1 import LowerV1
     mod = Model.at(steps, epochs, float(sigma))
     plan = choose_grid(steps, epochs, sigma, budget * (1 - LOWER_CAP_SHARE) / LOWER_LOSS_RATIO, prec=prec)
     h = plan.method.h
     cap_f = lower_cap(mod, budget)
     cap = h * int(math.ceil(cap_f / float(h)))
-    method = LowerMethod.from_v1(plan.method, cap)
+    method = LowerV1.from_v1(plan.method, cap)
     points = float(cap / h)
     base = predict_seconds(mod, float(h), list(plan.method.lattice_schedule), float(cap), float(plan.method.eta), 0.0)
     secs = points * 16e-6 + 2.2 * base

@@ -23,7 +23,7 @@ from flint import fmpq
 from scipy.special import ndtr, ndtri
 
 from certifier.bounds.grids_v1 import Plan
-from certifier.bounds.upper_v2 import MethodV2
+from certifier.bounds.upper_v2 import UpperV2
 from certifier.errors import CannotCertify
 from certifier.params import parse_decimal
 
@@ -223,7 +223,7 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     # a mass unit 2^-F at Lambda = e^x weighs e^x 2^-F under Q: where the rows need Lambda up to
     # e^(k_top eta), the fixed point must resolve Q-masses there to ~1e-20
     bits = max(80, math.ceil((min(k_top * ev, epochs * (k_plus * ev)) + 46) / math.log(2))) if need_eps > 0 else 80
-    method = MethodV2(h=parse_decimal("h", hs), mantissa_bits=n, y_mantissa_bits=tuple(y_bits), top_octave=top,
+    method = UpperV2(h=parse_decimal("h", hs), mantissa_bits=n, y_mantissa_bits=tuple(y_bits), top_octave=top,
                       eta=eq, k_minus=k_minus, k_plus=k_plus, k_top=k_top, prec=max(prec, bits + 20),
                       fixed_point_bits=min(bits, 1024), trim=trim, trim_shift=shift)
     method.validate()
@@ -274,7 +274,7 @@ def coarse(plan: Plan, steps: int, epochs: int, t2: fmpq, tv: float | None, drop
     ev = float(eta)
     ys = tuple(max(2, b - d) for b in m.y_mantissa_bits)
     r = float(m.eta) / ev
-    method = MethodV2(h=m.h * (1 << d), mantissa_bits=n, y_mantissa_bits=ys, top_octave=m.top_octave, eta=eta,
+    method = UpperV2(h=m.h * (1 << d), mantissa_bits=n, y_mantissa_bits=ys, top_octave=m.top_octave, eta=eta,
                       k_minus=math.floor(m.k_minus * r), k_plus=math.ceil(m.k_plus * r),
                       k_top=math.ceil(m.k_top * r), prec=m.prec, fixed_point_bits=m.fixed_point_bits, trim=m.trim,
                       trim_shift=m.trim_shift)

@@ -6,7 +6,7 @@ magnitude, which no uniform lattice covers. The multiscale lattice ML(h, n), N =
     octave 0:       points j h,         0 <= j < 2N     covering [0, 2Nh)
     octave k >= 1:  points 2^k h m,     N <= m < 2N     covering [2^k N h, 2^{k+1} N h)
 
-so above N h every point has relative spacing between 1/(2N) and 1/N. An `MSDist` maps the
+so above N h every point has relative spacing between 1/(2N) and 1/N. An `LatticeDist` maps the
 octave k to a `Poly` on the lattice 2^k h (coefficient at index m: the mass at 2^k h m, a lower
 bound in units of 2^-F).
 
@@ -48,15 +48,15 @@ class Lattice:
         return 2 * self.N - 1
 
 
-MSDist = dict  # octave -> Poly (lattice 2^octave h)
+LatticeDist = dict  # octave -> Poly (lattice 2^octave h)
 
 
-def ms_mass(X: MSDist) -> int:
+def lattice_mass(X: LatticeDist) -> int:
     """Exact total mass (units 2^-F)."""
     return sum(p.mass() for p in X.values())
 
 
-def _add(a: Poly | None, b: Poly | None) -> Poly | None:
+def add(a: Poly | None, b: Poly | None) -> Poly | None:
     """Coefficientwise sum of two Polys on the same lattice (exact)."""
     if a is None or a.poly.length() == 0:
         return b
@@ -105,16 +105,16 @@ def _floor_shift(terms: list[tuple[Poly, Poly]], led: Ledger) -> Poly | None:
     return strip(Poly(off, q))
 
 
-def _clamp_top(out: MSDist, lat: Lattice, k: int, z: Poly | None, led: Ledger) -> None:
+def _clamp_top(out: LatticeDist, lat: Lattice, k: int, z: Poly | None, led: Ledger) -> None:
     """Add z (octave k, k > top) to the largest point of the top octave (a move-down)."""
     if z is None or z.poly.length() == 0:
         return
     m = z.mass()
     led.moved_top += m
-    out[lat.top] = _add(out.get(lat.top), Poly(lat.top_index(), fmpz_poly([m])))
+    out[lat.top] = add(out.get(lat.top), Poly(lat.top_index(), fmpz_poly([m])))
 
 
-def oplus(X: MSDist, Y: MSDist, lat: Lattice, led: Ledger, mode: str, square: bool = False) -> MSDist:
+def oplus(X: LatticeDist, Y: LatticeDist, lat: Lattice, led: Ledger, mode: str, square: bool = False) -> LatticeDist:
     """The distribution of X (+) Y for independent X, Y (see the module docstring), floored to 2^-F.
 
     square=True computes X (+) X for two independent copies of X (Y is ignored).
@@ -124,30 +124,30 @@ def oplus(X: MSDist, Y: MSDist, lat: Lattice, led: Ledger, mode: str, square: bo
     keys = set(X) | set(Y)
     if not keys:
         return {}
-    out: MSDist = {}
+    out: LatticeDist = {}
     xh = yh = None                      # X_{<k}, Y_{<k} rounded onto the lattice 2^k h
     N2 = 2 * lat.N
     for k in range(min(keys), max(keys) + 1):
         x, y = X.get(k), Y.get(k)
         if square:      # Z_k = x (x + 2 xh): both copies in octave k, or one below it
             twice = Poly(xh.off, 2 * xh.poly) if xh is not None else None
-            terms = [(x, _add(x, twice))] if x is not None else []
+            terms = [(x, add(x, twice))] if x is not None else []
         else:           # Z_k = x (y + yh) + xh y
-            terms = [(x, _add(y, yh)), (xh, y)]
+            terms = [(x, add(y, yh)), (xh, y)]
         z = _floor_shift(terms, led)
         if z is not None:
             low, high = _split(z, N2)
             if low is not None:
-                out[k] = _add(out.get(k), low)
+                out[k] = add(out.get(k), low)
             up = _halve(high, mode, led)
             if up is not None:
                 if k + 1 > lat.top:
                     _clamp_top(out, lat, k + 1, up, led)
                 else:
-                    out[k + 1] = _add(out.get(k + 1), up)
-        xh = _halve(_add(xh, x), mode, led)
+                    out[k + 1] = add(out.get(k + 1), up)
+        xh = _halve(add(xh, x), mode, led)
         if not square:
-            yh = _halve(_add(yh, y), mode, led)
+            yh = _halve(add(yh, y), mode, led)
     return {k: strip(p) for k, p in out.items() if p is not None and p.poly.length()}
 
 
@@ -166,7 +166,7 @@ def _edge(p: fmpz_poly, budget: int, top: bool) -> tuple[int, int]:
     return lo, part(lo)
 
 
-def trim_ms(X: MSDist, units: int, led: Ledger, ends: tuple = (False,)) -> MSDist:
+def trim_lattice(X: LatticeDist, units: int, led: Ledger, ends: tuple = (False,)) -> LatticeDist:
     """Delete coefficients of mass <= units/2 per end at the lowest (and with ends=(False, True) also the
     highest) values (recorded). By default only the low end: the top carries the Q-mass."""
     if units <= 0 or not X:
@@ -191,7 +191,7 @@ def trim_ms(X: MSDist, units: int, led: Ledger, ends: tuple = (False,)) -> MSDis
     return X
 
 
-def clamp_octaves(X: MSDist, lat: Lattice, led: Ledger) -> MSDist:
+def clamp_octaves(X: LatticeDist, lat: Lattice, led: Ledger) -> LatticeDist:
     """Move the mass of octaves above lat.top to the largest point of the top octave."""
     out = {k: p for k, p in X.items() if k <= lat.top}
     for k in sorted(k for k in X if k > lat.top):

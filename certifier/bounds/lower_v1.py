@@ -33,15 +33,17 @@ all three exact integers over 2^F: the certified lower bound is an exact rationa
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
-from flint import arb, fmpq, fmpz_poly
+from flint import fmpq, fmpz_poly
 
 from certifier.bounds.fixedpoint import (
     Ledger,
     Poly,
     coarsen_floor,
+    dense,
+    exact_str,
     floor_fixed,
     power,
     product,
@@ -52,7 +54,8 @@ from certifier.bounds.fixedpoint import (
     working_prec,
 )
 from certifier.bounds.lognormal import doubled_tails, floor_cell_masses
-from certifier.bounds.upper_v1 import Method
+from certifier.bounds.result import LowerResult
+from certifier.bounds.upper_v1 import UpperV1
 from certifier.errors import NumericsUnreliable
 from certifier.params import ParameterError, decimal_str, parse_decimal
 
@@ -61,7 +64,7 @@ METHOD_VERSION = 1
 
 
 @dataclass(frozen=True)
-class LowerMethod:
+class LowerV1:
     """Parameters of the map and the arithmetic (the `lower.method` object).
 
     h, cap: the cells [kh, (k+1)h), k < K = cap/h, and [cap, inf) of (a); lattice_schedule:
@@ -78,10 +81,10 @@ class LowerMethod:
     fixed_point_bits: int = 80
     trim: fmpq = fmpq(1, 10**20)
 
-    def as_v1(self) -> Method:
-        """The v1 Method with the same grid (used for its validation rules and truncation)."""
-        km, kp = Method.default_k(self.eta)
-        return Method(h=self.h, tail_start=self.cap, tail_step=self.h, cap=self.cap,
+    def as_v1(self) -> UpperV1:
+        """The upper-v1 method with the same grid (used for its validation rules and truncation)."""
+        km, kp = UpperV1.default_k(self.eta)
+        return UpperV1(h=self.h, tail_start=self.cap, tail_step=self.h, cap=self.cap,
                       lattice_schedule=tuple(self.lattice_schedule), eta=self.eta, k_minus=km, k_plus=kp,
                       prec=self.prec, fixed_point_bits=self.fixed_point_bits, trim=self.trim)
 
@@ -94,7 +97,7 @@ class LowerMethod:
             raise ParameterError("bucket range b_max - b_min too large (> 4e6)")
 
     @classmethod
-    def from_v1(cls, m: Method, cap: fmpq | None = None) -> "LowerMethod":
+    def from_v1(cls, m: UpperV1, cap: fmpq | None = None) -> "LowerV1":
         """The v1 grid's h, eta, lattice (cap: a multiple of h, default the v1 cap); b_min, b_max
         are set by the computation."""
         return cls(h=m.h, cap=m.cap if cap is None else cap,
@@ -110,7 +113,7 @@ class LowerMethod:
                 "prec": self.prec, "fixed_point_bits": self.fixed_point_bits, "trim": decimal_str(self.trim)}
 
     @classmethod
-    def from_json(cls, obj: dict) -> "LowerMethod":
+    def from_json(cls, obj: dict) -> "LowerV1":
         """Inverse of to_json (exact decimals parsed to fmpq)."""
         if obj.get("name") != METHOD_NAME or obj.get("version") != METHOD_VERSION:
             raise ParameterError("unsupported lower method (want data-processing-lower v1)")
@@ -123,7 +126,7 @@ class LowerMethod:
 
 # ----------------------------------------------------------------------------- (a) cell masses
 
-def step_a(sigma: fmpq, m: LowerMethod) -> tuple[Poly, Poly]:
+def step_a(sigma: fmpq, m: LowerV1) -> tuple[Poly, Poly]:
     """(P, Q): coefficient k of P.poly (resp. Q.poly) is floor(2^F x lower end of a ball containing
     Pr_P(Y in the cell whose left end is k h)) (resp. the same under the shifted law, E[Y 1{cell}]).
 
@@ -149,7 +152,7 @@ def _mix(a: Poly, wa: int, b: Poly, wb: int) -> Poly:
     return strip(Poly(off, (pa * wa + pb * wb) // (wa + wb)))
 
 
-def step_b(P: Poly, Q: Poly, steps: int, m: LowerMethod, progress=None):
+def step_b(P: Poly, Q: Poly, steps: int, m: LowerV1, progress=None):
     """The epoch-sum pmfs (AP, AQ, g): coefficient j is a lower bound (units 2^-F) on the mass of
     the map's epoch value j g h under P (AP) and under Q (AQ); partial sums above the truncation
     and trimmed ends are deleted on both sides.
@@ -197,16 +200,6 @@ def step_b(P: Poly, Q: Poly, steps: int, m: LowerMethod, progress=None):
 
 # ----------------------------------------------------------------------------- (c) buckets
 
-def _ints(p: Poly, off: int, n: int) -> list[int]:
-    """Coefficients of p at indices off .. off + n - 1 as Python ints (zeros outside)."""
-    out = [0] * n
-    cs = p.poly.coeffs()
-    base = p.off - off
-    for j, v in enumerate(cs):
-        out[base + j] = int(v)
-    return out
-
-
 def bucket_map(ap: list[int], aq: list[int], eta: float) -> tuple[np.ndarray, int, int]:
     """beta for each index: floor(ln(aq/ap)/eta) where both are > 0, made non-decreasing (running
     max) and clamped to [b_min, b_max] = the range over indices where both are > 0. A fixed function
@@ -239,24 +232,7 @@ def _bucket_sums(vals: list[int], beta: np.ndarray, b_min: int, b_max: int) -> l
 
 # ----------------------------------------------------------------------------- driver
 
-@dataclass
-class LowerResult:
-    """The certified lower bound and what the certificate records about it."""
-    tv_lower: str           # exact bound rounded DOWN to 10 significant digits
-    exact: fmpq             # the exact rational lower bound (W_A - U_A - deleted_p) / 2^F
-    method: LowerMethod     # with b_min, b_max as used
-    enclosures: dict
-    timings: dict
-    stats: dict = field(default_factory=dict)
-
-
-def _exact_str(n: int, F: int) -> str:
-    """An arb string of the exact value n 2^-F (a ball of radius 0 up to printing, containing it)."""
-    with working_prec(max(128, n.bit_length() + 8)):
-        return (arb(n) / arb(2) ** F).str(20, radius=True)
-
-
-def lower_bound(steps: int, epochs: int, sigma: fmpq, method: LowerMethod, progress=None,
+def lower_bound(steps: int, epochs: int, sigma: fmpq, method: LowerV1, progress=None,
                 fixed_buckets: bool = False) -> LowerResult:
     """A rigorous lower bound on TV(P_M^E, Q_M^E) at sigma (the data-processing map of this module).
 
@@ -280,13 +256,13 @@ def lower_bound(steps: int, epochs: int, sigma: fmpq, method: LowerMethod, progr
     prog("lower (c)", 0.0)
     lo = min(AP.off, AQ.off)
     n = max(AP.off + AP.poly.length(), AQ.off + AQ.poly.length()) - lo
-    ap, aq = _ints(AP, lo, n), _ints(AQ, lo, n)
+    ap, aq = dense(AP, lo, n), dense(AQ, lo, n)
     beta, b_min, b_max = bucket_map(ap, aq, float(method.eta))
     if fixed_buckets:
         b_min, b_max = method.b_min, method.b_max
         beta = np.clip(beta, b_min, b_max)
     else:
-        method = LowerMethod(**{**method.__dict__, "b_min": b_min, "b_max": b_max})
+        method = LowerV1(**{**method.__dict__, "b_min": b_min, "b_max": b_max})
         method.validate(steps)
     u = _bucket_sums(ap, beta, b_min, b_max)
     w = _bucket_sums(aq, beta, b_min, b_max)
@@ -298,8 +274,8 @@ def lower_bound(steps: int, epochs: int, sigma: fmpq, method: LowerMethod, progr
     W = power(strip(Poly(b_min, fmpz_poly(w))), epochs, trim_units, led)
     lo2 = min(U.off, W.off)
     n2 = max(U.off + U.poly.length(), W.off + W.poly.length()) - lo2
-    uu = np.array(_ints(U, lo2, n2), dtype=object)
-    ww = np.array(_ints(W, lo2, n2), dtype=object)
+    uu = np.array(dense(U, lo2, n2), dtype=object)
+    ww = np.array(dense(W, lo2, n2), dtype=object)
     sel = ww > uu
     W_A, U_A = int(ww[sel].sum()), int(uu[sel].sum())
     u_total = int(uu.sum())
@@ -310,8 +286,7 @@ def lower_bound(steps: int, epochs: int, sigma: fmpq, method: LowerMethod, progr
     tm["step_d"] = time.perf_counter() - t3
     tm["total"] = time.perf_counter() - t0
     prog("lower (d)", 1.0)
-    enc = {"W_A": _exact_str(W_A, F), "U_A": _exact_str(U_A, F), "deleted_p": _exact_str(deleted_p, F)}
+    enc = {"W_A": exact_str(W_A, F), "U_A": exact_str(U_A, F), "deleted_p": exact_str(deleted_p, F)}
     stats = {"epoch_length": n, "lattice": g, "buckets": b_max - b_min + 1, "final_length": n2,
              "products": led.products, "max_length": led.max_length}
-    return LowerResult(round_down_sig(exact, 10), exact, method, enc,
-                       {k: round(v, 3) for k, v in tm.items()}, stats)
+    return LowerResult(round_down_sig(exact, 10), exact, enc, {k: round(v, 3) for k, v in tm.items()}, stats, method)

@@ -1,7 +1,7 @@
 """Method v2 of the lower bound: data processing on the multiscale lattice (docs/method-v2.md §4).
 
 For any fixed map T, TV(P, Q) >= TV(T#P, T#Q) >= T#Q(A) - T#P(A). The map, with the grid of the
-upper method v2 (certifier.bounds.upper_v2.MethodV2, t^2 = 1/sigma_low^2):
+upper method v2 (certifier.bounds.upper_v2.UpperV2, t^2 = 1/sigma_low^2):
  (a) each Y -> the largest step-(i) grid point <= Y (Y >= cap -> cap);
  (b) the M values of an epoch are added by binary powering along the bits of M with the
      multiscale sum in mode "floor" (every rounding a floor, values above the top octave clamped);
@@ -21,21 +21,49 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
 
-from flint import arb, fmpq, fmpz_poly
+from flint import fmpq, fmpz_poly
 
-from certifier.bounds.fixedpoint import Ledger, Poly, floor_fixed, product, round_down_sig, strip, trim, working_prec
-from certifier.bounds.lattice import FLOOR, MSDist, _add, oplus, trim_ms
+from certifier.bounds.fixedpoint import (
+    Ledger,
+    Poly,
+    binary_power,
+    dense,
+    exact_str,
+    floor_fixed,
+    product,
+    round_down_sig,
+    strip,
+    trim,
+    working_prec,
+)
+from certifier.bounds.lattice import FLOOR, LatticeDist, add, oplus, trim_lattice
 from certifier.bounds.lognormal import doubled_tails, floor_cell_masses
-from certifier.bounds.upper_v2 import LogEdges, MethodV2, clamp_index, y_grid
+from certifier.bounds.result import LowerResult
+from certifier.bounds.upper_v2 import METHOD_NAME as UPPER_NAME
+from certifier.bounds.upper_v2 import METHOD_VERSION as UPPER_VERSION
+from certifier.bounds.upper_v2 import LogEdges, UpperV2, clamp_index, y_grid
 from certifier.errors import NumericsUnreliable, ParameterError
 
 METHOD_NAME = "data-processing-lower"
 METHOD_VERSION = 2
 
 
-def step_a(t2: fmpq, m: MethodV2) -> tuple[MSDist, MSDist]:
+def method_json(m: UpperV2) -> dict:
+    """The `lower.method` object: the v2 grid under this method's name, without trim_shift (§4)."""
+    obj = {**m.to_json(), "name": METHOD_NAME, "version": METHOD_VERSION}
+    obj.pop("trim_shift")
+    return obj
+
+
+def method_from_json(obj: dict) -> UpperV2:
+    """Inverse of method_json (exact decimals parsed to fmpq)."""
+    if obj.get("name") != METHOD_NAME or obj.get("version") != METHOD_VERSION:
+        raise ParameterError("unsupported lower method (want data-processing-lower v2)")
+    return UpperV2.from_json({**obj, "name": UPPER_NAME, "version": UPPER_VERSION, "trim_shift": "0"})
+
+
+def step_a(t2: fmpq, m: UpperV2) -> tuple[LatticeDist, LatticeDist]:
     """(P, Q): masses of the floor map of (a) under P and under the shifted law (lower bounds, 2^-F)."""
     F = m.fixed_point_bits
     grid = y_grid(m)
@@ -47,7 +75,7 @@ def step_a(t2: fmpq, m: MethodV2) -> tuple[MSDist, MSDist]:
     return _pack(grid, ps), _pack(grid, qs)
 
 
-def _pack(grid: list[tuple[int, int]], vals: list[int]) -> MSDist:
+def _pack(grid: list[tuple[int, int]], vals: list[int]) -> LatticeDist:
     out: dict[int, dict[int, int]] = {}
     for (k, j), c in zip(grid, vals):
         out.setdefault(k, {})[j] = c
@@ -63,22 +91,23 @@ def _pack(grid: list[tuple[int, int]], vals: list[int]) -> MSDist:
     return res
 
 
-def _mix(a: MSDist, wa: int, b: MSDist, wb: int) -> MSDist:
+def _mix(a: LatticeDist, wa: int, b: LatticeDist, wb: int) -> LatticeDist:
     """floor((wa a + wb b)/(wa + wb)) octave by octave: lower bounds on the mixture's masses."""
     out = {}
     for k in set(a) | set(b):
         pa, pb = a.get(k), b.get(k)
         sa = Poly(pa.off, pa.poly * wa) if pa is not None else None
         sb = Poly(pb.off, pb.poly * wb) if pb is not None else None
-        s = _add(sa, sb)
+        s = add(sa, sb)
         out[k] = strip(Poly(s.off, s.poly // (wa + wb)))
     return {k: p for k, p in out.items() if p.poly.length()}
 
 
-def step_b(P: MSDist, Q: MSDist, steps: int, m: MethodV2, led: Ledger, progress=None) -> tuple[MSDist, MSDist]:
+def step_b(P: LatticeDist, Q: LatticeDist, steps: int, m: UpperV2, led: Ledger,
+           progress=None) -> tuple[LatticeDist, LatticeDist]:
     """(AP, AQ): the epoch value's pmfs under P and Q (lower bounds, units 2^-F)."""
     lat, units = m.lattice, int((m.trim * (1 << led.F)).floor())
-    s = lambda x: trim_ms(x, units, led)
+    s = lambda x: trim_lattice(x, units, led)
     B, BQ, A, AQ, nA = P, Q, None, None, 0
     nbits = steps.bit_length()
     for i in range(nbits):
@@ -98,7 +127,7 @@ def step_b(P: MSDist, Q: MSDist, steps: int, m: MethodV2, led: Ledger, progress=
     return A, AQ
 
 
-def bucket_runs(J0: int, end: int, k: int, steps: int, m: MethodV2, edges: LogEdges) -> list[tuple[int, int, int]]:
+def bucket_runs(J0: int, end: int, k: int, steps: int, m: UpperV2, edges: LogEdges) -> list[tuple[int, int, int]]:
     """Runs (j, a, b): the indices a <= J < b of octave k lie in bucket j (map (c), exact edges).
 
     Index J > 0 is in bucket floor(ln(J 2^k h / M)/eta) clamped to [k_minus, k_plus]; J = 0 is in k_minus.
@@ -123,7 +152,7 @@ def bucket_runs(J0: int, end: int, k: int, steps: int, m: MethodV2, edges: LogEd
     return runs
 
 
-def step_c(AP: MSDist, AQ: MSDist, steps: int, m: MethodV2) -> tuple[Poly, Poly]:
+def step_c(AP: LatticeDist, AQ: LatticeDist, steps: int, m: UpperV2) -> tuple[Poly, Poly]:
     """(u, w): the bucket pmfs of (c) under P and Q (exact sums of the lower bounds)."""
     spans = {k: (min(X[k].off for X in (AP, AQ) if k in X), max(X[k].off + X[k].poly.length() for X in (AP, AQ)
                                                                  if k in X)) for k in set(AP) | set(AQ)}
@@ -156,37 +185,14 @@ def _prefix(p: Poly | None, off: int, end: int) -> list[int]:
     return out
 
 
-def step_d(u: Poly, epochs: int, m: MethodV2, led: Ledger) -> Poly:
+def step_d(u: Poly, epochs: int, m: UpperV2, led: Ledger) -> Poly:
     """(d): u^E by binary powering, partial sums above k_top clamped to k_top, trims recorded."""
     units = int((m.trim * (1 << led.F)).floor())
     tidy = lambda p: trim(clamp_index(p, m.k_top, led), units, led)
-    acc, base, e = None, clamp_index(u, m.k_top, led), epochs
-    while e:
-        if e & 1:
-            acc = base if acc is None else tidy(product(acc, base, None, led))
-        e >>= 1
-        if e:
-            base = tidy(product(base, base, None, led))
-    return acc
+    return binary_power(clamp_index(u, m.k_top, led), epochs, lambda a, b: tidy(product(a, b, None, led)))
 
 
-@dataclass
-class LowerResultV2:
-    tv_lower: str
-    exact: fmpq
-    enclosures: dict
-    timings: dict
-    stats: dict = field(default_factory=dict)
-
-
-def _ints(p: Poly, off: int, n: int) -> list[int]:
-    out = [0] * n
-    for j, v in enumerate(p.poly.coeffs()):
-        out[p.off - off + j] = int(v)
-    return out
-
-
-def lower_bound_v2(steps: int, epochs: int, t2: fmpq, method: MethodV2, progress=None) -> LowerResultV2:
+def lower_bound_v2(steps: int, epochs: int, t2: fmpq, method: UpperV2, progress=None) -> LowerResult:
     """A rigorous lower bound on TV(P_M^E, Q_M^E) at t^2 = 1/sigma_low^2 (the map of this module)."""
     method.validate()
     if not isinstance(t2, fmpq) or t2 <= 0:
@@ -209,7 +215,7 @@ def lower_bound_v2(steps: int, epochs: int, t2: fmpq, method: MethodV2, progress
         U, W = step_d(u, epochs, method, led), step_d(w, epochs, method, Ledger(F))
         lo = min(U.off, W.off)
         n = max(U.off + U.poly.length(), W.off + W.poly.length()) - lo
-        uu, ww = _ints(U, lo, n), _ints(W, lo, n)
+        uu, ww = dense(U, lo, n), dense(W, lo, n)
         W_A = sum(b for a, b in zip(uu, ww) if b > a)
         U_A = sum(a for a, b in zip(uu, ww) if b > a)
         deleted_p = (1 << F) - sum(uu)
@@ -218,11 +224,6 @@ def lower_bound_v2(steps: int, epochs: int, t2: fmpq, method: MethodV2, progress
         exact = fmpq(W_A - U_A - deleted_p, 1 << F)
         tm["step_d"] = time.perf_counter() - t3
         tm["total"] = time.perf_counter() - t0
-    enc = {"W_A": _exact_str(W_A, F), "U_A": _exact_str(U_A, F), "deleted_p": _exact_str(deleted_p, F)}
+    enc = {"W_A": exact_str(W_A, F), "U_A": exact_str(U_A, F), "deleted_p": exact_str(deleted_p, F)}
     stats = {"octaves": sorted(AP), "buckets": u.poly.length(), "final_length": n, "products": led.products}
-    return LowerResultV2(round_down_sig(exact, 10), exact, enc, {k: round(v, 3) for k, v in tm.items()}, stats)
-
-
-def _exact_str(n: int, F: int) -> str:
-    with working_prec(max(128, n.bit_length() + 8)):
-        return (arb(n) / arb(2) ** F).str(20, radius=True)
+    return LowerResult(round_down_sig(exact, 10), exact, enc, {k: round(v, 3) for k, v in tm.items()}, stats)

@@ -15,7 +15,7 @@ O <= E min{1, Lambda} by Lemma C.5, so 1 - O >= TV.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import accumulate
 
 from flint import arb, arb_poly, fmpq, fmpz_poly
@@ -36,6 +36,7 @@ from certifier.bounds.fixedpoint import (
     working_prec,
 )
 from certifier.bounds.lognormal import doubled_tails, two_point_masses
+from certifier.bounds.result import UpperResult
 from certifier.errors import NumericsUnreliable
 from certifier.params import ParameterError, decimal_str, parse_decimal
 
@@ -53,7 +54,7 @@ def _is_multiple(x: fmpq, unit: fmpq) -> bool:
 
 
 @dataclass(frozen=True)
-class Method:
+class UpperV1:
     """All parameters of the computation (the `method` object of the predicate).
 
     Rationals are exact `fmpq`; `k_minus`/`k_plus` default to floor(-1/eta), ceil(2/eta).
@@ -120,7 +121,7 @@ class Method:
         }
 
     @classmethod
-    def from_json(cls, obj: dict) -> "Method":
+    def from_json(cls, obj: dict) -> "UpperV1":
         """Inverse of to_json (exact decimals parsed to fmpq, never float)."""
         if obj.get("name") != METHOD_NAME or obj.get("version") != METHOD_VERSION:
             raise ParameterError("unsupported method (want lemma-c5-rounding v1)")
@@ -133,15 +134,15 @@ class Method:
 
 def make_method(steps: int, *, h, eta, cap, tail_start=None, tail_step=None, lattice_schedule=None,
                 prec: int = 100, fixed_point_bits: int = 80, trim="1e-20",
-                k_minus=None, k_plus=None) -> Method:
-    """A validated Method from decimal strings (or fmpq); defaults: one uniform grid, all g_i = 1."""
+                k_minus=None, k_plus=None) -> UpperV1:
+    """A validated UpperV1 from decimal strings (or fmpq); defaults: one uniform grid, all g_i = 1."""
     q = lambda name, v: v if isinstance(v, fmpq) else parse_decimal(name, v)  # noqa: E731
     h, eta, cap = q("h", h), q("eta", eta), q("cap", cap)
     ts = cap if tail_start is None else q("tail_start", tail_start)
     d = h if tail_step is None else q("tail_step", tail_step)
-    km, kp = Method.default_k(eta)
+    km, kp = UpperV1.default_k(eta)
     n = steps.bit_length() - 1
-    m = Method(h=h, tail_start=ts, tail_step=d, cap=cap,
+    m = UpperV1(h=h, tail_start=ts, tail_step=d, cap=cap,
                lattice_schedule=tuple(lattice_schedule) if lattice_schedule else (1,) * (n + 1),
                eta=eta, k_minus=km if k_minus is None else int(k_minus),
                k_plus=kp if k_plus is None else int(k_plus), prec=int(prec),
@@ -152,7 +153,7 @@ def make_method(steps: int, *, h, eta, cap, tail_start=None, tail_step=None, lat
 
 # ----------------------------------------------------------------------------- step (i)
 
-def step_i(sigma: fmpq, m: Method):
+def step_i(sigma: fmpq, m: UpperV1):
     """Lemma C.5 step (i): the grid masses p of one rounded step Y.
 
     Returns (P, G0cap, loss) where P is a Poly on lattice h (off = 0) whose
@@ -165,7 +166,7 @@ def step_i(sigma: fmpq, m: Method):
         return _step_i(sigma, m)
 
 
-def _step_i(sigma: fmpq, m: Method):
+def _step_i(sigma: fmpq, m: UpperV1):
     """step_i at the current working precision (see step_i for what the result contains)."""
     F = m.fixed_point_bits
     ts_units, step_units, cap_units = int(m.tail_start / m.h), int(m.tail_step / m.h), int(m.cap / m.h)
@@ -182,7 +183,7 @@ def _step_i(sigma: fmpq, m: Method):
 
 # ----------------------------------------------------------------------------- step (ii)
 
-def step_ii(P: Poly, steps: int, m: Method, led: Ledger, progress=None) -> tuple[Poly, int]:
+def step_ii(P: Poly, steps: int, m: UpperV1, led: Ledger, progress=None) -> tuple[Poly, int]:
     """Lemma C.5 step (ii): the epoch sum S = sum of M rounded steps, binary powering.
 
     Returns (A, g): coefficient j of A.poly is a lower bound (units 2^-F) on the
@@ -223,7 +224,7 @@ def step_ii(P: Poly, steps: int, m: Method, led: Ledger, progress=None) -> tuple
 
 # ----------------------------------------------------------------------------- step (iii)
 
-def _b_enclosures(k0: int, k1: int, scale: fmpq, eta: fmpq, prec: int):
+def b_enclosures(k0: int, k1: int, scale: fmpq, eta: fmpq, prec: int):
     """Integer enclosures lo_k <= 2^Q B_k <= hi_k for k in [k0, k1], B_k = scale * e^{k eta}.
 
     Computed by the exact integer recurrence B_{k+1} = B_k e^{eta} from k = 0 (where
@@ -264,7 +265,7 @@ def _k_of(value: fmpq, eta: fmpq) -> int:
     return math.floor(math.log(float(value)) / float(eta))
 
 
-def step_iii(A: Poly, g: int, steps: int, m: Method, led: Ledger) -> Poly:
+def step_iii(A: Poly, g: int, steps: int, m: UpperV1, led: Ledger) -> Poly:
     """Lemma C.5 step (iii): round L = S/M onto the log grid e^{k eta}.
 
     Returns R with coefficient j a lower bound (units 2^-F) on the mass r_k at
@@ -287,7 +288,7 @@ def step_iii(A: Poly, g: int, steps: int, m: Method, led: Ledger) -> Poly:
         return Poly(0, fmpz_poly([]))
     k_lo = max(m.k_minus, _k_of(fmpq(Jlo) / scale, m.eta) - 2)
     k_hi = min(m.k_plus, _k_of(fmpq(Jhi) / scale, m.eta) + 3)
-    lo, hi = _b_enclosures(k_lo, k_hi, scale, m.eta, m.prec)
+    lo, hi = b_enclosures(k_lo, k_hi, scale, m.eta, m.prec)
     # c_k = ceil(B_k): the smallest index J in cell k (rigorous when both ends agree)
     cs = []
     for a, b in zip(lo, hi):
@@ -339,7 +340,7 @@ def step_iii(A: Poly, g: int, steps: int, m: Method, led: Ledger) -> Poly:
 
 # ----------------------------------------------------------------------------- step (iv)
 
-def step_iv(R: Poly, epochs: int, m: Method, led: Ledger, progress=None) -> Poly:
+def step_iv(R: Poly, epochs: int, m: UpperV1, led: Ledger, progress=None) -> Poly:
     """Lemma C.5 step (iv): b = R^E (exponents add), with floors and trims recorded.
 
     Returns b: coefficient j a lower bound (units 2^-F) on the mass at Lambda = e^{(b.off + j) eta}.
@@ -348,7 +349,7 @@ def step_iv(R: Poly, epochs: int, m: Method, led: Ledger, progress=None) -> Poly
     return power(R, epochs, trim_units, led, progress)
 
 
-def o_ball(b: Poly, m: Method) -> arb:
+def o_ball(b: Poly, m: UpperV1) -> arb:
     """A ball containing O = sum_k b_k min{1, e^{k eta}} for the fixed-point masses b (exact ints)."""
     F = m.fixed_point_bits
     n_neg = max(0, min(-b.off, b.poly.length()))         # indices with k < 0
@@ -368,19 +369,7 @@ def o_ball(b: Poly, m: Method) -> arb:
 
 # ----------------------------------------------------------------------------- driver
 
-@dataclass
-class BoundResult:
-    """The certified bound and everything the certificate records about it."""
-    bound: str                 # upper end of 1 - O, rounded up to 10 significant digits
-    one_minus_O: arb           # a ball containing 1 - O
-    O: arb
-    enclosures: dict           # JSON-ready: O, mass.*, deleted.*
-    timings: dict
-    stats: dict = field(default_factory=dict)
-    b: Poly | None = None      # step (iv) masses (lower bounds, units 2^-F) at Lambda = e^{k eta}
-
-
-def rounding_bound(steps: int, epochs: int, sigma: fmpq, method: Method, progress=None) -> BoundResult:
+def rounding_bound(steps: int, epochs: int, sigma: fmpq, method: UpperV1, progress=None) -> UpperResult:
     """The rigorous Lemma C.5 bound: 1 - O >= TV(P_M^E, Q_M^E) at sigma.
 
     `bound` (a decimal string) is >= the upper end of a ball containing 1 - O, and
@@ -436,6 +425,5 @@ def rounding_bound(steps: int, epochs: int, sigma: fmpq, method: Method, progres
         stats = {"grid_points": P.poly.length(), "epoch_length": A.poly.length(), "lattice": g,
                  "log_cells": R.poly.length(), "final_length": b.poly.length(),
                  "products": led.products, "max_length": led.max_length}
-        return BoundResult(bound, one_minus_O, O, enclosures,
-                           {k: round(v, 3) for k, v in timings.items()}, stats, b)
+        return UpperResult(bound, one_minus_O, enclosures, {k: round(v, 3) for k, v in timings.items()}, stats, b, O)
 

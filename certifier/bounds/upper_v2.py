@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from flint import arb, fmpq, fmpz_poly
@@ -29,15 +29,17 @@ from certifier.bounds.fixedpoint import (
     Ledger,
     Poly,
     arb_str,
+    binary_power,
     floor_fixed,
     product,
     round_up_sig,
     strip,
     working_prec,
 )
-from certifier.bounds.lattice import ROUND, Lattice, MSDist, ms_mass, oplus, trim_ms
+from certifier.bounds.lattice import ROUND, Lattice, LatticeDist, lattice_mass, oplus, trim_lattice
 from certifier.bounds.lognormal import doubled_tails, two_point_masses
-from certifier.bounds.upper_v1 import B_FRACTION_BITS, _b_enclosures, o_ball
+from certifier.bounds.result import UpperResult
+from certifier.bounds.upper_v1 import B_FRACTION_BITS, b_enclosures, o_ball
 from certifier.errors import NumericsUnreliable, ParameterError
 from certifier.params import decimal_str, parse_decimal
 
@@ -46,7 +48,7 @@ METHOD_VERSION = 2
 
 
 @dataclass(frozen=True)
-class MethodV2:
+class UpperV2:
     """All parameters of method v2 (the `method` object of a v3 predicate; docs/method-v2.md §2)."""
     h: fmpq
     mantissa_bits: int
@@ -97,7 +99,7 @@ class MethodV2:
                 "trim_shift": decimal_str(self.trim_shift)}
 
     @classmethod
-    def from_json(cls, obj: dict) -> "MethodV2":
+    def from_json(cls, obj: dict) -> "UpperV2":
         if obj.get("name") != METHOD_NAME or obj.get("version") != METHOD_VERSION:
             raise ParameterError("unsupported method (want lemma-c5-rounding v2)")
         p = lambda k: parse_decimal(k, obj[k])
@@ -112,7 +114,7 @@ class MethodV2:
 
 # ----------------------------------------------------------------------------- step (i)
 
-def y_grid(m: MethodV2) -> list[tuple[int, int]]:
+def y_grid(m: UpperV2) -> list[tuple[int, int]]:
     """The step-(i) grid as (octave, index m) pairs in increasing value, ending with the cap."""
     N, n = 1 << m.mantissa_bits, m.mantissa_bits
     pts = []
@@ -124,7 +126,7 @@ def y_grid(m: MethodV2) -> list[tuple[int, int]]:
     return pts
 
 
-def step_i(t2: fmpq, m: MethodV2) -> tuple[MSDist, arb, arb]:
+def step_i(t2: fmpq, m: UpperV2) -> tuple[LatticeDist, arb, arb]:
     """Step (i): the masses of min(Y, cap) two-point rounded onto the step-(i) grid.
 
     Returns (P, moved_cap, loss): P maps octave -> Poly of lower bounds (units 2^-F); moved_cap is
@@ -141,7 +143,7 @@ def step_i(t2: fmpq, m: MethodV2) -> tuple[MSDist, arb, arb]:
         moved_cap = e0[-1] / 2
         ints = [floor_fixed(x, F - 1) for x in masses]   # the balls hold doubled masses
         loss = arb(1) - arb(sum(ints)) / arb(2) ** F
-    P: MSDist = {}
+    P: LatticeDist = {}
     by_oct: dict[int, dict[int, int]] = {}
     for (k, j), c in zip(grid, ints):
         by_oct.setdefault(k, {})[j] = c
@@ -156,16 +158,16 @@ def step_i(t2: fmpq, m: MethodV2) -> tuple[MSDist, arb, arb]:
 
 # ----------------------------------------------------------------------------- step (ii)
 
-def step_ii(P: MSDist, steps: int, m: MethodV2, led: Ledger, progress=None) -> MSDist:
+def step_ii(P: LatticeDist, steps: int, m: UpperV2, led: Ledger, progress=None) -> LatticeDist:
     """Step (ii): the epoch sum S of M rounded steps by binary powering with the multiscale sum."""
     lat, units = m.lattice, int((m.trim * (1 << led.F)).floor())
     B, A = P, None
     nbits = steps.bit_length()
     for i in range(nbits):
         if (steps >> i) & 1:
-            A = B if A is None else trim_ms(oplus(A, B, lat, led, ROUND), units, led)
+            A = B if A is None else trim_lattice(oplus(A, B, lat, led, ROUND), units, led)
         if i < nbits - 1:
-            B = trim_ms(oplus(B, B, lat, led, ROUND, square=True), units, led)
+            B = trim_lattice(oplus(B, B, lat, led, ROUND, square=True), units, led)
         if progress:
             progress((i + 1) / nbits)
     return A
@@ -181,8 +183,8 @@ class LogEdges:
     hi: list
 
     @classmethod
-    def build(cls, steps: int, m: MethodV2, j0: int, j1: int) -> "LogEdges":
-        lo, hi = _b_enclosures(j0, j1, fmpq(steps) / m.h, m.eta, m.prec)
+    def build(cls, steps: int, m: UpperV2, j0: int, j1: int) -> "LogEdges":
+        lo, hi = b_enclosures(j0, j1, fmpq(steps) / m.h, m.eta, m.prec)
         return cls(j0, lo, hi)
 
     def edge(self, j: int, k: int) -> tuple[int, int, int]:
@@ -195,7 +197,7 @@ class LogEdges:
         return lo, hi, ca
 
 
-def log_round(p: Poly, k: int, steps: int, m: MethodV2, edges: LogEdges, led: Ledger) -> Poly:
+def log_round(p: Poly, k: int, steps: int, m: UpperV2, edges: LogEdges, led: Ledger) -> Poly:
     """Step (iii) for one octave k: L = 2^k h idx / M onto e^{j eta} (moves above k_plus, deletes below k_minus).
 
     Returns a Poly over log-grid indices j of lower bounds (units 2^-F).
@@ -244,7 +246,7 @@ def log_round(p: Poly, k: int, steps: int, m: MethodV2, edges: LogEdges, led: Le
     return strip(Poly(ja, fmpz_poly(r)))
 
 
-def step_iii(A: MSDist, steps: int, m: MethodV2, led: Ledger) -> Poly:
+def step_iii(A: LatticeDist, steps: int, m: UpperV2, led: Ledger) -> Poly:
     """Step (iii): every octave of the epoch sum onto the log grid; returns R (lower bounds, units 2^-F)."""
     if not A:
         return Poly(0, fmpz_poly([]))
@@ -310,40 +312,18 @@ def trim_q(p: Poly, eta: fmpq, shift: fmpq, budget: int, led: Ledger) -> Poly:
     return strip(Poly(p.off + cut, p.poly.right_shift(cut)))
 
 
-def step_iv(R: Poly, epochs: int, m: MethodV2, led: Ledger, progress=None) -> Poly:
+def step_iv(R: Poly, epochs: int, m: UpperV2, led: Ledger, progress=None) -> Poly:
     """Step (iv): b = R^E by binary powering; after every product exponents above k_top are moved
     down to k_top and low coefficients of weight (trim_q) at most `trim` are deleted. Nothing is
     deleted at the top: there the Q-mass, which the privacy rows need, is large."""
     units = int((m.trim * (1 << led.F)).floor())
     tidy = lambda p: trim_q(clamp_index(p, m.k_top, led), m.eta, m.trim_shift, units, led)
-    acc, base, e, i, nbits = None, clamp_index(R, m.k_top, led), epochs, 0, epochs.bit_length()
-    while e:
-        if e & 1:
-            acc = base if acc is None else tidy(product(acc, base, None, led))
-        e >>= 1
-        if e:
-            base = tidy(product(base, base, None, led))
-        i += 1
-        if progress:
-            progress(i / nbits)
-    return acc
+    return binary_power(clamp_index(R, m.k_top, led), epochs, lambda a, b: tidy(product(a, b, None, led)), progress)
 
 
 # ----------------------------------------------------------------------------- driver
 
-@dataclass
-class BoundResultV2:
-    """The certified bound of method v2 and what the certificate records about it."""
-    bound: str
-    one_minus_O: arb
-    O: arb
-    enclosures: dict
-    timings: dict
-    stats: dict = field(default_factory=dict)
-    b: Poly | None = None
-
-
-def rounding_bound_v2(steps: int, epochs: int, t2: fmpq, method: MethodV2, progress=None) -> BoundResultV2:
+def rounding_bound_v2(steps: int, epochs: int, t2: fmpq, method: UpperV2, progress=None) -> UpperResult:
     """The rigorous method-v2 bound 1 - O >= TV(P_M^E, Q_M^E) at t^2 = 1/sigma^2 (docs/method-v2.md).
 
     `bound` is >= the upper end of a ball containing 1 - O; O <= E min{1, Lambda} by the generalised
@@ -360,11 +340,11 @@ def rounding_bound_v2(steps: int, epochs: int, t2: fmpq, method: MethodV2, progr
         t0 = time.perf_counter()
         prog("step_i", 0.0)
         P, moved_cap, loss_i = step_i(t2, method)
-        mass_i = arb(ms_mass(P)) / arb(2) ** F
+        mass_i = arb(lattice_mass(P)) / arb(2) ** F
         tm["step_i"] = time.perf_counter() - t0
         t1 = time.perf_counter()
         A = step_ii(P, steps, method, led, lambda f: prog("step_ii", f))
-        mass_ii = arb(ms_mass(A)) / arb(2) ** F
+        mass_ii = arb(lattice_mass(A)) / arb(2) ** F
         moved_top_ii = led.moved_top
         tm["step_ii"] = time.perf_counter() - t1
         t2_ = time.perf_counter()
@@ -394,5 +374,5 @@ def rounding_bound_v2(steps: int, epochs: int, t2: fmpq, method: MethodV2, progr
         }
         stats = {"grid_points": len(y_grid(method)), "octaves": sorted(A), "log_cells": R.poly.length(),
                  "final_length": b.poly.length(), "products": led.products, "max_length": led.max_length}
-        return BoundResultV2(round_up_sig(one_minus_O, 10), one_minus_O, O, enclosures,
-                             {k: round(v, 3) for k, v in tm.items()}, stats, b)
+        return UpperResult(round_up_sig(one_minus_O, 10), one_minus_O, enclosures,
+                           {k: round(v, 3) for k, v in tm.items()}, stats, b, O)

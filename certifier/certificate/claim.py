@@ -13,6 +13,7 @@ Everything downstream is parametrised by the exact rational t^2, never by a roun
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from flint import fmpq
 
@@ -29,6 +30,24 @@ FIXED_BINS_TEXT = ("TV(P_M, Q_M) at sigma/sqrt(E) <= target, where E = ceil(iter
 
 
 @dataclass(frozen=True)
+class Scheme:
+    """A sampling scheme: the Gaussian pair its claim reduces to and how the claim is written."""
+    name: str
+    statement: str
+    least_format: int                         # the least certificate format that can name it
+    rounds: Callable[[int], int]              # E -> the pair's epochs (random allocation: E; fixed bins: 1)
+    t2_factor: Callable[[int], int]           # E -> the factor of 1/sigma^2 in the pair's t^2
+    extra_json: Callable[["Claim"], dict]     # format v3 fields beyond `scheme`
+
+
+SCHEME_RULES = {s.name: s for s in (
+    Scheme(RANDOM_ALLOCATION, STATEMENT_TEXT, 1, lambda E: E, lambda E: 1, lambda c: {}),
+    Scheme(FIXED_BINS, FIXED_BINS_TEXT, 3, lambda E: 1, lambda E: E, lambda c: {
+        "iterations": c.iterations if c.iterations is not None else c.steps * c.epochs}),
+)}
+
+
+@dataclass(frozen=True)
 class Claim:
     """What a certificate states: the mechanism (scheme, M, E, sigma) and the TV target lambda."""
     scheme: str
@@ -39,7 +58,7 @@ class Claim:
     iterations: int | None = None    # fixed-bins only: the run's number of rounds
 
     def __post_init__(self):
-        if self.scheme not in SCHEMES:
+        if self.scheme not in SCHEME_RULES:
             raise ParameterError(f"scheme must be one of {', '.join(SCHEMES)}, got {self.scheme!r}")
         if self.scheme == FIXED_BINS and self.iterations is not None:
             if -(-self.iterations // self.steps) != self.epochs:
@@ -52,26 +71,25 @@ class Claim:
 
     def pair(self) -> tuple[int, int]:
         """(M, E) of the Gaussian pair the certificate bounds."""
-        return (self.steps, self.epochs) if self.scheme == RANDOM_ALLOCATION else (self.steps, 1)
+        return self.steps, SCHEME_RULES[self.scheme].rounds(self.epochs)
 
     def t2_at(self, sigma: fmpq) -> fmpq:
         """t^2 of the pair at noise multiplier sigma: 1/sigma^2, or E/sigma^2 for fixed bins."""
-        return (1 if self.scheme == RANDOM_ALLOCATION else self.epochs) / (sigma * sigma)
+        return SCHEME_RULES[self.scheme].t2_factor(self.epochs) / (sigma * sigma)
 
     def sigma_of_pair(self, sigma: float) -> float:
         """The pair's noise multiplier as a float (numerics only): sigma or sigma/sqrt(E)."""
-        return sigma if self.scheme == RANDOM_ALLOCATION else sigma / self.epochs ** 0.5
+        factor = SCHEME_RULES[self.scheme].t2_factor(self.epochs)
+        return sigma if factor == 1 else sigma / factor ** 0.5
 
     def to_json(self, version: int) -> dict:
         """The `claim` object (docs/certificate.md §3; version 3 adds scheme and, for fixed bins, iterations)."""
-        mech = "dp-sgd/" + self.scheme
-        obj = {"mechanism": mech, "adjacency": "zero-out", "steps": self.steps, "epochs": self.epochs,
-               "sigma": decimal_str(self.sigma), "target": decimal_str(self.target),
-               "statement": STATEMENT_TEXT if self.scheme == RANDOM_ALLOCATION else FIXED_BINS_TEXT}
-        if version >= 3:
-            obj["scheme"] = self.scheme
-            if self.scheme == FIXED_BINS:
-                obj["iterations"] = self.iterations if self.iterations is not None else self.steps * self.epochs
-        elif self.scheme != RANDOM_ALLOCATION:
-            raise ParameterError("a fixed-bins claim needs format v3")
+        rule = SCHEME_RULES[self.scheme]
+        if version < rule.least_format:
+            raise ParameterError(f"a {self.scheme} claim needs format v{rule.least_format}")
+        obj = {"mechanism": "dp-sgd/" + self.scheme, "adjacency": "zero-out", "steps": self.steps,
+               "epochs": self.epochs, "sigma": decimal_str(self.sigma), "target": decimal_str(self.target),
+               "statement": rule.statement}
+        if version >= 3:                          # format v3 names the scheme (docs/method-v2.md §3)
+            obj.update({"scheme": self.scheme, **rule.extra_json(self)})
         return obj

@@ -12,7 +12,7 @@ import datetime as _dt
 import flint
 
 from certifier import __version__
-from certifier.certificate.claim import RANDOM_ALLOCATION, Claim
+from certifier.certificate.claim import SCHEME_RULES, Claim
 from certifier.params import decimal_str
 
 SEARCH_RESOLUTION = "1e-6"
@@ -22,16 +22,18 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+# (lower side present, rows present) -> the least format recording them: v2 has both or neither
+PARTS_FORMAT = {(False, False): 1, (True, True): 2, (True, False): 3, (False, True): 3}
+
+
 def format_version(claim: Claim, method_json: dict, low: dict | None, rows) -> int:
-    """The least format version that expresses this certificate."""
-    v1_method = method_json["name"] == "lemma-c5-rounding" and method_json["version"] == 1
-    if claim.scheme != RANDOM_ALLOCATION or not v1_method:
-        return 3
-    if low is None and rows is None:
-        return 1
-    if low is not None and rows is not None and low["method"]["version"] == 1:
-        return 2
-    return 3
+    """The least format version that expresses this certificate: the largest of what its scheme, its
+    methods (certifier.methods) and its optional parts each need."""
+    from certifier.methods import LOWER, UPPER, of_json
+    needs = [SCHEME_RULES[claim.scheme].least_format, of_json(method_json, UPPER).least_format,
+             PARTS_FORMAT[(low is not None, rows is not None)]]
+    needs += [of_json(low["method"], LOWER).least_format] if low is not None else []
+    return max(needs)
 
 
 def build(claim: Claim, method_json: dict, res, low: dict | None, rows, tv, tv_err) -> dict:
@@ -57,9 +59,9 @@ def build(claim: Claim, method_json: dict, res, low: dict | None, rows, tv, tv_e
         "issued_at": _now(),
         "timings": {k: res.timings[k] for k in ("step_i", "step_ii", "step_iii", "step_iv", "total")},
     }
-    if low is not None and version >= 2:
+    if low is not None:
         pred["lower"] = {"sigma_low": low["sigma_low"], "target": decimal_str(claim.target),
                          "method": low["method"], "tv_lower": low["tv_lower"], "enclosures": low["enclosures"]}
-    if rows is not None and version >= 2:
+    if rows is not None:
         pred["privacy"], pred["tpr"] = rows
     return pred

@@ -6,23 +6,13 @@ from __future__ import annotations
 from flint import fmpq
 
 from ..replay import gaussian_shift as gs
-from .statement import (
-    ADJACENCY,
-    MECHANISM,
-    SCHEMA,
-    SCHEMA_V2,
-    STATEMENT,
-    B,
-    D,
-    I,
-    S,
-    _typed,
-    check_claim_and_method,
-    check_lower,
-    check_lower_v1,
-    check_rows,
-)
+from .schema import B, D, I, S
+from .schema import typed as typed_as
 from .strict import Reject
+from .v1 import ADJACENCY, MECHANISM, SCHEMA, STATEMENT, check_claim_and_method
+from .v2 import SCHEMA_V2, check_lower, check_lower_v1, check_rows
+
+PREDICATE_TYPE_V3 = "https://sigmacert.dev/tv-certificate/v3"
 
 RANDOM_ALLOCATION, FIXED_BINS = "random-allocation", "fixed-bins"
 STATEMENT_FB = ("TV(P_M, Q_M) at sigma/sqrt(E) <= target, where E = ceil(iterations/M) rounds per bin "
@@ -49,6 +39,55 @@ def _get(obj, key):
     return obj.get(key) if isinstance(obj, dict) else None
 
 
+def _bound_at_most_target(p: dict) -> None:
+    if p["bound"] > p["claim"]["target"]:
+        raise Reject("bound-above-target", f"recorded bound {p['bound']} > target {p['claim']['target']}")
+
+
+def _random_allocation_only(label: str):
+    def check(c: dict) -> None:
+        if c["scheme"] != RANDOM_ALLOCATION:
+            raise Reject("method-scheme", f"{label} covers random allocation only")
+    return check
+
+
+def _check_upper_v1(p: dict) -> None:
+    _random_allocation_only("method lemma-c5-rounding v1")(p["claim"])
+    check_claim_and_method(p)  # the v1 claim and method rules, and bound <= target
+
+
+def _check_lower_v1(p: dict) -> None:
+    _random_allocation_only("lower method data-processing-lower v1")(p["claim"])
+    check_lower_v1(p)
+
+
+def _check_upper_v2(p: dict) -> None:
+    check_method_v2(p["method"], p["claim"], "method-invalid")
+    _bound_at_most_target(p)
+
+
+def _check_gaussian_shift(p: dict) -> None:
+    gs.check(p["method"], p["claim"], "method-invalid")
+    _bound_at_most_target(p)
+
+
+# (name, version) -> (method schema, enclosures schema, static checks of the typed predicate)
+UPPER = {
+    ("lemma-c5-rounding", 1): (SCHEMA["method"], SCHEMA["enclosures"], _check_upper_v1),
+    ("lemma-c5-rounding", 2): (METHOD_V2, ENCLOSURES_V2, _check_upper_v2),
+    (gs.NAME, 1): (gs.METHOD, gs.ENCLOSURES, _check_gaussian_shift),
+}
+LOWER = {
+    ("data-processing-lower", 1): (SCHEMA_V2["lower"]["method"], SCHEMA_V2["lower"]["enclosures"], _check_lower_v1),
+    ("data-processing-lower", 2): (LOWER_METHOD_V2, SCHEMA_V2["lower"]["enclosures"],
+                                   lambda p: check_method_v2(p["lower"]["method"], p["claim"], "lower-method-invalid")),
+    (gs.NAME, 1): (gs.METHOD, gs.ENCLOSURES,
+                   lambda p: gs.check(p["lower"]["method"], p["claim"], "lower-method-invalid")),
+}
+UNKNOWN_UPPER = "is not lemma-c5-rounding v1 or v2 or gaussian-shift v1"
+UNKNOWN_LOWER = "is not data-processing-lower v1 or v2 or gaussian-shift v1"
+
+
 def schema(raw) -> dict:
     """The exact schema of a v3 predicate, chosen by the raw claim's scheme and the methods'
     names and versions (which must then have their own schema's types)."""
@@ -58,23 +97,16 @@ def schema(raw) -> dict:
         raise Reject("claim-scheme", f"claim.scheme {scheme!r} is not one of {sorted(SCHEMES)}")
     sch = {**SCHEMA, "claim": CLAIM_FIXED_BINS if scheme == FIXED_BINS else CLAIM}
     version = (_get(method, "name"), _get(method, "version"))
-    if version == ("lemma-c5-rounding", 2):
-        sch.update(method=METHOD_V2, enclosures=ENCLOSURES_V2)
-    elif version == (gs.NAME, 1):
-        sch.update(method=gs.METHOD, enclosures=gs.ENCLOSURES)
-    elif version != ("lemma-c5-rounding", 1) and isinstance(method, dict):
-        raise Reject("method-unknown", f"method {version[0]!r} v{version[1]} is not lemma-c5-rounding v1 or v2 "
-                     "or gaussian-shift v1")
+    if isinstance(method, dict) and version not in UPPER:
+        raise Reject("method-unknown", f"method {version[0]!r} v{version[1]} {UNKNOWN_UPPER}")
+    method_schema, enclosures_schema, _ = UPPER.get(version, UPPER[("lemma-c5-rounding", 1)])
+    sch.update(method=method_schema, enclosures=enclosures_schema)
     if isinstance(raw, dict) and "lower" in raw:
         lv = (_get(_get(lower, "method"), "name"), _get(_get(lower, "method"), "version"))
-        sch["lower"] = SCHEMA_V2["lower"]
-        if lv == ("data-processing-lower", 2):
-            sch["lower"] = {**SCHEMA_V2["lower"], "method": LOWER_METHOD_V2}
-        elif lv == (gs.NAME, 1):
-            sch["lower"] = {**SCHEMA_V2["lower"], "method": gs.METHOD, "enclosures": gs.ENCLOSURES}
-        elif lv != ("data-processing-lower", 1) and isinstance(_get(lower, "method"), dict):
-            raise Reject("lower-method-unknown", f"lower method {lv[0]!r} v{lv[1]} is not data-processing-lower "
-                         "v1 or v2 or gaussian-shift v1")
+        if isinstance(_get(lower, "method"), dict) and lv not in LOWER:
+            raise Reject("lower-method-unknown", f"lower method {lv[0]!r} v{lv[1]} {UNKNOWN_LOWER}")
+        method_schema, enclosures_schema, _ = LOWER.get(lv, LOWER[("data-processing-lower", 1)])
+        sch["lower"] = {**SCHEMA_V2["lower"], "method": method_schema, "enclosures": enclosures_schema}
     rows = [k for k in ("privacy", "tpr") if isinstance(raw, dict) and k in raw]
     if len(rows) == 1:
         raise Reject("schema-missing-field", f"predicate has {rows[0]} without "
@@ -85,34 +117,17 @@ def schema(raw) -> dict:
 
 
 def typed(raw) -> dict:
-    return _typed(raw, schema(raw), "predicate")
+    return typed_as(raw, schema(raw), "predicate")
 
 
 def check_v3(p: dict) -> None:
     """Static checks of a typed v3 predicate (before any replay)."""
-    c, m = p["claim"], p["method"]
-    check_claim(c)
-    if m["name"] == gs.NAME:
-        gs.check(m, c, "method-invalid")
-        if p["bound"] > c["target"]:
-            raise Reject("bound-above-target", f"recorded bound {p['bound']} > target {c['target']}")
-    elif m["version"] == 1:
-        if c["scheme"] != RANDOM_ALLOCATION:
-            raise Reject("method-scheme", "method lemma-c5-rounding v1 covers random allocation only")
-        check_claim_and_method(p)  # the v1 claim and method rules, and bound <= target
-    else:
-        check_method_v2(m, c, "method-invalid")
-        if p["bound"] > c["target"]:
-            raise Reject("bound-above-target", f"recorded bound {p['bound']} > target {c['target']}")
+    m = p["method"]
+    check_claim(p["claim"])
+    UPPER[(m["name"], m["version"])][2](p)
     if "lower" in p:
-        if p["lower"]["method"]["name"] == gs.NAME:
-            gs.check(p["lower"]["method"], c, "lower-method-invalid")
-        elif p["lower"]["method"]["version"] == 1:
-            if c["scheme"] != RANDOM_ALLOCATION:
-                raise Reject("method-scheme", "lower method data-processing-lower v1 covers random allocation only")
-            check_lower_v1(p)
-        else:
-            check_method_v2(p["lower"]["method"], c, "lower-method-invalid")
+        lm = p["lower"]["method"]
+        LOWER[(lm["name"], lm["version"])][2](p)
         check_lower(p)
     if "privacy" in p:
         check_rows(p)

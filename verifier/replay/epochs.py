@@ -6,7 +6,7 @@ import math
 
 from flint import fmpq, fmpz_poly
 
-from .upper_v1 import binary_power
+from .arith import binary_power
 
 
 class Epochs:

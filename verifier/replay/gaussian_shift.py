@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from flint import arb, fmpq
 
 from ..format.strict import Reject, working_prec
-from .upper_v1 import _dyadic
+from .arith import dyadic
 from .upper_v2 import pair
 
 NAME = "gaussian-shift"
@@ -64,5 +64,5 @@ def replay(claim: dict, sigma: fmpq, m: dict, upper: bool = True) -> Replay:
     with working_prec(m["prec"]):
         mu = shift(claim, sigma)
         x = tv(mu)
-        bound = fmpq(_dyadic(x, upper, 400), 2**400)  # the ball's upper (lower) end, rounded outwards
+        bound = fmpq(dyadic(x, upper, 400), 2**400)  # the ball's upper (lower) end, rounded outwards
     return Replay(bound, {"TV": x}, {"total": time.perf_counter() - t0}, mu)

@@ -15,7 +15,7 @@ from itertools import accumulate
 from flint import arb, fmpq
 
 from ..format.strict import working_prec
-from .upper_v1 import _dyadic as dyadic  # floor(2^w lower(x)) or ceil(2^w upper(x)), exactly
+from .arith import dyadic  # floor(2^w lower(x)) or ceil(2^w upper(x)), exactly
 
 
 class LogCells:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from flint import arb, fmpq, fmpz_poly
 
 from ..format.strict import working_prec
-from .upper_v1 import EXTRA_BITS, Losses, _Poly, _units
+from .arith import EXTRA_BITS, FixedPoly, Losses, units
 
 
 def _masses(sigma: fmpq, h: fmpq, K: int, F: int):
@@ -39,11 +39,11 @@ def _masses(sigma: fmpq, h: fmpq, K: int, F: int):
     p, q, prev = [], [], tails(0)
     for u in range(1, K + 1):
         cur = tails(u)
-        p.append(_units((prev[0] - cur[0]) / 2, F))
-        q.append(_units((prev[1] - cur[1]) / 2, F))
+        p.append(units((prev[0] - cur[0]) / 2, F))
+        q.append(units((prev[1] - cur[1]) / 2, F))
         prev = cur
-    p.append(_units(prev[0] / 2, F))
-    q.append(_units(prev[1] / 2, F))
+    p.append(units(prev[0] / 2, F))
+    q.append(units(prev[1] / 2, F))
     return p, q
 
 
@@ -80,7 +80,7 @@ def replay_lower(M: int, E: int, sigma_low: fmpq, m: dict) -> LowerResult:
     t0 = time.perf_counter()
     h, eta, sched = m["h"], m["eta"], m["lattice_schedule"]
     F = m["fixed_point_bits"] + EXTRA_BITS
-    P = _Poly(F, m["trim"], Losses())  # our own trimming rule; losses not needed (deficit)
+    P = FixedPoly(F, m["trim"], Losses())  # our own trimming rule; losses not needed (deficit)
     with working_prec(m["prec"]):
         p, q = _masses(sigma_low, h, int(m["cap"] / h), F)
     t1 = time.perf_counter()

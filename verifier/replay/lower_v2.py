@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from flint import arb, fmpq, fmpz_poly
 
 from ..format.strict import working_prec
+from .arith import EXTRA_BITS, dyadic
 from .epochs import Epochs
 from .lattice import Lattice, Tally, grid_points, octave_masses, place
-from .loggrid import LogCells, cell_sums, dyadic
-from .upper_v1 import EXTRA_BITS
+from .loggrid import LogCells, cell_sums
 from .upper_v2 import pair, sigma_of
 
 

@@ -15,122 +15,12 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from flint import arb, ctx, fmpq, fmpz, fmpz_poly
+from flint import arb, ctx, fmpq, fmpz_poly
 
 from ..format.strict import working_prec
-
-EXTRA_BITS = 4  # our scale is 2^-(fixed_point_bits + 4): finer than the certifier's
-
-
-def _dyadic(x: arb, up: bool, w: int) -> int:
-    """floor(2^w * lower(x)) or ceil(2^w * upper(x)) as a Python int (exact)."""
-    man, exp = (x.upper() if up else x.lower()).mid().man_exp()
-    man, exp = int(man), int(exp) + w
-    if exp >= 0:
-        return man << exp
-    return -((-man) >> -exp) if up else man >> -exp
-
-
-def binary_power(X, e: int, mul):
-    """X^e (e >= 1) by binary powering along the bits of e, least significant first, with the
-    product `mul` (which may round, trim and record what it deletes)."""
-    out = None
-    while e:
-        if e & 1:
-            out = X if out is None else mul(out, X)
-        e >>= 1
-        if e:
-            X = mul(X, X)
-    return out
-
-
-def _units(x: arb, w: int) -> int:
-    """A mass rounded down to units of 2^-w, never negative, never rounded up."""
-    return max(_dyadic(x, False, w), 0) if x.is_finite() else 0
-
-
-@dataclass
-class Losses:  # absolute masses, as exact rationals
-    truncation: fmpq = field(default_factory=fmpq)
-    trim: fmpq = field(default_factory=fmpq)
-    log_grid: fmpq = field(default_factory=fmpq)
-    fixed_point: fmpq = field(default_factory=fmpq)
-
-
-class _Poly:
-    """Products of distributions (off, p): mass p[i] * 2^-F at lattice index off + i."""
-
-    def __init__(self, F: int, trim: fmpq, losses: Losses):
-        self.F, self.one, self.L = F, fmpz(2) ** F, losses
-        # own trimming rule: at most trim/2 from each end, so at most `trim` per product
-        self.budget = int((trim * self.one / 2).floor())
-
-    @staticmethod
-    def _edge(p, budget: int, top: bool) -> tuple[int, int]:
-        """Largest k such that the k lowest (or highest) coefficients sum to <= budget,
-        by exponential then binary search on C-speed partial sums; returns (k, sum)."""
-        n = p.length()
-        part = (lambda k: int(p.right_shift(n - k)(1))) if top else (lambda k: int(p.truncate(k)(1)))
-        lo, hi = 0, 1
-        while hi <= n and part(hi) <= budget:
-            lo, hi = hi, 2 * hi
-        hi = min(hi, n + 1)
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if part(mid) <= budget else (lo, mid)
-        return lo, part(lo)
-
-    def trim(self, off, p, zeros_only=False):
-        budget = 0 if zeros_only else self.budget
-        lo, a = self._edge(p, budget, False)
-        p = p.right_shift(lo)
-        hi, b = self._edge(p, budget, True)
-        self.L.trim += fmpq(a + b, self.one)
-        return off + lo, p.truncate(p.length() - hi)
-
-    def cut(self, off, p, K):
-        """Delete values with lattice index > K (partial sums above `truncation`)."""
-        n = K - off + 1 if K is not None else p.length()
-        if n >= p.length():
-            return off, p
-        q = p.truncate(max(n, 0))
-        self.L.truncation += fmpq(int(p(1) - q(1)), self.one)
-        return off, q
-
-    def mul(self, X, Y, K=None):
-        (ox, px), (oy, py) = X, Y
-        off = ox + oy
-        n = px.length() + py.length() - 1 if K is None else min(K - off + 1, px.length() + py.length() - 1)
-        if n <= 0 or px.is_zero() or py.is_zero():
-            self.L.truncation += fmpq(int(px(1) * py(1)), self.one ** 2)
-            return off, fmpz_poly()
-        q = px.mul_low(py, n)  # exact integers, units 2^-2F; values above K never formed
-        kept = q(1)
-        self.L.truncation += fmpq(int(px(1) * py(1) - kept), self.one ** 2)
-        q = q // self.one  # floor: every mass rounded down
-        self.L.fixed_point += fmpq(int(kept - q(1) * self.one), self.one ** 2)
-        return self.trim(off, q)
-
-    def power(self, X, e: int):
-        """X^e by binary powering (e >= 1)."""
-        return binary_power(X, e, self.mul)
-
-    def reround(self, X, q: int):
-        """Two-point rounding of values (off+i)*g*h onto multiples of q*g*h: a value u*g*h
-        with u = v*q + r sends c*(q-r)/q to v*q*g*h and c*r/q to (v+1)*q*g*h (floored)."""
-        off, p = X
-        base, cs, out = off // q, p.coeffs(), fmpz_poly()
-        for r in range(q):  # one residue class of u = off + i at a time, vectorised
-            i0 = (r - off) % q
-            part = fmpz_poly(cs[i0::q])
-            sh = (off + i0) // q - base
-            out += ((part * (q - r)) // q).left_shift(sh)
-            if r:
-                out += ((part * r) // q).left_shift(sh + 1)
-        self.L.fixed_point += fmpq(int(p(1) - out(1)), self.one)
-        return self.trim(base, out)
+from .arith import EXTRA_BITS, FixedPoly, Losses, dyadic, units
 
 
 def grid_masses(sigma: fmpq, h: fmpq, points: list[int], F: int):
@@ -172,7 +62,7 @@ def grid_masses(sigma: fmpq, h: fmpq, points: list[int], F: int):
     q = []
     for k in range(len(points)):  # p_k = (jump of the slope of 2G) / 2
         (s0, k0), (s1, k1) = ext[k], ext[k + 1]
-        q.append(_units(((s1 - s0) + (2 if k1 and not k0 else 0)) / 2, F))  # 2G' = 2C' + 2
+        q.append(units(((s1 - s0) + (2 if k1 and not k0 else 0)) / 2, F))  # 2G' = 2C' + 2
     return q, tail / 2
 
 
@@ -189,7 +79,7 @@ class ReplayResult:
 def replay(claim: dict, method: dict) -> ReplayResult:
     """Lemma C.5 (i)-(iv) from `claim` and `method` alone (docs/certificate.md §4)."""
     M, E, m = claim["steps"], claim["epochs"], method
-    P = _Poly(m["fixed_point_bits"] + EXTRA_BITS, m["trim"], Losses())
+    P = FixedPoly(m["fixed_point_bits"] + EXTRA_BITS, m["trim"], Losses())
     K = lambda g: int((m["truncation"] / (m["h"] * g)).floor())  # largest lattice index <= truncation
     t = [time.perf_counter()]
     with working_prec(m["prec"]):
@@ -211,7 +101,7 @@ def replay(claim: dict, method: dict) -> ReplayResult:
     return ReplayResult(O=O, bound=1 - O_lo, enclosures=enc, seconds={**secs, "total": t[-1] - t[0]}, b=b, F=P.F)
 
 
-def step_i(sigma: fmpq, m: dict, K1: int, P: _Poly):
+def step_i(sigma: fmpq, m: dict, K1: int, P: FixedPoly):
     """(i) One step: the masses p_k on the grid G = {0, h, ..., tail_start} U {tail_start +
     i tail_step}, in units 2^-F; the mass above the cap is deleted.  Grid points above
     `truncation` (lattice index > K1) are cut at once (they would be cut after step (ii)'s
@@ -229,12 +119,12 @@ def step_i(sigma: fmpq, m: dict, K1: int, P: _Poly):
         else:
             above += x
     mass = fmpq(sum(q), P.one)
-    P.L.fixed_point += fmpq(_dyadic(1 - cap_del, True, 2 * P.F), P.one ** 2) - mass
+    P.L.fixed_point += fmpq(dyadic(1 - cap_del, True, 2 * P.F), P.one ** 2) - mass
     P.L.truncation += fmpq(above, P.one)
     return P.trim(0, fmpz_poly(coeffs), True), cap_del, mass
 
 
-def step_ii(B, M: int, sched: list, K, P: _Poly):
+def step_ii(B, M: int, sched: list, K, P: FixedPoly):
     """(ii) One epoch: the sum of M steps by binary powering along the bits of M.  B_i = B_{i-1}^2
     (blocks of 2^i steps), re-rounded onto multiples of g_i h when g_i > g_{i-1}; at each set bit i
     the accumulator A, re-rounded onto g_i h, becomes A * B_i.  Sums above `truncation` (index
@@ -255,7 +145,7 @@ def step_ii(B, M: int, sched: list, K, P: _Poly):
     return A, gA
 
 
-def step_iii(S, C0: fmpq, m: dict, P: _Poly):
+def step_iii(S, C0: fmpq, m: dict, P: FixedPoly):
     """(iii) The epoch value L = j g h / M two-point rounded onto the grid e^{k eta}, k_minus <= k
     <= k_plus; L = 0 and values outside the grid are deleted.  Cell k holds j in [c_k, c_{k+1}),
     c_k = ceil(beta_k), beta_k = C0 e^{k eta}, C0 = M/(g h); the mass sent up from cell k is
@@ -307,9 +197,9 @@ def _cell_edges(C0: fmpq, eta: fmpq, ka: int, kb: int, W: int) -> dict:
     the recurrence beta_{k+1} = beta_k e^eta with outward rounding; an edge whose interval holds
     an integer is recomputed at doubled precision (beta_k is irrational for k != 0)."""
     e = arb(eta).exp()
-    elo, ehi = _dyadic(e, False, W), _dyadic(e, True, W)
+    elo, ehi = dyadic(e, False, W), dyadic(e, True, W)
     b0 = arb(C0) * arb(eta * ka).exp()
-    lo, hi, bnd = _dyadic(b0, False, W), _dyadic(b0, True, W), {}
+    lo, hi, bnd = dyadic(b0, False, W), dyadic(b0, True, W), {}
     for k in range(ka, kb + 1):
         cc = -((-lo) >> W)  # ceil(beta_k) if the interval decides it
         if k == 0:  # beta_0 = C0 exactly
@@ -322,16 +212,16 @@ def _cell_edges(C0: fmpq, eta: fmpq, ka: int, kb: int, W: int) -> dict:
                     raise ArithmeticError("cannot place a log-grid cell edge")
                 with working_prec(p2):
                     beta = arb(C0) * (arb(eta) * k).exp()
-                    if _dyadic(beta, True, 0) - _dyadic(beta, False, 0) == 1:
-                        cc = _dyadic(beta, True, 0)
+                    if dyadic(beta, True, 0) - dyadic(beta, False, 0) == 1:
+                        cc = dyadic(beta, True, 0)
                         break
-            lo, hi = _dyadic(beta, False, W), _dyadic(beta, True, W)
+            lo, hi = dyadic(beta, False, W), dyadic(beta, True, W)
         bnd[k] = (lo, hi, cc)
         lo, hi = (lo * elo) >> W, -((-(hi * ehi)) >> W)
     return bnd
 
 
-def step_iv(R, E: int, eta: fmpq, P: _Poly):
+def step_iv(R, E: int, eta: fmpq, P: FixedPoly):
     """(iv) E epochs: exponents add, b = (sum_k r_k z^k)^E by binary powering;
     O = sum_k b_k min{1, e^{k eta}} = sum_{k >= 0} b_k + e^{k_0 eta} B(e^eta), the second term
     one arb evaluation of the polynomial B of the coefficients with k < 0.
@@ -341,4 +231,4 @@ def step_iv(R, E: int, eta: fmpq, P: _Poly):
     nneg = min(max(-ob, 0), b.length())
     pos = int(b.right_shift(nneg)(1))  # sum of b_k, k >= 0 (weight min{1, e^{k eta}} = 1)
     neg = (arb(eta) * ob).exp() * b.truncate(nneg)(arb(eta).exp()) if nneg else arb(0)
-    return X, (pos + neg) / arb(P.one), fmpq(pos + _units(neg, 0), P.one)
+    return X, (pos + neg) / arb(P.one), fmpq(pos + units(neg, 0), P.one)

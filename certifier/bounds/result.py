@@ -1,0 +1,32 @@
+"""The two results a rigorous bound returns, one per side, whatever the method (certifier.methods)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from flint import arb, fmpq
+
+from certifier.bounds.fixedpoint import Poly
+
+
+@dataclass
+class UpperResult:
+    """An upper bound on the functional and everything the certificate records about it."""
+    bound: str                 # the upper end of `ball`, rounded up to 10 significant digits
+    ball: arb                  # a ball containing the bounded quantity (1 - O of Lemma C.5, or the TV itself)
+    enclosures: dict           # JSON-ready balls, as the method's format records them
+    timings: dict = field(default_factory=lambda: dict.fromkeys(("step_i", "step_ii", "step_iii", "step_iv",
+                                                                  "total"), 0.0))
+    stats: dict = field(default_factory=dict)
+    b: Poly | None = None      # step (iv) masses (lower bounds, units 2^-F) at Lambda = e^{k eta}, for the rows
+    O: arb | None = None       # Lemma C.5 methods: the ball of O (ball = 1 - O)
+
+
+@dataclass
+class LowerResult:
+    """A lower bound on the functional and what the certificate records about it."""
+    tv_lower: str              # the exact bound rounded DOWN to 10 significant digits
+    exact: fmpq                # the exact rational lower bound
+    enclosures: dict
+    timings: dict = field(default_factory=dict)
+    stats: dict = field(default_factory=dict)
+    method: object = None      # the method as used (lower v1 records its bucket range b_min, b_max)

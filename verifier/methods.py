@@ -1,0 +1,89 @@
+"""The replay table: (method name, version, side) -> its replay, its slack and its comparison.
+
+An upper entry replays Lemma C.5 (or the closed form) from the claim and the method object alone
+and says how far a correct certificate's enclosures may lie from ours; its `deltas` give the
+privacy rows. A lower entry does the same at sigma_low. core.verify_bytes consults only this table;
+a new method is one more entry (and its schema in format/v3.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flint import fmpq
+
+from .format.strict import working_prec
+from .replay import gaussian_shift as gs
+from .replay.lower_v1 import deltas, replay_lower
+from .replay.lower_v2 import replay_lower_v2, slack_lower
+from .replay.slack import compare, compare_lower_v1, slack
+from .replay.upper_v1 import replay
+from .replay.upper_v2 import LOOSE, replay_v2
+from .replay.upper_v2 import slack as slack_v2
+
+
+@dataclass(frozen=True)
+class Replay:
+    replay: object                   # upper: (claim, method); lower: (claim, sigma_low, method) -> result
+    check: object                    # (claim, method, recorded enclosures, result) -> (tol, mismatches)
+    deltas: object = None            # upper: (result, method) -> eps -> (delta_qp, delta_pq) balls
+
+
+def _check_upper_v1(c, m, enc, rp):
+    width = m["truncation"] / m["h"] + m["cap"] / m["h"] + (m["k_plus"] - m["k_minus"]) * c["epochs"]
+    tol = slack(c["steps"], c["epochs"], m, width, 2 * (c["steps"].bit_length() + c["epochs"].bit_length()))
+    with working_prec(400):
+        return tol, compare(enc, rp.enclosures, tol)
+
+
+def _check_upper_v2(c, m, enc, rp):
+    tol, loose = slack_v2(c, m, rp)
+    strict = {k: {kk: x for kk, x in v.items() if (k, kk) not in LOOSE} if isinstance(v, dict) else v
+              for k, v in enc.items()}
+    with working_prec(400):
+        return tol, compare(strict, rp.enclosures, tol) + compare({a: {b: enc[a][b]} for a, b in LOOSE},
+                                                                  rp.enclosures, loose)
+
+
+def _check_exact(path):
+    """Closed forms: nothing deleted, no slack."""
+    def check(c, m, enc, rp):
+        with working_prec(400):
+            return fmpq(0), compare(enc, rp.enclosures, fmpq(0), path)
+    return check
+
+
+def _check_lower_v1(c, m, enc, lr):
+    width = 8 * c["steps"] / m["h"] + m["cap"] / m["h"] + (m["b_max"] - m["b_min"]) * c["epochs"]
+    tol = slack(c["steps"], c["epochs"], m, width, 5 * c["steps"].bit_length() + 4 * c["epochs"].bit_length())
+    with working_prec(400):
+        return tol, compare_lower_v1(enc, lr, tol)
+
+
+def _check_lower_v2(c, m, enc, lr):
+    tol = slack_lower(c, m)
+    with working_prec(400):
+        return tol, compare(enc, {"W_A": lr.W_A, "U_A": lr.U_A, "deleted_p": lr.deleted_p}, tol, "lower.enclosures")
+
+
+_rows_from_b = lambda rp, m: (lambda eps: deltas(rp.b, rp.F, m["eta"], eps))  # the b_k of step (iv)
+
+UPPER = {
+    ("lemma-c5-rounding", 1): Replay(replay, _check_upper_v1, _rows_from_b),
+    ("lemma-c5-rounding", 2): Replay(replay_v2, _check_upper_v2, _rows_from_b),
+    (gs.NAME, 1): Replay(lambda c, m: gs.replay(c, c["sigma"], m), _check_exact("enclosures"),
+                         lambda rp, m: rp.deltas),
+}
+LOWER = {
+    ("data-processing-lower", 1): Replay(lambda c, s, m: replay_lower(c["steps"], c["epochs"], s, m),
+                                         _check_lower_v1),
+    ("data-processing-lower", 2): Replay(replay_lower_v2, _check_lower_v2),
+    (gs.NAME, 1): Replay(lambda c, s, m: gs.replay(c, s, m, upper=False), _check_exact("lower.enclosures")),
+}
+
+
+def upper(m: dict) -> Replay:
+    return UPPER[(m["name"], m["version"])]  # the format's schema admitted only these
+
+
+def lower(m: dict) -> Replay:
+    return LOWER[(m["name"], m["version"])]
