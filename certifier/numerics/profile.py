@@ -85,32 +85,46 @@ def _np_min(g, alpha: float) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class DensityLine:
-    """The density of ln Lambda on a grid (route vfft, certifier.tradeoff): the same functionals."""
-    density: object            # certifier.tv_vfft.LogLambdaDensity
+    """The density of ln Lambda on a grid (route vfft, C.4): the same functionals as sums over it,
+    each with the kink correction of Euler-Maclaurin: a function whose derivative jumps by J at
+    s0 = s_j + theta h has integral = sum h g(s_k) + J f(s0) h^2 B2(theta) / 2, B2(x) = x^2 - x + 1/6
+    (at theta = 0 this is C.4's h^2 f(0)/12 for the TV)."""
+    density: object            # certifier.numerics.tv_vfft.LogLambdaDensity
     defect: float = 0.0
 
     def _masses(self):
         p = np.clip(self.density.f, 0.0, None) * self.density.h
         return p, np.exp(self.density.s)
 
+    def _kink(self, s0: float, jump: float) -> float:
+        d = self.density
+        x = (s0 - float(d.s[0])) / d.h
+        j = int(math.floor(x))
+        if not 0 <= j < d.s.size - 1:
+            return 0.0
+        theta = x - j
+        f0 = (1.0 - theta) * d.f[j] + theta * d.f[j + 1]
+        return jump * float(f0) * d.h * d.h * (theta * theta - theta + 1.0 / 6.0) / 2.0
+
     def g(self, s: float) -> float:
         p, x = self._masses()
-        return float(p @ np.minimum(x, math.exp(s)))
+        k = math.exp(s)
+        return float(p @ np.minimum(x, k)) + self._kink(s, -k)   # min{e^s, K}: slope e^s = K -> 0
 
     def floor_error(self, s: float) -> float:
         return self.defect * max(1.0, math.exp(s))
 
     def dqp(self, eps: float) -> float:
         p, x = self._masses()
-        return float(p @ np.clip(x - math.exp(eps), 0.0, None))
+        k = math.exp(eps)
+        return float(p @ np.clip(x - k, 0.0, None)) + self._kink(eps, k)   # slope 0 -> K
 
     def dpq(self, eps: float) -> float:
         p, x = self._masses()
-        return float(p @ np.clip(1.0 - math.exp(eps) * x, 0.0, None))
+        return float(p @ np.clip(1.0 - math.exp(eps) * x, 0.0, None)) + self._kink(-eps, 1.0)  # -1 -> 0
 
     def tpr(self, alpha: float) -> tuple[float, float]:
-        from certifier.numerics.tradeoff import optimal_tpr
-        return optimal_tpr(self.density, alpha), math.nan
+        return _np_min(self.g, alpha)
 
 
 @dataclass(frozen=True)
