@@ -1,11 +1,14 @@
 """Benchmark: the exact privacy profile / trade-off curve and the exact sigma for the dp and tpr kinds.
 
-    python benchmarks/bench_targets.py [--small] [--json FILE]
+    python benchmarks/bench_targets.py [--small] [--json FILE] [--sweep]
 
 Part 1 (evaluation, check=True): at the corners (M = 1, 2, 3, 10^3 - 10^6; E = 1 - 1000; small and
 large sigma) eps at delta = 1e-5, delta(1) and the TPR at FPR 1e-3 with their error estimates, the
 routes, and seconds per cell. Part 2 (exact sigma, primary route): dp targets (eps, 1e-5) and tpr
 targets (1e-3, beta) with the proven quick bounds beside them, seconds per cell.
+`--sweep` instead compares the primary and the second route over 147 cells (M = 2 ... 10^5,
+E = 1, 10, 100, sigma = 0.15 ... 5) at delta(eps) both ways (eps = 0 ... 4) and TPR(alpha), and counts
+disagreements beyond the summed estimates (goal: none).
 Goal (docs/targets.md): every cell answered, <= 2 s per exact sigma. The load average is printed
 first and last: the machine is shared, so compare seconds within one run.
 """
@@ -37,11 +40,41 @@ def load() -> str:
     return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg()) + f" on {os.cpu_count()} cores"
 
 
+def sweep() -> dict:
+    """Primary against second route over the sweep grid: comparisons beyond the summed estimates."""
+    from certifier.numerics.targets import route_at
+    n = beyond = 0
+    worst, worst_at, start = 0.0, None, time.perf_counter()
+    cells = [(m, e, s) for m in (2, 3, 10, 100, 1000, 10**4, 10**5) for e in (1, 10, 100)
+             for s in (0.15, 0.25, 0.4, 0.7, 1.2, 2.5, 5.0)]
+    for m, e, s in cells:
+        r, o = route_at(m, e, s)
+        if o is None:
+            continue
+        pairs = [((r.delta_qp(x), o.delta_qp(x)), ("qp", x)) for x in (0.0, 0.5, 1.0, 2.0, 4.0)]
+        pairs += [((r.delta_pq(x), o.delta_pq(x)), ("pq", x)) for x in (0.0, 0.5, 1.0, 2.0, 4.0)]
+        pairs += [((r.tpr(a), o.tpr(a)), ("tpr", a)) for a in (0.1, 1e-3, 1e-5)]
+        for (a, b), what in pairs:
+            n += 1
+            ratio = abs(a.value - b.value) / (a.error + b.error + 1e-300)
+            beyond += ratio > 1
+            if ratio > worst:
+                worst, worst_at = ratio, (m, e, s, *what)
+    return {"cells": len(cells), "comparisons": n, "beyond": beyond, "worst_ratio": worst, "worst_at": worst_at,
+            "seconds": round(time.perf_counter() - start, 1)}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--small", action="store_true", help="a few cells of each table")
     ap.add_argument("--json", help="also write the rows to this file")
+    ap.add_argument("--sweep", action="store_true", help="primary vs second route over 147 cells")
     args = ap.parse_args(argv)
+    if args.sweep:
+        print(load())
+        print(json.dumps(sweep(), indent=2))
+        print(load())
+        return 0
     ev, dp, tpr = (SMALL["EVAL"], SMALL["DP"], SMALL["TPR"]) if args.small else (EVAL, DP, TPR)
     rows = {"eval": [], "dp": [], "tpr": []}
     print(load())
