@@ -99,10 +99,15 @@ def _vfft_checks(steps: int, epochs: int, sigma: float) -> bool:
     return LAPLACE_MAX_U < u_guess(steps, epochs, sigma) <= 2 * LAPLACE_MAX_U and sigma >= VFFT_MIN_SIGMA
 
 
+VFFT_MAX_DEFECT = 1e-10    # a density that misses more mass (its grid cut a tail) yields to laplace
+
+
 def primary(steps: int, epochs: int, sigma: float, u_hint: float | None = None) -> Route:
     if light(steps, epochs, sigma) and not u_hint:
         try:
-            return vfft_route(steps, epochs, sigma)
+            r = vfft_route(steps, epochs, sigma)
+            if max(r.main.defect, r.variants[0].defect) <= VFFT_MAX_DEFECT:
+                return r
         except NumericsUnreliable:
             pass
     return laplace_route(steps, epochs, sigma, u_hint)
@@ -112,6 +117,8 @@ def second(steps: int, epochs: int, sigma: float, first: Route) -> Route:
     """An independent route where one is affordable, else the primary on a second discretization."""
     if first.name == "vfft":  # the paper's second grid (both spacings halved), already the primary's variant
         return Route("vfft'", first.variants[0], (first.main,))
+    if light(steps, epochs, sigma):  # laplace replaced a vfft that cut a tail: its second discretization
+        return laplace_route(steps, epochs, sigma, None if first.u_max is None else 1.1 * first.u_max, SECOND)
     if _vfft_checks(steps, epochs, sigma):
         try:
             return vfft_route(steps, epochs, sigma)
