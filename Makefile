@@ -67,4 +67,4 @@ clean:
 .PHONY: test-browser
 test-browser: install
 	$(BIN)/python -m pip install -q -e ".[browser]"
-	SIGMACERT_BROWSER=1 $(BIN)/python -m pytest tests/test_service_browser.py tests/test_report_browser.py
+	SIGMACERT_BROWSER=1 $(BIN)/python -m pytest tests/service/test_service_browser.py tests/sigmacert/report/test_report_browser.py

@@ -56,13 +56,13 @@ def _replay_child(cert_path: str, public_pem: str) -> dict:
 
 def write_certificate(res, key: str, out: str) -> str:
     """Sign a successful Outcome's predicate and write OUT/M{M}_E{E}.json; returns the path."""
-    from certifier.certificate.envelope import canonical_json, claim_subject, sign_envelope, statement
+    from certifier.certificate.envelope import sign_certificate
     from certifier.certificate.keys import load_private
-    env = sign_envelope(statement(claim_subject(res.predicate["claim"]), res.predicate), load_private(key))
+    env = sign_certificate(res.predicate, load_private(key))
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, f"M{res.steps}_E{res.epochs}.json")
     with open(path, "wb") as f:
-        f.write(canonical_json(env) + b"\n")
+        f.write(env + b"\n")
     return path
 
 

@@ -30,15 +30,15 @@ QUICK = [(1, 1, "0.9"), (1, 100, "0.05"), (3, 10, "0.5"), (3, 1, "0.1"), (10, 1,
 
 CHILD = r"""
 import json, resource, sys, time
-from certifier.certify import certify, exact_sigma_for
-from certifier.certificate.claim import Claim
-from certifier.certificate.envelope import canonical_json, claim_subject, sign_envelope, statement
+from certifier.certify import certify
+from certifier.certificate.envelope import sign_certificate
+from certifier.numerics.schemes import exact_sigma
 from certifier.certificate.keys import load_private
 from certifier.params import parse_decimal
 M, E, lam, key, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 target = parse_decimal("target", lam)
 t0 = time.perf_counter()
-sigma = exact_sigma_for(Claim("random-allocation", M, E, parse_decimal("s", "1"), target), target)
+sigma = parse_decimal("sigma", exact_sigma(M, E, target))
 t_sigma = time.perf_counter() - t0
 t1 = time.perf_counter()
 res = certify(M, E, target, sigma, two_sided=True)
@@ -53,9 +53,9 @@ row = {"M": M, "E": E, "lambda": lam, "sigma": res.sigma, "sigma_s": round(t_sig
        "epsilon": {k: v["epsilon"] for k, v in res.privacy["epsilon_at_delta"].items()} if res.privacy else None}
 row["upper_s"] = round(t_cert - (res.lower_seconds or 0) - (res.privacy_seconds or 0), 2)
 if res.success:
-    env = sign_envelope(statement(claim_subject(res.predicate["claim"]), res.predicate), load_private(key))
+    env = sign_certificate(res.predicate, load_private(key))
     with open(out, "wb") as f:
-        f.write(canonical_json(env))
+        f.write(env)
     try:
         from verifier import verify_file
         t2 = time.perf_counter()

@@ -23,7 +23,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from certifier.errors import NumericsUnreliable  # noqa: E402
+from certifier.errors import NumericsUnreliableError  # noqa: E402
 from certifier.numerics import quick_bounds as qb  # noqa: E402
 from certifier.numerics.targets import exact_privacy, exact_sigma_dp, exact_sigma_tpr  # noqa: E402
 
@@ -86,7 +86,7 @@ def main(argv=None) -> int:
             p = exact_privacy(m, e, s, deltas=[1e-5], epsilons=[1.0], fprs=[1e-3])
             eps, eps_err = p.epsilon[1e-5].value, p.epsilon[1e-5].error
             eps_text, err_text = f"{eps:.6f}", f"{eps_err:.1e}"
-        except NumericsUnreliable:  # eps beyond about 25: refused (docs/targets.md)
+        except NumericsUnreliableError:  # eps beyond about 25: refused (docs/targets.md)
             p = exact_privacy(m, e, s, epsilons=[1.0], fprs=[1e-3])
             eps = eps_err = None
             eps_text, err_text = "refused (> 25)", "-"

@@ -23,7 +23,7 @@ from certifier.bounds.grids_v1 import budget, choose_grid, choose_lower_grid, tr
 from certifier.bounds.grids_v2 import choose_v2
 from certifier.certificate import predicate as pred_
 from certifier.certificate.claim import RANDOM_ALLOCATION, Claim
-from certifier.errors import CannotCertify, NumericsUnreliable, ParameterError
+from certifier.errors import CannotCertifyError, NumericsUnreliableError, ParameterError
 from certifier.params import decimal_str, parse_decimal
 from certifier.targets import SEARCH_RESOLUTION, TargetKind, kind
 
@@ -65,11 +65,6 @@ class Outcome:
 def _say(progress, t_start):
     report = progress or (lambda stage, pct, el: None)
     return lambda stage, frac: report(stage, 100.0 * frac, time.perf_counter() - t_start)
-
-
-def exact_sigma_for(claim_like: Claim, target: fmpq, target_kind: str = "tv") -> fmpq:
-    """The exact sigma on the 1e-6 grid for the claim's scheme (numerical; the target kind's search)."""
-    return kind(target_kind).exact_sigma(claim_like, target)
 
 
 @dataclass(frozen=True)
@@ -135,7 +130,7 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
         try:
             found = search.prove(ctx)
             break
-        except CannotCertify as err:
+        except CannotCertifyError as err:
             if strict or k == len(candidates) - 1:
                 raise
             v = search.method.version                 # auto: this grid model found nothing; the next covers more
@@ -177,7 +172,7 @@ def tv_lower_str(exact: fmpq, target: fmpq) -> str:
         s = round_down_sig(exact, digits)
         if parse_decimal("tv_lower", s) > target:
             return s
-    raise NumericsUnreliable(f"the lower bound {exact} is not above the target {target} at 60 digits")
+    raise NumericsUnreliableError(f"the lower bound {exact} is not above the target {target} at 60 digits")
 
 
 def _gaussian_shift(ctx: Ctx):
@@ -231,7 +226,7 @@ class Side:
 def _refuse_if_slow(plan, margin: float) -> None:
     """Fail fast, before any long computation, when the grid the margin needs is predicted to be too slow."""
     if plan.predicted_seconds > MAX_PREDICTED_SECONDS:
-        raise CannotCertify(f"the margin target - TV = {margin:.3g} needs a grid predicted to take "
+        raise CannotCertifyError(f"the margin target - TV = {margin:.3g} needs a grid predicted to take "
                             f"{plan.predicted_seconds:.0f} s (more than {MAX_PREDICTED_SECONDS:.0f} s); a slightly "
                             "larger sigma gives a larger margin")
 
@@ -245,7 +240,7 @@ def _prove(side: Side, max_tries: int, tries: list, say, single: bool = False):
             plan = side.plan(b)
             if not single:
                 _refuse_if_slow(plan, side.margin or 0.0)
-        except CannotCertify as err:
+        except CannotCertifyError as err:
             if k == 0 and side.label == "upper":
                 raise
             tries.append({"try": k + 1, "skipped": str(err)})
@@ -253,7 +248,7 @@ def _prove(side: Side, max_tries: int, tries: list, say, single: bool = False):
         t0 = time.perf_counter()
         try:
             res = side.run(plan.method, lambda stage, frac, k=k: say(f"{stage} ({side.label} try {k + 1})", frac))
-        except NumericsUnreliable as err:
+        except NumericsUnreliableError as err:
             tries.append({"try": k + 1, "skipped": f"bound failed: {err}"})
             continue
         ok = bool(side.proves(res))
@@ -279,8 +274,10 @@ def _upper_v1(ctx: Ctx):
     h, eta, cap = (ctx.grid.get(k) for k in ("h", "eta", "cap"))
     loss = truncation_loss(claim.steps, claim.epochs, float(sigma))
     if loss > SAFETY[0] * 1e-7:
-        raise CannotCertify(f"cannot certify M={claim.steps}, E={claim.epochs} with method v1: its truncation at 8M "
-                            f"deletes about {loss:.2g} at sigma {decimal_str(sigma)} (use method v2)")
+        raise CannotCertifyError(f"cannot certify M={claim.steps}, E={claim.epochs} with method v1: its "
+                                 f"truncation at 8M deletes about {loss:.2g} at sigma {decimal_str(sigma)} "
+                                 "(use method v2)")
+
     def row(plan, r):
         mj = plan.method.to_json(claim.steps)
         out.bound = r.bound
@@ -351,7 +348,7 @@ def _privacy(ctx: Ctx, res, meth):
     say("privacy rows", 0.0)
     try:
         priv, tpr = privacy_rows(res.b, meth.eta, meth.fixed_point_bits, meth.prec)
-    except NumericsUnreliable as err:
+    except NumericsUnreliableError as err:
         out.lower_tries.append({"try": 0, "skipped": f"privacy rows: {err}"})
         return None
     say("privacy rows", 1.0)

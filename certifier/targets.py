@@ -14,7 +14,7 @@ from flint import fmpq
 
 from certifier.bounds.result import LowerResult, UpperResult
 from certifier.certificate.claim import Claim
-from certifier.errors import NumericsUnreliable, ParameterError
+from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.params import parse_decimal
 
 SEARCH_RESOLUTION = "1e-6"
@@ -47,7 +47,7 @@ def _tv_numerics(claim: Claim, sigma: fmpq) -> tuple[float | None, float | None]
     try:
         r = exact_tv(M, E, claim.sigma_of_pair(float(sigma)), check=False)
         return float(r.tv), float(r.error)
-    except (NumericsUnreliable, ParameterError, OverflowError):
+    except (NumericsUnreliableError, ParameterError, OverflowError):
         return None, None
 
 

@@ -30,6 +30,7 @@ import torch
 from torch import nn
 from torch.utils.data import TensorDataset
 
+from sigmacert.cli import exit_code
 from sigmacert.errors import SigmacertError
 from sigmacert.torch import make_private
 from trainer import data
@@ -153,7 +154,7 @@ def main(argv=None) -> int:
         m = run(args.certificate, args.key, args.output, args.clip, args.lr, args.seed)
     except SigmacertError as err:
         print(f"opacus_digits: error: {err}", file=sys.stderr)
-        return err.exit_code
+        return exit_code(err)
     if args.json:
         print(json.dumps(m, indent=2, sort_keys=True))
     else:

@@ -24,20 +24,20 @@ def lognormal_moment(k):
     return sp.simplify(sp.integrate(integrand, (_x, -sp.oo, sp.oo), conds="none"))
 
 
-def _expect_polynomial(poly_expr, variables, moment):
+def expect_polynomial(poly_expr, variables, moment):
     """E of a polynomial in independent copies of Y, using E[Y^k] = moment(k)."""
     poly = sp.Poly(sp.expand(poly_expr), *variables)
     return sp.Add(*[coef * sp.Mul(*[moment(k) for k in monom])
                     for monom, coef in poly.terms()])
 
 
-def _one_epoch_default(t_, M_):
+def one_epoch_default(t_, M_):
     return (sp.exp(t_**2) - 1) / M_
 
 
 @check(1, "one_epoch_chi2", "chi^2(Q_M||P_M) = E_P[L_M^2] - 1 = (e^{t^2}-1)/M",
        "Sec. 3 eq. (8); B.1")
-def one_epoch_chi2(claimed=_one_epoch_default) -> Steps:
+def one_epoch_chi2(claimed=one_epoch_default) -> Steps:
     """chi^2(Q_M || P_M) = E_P[L_M^2] - 1 from E[Y_i Y_j] (Section 3).
 
     E[Y] = 1 and E[Y^2] = e^{t^2} by integration; for i != j independence gives
@@ -54,7 +54,7 @@ def one_epoch_chi2(claimed=_one_epoch_default) -> Steps:
     moments = {0: sp.Integer(1), 1: m1, 2: m2}   # L_M^2 has degree <= 2 in each Y_j
     for m in range(1, 6):
         ys = sp.symbols(f"y1:{m + 1}", positive=True)
-        e_l2 = _expect_polynomial((sp.Add(*ys) / m) ** 2, ys, moments.__getitem__)
+        e_l2 = expect_polynomial((sp.Add(*ys) / m) ** 2, ys, moments.__getitem__)
         s.equal(f"expanded E[L_M^2] - 1 equals the claim at M={m}", e_l2 - 1, claimed(t, m))
     return s
 
@@ -87,7 +87,7 @@ def composition(claimed=_composed_default) -> Steps:
         ys = [sp.symbols(f"y{ep}_1:{m + 1}", positive=True) for ep in range(e)]
         lam = sp.Mul(*[sp.Add(*row) / m for row in ys])
         flat = [y for row in ys for y in row]
-        e_lam2 = _expect_polynomial(lam**2, flat, moment)
+        e_lam2 = expect_polynomial(lam**2, flat, moment)
         one_epoch = (sp.exp(t**2) - 1) / m
         s.equal(f"E_P[Lambda^2] = claim at M={m}, E={e}", e_lam2, claimed(one_epoch, e))
     return s

@@ -15,7 +15,7 @@ import sympy as sp
 
 from . import bound
 from ._core import NUMERIC, Steps, check, gauss_density
-from .chi2 import _expect_polynomial, _one_epoch_default, lognormal_moment
+from .chi2 import expect_polynomial, lognormal_moment, one_epoch_default
 
 t, u = sp.Symbol("t", positive=True), sp.Symbol("u", real=True)
 M, E = sp.symbols("M E", positive=True, integer=True)
@@ -66,15 +66,15 @@ def fixed_bins_reduction(scale=_scale_default) -> Steps:
         s.zero(f"(c) E={k}: residual is orthogonal to u = 1/sqrt(E)", proj * one / sp.sqrt(k))
     m2 = lognormal_moment(2)
     full = (M * m2**E + M * (M - 1)) / M**2 - 1      # diagonal pairs: E[prod_e Y_e^2] = (E Y^2)^E
-    s.equal("(d) chi^2 of the fixed-bins pair = (e^{t'^2} - 1)/M", full, _one_epoch_default(tp, M))
+    s.equal("(d) chi^2 of the fixed-bins pair = (e^{t'^2} - 1)/M", full, one_epoch_default(tp, M))
     moment = {0: sp.Integer(1), 1: lognormal_moment(1), 2: m2}
     for mm in range(1, 4):
         for ee in range(1, 4):
             ys = [sp.symbols(f"y{j}_1:{ee + 1}", positive=True) for j in range(mm)]
             lam_ = sp.Add(*[sp.Mul(*row) for row in ys]) / mm
-            e_l2 = _expect_polynomial(lam_**2, [y for row in ys for y in row], moment.__getitem__)
+            e_l2 = expect_polynomial(lam_**2, [y for row in ys for y in row], moment.__getitem__)
             s.equal(f"(d) expanded chi^2 at M={mm}, E={ee}", e_l2 - 1,
-                    _one_epoch_default(scale(sp.Integer(ee)) * t, mm))
+                    one_epoch_default(scale(sp.Integer(ee)) * t, mm))
     return s
 
 

@@ -15,7 +15,13 @@ import math
 import sympy as sp
 
 from ._core import Steps, check
-from .chi2 import _expect_polynomial, lognormal_moment, t
+from .chi2 import lognormal_moment, t
+
+
+def _expect_polynomial(poly_expr, variables, moment):
+    """E of a polynomial in independent copies of Y, using E[Y^k] = moment(k)."""
+    poly = sp.Poly(sp.expand(poly_expr), *variables)
+    return sp.Add(*[coef * sp.Mul(*[moment(k) for k in monom]) for monom, coef in poly.terms()])
 
 
 def _partition_sum(m: int, q: int, exponent=lambda a: a * t**2 / 2):

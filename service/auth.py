@@ -14,12 +14,14 @@ import secrets
 import threading
 import time
 
+from certifier.errors import SigmacertError
+
 PREFIX = "sct_"
 _NAME = re.compile(r"[A-Za-z0-9._@+-]{1,64}")
 _LINE = re.compile(r"([0-9a-f]{64})\s+(\S+)\s*")
 
 
-class TokenFileError(ValueError):
+class TokenFileError(SigmacertError, ValueError):
     """A malformed tokens file or name (one-line message)."""
 
 

@@ -14,10 +14,11 @@ import threading
 import time
 
 from certifier.certificate.claim import RANDOM_ALLOCATION
+from certifier.errors import SigmacertError
 from service.sandbox import Budget, run
 
 
-class Busy(Exception):
+class BusyError(SigmacertError):
     """Too many computations in flight (429)."""
 
 
@@ -31,10 +32,10 @@ class Lane:
         self._stop = threading.Event()
 
     def sandboxed(self, task: str, payload: dict, budget: Budget, entry: str = "service.sandbox") -> cf.Future:
-        """The Outcome of service.sandbox.run, as a future; Busy when the lane is full."""
+        """The Outcome of service.sandbox.run, as a future; BusyError when the lane is full."""
         with self._lock:
             if self.pending >= self.max_pending:
-                raise Busy()
+                raise BusyError()
             self.pending += 1
         try:
             fut = self._pool.submit(run, task, payload, budget, keep_going=lambda: not self._stop.is_set(),
@@ -71,7 +72,7 @@ class Verifications:
         try:
             out = await asyncio.wrap_future(self.lane.sandboxed("verify", payload, self.budget))
         except OSError:  # no process could be started now (fork refused): retryable, as a full lane
-            raise Busy() from None
+            raise BusyError() from None
         if out.result is not None:
             return out.result
         if out.failure in ("memory", "seconds"):

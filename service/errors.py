@@ -6,7 +6,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from certifier.params import ParameterError
-from service.compute import Busy
+from service.compute import BusyError
 from service.validate import describe_errors
 
 
@@ -25,7 +25,7 @@ def install(app: FastAPI) -> None:
     async def _bad_param(request, exc):
         return JSONResponse({"detail": str(exc)}, 422)
 
-    @app.exception_handler(Busy)
+    @app.exception_handler(BusyError)
     async def _busy(request, exc):
         return JSONResponse({"detail": "too many computations in flight; retry shortly"}, 429,
                             headers={"Retry-After": "5"})

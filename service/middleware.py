@@ -8,7 +8,7 @@ from fastapi.responses import JSONResponse
 class BodyLimit:
     """Pure ASGI: refuse bodies over the cap (413) by Content-Length or by counting the stream."""
 
-    class TooLarge(HTTPException):
+    class TooLargeError(HTTPException):
         def __init__(self, limit):
             super().__init__(413, f"request body larger than {limit} bytes")
 
@@ -33,7 +33,7 @@ class BodyLimit:
             if msg["type"] == "http.request":
                 seen += len(msg.get("body", b""))
                 if seen > limit:
-                    raise BodyLimit.TooLarge(limit)
+                    raise BodyLimit.TooLargeError(limit)
             return msg
 
         async def with_headers(msg):

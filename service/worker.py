@@ -136,10 +136,10 @@ class Worker:
         return run_on_cluster(self.cluster, req, self.budget, on_progress=on_progress, keep_going=keep_going)
 
     def _sign(self, req: dict, pred: dict) -> str:
-        from certifier.certificate.envelope import canonical_json, claim_subject, sign_envelope, statement
+        from certifier.certificate.envelope import sign_certificate
         s = req.get("subject")
-        subject = {"name": s["name"], "digest": {"sha256": s["sha256"]}} if s else claim_subject(pred["claim"])
-        return canonical_json(sign_envelope(statement(subject, pred), self.key)).decode("utf-8")
+        subject = {"name": s["name"], "digest": {"sha256": s["sha256"]}} if s else None
+        return sign_certificate(pred, self.key, subject).decode("utf-8")
 
 
 # ----------------------------------------------------------------------------- supervisor (server side)

@@ -25,17 +25,23 @@ from sigmacert.api import (
                            exact_privacy,
                            exact_sigma,
                            exact_tv,
+                           require_verified,
                            verify,
 )
 from sigmacert.errors import (
                            CannotCertify,
+                           CannotCertifyError,
+                           CertificateRefusedError,
                            EnvelopeError,
                            KeyFileError,
                            NumericsUnreliable,
+                           NumericsUnreliableError,
                            ParameterError,
+                           RefusedError,
                            SigmacertError,
 )
 
 __all__ = ["__version__", "closed_form_sigma", "exact_tv", "exact_sigma", "exact_privacy", "certify", "verify",
-           "ExactTV", "Certificate", "Verification", "SigmacertError", "ParameterError", "CannotCertify",
-           "NumericsUnreliable", "KeyFileError", "EnvelopeError", "SCHEMES", "DEFAULT_SCHEME"]
+           "require_verified", "ExactTV", "Certificate", "Verification", "SigmacertError", "ParameterError",
+           "CannotCertifyError", "NumericsUnreliableError", "KeyFileError", "EnvelopeError", "RefusedError",
+           "CertificateRefusedError", "CannotCertify", "NumericsUnreliable", "SCHEMES", "DEFAULT_SCHEME"]

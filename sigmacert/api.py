@@ -14,7 +14,7 @@ from decimal import ROUND_CEILING, Decimal
 from types import MappingProxyType
 from typing import Callable, Mapping
 
-from certifier.errors import CannotCertify, KeyFileError, ParameterError
+from certifier.errors import CannotCertifyError, CertificateRefusedError, KeyFileError, ParameterError
 from certifier.numerics import schemes as _schemes
 from certifier.numerics.exact import ExactTV
 from certifier.params import as_decimal_text, parse_count, parse_epochs, parse_sigma, parse_steps, parse_target
@@ -52,7 +52,7 @@ def exact_tv(steps, epochs, sigma, *, scheme=DEFAULT_SCHEME, iterations=None) ->
 
     scheme="fixed-bins": TV(M, 1, sigma/sqrt(E)), the same distance (docs/integrations.md).
     Numerical, not certified (use `certify` for a proof). Raises ParameterError for bad
-    input and NumericsUnreliable when the value cannot be computed to its accuracy.
+    input and NumericsUnreliableError when the value cannot be computed to its accuracy.
     """
     m, e, scheme, _ = _run(steps, epochs, scheme, iterations)
     s = parse_sigma(as_decimal_text("sigma", sigma))
@@ -135,6 +135,30 @@ def _private_key(key):
     raise KeyFileError(f"key must be a path to a PKCS#8 PEM file or an Ed25519PrivateKey, got {type(key).__name__}")
 
 
+@dataclass(frozen=True)
+class Issued:
+    """What `issue` returns: certify's Outcome and, when certified with a key, the signed envelope."""
+    outcome: object
+    envelope: bytes | None
+    keyid: str | None
+
+
+def issue(steps: int, epochs: int, target, sigma=None, *, key=None, subject: dict | None = None,
+          two_sided: bool = True, progress=None, scheme: str = DEFAULT_SCHEME, iterations: int | None = None,
+          h=None, eta=None, cap=None, prec: int | None = None) -> Issued:
+    """The one path from a face (this API, the CLI) to the mathematics: certify the parsed claim
+    (exact rationals; grid options as decimal strings) and, when it is certified and a loaded
+    private key is given, sign it (certifier.certificate.envelope.sign_certificate; subject: a
+    subject entry, default the claim). Raises what certifier.certify.certify raises."""
+    from certifier.certificate.envelope import key_id, sign_certificate
+    from certifier.certify import certify as _certify
+    res = _certify(steps, epochs, target, sigma, h=h, eta=eta, cap=cap, prec=prec, progress=progress,
+                   two_sided=two_sided, scheme=scheme, iterations=iterations)
+    if not res.success or key is None:
+        return Issued(res, None, None)
+    return Issued(res, sign_certificate(res.predicate, key, subject), key_id(key.public_key()))
+
+
 def certify(steps, epochs, target, sigma=None, *, key=None, two_sided: bool = True, subject=None,
             progress: Callable[[str, float, float], None] | None = None, scheme=DEFAULT_SCHEME,
             iterations=None) -> Certificate:
@@ -148,36 +172,25 @@ def certify(steps, epochs, target, sigma=None, *, key=None, two_sided: bool = Tr
     progress(stage, percent, seconds) is called as the work advances.
     scheme="fixed-bins" certifies jax_privacy's balls-in-bins sampler (one bin per record for the
     whole run; iterations instead of epochs gives E = ceil(iterations/M)); the claim names it.
-    Raises ParameterError (bad input), CannotCertify (no certificate; the message says why).
+    Raises ParameterError (bad input), CannotCertifyError (no certificate; the message says why).
     """
-    from certifier.certify import certify as _certify
+    from certifier.certificate.envelope import file_subject
     m, e, scheme, iterations = _run(steps, epochs, scheme, iterations)
     lam = parse_target(as_decimal_text("target", target))
     s = None if sigma is None else parse_sigma(as_decimal_text("sigma", sigma))
     priv = None if key is None else _private_key(key)  # fail early, before the long computation
-    res = _certify(m, e, lam, s, progress=progress, two_sided=two_sided, scheme=scheme, iterations=iterations)
+    subj = None
+    if isinstance(subject, bytes):
+        subj = file_subject("subject", subject)
+    elif subject is not None:
+        with open(subject, "rb") as f:
+            subj = file_subject(os.path.basename(os.fspath(subject)), f.read())
+    issued = issue(m, e, lam, s, key=priv, subject=subj, progress=progress, two_sided=two_sided, scheme=scheme,
+                   iterations=iterations)
+    res, envelope, keyid = issued.outcome, issued.envelope, issued.keyid
     if not res.success:
-        raise CannotCertify(f"not certified: the bound reached, {res.bound}, exceeds the target "
+        raise CannotCertifyError(f"not certified: the bound reached, {res.bound}, exceeds the target "
                             f"{res.target} at sigma {res.sigma} (M={m}, E={e}, {scheme})")
-    envelope = keyid = None
-    if priv is not None:
-        from certifier.certificate.envelope import (
-            canonical_json,
-            claim_subject,
-            file_subject,
-            key_id,
-            sign_envelope,
-            statement,
-        )
-        if subject is None:
-            subj = claim_subject(res.predicate["claim"])
-        elif isinstance(subject, bytes):
-            subj = {"name": "subject", "digest": {"sha256": hashlib.sha256(subject).hexdigest()}}
-        else:
-            with open(subject, "rb") as f:
-                subj = file_subject(os.path.basename(os.fspath(subject)), f.read())
-        envelope = canonical_json(sign_envelope(statement(subj, res.predicate), priv))
-        keyid = key_id(priv.public_key())
     eps = {d: Decimal(r["epsilon"]) for d, r in (res.privacy or {}).get("epsilon_at_delta", {}).items()}
     tpr = {a: Decimal(r["tpr"]) for a, r in (res.tpr or {}).items()}
     return Certificate(m, e, Decimal(res.target), Decimal(res.sigma), Decimal(res.bound), res.two_sided,
@@ -235,5 +248,14 @@ def verify(certificate, public_key, *, subject=None) -> Verification:
                         None if r.claim is None else MappingProxyType(r.claim), r.keyid, r.seconds)
 
 
-__all__ = ["ExactTV", "Certificate", "Verification", "closed_form_sigma", "exact_tv", "exact_sigma",
-           "exact_privacy", "certify", "verify", "SCHEMES", "DEFAULT_SCHEME"]
+def require_verified(certificate, public_key, *, subject=None) -> Verification:
+    """The raising twin of `verify`: its Verification when accepted, else CertificateRefusedError
+    with the verifier's reason (ParameterError for unreadable files or keys)."""
+    v = verify(certificate, public_key, subject=subject)
+    if not v.accepted:
+        raise CertificateRefusedError(f"certificate rejected ({v.reason}): {v.detail}")
+    return v
+
+
+__all__ = ["ExactTV", "Certificate", "Issued", "issue", "Verification", "closed_form_sigma", "exact_tv", "exact_sigma",
+           "exact_privacy", "certify", "verify", "require_verified", "SCHEMES", "DEFAULT_SCHEME"]

@@ -19,7 +19,7 @@ from decimal import Decimal
 
 from certifier.numerics.schemes import FIXED_BINS
 from sigmacert import api
-from trainer.certificates import CertificateRefused, verified_run
+from trainer.certificates import CertificateRefusedError, verified_run
 from trainer.jax_glue import StrategyRun, strategy_run
 
 
@@ -63,11 +63,11 @@ def noise_multiplier(certificate, public_key, strategy) -> float:
     run = verified_run(certificate, public_key, scheme=FIXED_BINS)
     r = strategy_run(strategy)
     if run.steps != r.steps or run.epochs < r.epochs:
-        raise CertificateRefused(f"certificate is for M={run.steps} bins, E={run.epochs} rounds; the strategy "
+        raise CertificateRefusedError(f"certificate is for M={run.steps} bins, E={run.epochs} rounds; the strategy "
                                  f"runs M={r.steps}, E={r.epochs} ({r.iterations} iterations); refusing it")
     return run.sigma
 
 
 __all__ = ["sigma_for", "epsilon_for", "closed_form_sigma_for", "certify_for", "noise_multiplier", "strategy_run",
-           "StrategyRun",
-           "CertificateRefused"]
+           "StrategyRun", "CertificateRefusedError", "CertificateRefused"]
+CertificateRefused = CertificateRefusedError  # the name before it ended in Error (public API of sigmacert.jax)

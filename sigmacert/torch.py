@@ -16,20 +16,23 @@ poisson_sampling=False)` with the loader of `random_allocation_loader` calibrate
 (eps, delta) of Algorithm 1 (numerical, not certified).
 """
 from certifier.numerics.schemes import FIXED_BINS, RANDOM_ALLOCATION
-from trainer.certificates import CertificateRefused, CertifiedRun, verified_run
+from trainer.certificates import CertificateRefusedError, CertifiedRun, verified_run
 from trainer.opacus_accountant import (
-    HeterogeneousHistory,
+    HeterogeneousHistoryError,
     RandomAllocationAccountant,
     RandomAllocationEpochSampler,
     random_allocation_loader,
 )
 from trainer.opacus_accountant import register as _register_accountant
-from trainer.opacus_glue import CertificateAccountant, CertifiedDataLoader, NoOpacusEpsilon, make_private
-from trainer.torch_sampler import RandomAllocationBatchSampler, RunExhausted
+from trainer.opacus_glue import CertificateAccountant, CertifiedDataLoader, NoOpacusEpsilonError, make_private
+from trainer.torch_sampler import RandomAllocationBatchSampler, RunExhaustedError
 
 _register_accountant()
 
 __all__ = ["RandomAllocationBatchSampler", "make_private", "verified_run", "CertifiedRun", "CertifiedDataLoader",
-           "CertificateAccountant", "CertificateRefused", "NoOpacusEpsilon", "RunExhausted", "RANDOM_ALLOCATION",
-           "FIXED_BINS", "RandomAllocationAccountant", "RandomAllocationEpochSampler", "random_allocation_loader",
-           "HeterogeneousHistory"]
+           "CertificateAccountant", "CertificateRefusedError", "NoOpacusEpsilonError", "RunExhaustedError",
+           "RANDOM_ALLOCATION", "FIXED_BINS", "CertificateRefused", "NoOpacusEpsilon", "RunExhausted",
+           "RandomAllocationAccountant", "RandomAllocationEpochSampler", "random_allocation_loader",
+           "HeterogeneousHistoryError"]
+# The names before they ended in Error (public API of sigmacert.torch)
+CertificateRefused, NoOpacusEpsilon, RunExhausted = CertificateRefusedError, NoOpacusEpsilonError, RunExhaustedError

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -21,3 +22,15 @@ def chrome(profile: str, size: str) -> webdriver.Chrome:
         opts.add_argument(flag)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(options=opts, service=Service(executable_path=CHROMEDRIVER))
+
+
+# Where screenshots go (gitignored; SIGMACERT_SCREENSHOTS overrides), and the figures' boxes in the page
+ROOT = Path(__file__).resolve().parent.parent
+SHOTS = Path(os.environ.get("SIGMACERT_SCREENSHOTS", ROOT / "artifacts" / "screenshots"))
+BOXES = """return Array.from(document.querySelectorAll('figure svg')).map(s => {
+  const r = s.getBoundingClientRect();
+  const glyphs = Array.from(s.querySelectorAll('use'))
+    .filter(u => (u.getAttribute('xlink:href') || '').includes('-DejaVuSans-'));
+  return {id: s.parentElement.id, w: r.width, h: r.height, paths: s.querySelectorAll('path').length,
+          glyphs: glyphs.length, drawn: glyphs.filter(u => u.getBBox().width > 0).length};
+});"""

@@ -177,7 +177,7 @@ def cleanup(path: str) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def resign(envelope: bytes, private_key: str, mutate) -> bytes:
+def resign_envelope(envelope: bytes, private_key: str, mutate) -> bytes:
     """The certificate `envelope` with mutate(predicate) applied, signed again with `private_key`:
     what a careless or hostile holder of the issuer's key could publish."""
     import base64

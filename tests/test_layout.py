@@ -1,8 +1,9 @@
 """The package layout's import rules, read from the source (AST, function-level imports included).
 
 sigmacert (the face) may use every package; certifier (mathematics and certificates) uses none
-of sigmacert, service or trainer; verifier uses no other project package; and the graph of
-top-level packages has no cycle.
+of sigmacert, service or trainer; verifier uses no other project package; the graph of
+top-level packages has no cycle; inside each package no modules import each other in a circle
+(relative imports resolved); and no module imports a private (_name) from another module.
 """
 from __future__ import annotations
 
@@ -78,3 +79,114 @@ def test_the_rule_reader_sees_function_level_imports(tmp_path, monkeypatch):
     (pkg / "m.py").write_text("def f():\n    from trainer import algorithm\n    return algorithm\n")
     monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
     assert "trainer" in imports_of("certifier")
+
+
+# ----------------------------------------------------------------------------- inside a package
+
+def _module_of(path: Path, root: Path) -> tuple[str, bool]:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    is_pkg = parts[-1] == "__init__"
+    return ".".join(parts[:-1] if is_pkg else parts), is_pkg
+
+
+def module_imports(package: str, root: Path | None = None) -> dict[str, set[tuple[str, str]]]:
+    """Module -> {(imported module, imported name)} of `package`, relative imports resolved (AST,
+    function-level imports included). `from a import b` records (a, b); `import a.b` records (a.b, '')."""
+    root = root or ROOT
+    out: dict[str, set[tuple[str, str]]] = {}
+    for path in (root / package).rglob("*.py"):
+        mod, is_pkg = _module_of(path, root)
+        here = mod.split(".") if is_pkg else mod.split(".")[:-1]
+        found = out.setdefault(mod, set())
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                found.update((a.name, "") for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = here[: len(here) - node.level + 1] if node.level else []
+                target = ".".join(base + ([node.module] if node.module else []))
+                found.update((target, a.name) for a in node.names)
+    return out
+
+
+def module_graph(package: str, root: Path | None = None) -> dict[str, set[str]]:
+    """Module -> the modules of the same package it imports (`from pkg import mod` counts as pkg.mod)."""
+    imports = module_imports(package, root)
+    graph = {}
+    for mod, found in imports.items():
+        deps = set()
+        for target, name in found:
+            for cand in (f"{target}.{name}" if name else None, target):
+                if cand in imports and cand != mod:
+                    deps.add(cand)
+                    break
+        graph[mod] = deps
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+
+    def visit(m, stack):
+        if state.get(m) == 1:
+            return stack[stack.index(m):] + [m]
+        if state.get(m) == 2:
+            return None
+        state[m] = 1
+        for n in sorted(graph.get(m, ())):
+            cyc = visit(n, stack + [m])
+            if cyc:
+                return cyc
+        state[m] = 2
+        return None
+
+    for m in sorted(graph):
+        cyc = visit(m, [])
+        if cyc:
+            return cyc
+    return None
+
+
+def private_imports(package: str, root: Path | None = None) -> list[str]:
+    """`from project.module import _name` anywhere in `package` (a private name crossing a module)."""
+    bad = []
+    for mod, found in module_imports(package, root).items():
+        for target, name in found:
+            if target.split(".")[0] in PACKAGES and name.startswith("_") and not name.startswith("__"):
+                bad.append(f"{mod} imports {name} from {target}")
+    return bad
+
+
+def test_no_import_cycle_inside_a_package():
+    """Module level, relative imports included: no package's modules import each other in a circle."""
+    cycles = [" -> ".join(c) for p in PACKAGES if (c := find_cycle(module_graph(p)))]
+    assert not cycles, "\n".join(cycles)
+
+
+def test_no_private_name_crosses_a_module():
+    bad = [b for p in PACKAGES for b in private_imports(p)]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_cycle_finder_sees_a_relative_import_circle(tmp_path):
+    """Two modules importing each other through `from .x import y` (it can fail)."""
+    pkg = tmp_path / "verifier"
+    (pkg / "format").mkdir(parents=True)
+    for f in ("__init__.py", "format/__init__.py"):
+        (pkg / f).write_text("")
+    (pkg / "format" / "a.py").write_text("from .b import g\n\ndef f():\n    return g\n")
+    (pkg / "format" / "b.py").write_text("def g():\n    from .a import f\n    return f\n")
+    (pkg / "core.py").write_text("from .format import a\n")
+    cyc = find_cycle(module_graph("verifier", tmp_path))
+    assert cyc is not None and set(cyc) == {"verifier.format.a", "verifier.format.b"}
+    (pkg / "format" / "b.py").write_text("def g():\n    return 1\n")
+    assert find_cycle(module_graph("verifier", tmp_path)) is None
+
+
+def test_the_private_name_check_sees_a_relative_import(tmp_path):
+    pkg = tmp_path / "certifier"
+    (pkg / "bounds").mkdir(parents=True)
+    for f in ("__init__.py", "bounds/__init__.py", "bounds/upper_v1.py"):
+        (pkg / f).write_text("")
+    (pkg / "bounds" / "upper_v2.py").write_text("from .upper_v1 import _b_enclosures\n")
+    assert private_imports("certifier", tmp_path) == [
+        "certifier.bounds.upper_v2 imports _b_enclosures from certifier.bounds.upper_v1"]

@@ -10,6 +10,7 @@ from fractions import Fraction
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from flint import arb, fmpq
+from helpers import ball, dec
 
 from verifier.core import round_up
 from verifier.format.envelope import PAYLOAD_TYPE, keyid, pae
@@ -31,15 +32,9 @@ def canonical(obj) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
 
 
-def ball(x) -> str:
-    with working_prec(400):
-        x = x if isinstance(x, arb) else arb(x)
-        return x.str(30, radius=True)
-
-
 def predicate(claim=CLAIM, method=METHOD) -> dict:
     """The predicate of docs/certificate.md §3, enclosures computed from the spec (§4)."""
-    typed = typed_as({"claim": claim, "method": method}, {k: SCHEMA[k] for k in ("claim", "method")}, "p")
+    typed = typed_v1(claim, method)
     r = replay(typed["claim"], typed["method"])
     enc = {k: ({kk: ball(vv) for kk, vv in v.items()} if isinstance(v, dict) else ball(v))
            for k, v in r.enclosures.items()}
@@ -113,7 +108,7 @@ def predicate_v2(claim=CLAIM, method=METHOD_V2, sigma_low="1.45", lower_method=L
     from verifier.replay.lower_v1 import deltas, replay_lower
     from verifier.replay.slack import upper_end as _upper
     pred = predicate(claim, method)
-    typed = typed_as({"claim": claim, "method": method}, {k: SCHEMA[k] for k in ("claim", "method")}, "p")
+    typed = typed_v1(claim, method)
     lm = typed_as(lower_method, SCHEMA_V2["lower"]["method"], "lm")
     lr = replay_lower(claim["steps"], claim["epochs"], fmpq(Fraction(sigma_low).numerator,
                       Fraction(sigma_low).denominator), lm)
@@ -129,7 +124,7 @@ def predicate_v2(claim=CLAIM, method=METHOD_V2, sigma_low="1.45", lower_method=L
             delta = fmpq(1, Fraction(d).denominator)
             hi = smallest_step(lambda n, delta=delta: worst(n * g) <= delta, 2**24)
             dqp, dpq = deltas(r.b, r.F, eta, hi * g)
-            rows[d] = {"epsilon": _dec(hi * g),
+            rows[d] = {"epsilon": dec(hi * g),
                        "delta_qp": ball(dqp), "delta_pq": ball(dpq)}
         pred["privacy"] = {"epsilon_grid": grid, "epsilon_at_delta": rows}
         tpr = {}
@@ -137,20 +132,15 @@ def predicate_v2(claim=CLAIM, method=METHOD_V2, sigma_low="1.45", lower_method=L
             al = fmpq(Fraction(a).numerator, Fraction(a).denominator)
             best = min((_upper(arb(fmpq(j, 20)).exp() * arb(al) + deltas(r.b, r.F, eta, fmpq(j, 20))[0]), j)
                        for j in range(0, 200))
-            tpr[a] = {"tpr": round_up(best[0], 4), "epsilon": _dec(fmpq(best[1], 20))}
+            tpr[a] = {"tpr": round_up(best[0], 4), "epsilon": dec(fmpq(best[1], 20))}
         pred["tpr"] = tpr
     return pred
 
 
-def _dec(q: fmpq) -> str:
-    """An exact decimal string of a rational whose denominator divides a power of 10."""
-    x = Fraction(int(q.p), int(q.q))
-    for k in range(40):
-        if (x * 10**k).denominator == 1:
-            s = str(x.numerator * 10**k // x.denominator).rjust(k + 1, "0")
-            return s[:len(s) - k] + ("." + s[len(s) - k:] if k else "")
-    raise ValueError(q)
-
-
 def statement_v2(pred: dict) -> dict:
     return dict(statement(pred), predicateType="https://sigmacert.dev/tv-certificate/v2")
+
+
+def typed_v1(claim: dict, method: dict) -> dict:
+    """Claim and method of a v1 predicate with exact rationals, through the v1 schema."""
+    return typed_as({"claim": claim, "method": method}, {k: SCHEMA[k] for k in ("claim", "method")}, "p")

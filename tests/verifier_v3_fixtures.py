@@ -8,6 +8,7 @@ import json
 from fractions import Fraction
 
 from flint import arb, fmpq
+from helpers import ball, dec
 from verifier_fixtures import envelope, smallest_step
 
 from verifier.core import round_up
@@ -35,16 +36,6 @@ LOWER_V2 = {**{k: v for k, v in METHOD_V2.items() if k != "trim_shift"}, "name":
 SIGMA_LOW = "1"
 
 
-def dec(x) -> str:
-    """An exact decimal string of a rational with a terminating expansion."""
-    x = Fraction(x) if not isinstance(x, fmpq) else Fraction(int(x.p), int(x.q))
-    for k in range(80):
-        if (x * 10**k).denominator == 1:
-            s = str(x.numerator * 10**k // x.denominator).rjust(k + 1, "0")
-            return s[:len(s) - k] + ("." + s[len(s) - k:] if k else "")
-    raise ValueError(x)
-
-
 def typed(claim: dict, method: dict, lower: bool = False) -> dict:
     """Claim and method (or lower method) with exact rationals, through the v3 schema."""
     cs = CLAIM_FIXED_BINS if claim["scheme"] == "fixed-bins" else CLAIM
@@ -52,11 +43,6 @@ def typed(claim: dict, method: dict, lower: bool = False) -> dict:
         p = typed_as({"claim": claim, "m": method}, {"claim": cs, "m": LOWER_METHOD_V2}, "p")
         return {"claim": p["claim"], "lower": {"method": p["m"]}}
     return typed_as({"claim": claim, "method": method}, {"claim": cs, "method": METHOD_SCHEMA}, "p")
-
-
-def ball(x) -> str:
-    with working_prec(400):
-        return (x if isinstance(x, arb) else arb(x)).str(30, radius=True)
 
 
 def predicate_v3(claim=CLAIM_RA, method=METHOD_V2, sigma_low=SIGMA_LOW, lower_method=LOWER_V2) -> dict:
@@ -107,3 +93,12 @@ def sign_v3(pred: dict, key, ptype: str = "https://sigmacert.dev/tv-certificate/
           "subject": [{"name": "claim", "digest": {"sha256": hashlib.sha256(canon(pred["claim"])).hexdigest()}}],
           "predicateType": ptype, "predicate": pred}
     return json.dumps(envelope(canon(st), key)).encode()
+
+
+def resign_v3(pred: dict, key, change=None, ptype: str = "https://sigmacert.dev/tv-certificate/v3"):
+    """The verifier's verdict on a copy of `pred`, changed by change(p), signed again with `key`."""
+    from verifier import verify_bytes
+    p = copy.deepcopy(pred)
+    if change:
+        change(p)
+    return verify_bytes(sign_v3(p, key, ptype), [key.public_key()])

@@ -12,17 +12,12 @@ import os
 from dataclasses import dataclass
 from decimal import Decimal
 
-from certifier.errors import ParameterError, SigmacertError
+from certifier.errors import CertificateRefusedError, ParameterError
 from certifier.numerics.schemes import FIXED_BINS, RANDOM_ALLOCATION, SCHEMES
 
 MECHANISMS = {"dp-sgd/random-allocation": RANDOM_ALLOCATION, "dp-sgd/fixed-bins": FIXED_BINS}
 DESCRIPTION = {RANDOM_ALLOCATION: "random allocation (Algorithm 1: a fresh allocation every epoch)",
                FIXED_BINS: "fixed bins (jax_privacy BallsInBinsSampling: one bin per record for the run)"}
-
-
-class CertificateRefused(SigmacertError):
-    """The certificate was rejected by the verifier, or is not for the run it is asked to drive."""
-    exit_code = 1
 
 
 @dataclass(frozen=True)
@@ -59,7 +54,8 @@ def sigma_float(text: str) -> float:
 
 
 def _verify(certificate, public_key):
-    from verifier import load_public_key, read_limited, verify_bytes
+    """The verifier's accepted Result (its raising twin), or CertificateRefusedError with its reason."""
+    from verifier import Reject, load_public_key, read_limited, verify_or_raise
     try:
         data = certificate if isinstance(certificate, bytes) else read_limited(os.fspath(certificate))
         if isinstance(public_key, bytes):
@@ -70,28 +66,29 @@ def _verify(certificate, public_key):
             key = public_key
     except (OSError, ValueError, TypeError) as err:
         raise ParameterError(f"cannot read certificate or public key: {err}") from None
-    return verify_bytes(data, [key])
+    try:
+        return verify_or_raise(data, [key])
+    except Reject as r:
+        detail = f": {r.detail}" if r.detail else ""
+        raise CertificateRefusedError(f"certificate rejected ({r.reason}){detail}; refusing to train") from None
 
 
 def verified_run(certificate, public_key, *, scheme: str) -> CertifiedRun:
     """Verify `certificate` (path or bytes) against `public_key` (PEM path, PEM bytes or key object)
-    and return its run, or raise CertificateRefused (with the verifier's reason) / ParameterError."""
+    and return its run, or raise CertificateRefusedError (with the verifier's reason) / ParameterError."""
     res = _verify(certificate, public_key)
-    if not res.accepted:
-        detail = f": {res.detail}" if res.detail else ""
-        raise CertificateRefused(f"certificate rejected ({res.reason}){detail}; refusing to train")
     claim = dict(res.claim or {})
     found = claim_scheme(claim)
     if found is None or claim.get("adjacency") != "zero-out":
-        raise CertificateRefused(f"certificate claim (mechanism {claim.get('mechanism')!r}, adjacency "
+        raise CertificateRefusedError(f"certificate claim (mechanism {claim.get('mechanism')!r}, adjacency "
                                  f"{claim.get('adjacency')!r}) is not for DP-SGD under zero-out adjacency "
                                  "with a known sampling scheme; refusing to train")
     if found != scheme:
-        raise CertificateRefused(f"certificate is for {DESCRIPTION[found]}, but this run uses "
+        raise CertificateRefusedError(f"certificate is for {DESCRIPTION[found]}, but this run uses "
                                  f"{DESCRIPTION[scheme]}; the two need different sigma; refusing to train")
     for k in ("steps", "epochs", "sigma", "target"):
         if k not in claim:
-            raise CertificateRefused(f"certificate claim lacks {k!r}; refusing to train")
+            raise CertificateRefusedError(f"certificate claim lacks {k!r}; refusing to train")
     iterations = claim.get("iterations")
     return CertifiedRun(found, int(claim["steps"]), int(claim["epochs"]), str(claim["sigma"]),
                         sigma_float(str(claim["sigma"])), str(claim["target"]),

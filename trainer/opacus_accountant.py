@@ -23,23 +23,30 @@ import inspect
 import math
 import secrets
 
+import numpy as np
 from opacus.accountants import IAccountant
 from opacus.accountants.registry import _ACCOUNTANTS, register_accountant
 from opacus.data_loader import dtype_safe, shape_safe, wrap_collate_with_empty
 from torch.utils.data import DataLoader, Sampler
 from torch.utils.data._utils.collate import default_collate
 
-from certifier.errors import NumericsUnreliable, ParameterError, SigmacertError
+from certifier.errors import NumericsUnreliableError, ParameterError, SigmacertError
 from certifier.numerics.targets import exact_privacy
 from trainer.algorithm import streams
 from trainer.allocation import Allocation
-from trainer.torch_sampler import RunExhausted, _positive_int
+from trainer.torch_sampler import RunExhaustedError
 
 MECHANISM = "random_allocation"
 GRID = 1e-6            # sigma is read at the grid point at or below it: the exact sigma's grid
 
 
-class HeterogeneousHistory(SigmacertError, ValueError):
+def _positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ParameterError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+class HeterogeneousHistoryError(SigmacertError, ValueError):
     """The history mixes noise multipliers or sample rates; its composition is not implemented yet."""
 
 
@@ -61,7 +68,7 @@ def epsilon_of_run(sigma: float, sample_rate: float, steps: int, delta: float) -
         return math.inf
     try:
         v = exact_privacy(m, epochs, s, deltas=[delta], check=False).epsilon[delta]
-    except NumericsUnreliable:
+    except NumericsUnreliableError:
         return math.inf
     return v.value + v.error if math.isfinite(v.error) else math.inf
 
@@ -83,7 +90,7 @@ class RandomAllocationAccountant(IAccountant):
         if not self.history:
             return 0.0
         if len({(s, q) for s, q, _ in self.history}) > 1:
-            raise HeterogeneousHistory("the random_allocation accountant composes one noise multiplier and one "
+            raise HeterogeneousHistoryError("the random_allocation accountant composes one noise multiplier and one "
                                        f"sample rate only; this history mixes {len(self.history)} settings "
                                        f"{[(s, q) for s, q, _ in self.history]}")
         sigma, q, _ = self.history[0]
@@ -119,7 +126,7 @@ def _refuse_poisson(frame) -> None:
 
 class RandomAllocationEpochSampler(Sampler):
     """Algorithm 1's batches one epoch per pass: E passes of M lists of genuine indices (ghosts
-    dropped, so a batch may be empty); a pass beyond E is refused (RunExhausted)."""
+    dropped, so a batch may be empty); a pass beyond E is refused (RunExhaustedError)."""
 
     def __init__(self, num_examples: int, steps: int, epochs: int, seed: int | None = 0, n0: int | None = None):
         self.num_examples = _positive_int("num_examples", num_examples)
@@ -141,7 +148,7 @@ class RandomAllocationEpochSampler(Sampler):
     def __iter__(self):
         members = next(self._epochs, None)
         if members is None:
-            raise RunExhausted(f"all E = {self.epochs} epochs have been yielded; a further epoch is a run the "
+            raise RunExhaustedError(f"all E = {self.epochs} epochs have been yielded; a further epoch is a run the "
                                "calibration does not cover")
         self.epochs_done += 1
         for records in members:

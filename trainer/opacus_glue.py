@@ -24,15 +24,14 @@ from opacus.data_loader import dtype_safe, shape_safe, wrap_collate_with_empty
 from torch.utils.data import DataLoader
 from torch.utils.data._utils.collate import default_collate
 
-from certifier.errors import ParameterError, SigmacertError
+from certifier.errors import ParameterError, RefusedError
 from certifier.numerics.schemes import RANDOM_ALLOCATION
 from trainer.certificates import CertifiedRun, verified_run
-from trainer.torch_sampler import RandomAllocationBatchSampler, RunExhausted
+from trainer.torch_sampler import RandomAllocationBatchSampler, RunExhaustedError
 
 
-class NoOpacusEpsilon(SigmacertError, RuntimeError):
+class NoOpacusEpsilonError(RefusedError, RuntimeError):
     """Opacus's accountant was asked for an epsilon; the certificate is the guarantee of this run."""
-    exit_code = 1
 
 
 def guarantee(run: CertifiedRun) -> str:
@@ -50,12 +49,12 @@ class CertificateAccountant(IAccountant):
 
     def step(self, *, noise_multiplier: float, sample_rate: float):
         if self.steps >= self.run.steps * self.run.epochs:
-            raise RunExhausted(f"step {self.steps + 1} is beyond the certified run of E*M = "
+            raise RunExhaustedError(f"step {self.steps + 1} is beyond the certified run of E*M = "
                                f"{self.run.steps * self.run.epochs} updates; refusing it")
         self.steps += 1
 
     def get_epsilon(self, delta: float, *args, **kwargs) -> float:
-        raise NoOpacusEpsilon("Opacus's accountants assume Poisson sampling and do not apply to this run. "
+        raise NoOpacusEpsilonError("Opacus's accountants assume Poisson sampling and do not apply to this run. "
                               f"Its guarantee is the sigmacert certificate (key id {self.run.keyid}): "
                               f"{guarantee(self.run)}; `sigmacert show CERT.json` prints its certified "
                               "(epsilon, delta) rows")
@@ -113,7 +112,7 @@ def make_private(module, optimizer, dataset, *, certificate, public_key, clip_no
     certificate: path or bytes; public_key: PEM path, PEM bytes or key object.  N0 is n0, or
     batch_size_hint * M, or len(dataset).  seed selects the allocation (keep it secret; None draws one).
     One pass over the returned loader is the whole run: E*M steps, empty ones included.
-    Raises CertificateRefused (rejected or wrong-scheme certificate), ParameterError (bad input).
+    Raises CertificateRefusedError (rejected or wrong-scheme certificate), ParameterError (bad input).
     """
     if not (isinstance(clip_norm, (int, float)) and math.isfinite(clip_norm) and clip_norm > 0):
         raise ParameterError(f"clip_norm C must be a positive number, got {clip_norm!r}")

@@ -13,6 +13,7 @@ import os
 
 import numpy as np
 
+from certifier.errors import ParameterError, RefusedError
 from trainer.certificates import sigma_float
 
 MANIFEST_FORMAT = "sigmacert-release/v1"
@@ -23,12 +24,8 @@ MANIFEST_FILE = "release.json"
 SIGNED_FILE = "release.dsse.json"
 
 
-class ReleaseError(Exception):
-    """A refusal to train, with a one-line reason and an exit code."""
-
-    def __init__(self, message: str, code: int = 1):
-        super().__init__(message)
-        self.code = code
+class ReleaseError(RefusedError):
+    """A refusal to train, with a one-line reason (bad inputs are ParameterError)."""
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -36,16 +33,11 @@ def sha256_bytes(data: bytes) -> str:
 
 
 def verified_claim(cert_path: str, public_key_path: str) -> dict:
-    """Verify the certificate (random allocation, Algorithm 1); its claim, or ReleaseError (exit 1)."""
-    from certifier.errors import ParameterError
+    """Verify the certificate (random allocation, Algorithm 1); its claim, or CertificateRefusedError
+    (a refusal) / ParameterError (an unreadable file)."""
     from certifier.numerics.schemes import RANDOM_ALLOCATION
-    from trainer.certificates import CertificateRefused, verified_run
-    try:
-        run = verified_run(cert_path, public_key_path, scheme=RANDOM_ALLOCATION)
-    except ParameterError as err:
-        raise ReleaseError(str(err), 2) from None
-    except CertificateRefused as err:
-        raise ReleaseError(str(err), 1) from None
+    from trainer.certificates import verified_run
+    run = verified_run(cert_path, public_key_path, scheme=RANDOM_ALLOCATION)
     return dict(run.claim, keyid=run.keyid)
 
 
@@ -69,17 +61,17 @@ def train_release(*, certificate: str, public_key: str, dataset: str, outdir: st
     try:
         ds = data.load(dataset)
     except ValueError as err:
-        raise ReleaseError(str(err), 2) from None
+        raise ParameterError(str(err)) from None
     n_train = len(ds.X_train)
     if n0 is None:
         n0 = n_train
     if n0 < 1:
-        raise ReleaseError("N0 must be a positive integer", 2)
+        raise ParameterError("N0 must be a positive integer")
     if n_train > n0:
         raise ReleaseError(f"dataset {dataset!r} has {n_train} training records, more than N0 = {n0}; "
-                           "refusing to train", 1)
+                           "refusing to train")
     if not (clip_norm > 0 and math.isfinite(clip_norm)):
-        raise ReleaseError("clip norm C must be a positive number", 2)
+        raise ParameterError("clip norm C must be a positive number")
     signer = None
     if sign_key is not None:
         from certifier.certificate.keys import load_private
@@ -88,7 +80,7 @@ def train_release(*, certificate: str, public_key: str, dataset: str, outdir: st
         try:
             from trainer import torch_backend as tb
         except ImportError as err:
-            raise ReleaseError(str(err), 2) from None
+            raise ParameterError(str(err)) from None
         model = tb.GroupNormCNN(ds.n_classes)
         model.size = sum(p.numel() for p in model.parameters())
         res = tb.train_torch(model, ds.X_train, ds.y_train, n0=n0, steps=steps, epochs=epochs, sigma=sigma,

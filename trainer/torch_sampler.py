@@ -20,14 +20,13 @@ import secrets
 import numpy as np
 from torch.utils.data import Sampler
 
-from certifier.errors import ParameterError, SigmacertError
+from certifier.errors import ParameterError, RefusedError
 from trainer.algorithm import streams
 from trainer.allocation import Allocation
 
 
-class RunExhausted(SigmacertError, RuntimeError):
+class RunExhaustedError(RefusedError, RuntimeError):
     """More steps than the certified run's E*M were asked for."""
-    exit_code = 1
 
 
 def _positive_int(name: str, value) -> int:
@@ -57,7 +56,7 @@ class RandomAllocationBatchSampler(Sampler):
 
     def __iter__(self):
         if self._started:
-            raise RunExhausted(f"this sampler has already yielded its run of E*M = {len(self)} steps; one pass "
+            raise RunExhaustedError(f"this sampler has already yielded its run of E*M = {len(self)} steps; one pass "
                                "over the data loader is the whole certified run (do not wrap it in an epoch "
                                "loop); a new run needs a new sampler and its own certificate")
         self._started = True

@@ -1,4 +1,21 @@
-"""verify_file / verify_bytes: envelope -> Statement -> cost -> replay -> ACCEPT or REJECT."""
+"""verify_file / verify_bytes: envelope -> Statement -> cost -> replay -> ACCEPT or REJECT.
+
+ACCEPT if and only if, in this order (docs/verifier.md "What is checked"; each failure has a reason code):
+  1. the envelope is strict DSSE JSON                 (step 1; format/envelope.py)
+  2. one signature is Ed25519 by a given key          (step 2; format/envelope.py) - only then is the payload read
+  3. the Statement is canonical in-toto, its predicateType known, the subjects' digests right
+                                                      (step 3; format/statement.py, table FORMATS)
+  4. the predicate has exactly its format's schema and passes the static checks of its claim,
+     methods, enclosures and rows                     (steps 4-6; format/v1.py, v2.py, v3.py "What is checked")
+  5. the cost model's prediction fits the budget      (step 7; cost.py)
+  6. our own replay of the upper method bounds TV by at most the recorded bound, and the recorded
+     enclosures agree with ours within the method's slack   (steps 8-9; methods.UPPER, replay/)
+  7. if there is a lower side: our replay at sigma_low exceeds the target and tv_lower, and its
+     enclosures agree within the slack                (step 10; methods.LOWER)
+  8. if there are rows: our deltas certify each epsilon, which is the least on the grid, and each
+     TPR bound holds                                  (step 10; _verify_rows)
+For a v1 certificate: steps 1-6; for v2 and v3 also 7-8 (v3: docs/verifier.md "Format v3").
+"""
 from __future__ import annotations
 
 import hashlib
@@ -156,6 +173,15 @@ def _verify_rows(p, raw, deltas_at, tol, res):
                 raise Reject("tpr-too-small", f"recorded TPR {raw['tpr'][a]['tpr']} at FPR {a} is below the "
                              f"replayed bound {rows[f'tpr@{a}']} (epsilon {raw['tpr'][a]['epsilon']})")
     res.detail += "; privacy and TPR rows replayed"
+
+
+def verify_or_raise(data: bytes, keys: list, subject_digest: str | None = None, *,
+                    max_memory: float | None = None, max_seconds: float | None = None) -> Result:
+    """The raising twin of verify_bytes: its Result when accepted, else Reject(reason, detail)."""
+    res = verify_bytes(data, keys, subject_digest, max_memory=max_memory, max_seconds=max_seconds)
+    if not res.accepted:
+        raise Reject(res.reason, res.detail)
+    return res
 
 
 def read_limited(path: str) -> bytes:

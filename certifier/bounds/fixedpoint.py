@@ -16,8 +16,9 @@ from fractions import Fraction
 
 from flint import arb, ctx, fmpq, fmpz_poly
 
-from certifier.errors import NumericsUnreliable
+from certifier.errors import NumericsUnreliableError
 from certifier.params import decimal_str
+from certifier.powering import binary_power
 
 
 @contextlib.contextmanager
@@ -35,7 +36,7 @@ def floor_fixed(x: arb, bits: int) -> int:
     """floor(2^bits * lower end of x), clamped at 0: an integer n with n 2^-bits <= every point of x (if x >= 0)."""
     lo = x.lower()
     if not lo.is_finite():
-        raise NumericsUnreliable("non-finite ball in step (i); raise prec")
+        raise NumericsUnreliableError("non-finite ball in step (i); raise prec")
     man, exp = lo.man_exp()
     man, e = int(man), int(exp) + bits
     n = man << e if e >= 0 else man >> (-e)  # >> floors for negative numbers too
@@ -200,22 +201,6 @@ def dense(p: Poly, off: int, n: int) -> list[int]:
     for j, v in enumerate(p.poly.coeffs()):
         out[base + j] = int(v)
     return out
-
-
-def binary_power(base, n: int, mul, progress=None):
-    """base^n (n >= 1) by binary powering along the bits of n, every product through mul(a, b)."""
-    acc, e = None, n
-    nbits, i = n.bit_length(), 0
-    while e:
-        if e & 1:
-            acc = base if acc is None else mul(acc, base)
-        e >>= 1
-        if e:
-            base = mul(base, base)
-        i += 1
-        if progress:
-            progress(i / nbits)
-    return acc
 
 
 def power(base: Poly, n: int, trim_units: int, led: Ledger, progress=None) -> Poly:

@@ -33,7 +33,7 @@ from flint import fmpq
 from scipy.special import ndtr
 
 from certifier.bounds.upper_v1 import UpperV1, make_method
-from certifier.errors import CannotCertify
+from certifier.errors import CannotCertifyError
 from certifier.params import ParameterError
 
 MANTISSAS = (1, 1.2, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 8)
@@ -242,9 +242,9 @@ def choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h=None, 
                     best = (secs, hv, hs, rho, g, ev, es, lh, lg, cap_t, tail_loss)
     if best is None:
         if trunc_loss >= budget:
-            raise CannotCertify(f"the truncation of step (ii) at 8M alone loses about {trunc_loss:.2g} "
+            raise CannotCertifyError(f"the truncation of step (ii) at 8M alone loses about {trunc_loss:.2g} "
                              f"(> budget {budget:.2g}): Y is too heavy-tailed at this sigma")
-        raise CannotCertify("no grid fits the margin")
+        raise CannotCertifyError("no grid fits the margin")
     _, hv, hs, rho, g, ev, es, lh, lg, cap_t, tail_loss = best
     if cap:
         capq = _q(cap)

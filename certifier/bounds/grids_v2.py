@@ -24,7 +24,7 @@ from scipy.special import ndtr, ndtri
 
 from certifier.bounds.grids_v1 import Plan
 from certifier.bounds.upper_v2 import UpperV2
-from certifier.errors import CannotCertify
+from certifier.errors import CannotCertifyError
 from certifier.params import parse_decimal
 
 C_RHO = 0.3             # relative variance per epoch from the sums, times N^2 (measured 0.16-0.28 at M = 100)
@@ -259,7 +259,7 @@ def choose_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None
             if p.predicted_loss <= budget and (best is None or p.predicted_seconds < best.predicted_seconds):
                 best = p
     if best is None:
-        raise CannotCertify(f"no method-v2 grid fits the margin {budget:.2g} (mantissa up to 22 bits, eta down to "
+        raise CannotCertifyError(f"no method-v2 grid fits the margin {budget:.2g} (mantissa up to 22 bits, eta down to "
                             "1e-6); a larger sigma gives a larger margin")
     return best
 

@@ -54,9 +54,9 @@ from certifier.bounds.fixedpoint import (
     working_prec,
 )
 from certifier.bounds.lognormal import doubled_tails, floor_cell_masses
-from certifier.bounds.result import LowerResult
+from certifier.bounds.result import LowerResult, require_positive
 from certifier.bounds.upper_v1 import UpperV1
-from certifier.errors import NumericsUnreliable
+from certifier.errors import NumericsUnreliableError
 from certifier.params import ParameterError, decimal_str, parse_decimal
 
 METHOD_NAME = "data-processing-lower"
@@ -208,7 +208,7 @@ def bucket_map(ap: list[int], aq: list[int], eta: float) -> tuple[np.ndarray, in
     q = np.array([float(x) for x in aq])
     both = (p > 0) & (q > 0)
     if not both.any():
-        raise NumericsUnreliable("the two epoch pmfs share no support; refine the grid")
+        raise NumericsUnreliableError("the two epoch pmfs share no support; refine the grid")
     beta = np.full(p.size, -np.inf)
     with np.errstate(divide="ignore"):
         beta[both] = np.floor(np.log(q[both] / p[both]) / eta)
@@ -240,8 +240,7 @@ def lower_bound(steps: int, epochs: int, sigma: fmpq, method: LowerV1, progress=
     the range is taken from the computation and recorded in the result's method.
     """
     method.validate(steps)
-    if not isinstance(sigma, fmpq) or sigma <= 0:
-        raise ParameterError("sigma must be a positive exact rational")
+    require_positive(sigma, "sigma")
     prog = progress or (lambda stage, frac: None)
     F = method.fixed_point_bits
     tm = {}
@@ -281,7 +280,7 @@ def lower_bound(steps: int, epochs: int, sigma: fmpq, method: LowerV1, progress=
     u_total = int(uu.sum())
     deleted_p = (1 << F) - u_total                       # every P-side floor and deletion
     if deleted_p < 0:
-        raise NumericsUnreliable("P-side mass above 1: internal error")
+        raise NumericsUnreliableError("P-side mass above 1: internal error")
     exact = fmpq(W_A - U_A - deleted_p, 1 << F)
     tm["step_d"] = time.perf_counter() - t3
     tm["total"] = time.perf_counter() - t0

@@ -27,7 +27,6 @@ from flint import fmpq, fmpz_poly
 from certifier.bounds.fixedpoint import (
     Ledger,
     Poly,
-    binary_power,
     dense,
     exact_str,
     floor_fixed,
@@ -39,11 +38,12 @@ from certifier.bounds.fixedpoint import (
 )
 from certifier.bounds.lattice import FLOOR, LatticeDist, add, oplus, trim_lattice
 from certifier.bounds.lognormal import doubled_tails, floor_cell_masses
-from certifier.bounds.result import LowerResult
+from certifier.bounds.result import LowerResult, require_positive
 from certifier.bounds.upper_v2 import METHOD_NAME as UPPER_NAME
 from certifier.bounds.upper_v2 import METHOD_VERSION as UPPER_VERSION
 from certifier.bounds.upper_v2 import LogEdges, UpperV2, clamp_index, y_grid
-from certifier.errors import NumericsUnreliable, ParameterError
+from certifier.errors import NumericsUnreliableError, ParameterError
+from certifier.powering import binary_power
 
 METHOD_NAME = "data-processing-lower"
 METHOD_VERSION = 2
@@ -143,7 +143,7 @@ def bucket_runs(J0: int, end: int, k: int, steps: int, m: UpperV2, edges: LogEdg
     jb = min(m.k_plus, max(ja, math.ceil(math.log(end * unit) / float(m.eta)) + 2))
     c = {j: edges.edge(j, k)[2] for j in range(ja, min(jb + 1, m.k_plus) + 1)}
     if (ja > m.k_minus and c[ja] > start) or (jb < m.k_plus and c[jb + 1] < end):
-        raise NumericsUnreliable("bucket range estimate missed the support")
+        raise NumericsUnreliableError("bucket range estimate missed the support")
     for j in range(ja, jb + 1):
         a = start if j == ja else max(start, c[j])
         b = end if j == jb else min(end, c[j + 1])
@@ -195,8 +195,7 @@ def step_d(u: Poly, epochs: int, m: UpperV2, led: Ledger) -> Poly:
 def lower_bound_v2(steps: int, epochs: int, t2: fmpq, method: UpperV2, progress=None) -> LowerResult:
     """A rigorous lower bound on TV(P_M^E, Q_M^E) at t^2 = 1/sigma_low^2 (the map of this module)."""
     method.validate()
-    if not isinstance(t2, fmpq) or t2 <= 0:
-        raise ParameterError("t^2 must be a positive exact rational")
+    require_positive(t2, "t^2")
     prog = progress or (lambda stage, frac: None)
     F = method.fixed_point_bits
     tm = {}
@@ -220,7 +219,7 @@ def lower_bound_v2(steps: int, epochs: int, t2: fmpq, method: UpperV2, progress=
         U_A = sum(a for a, b in zip(uu, ww) if b > a)
         deleted_p = (1 << F) - sum(uu)
         if deleted_p < 0:
-            raise NumericsUnreliable("P-side mass above 1: internal error")
+            raise NumericsUnreliableError("P-side mass above 1: internal error")
         exact = fmpq(W_A - U_A - deleted_p, 1 << F)
         tm["step_d"] = time.perf_counter() - t3
         tm["total"] = time.perf_counter() - t0

@@ -22,7 +22,7 @@ import numpy as np
 from flint import arb, arb_poly, fmpq
 
 from certifier.bounds.fixedpoint import Poly, arb_exact, arb_str, round_up_sig, working_prec
-from certifier.errors import NumericsUnreliable
+from certifier.errors import NumericsUnreliableError
 from certifier.params import decimal_str, parse_decimal
 
 EPSILON_GRID = "0.0001"
@@ -106,7 +106,7 @@ def epsilon_at_delta(ms: Masses, delta: fmpq, grid: fmpq) -> dict:
     vals = np.maximum(ms.dqp_float(js * g), ms.dpq_float(js * g))
     good = np.flatnonzero(vals <= dl)
     if good.size == 0:
-        raise NumericsUnreliable(f"no eps <= {EPS_MAX:g} reaches delta {decimal_str(delta)}")
+        raise NumericsUnreliableError(f"no eps <= {EPS_MAX:g} reaches delta {decimal_str(delta)}")
     j = int(good[0])
     for _ in range(MAX_STEPS):                                  # certify upward from the float guess
         ok, a, b = _ok(ms, grid * j, delta)
@@ -114,7 +114,7 @@ def epsilon_at_delta(ms: Masses, delta: fmpq, grid: fmpq) -> dict:
             break
         j += 1
     else:
-        raise NumericsUnreliable("certified eps not found near the numerical one; refine the grid")
+        raise NumericsUnreliableError("certified eps not found near the numerical one; refine the grid")
     while j > 0:                                                # and make it the smallest certified one
         ok2, a2, b2 = _ok(ms, grid * (j - 1), delta)
         if not ok2:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from flint import arb, fmpq
 
 from certifier.bounds.fixedpoint import Poly
+from certifier.errors import ParameterError
 
 
 @dataclass
@@ -30,3 +31,9 @@ class LowerResult:
     timings: dict = field(default_factory=dict)
     stats: dict = field(default_factory=dict)
     method: object = None      # the method as used (lower v1 records its bucket range b_min, b_max)
+
+
+def require_positive(x, name: str) -> None:
+    """A bound's sigma or t^2 must be a positive exact rational (never a float)."""
+    if not isinstance(x, fmpq) or x <= 0:
+        raise ParameterError(f"{name} must be a positive exact rational")

@@ -36,8 +36,8 @@ from certifier.bounds.fixedpoint import (
     working_prec,
 )
 from certifier.bounds.lognormal import doubled_tails, two_point_masses
-from certifier.bounds.result import UpperResult
-from certifier.errors import NumericsUnreliable
+from certifier.bounds.result import UpperResult, require_positive
+from certifier.errors import NumericsUnreliableError
 from certifier.params import ParameterError, decimal_str, parse_decimal
 
 METHOD_NAME = "lemma-c5-rounding"
@@ -294,11 +294,11 @@ def step_iii(A: Poly, g: int, steps: int, m: UpperV1, led: Ledger) -> Poly:
     for a, b in zip(lo, hi):
         ca, cb = -((-a) >> Q), -((-b) >> Q)
         if ca != cb:
-            raise NumericsUnreliable("log-grid cell edge not resolved; raise B_FRACTION_BITS")
+            raise NumericsUnreliableError("log-grid cell edge not resolved; raise B_FRACTION_BITS")
         cs.append(ca)
     # the cells k_lo..k_hi-1 must cover [Jlo, Jhi] unless the log grid ends there
     if (k_lo > m.k_minus and cs[0] > Jlo) or (k_hi < m.k_plus and cs[-1] <= Jhi):
-        raise NumericsUnreliable("log-grid range estimate failed")
+        raise NumericsUnreliableError("log-grid range estimate failed")
     P0 = [0] + list(accumulate(s))
     P1 = [0] + list(accumulate(j * v for j, v in zip(range(J0, J0 + N), s)))
 
@@ -369,6 +369,7 @@ def o_ball(b: Poly, m: UpperV1) -> arb:
 
 # ----------------------------------------------------------------------------- driver
 
+# Deliberately parallel to upper_v2.rounding_bound_v2 (the same four timed steps, each method its own).
 def rounding_bound(steps: int, epochs: int, sigma: fmpq, method: UpperV1, progress=None) -> UpperResult:
     """The rigorous Lemma C.5 bound: 1 - O >= TV(P_M^E, Q_M^E) at sigma.
 
@@ -378,8 +379,7 @@ def rounding_bound(steps: int, epochs: int, sigma: fmpq, method: UpperV1, progre
     `progress(stage, fraction)` is called as the computation advances.
     """
     method.validate(steps)
-    if not isinstance(sigma, fmpq) or sigma <= 0:
-        raise ParameterError("sigma must be a positive exact rational")
+    require_positive(sigma, "sigma")
     F = method.fixed_point_bits
     prog = progress or (lambda stage, frac: None)
     timings = {}

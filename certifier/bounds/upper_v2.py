@@ -29,7 +29,6 @@ from certifier.bounds.fixedpoint import (
     Ledger,
     Poly,
     arb_str,
-    binary_power,
     floor_fixed,
     product,
     round_up_sig,
@@ -38,10 +37,11 @@ from certifier.bounds.fixedpoint import (
 )
 from certifier.bounds.lattice import ROUND, Lattice, LatticeDist, lattice_mass, oplus, trim_lattice
 from certifier.bounds.lognormal import doubled_tails, two_point_masses
-from certifier.bounds.result import UpperResult
+from certifier.bounds.result import UpperResult, require_positive
 from certifier.bounds.upper_v1 import B_FRACTION_BITS, b_enclosures, o_ball
-from certifier.errors import NumericsUnreliable, ParameterError
+from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.params import decimal_str, parse_decimal
+from certifier.powering import binary_power
 
 METHOD_NAME = "lemma-c5-rounding"
 METHOD_VERSION = 2
@@ -193,7 +193,7 @@ class LogEdges:
         lo, hi = self.lo[j - self.j0] >> k, -((-self.hi[j - self.j0]) >> k)
         ca, cb = -((-lo) >> Q), -((-hi) >> Q)
         if ca != cb:
-            raise NumericsUnreliable("a log-grid cell edge is not resolved; raise B_FRACTION_BITS")
+            raise NumericsUnreliableError("a log-grid cell edge is not resolved; raise B_FRACTION_BITS")
         return lo, hi, ca
 
 
@@ -222,7 +222,7 @@ def log_round(p: Poly, k: int, steps: int, m: UpperV2, edges: LogEdges, led: Led
     jb = min(m.k_plus, max(ja, math.ceil(math.log((J0 + n) * unit) / float(m.eta)) + 2))
     bnd = [edges.edge(j, k) for j in range(ja, jb + 1)]
     if (ja > m.k_minus and bnd[0][2] > J0 + first) or (jb < m.k_plus and bnd[-1][2] <= J0 + n - 1):
-        raise NumericsUnreliable("log-grid range estimate missed the support")
+        raise NumericsUnreliableError("log-grid range estimate missed the support")
     r = [0] * (jb - ja + 1)
     below = pref(P0, bnd[0][2])                  # L < e^{k_minus eta} (only when ja == k_minus)
     led.log_grid += below
@@ -323,6 +323,8 @@ def step_iv(R: Poly, epochs: int, m: UpperV2, led: Ledger, progress=None) -> Pol
 
 # ----------------------------------------------------------------------------- driver
 
+# The driver runs the four timed steps as upper_v1.rounding_bound does: a deliberate parallel (each
+# method's steps are its own; docs/method-v2.md §2), the one pair `duplicates` reports in bounds/.
 def rounding_bound_v2(steps: int, epochs: int, t2: fmpq, method: UpperV2, progress=None) -> UpperResult:
     """The rigorous method-v2 bound 1 - O >= TV(P_M^E, Q_M^E) at t^2 = 1/sigma^2 (docs/method-v2.md).
 
@@ -330,8 +332,7 @@ def rounding_bound_v2(steps: int, epochs: int, t2: fmpq, method: UpperV2, progre
     Lemma C.5 (every operation is a mean-preserving rounding, a move down, or a deletion).
     """
     method.validate()
-    if not isinstance(t2, fmpq) or t2 <= 0:
-        raise ParameterError("t^2 must be a positive exact rational")
+    require_positive(t2, "t^2")
     prog = progress or (lambda stage, frac: None)
     F = method.fixed_point_bits
     tm = {}

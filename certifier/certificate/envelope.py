@@ -87,6 +87,14 @@ def sign_envelope(stmt: dict, private_key: Ed25519PrivateKey) -> dict:
                             "sig": base64.b64encode(sig).decode("ascii")}]}
 
 
+def sign_certificate(predicate: dict, private_key: Ed25519PrivateKey, subject: dict | None = None) -> bytes:
+    """The certificate as written: the canonical bytes of the DSSE envelope of the Statement of
+    `predicate` about `subject` (default: the claim), signed with `private_key`. The one place a
+    certificate is built and signed (API, CLI, service, atlas)."""
+    subj = claim_subject(predicate["claim"]) if subject is None else subject
+    return canonical_json(sign_envelope(statement(subj, predicate), private_key))
+
+
 def _no_dupes(pairs):
     d = {}
     for k, v in pairs:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from scipy.special import erf
 
-from certifier.errors import NumericsUnreliable, ParameterError
+from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.numerics.closed_form import closed_form_sigma, gdp_limit_sigma
 from certifier.numerics.log_convolution import logconv_affordable, tv_logconv
 from certifier.numerics.tv_laplace import tv_laplace, tv_laplace_second, u_guess
@@ -34,7 +34,7 @@ from certifier.params import decimal_str, parse_positive_decimal
 __all__ = ["ExactTV", "exact_tv", "exact_sigma", "tv_m1", "LogLambdaDensity", "density_for",
            "log_lambda_density", "MIN_SIGMA", "MAX_ERROR", "one_minus_tv_bound"]
 
-MIN_SIGMA = 0.05        # below, refused (NumericsUnreliable) with the bound on 1 - TV in the message
+MIN_SIGMA = 0.05        # below, refused (NumericsUnreliableError) with the bound on 1 - TV in the message
 MAX_ERROR = 1e-9        # an error estimate above this is refused, not returned
 ONE_LEVEL = 1e-17       # 1 - TV below this (proven): TV = 1 is returned
 VFFT_MAX_POINTS = 1 << 18  # the V grid of the check route (larger grids are slow and tilted)
@@ -110,11 +110,11 @@ def primary(steps: int, epochs: int, sigma: float, u_hint: float | None = None) 
     if _light(steps, epochs, sigma) and not u_hint:
         try:
             return _vfft(steps, epochs, sigma)
-        except NumericsUnreliable:
+        except NumericsUnreliableError:
             pass
     try:
         return _laplace(steps, epochs, sigma, u_hint)
-    except NumericsUnreliable:
+    except NumericsUnreliableError:
         if sigma < VFFT_MIN_SIGMA:
             raise
         return _vfft(steps, epochs, sigma)
@@ -141,14 +141,14 @@ def exact_tv(steps: int, epochs: int, sigma, check: bool = True) -> ExactTV:
 
     With check=True a second route runs; if the two differ by more than their two
     estimates, the error grows by the excess (so it still covers both). Raises
-    NumericsUnreliable when the estimate exceeds MAX_ERROR, ParameterError for bad input.
+    NumericsUnreliableError when the estimate exceeds MAX_ERROR, ParameterError for bad input.
     """
     s = _validate(steps, epochs, sigma)
     if steps == 1:
         return ExactTV(tv_m1(epochs, s), 1e-15, "closed-form M=1")
     gap = one_minus_tv_bound(steps, epochs, s)
     if s < MIN_SIGMA:
-        raise NumericsUnreliable(f"the exact TV is computed for sigma >= {MIN_SIGMA}; at sigma = {s:g} "
+        raise NumericsUnreliableError(f"the exact TV is computed for sigma >= {MIN_SIGMA}; at sigma = {s:g} "
                                  f"1 - TV <= (sqrt(M) e^(-1/(8 sigma^2)))^E = {gap:.1e}")
     if gap <= ONE_LEVEL:
         return ExactTV(1.0, max(gap, sys.float_info.min), "bound 1 - TV <= (sqrt(M) e^{-1/(8 sigma^2)})^E")
@@ -159,7 +159,7 @@ def exact_tv(steps: int, epochs: int, sigma, check: bool = True) -> ExactTV:
         error += max(0.0, abs(first.tv - other.tv) - first.error - other.error)
         method += "+" + other.name
     if not (math.isfinite(first.tv) and error <= MAX_ERROR):
-        raise NumericsUnreliable(f"the exact TV at M={steps}, E={epochs}, sigma={s:g} is not reliable "
+        raise NumericsUnreliableError(f"the exact TV at M={steps}, E={epochs}, sigma={s:g} is not reliable "
                                  f"(error estimate {error:.1e}); use the closed-form bound or Monte Carlo")
     return ExactTV(min(1.0, max(0.0, first.tv)), error, method)
 
@@ -180,11 +180,11 @@ class _TvCurve:
                 tv = 1.0
             else:
                 if sigma < MIN_SIGMA:
-                    raise NumericsUnreliable(f"the exact sigma lies below {MIN_SIGMA} (M={self.steps}, "
+                    raise NumericsUnreliableError(f"the exact sigma lies below {MIN_SIGMA} (M={self.steps}, "
                                              f"E={self.epochs}, lambda={self.lam:g})")
                 r = primary(self.steps, self.epochs, sigma, self.u_hint)
                 if r.error > MAX_ERROR:
-                    raise NumericsUnreliable(f"the exact TV at sigma={sigma:g} is not reliable "
+                    raise NumericsUnreliableError(f"the exact TV at sigma={sigma:g} is not reliable "
                                              f"(error estimate {r.error:.1e})")
                 self.u_hint, tv = (1.25 * r.u_max if r.u_max else None), r.tv
             self.values[sigma] = tv - self.lam
@@ -198,7 +198,7 @@ def _bracket(f: _TvCurve, seed: float, ceiling: float) -> tuple[float, float]:
         lo, hi = seed, min(seed * (1 + step), ceiling)
         while f(hi) > 0:
             if hi >= ceiling:
-                raise NumericsUnreliable("exact TV above the target at the closed-form sigma")
+                raise NumericsUnreliableError("exact TV above the target at the closed-form sigma")
             step *= 2.0
             lo, hi = hi, min(hi * (1 + step), ceiling)
         return lo, hi

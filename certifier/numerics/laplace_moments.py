@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import loggamma
 
-from certifier.errors import NumericsUnreliable
+from certifier.errors import NumericsUnreliableError
 from certifier.numerics.series import exp_minus_one_plus, log1p_minus
 
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
@@ -189,7 +189,7 @@ def moment_line(steps: int, sigma: float, u_max: float, du: float, disc: Discret
     """F_M(1/2 + iu) on u = 0, du, ..., >= u_max, by the Laplace-Mellin formula above."""
     t = 1.0 / sigma
     if u_max / du > MAX_NODES:
-        raise NumericsUnreliable(f"the moment line to u = {u_max:.0f} is too long")
+        raise NumericsUnreliableError(f"the moment line to u = {u_max:.0f} is too long")
     n_u = int(math.ceil(u_max / du)) + 1
     delta = min(0.5 * math.pi, disc.kappa / max(du * (n_u - 1), 1e-300))
     theta = -0.5 * math.pi + delta
@@ -203,7 +203,7 @@ def moment_line(steps: int, sigma: float, u_max: float, du: float, disc: Discret
     period = max(int(math.ceil(2.0 * math.pi / (du * dr_max))), n_u)
     grid = ray_grid(t, theta, 2.0 * math.pi / (du * period), r_lo, r_hi, disc)
     if period > MAX_NODES or grid.k.size * grid.n_x > 64 * MAX_NODES:
-        raise NumericsUnreliable(f"the moment line to u = {du * (n_u - 1):.0f} needs "
+        raise NumericsUnreliableError(f"the moment line to u = {du * (n_u - 1):.0f} needs "
                                  f"{grid.k.size} x {grid.n_x} nodes")
     gap, gap_x = laplace_gap(steps, grid)
     k = grid.k

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from certifier.numerics.one_epoch import bulk_sd
+from certifier.powering import binary_power
 
 EPS_END = 40.0       # beyond D = 40, eps(D) < 1e-17: the shift is below round-off
 FLOOR = 1e-16        # relative density level where a lattice density is trimmed (round-off)
@@ -93,15 +94,7 @@ def log_sum(p: LatticeDensity, q: LatticeDensity) -> LatticeDensity:
 def sum_density(steps: int, sigma: float, h: float) -> LatticeDensity:
     """Density of ln S_M, S_M = sum of M lognormals Y = e^{tX - t^2/2}, by binary powering."""
     t = 1.0 / sigma
-    power, result = gaussian(-0.5 * t * t, t, h), None
-    m = steps
-    while m:
-        if m & 1:
-            result = power if result is None else log_sum(result, power)
-        m >>= 1
-        if m:
-            power = log_sum(power, power)
-    return result
+    return binary_power(gaussian(-0.5 * t * t, t, h), steps, log_sum)
 
 
 def mean_density(steps: int, sigma: float, h: float) -> LatticeDensity:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from certifier.errors import NumericsUnreliable, ParameterError
+from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.numerics.series import exp_minus_one_plus, log1p_minus
 
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
@@ -116,8 +116,8 @@ def epoch_density(steps: int, sigma: float, v_max: float | None = None,
         if np.abs(phi[-64:]).max() < tol:
             break
         if j0 >= n // 2:  # the grid cannot resolve this density
-            raise NumericsUnreliable(f"the density of L_M at M={steps}, sigma={sigma:g} is not resolved by the grid "
-                             f"(|phi_V| = {np.abs(phi[-64:]).max():.1e} at the Nyquist frequency); "
+            raise NumericsUnreliableError(f"the density of L_M at M={steps}, sigma={sigma:g} is not resolved by the "
+                                          f"grid (|phi_V| = {np.abs(phi[-64:]).max():.1e} at the Nyquist frequency); "
                              "the exact TV is not available there (use the closed-form bound)")
     phi = np.concatenate(phis)
     w = dw * np.arange(phi.size)

@@ -18,11 +18,11 @@ import math
 
 import numpy as np
 
-from certifier.errors import NumericsUnreliable
+from certifier.errors import NumericsUnreliableError
 from certifier.numerics.laplace_moments import FIRST, SECOND, Discretization, moment_line
 from certifier.numerics.log_convolution import lattice_step, logconv_affordable, mean_density, moments
 from certifier.numerics.profile import DensityLine, MomentLineE, Route
-from certifier.numerics.tv_laplace import DU, MAX_TRIES, TAIL_LEVEL, _next_u, u_guess
+from certifier.numerics.tv_laplace import DU, MAX_TRIES, TAIL_LEVEL, u_guess
 from certifier.numerics.tv_vfft import GRID_POINTS, V_DX, density_for, log_lambda_density
 from certifier.numerics.tv_vfft import MIN_SIGMA as VFFT_MIN_SIGMA
 
@@ -31,6 +31,19 @@ LAPLACE_MAX_U = 300.0      # beyond, the moment line is long and route "vfft" is
 # line's own estimate (50 eps x the sum of |gap|) does not see; measured |F - F_1| at M = 1 reaches
 # 2.5e-14 = 113 eps (sigma = 2, 10, 30), and E |F|^{E-1} amplifies it (E = 1000: 4e-13 in delta(0))
 F_FLOOR = 200.0 * float(np.finfo(float).eps)
+
+
+def next_u(u: np.ndarray, mag: np.ndarray, epochs: int, u_top: float) -> float:
+    """Extrapolate ln|F| ~ a - b u^2 from the decayed part of the line to |F|^E = TAIL_LEVEL (as
+    certifier.numerics.tv_laplace grows its line)."""
+    fit = mag > 1e-10  # well above the round-off floor
+    if fit.sum() >= 8:
+        uu, ll = u[fit][-fit.sum() // 2:], np.log(mag[fit][-fit.sum() // 2:])
+        b = -float(np.polyfit(uu * uu, ll, 1)[0])
+        if b > 0:
+            need = uu[-1] ** 2 + (epochs * ll[-1] - math.log(TAIL_LEVEL)) / (epochs * b)
+            return float(min(max(1.2 * math.sqrt(need), 1.3 * u_top), 20.0 * u_top))
+    return 2.0 * u_top
 
 
 def laplace_route(steps: int, epochs: int, sigma: float, u_hint: float | None = None,
@@ -46,9 +59,9 @@ def laplace_route(steps: int, epochs: int, sigma: float, u_hint: float | None = 
         cut = int(loud[-1]) + 1 if loud.size else 1
         if cut < 0.9 * mag.size:
             break
-        u_top = _next_u(line.u, mag, epochs, u_top)
+        u_top = next_u(line.u, mag, epochs, u_top)
     else:
-        raise NumericsUnreliable(f"|F_M(1/2 + iu)|^E has not decayed by u = {u_top:.0f} "
+        raise NumericsUnreliableError(f"|F_M(1/2 + iu)|^E has not decayed by u = {u_top:.0f} "
                                  f"(M={steps}, E={epochs}, sigma={sigma:g})")
     n = cut + 1
     f = line.f[:n]
@@ -108,7 +121,7 @@ def primary(steps: int, epochs: int, sigma: float, u_hint: float | None = None) 
             r = vfft_route(steps, epochs, sigma)
             if max(r.main.defect, r.variants[0].defect) <= VFFT_MAX_DEFECT:
                 return r
-        except NumericsUnreliable:
+        except NumericsUnreliableError:
             pass
     return laplace_route(steps, epochs, sigma, u_hint)
 
@@ -122,7 +135,7 @@ def second(steps: int, epochs: int, sigma: float, first: Route) -> Route:
     if _vfft_checks(steps, epochs, sigma):
         try:
             return vfft_route(steps, epochs, sigma)
-        except NumericsUnreliable:
+        except NumericsUnreliableError:
             pass
     if logconv_affordable(steps, epochs, sigma):
         return logconv_route(steps, epochs, sigma)

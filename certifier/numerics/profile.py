@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import brentq, minimize_scalar
 
-from certifier.errors import NumericsUnreliable
+from certifier.errors import NumericsUnreliableError
 from certifier.numerics.tv_laplace import ALIASING, STRIP
 
 S_LOW = -60.0   # ln K searched for the Neyman-Pearson threshold: K in [e^-60, 1/alpha]
@@ -191,7 +191,7 @@ class Route:
         while f(hi) > 0:
             hi *= 2.0
             if hi > 512:
-                raise NumericsUnreliable(f"eps at delta = {delta:g} exceeds 512")
+                raise NumericsUnreliableError(f"eps at delta = {delta:g} exceeds 512")
         eps = brentq(f, 0.0 if hi == 1.0 else hi / 2.0, hi, xtol=1e-12, rtol=1e-14)
         d = self.delta(eps)
         h = max(1e-6, 1e-4 * eps)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from flint import fmpq
 
 from certifier.certificate.claim import FIXED_BINS, RANDOM_ALLOCATION, SCHEMES
-from certifier.errors import NumericsUnreliable, ParameterError
+from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.numerics import closed_form as cf
 from certifier.numerics import exact as _exact
 from certifier.params import decimal_str, parse_positive_decimal
@@ -153,10 +153,10 @@ def exact_sigma(steps: int, epochs: int, lam, scheme: str = DEFAULT_SCHEME, reso
         if not meets(lo):
             break
         if lo == 1:
-            raise NumericsUnreliable("the fixed-bins sigma search found no grid point that misses the target")
+            raise NumericsUnreliableError("the fixed-bins sigma search found no grid point that misses the target")
         lo, hi = max(1, 2 * lo - hi), lo
     if not meets(hi) or meets(lo):
-        raise NumericsUnreliable("the fixed-bins sigma search could not bracket the target")
+        raise NumericsUnreliableError("the fixed-bins sigma search could not bracket the target")
     while hi - lo > 1:  # invariant: lo misses the target, hi meets it
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if meets(mid) else (mid, hi)

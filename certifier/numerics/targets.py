@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from scipy.optimize import brentq
 from scipy.special import ndtr, ndtri
 
-from certifier.errors import NumericsUnreliable, ParameterError
+from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.numerics import pair_routes
 from certifier.numerics.exact import MIN_SIGMA, one_minus_tv_bound
 from certifier.numerics.profile import Route, Value
@@ -93,8 +93,17 @@ class OneLine:
 
 
 def _validate(steps, epochs, sigma) -> float:
-    from certifier.numerics.exact import _validate as v
-    return v(steps, epochs, sigma)
+    """M, E integers >= 1 and sigma a finite positive number (as certifier.numerics.exact checks them)."""
+    for name, n in (("steps M", steps), ("epochs E", epochs)):
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ParameterError(f"{name} must be an integer >= 1, got {n!r}")
+    try:
+        s = float(sigma)
+    except (TypeError, ValueError):
+        raise ParameterError(f"sigma must be a number, got {sigma!r}") from None
+    if not (math.isfinite(s) and s > 0.0):
+        raise ParameterError(f"sigma must be finite and > 0, got {sigma!r}")
+    return s
 
 
 def route_at(steps: int, epochs: int, sigma: float, check: bool = True,
@@ -104,7 +113,7 @@ def route_at(steps: int, epochs: int, sigma: float, check: bool = True,
         return Route("closed-form M=1", GaussianLine(math.sqrt(epochs) / sigma)), None
     b = one_minus_tv_bound(steps, epochs, sigma)
     if sigma < MIN_SIGMA:
-        raise NumericsUnreliable(f"the exact privacy profile is computed for sigma >= {MIN_SIGMA}; at sigma = "
+        raise NumericsUnreliableError(f"the exact privacy profile is computed for sigma >= {MIN_SIGMA}; at sigma = "
                                  f"{sigma:g} E Lambda^(1/2) <= (sqrt(M) e^(-1/(8 sigma^2)))^E = {b:.1e}")
     if b <= ONE_LEVEL:
         return Route("bound E Lambda^{1/2} <= (sqrt(M) e^{-1/(8 sigma^2)})^E", OneLine(b)), None
@@ -153,7 +162,7 @@ def exact_privacy(steps: int, epochs: int, sigma, *, deltas=(), epsilons=(), fpr
     """eps at each delta, delta at each eps, and the TPR at each FPR of the pair, with error estimates.
 
     With check=True a second route runs and every error grows by any disagreement beyond the two
-    estimates. Raises NumericsUnreliable when an estimate exceeds MAX_ERROR (and 1 % of its value)."""
+    estimates. Raises NumericsUnreliableError when an estimate exceeds MAX_ERROR (and 1 % of its value)."""
     s = _validate(steps, epochs, sigma)
     deltas = [_check_unit("delta", d) for d in deltas]
     epsilons = [_check_eps(e) for e in epsilons]
@@ -167,11 +176,11 @@ def exact_privacy(steps: int, epochs: int, sigma, *, deltas=(), epsilons=(), fpr
     for name, v in [("TV", tv)] + [(f"delta({e:g})", v) for e, v in delta_at.items()] + \
             [(f"TPR({a:g})", v) for a, v in tpr_at.items()]:
         if not (math.isfinite(v.value) and (v.error <= MAX_ERROR or v.error <= 0.01 * abs(v.value))):
-            raise NumericsUnreliable(f"the exact {name} at M={steps}, E={epochs}, sigma={s:g} is not reliable "
+            raise NumericsUnreliableError(f"the exact {name} at M={steps}, E={epochs}, sigma={s:g} is not reliable "
                                      f"(error estimate {v.error:.1e})")
     for d, v in eps_at.items():  # (P1) carries e^{eps/2} x the line's error: large eps loses digits
         if not (math.isfinite(v.value) and v.error <= EPS_REL_ERROR * max(1.0, v.value)):
-            raise NumericsUnreliable(f"eps at delta={d:g} (about {v.value:.3g}) at M={steps}, E={epochs}, "
+            raise NumericsUnreliableError(f"eps at delta={d:g} (about {v.value:.3g}) at M={steps}, E={epochs}, "
                                      f"sigma={s:g} is not reliable (error estimate {v.error:.1e}): the profile "
                                      "is computed to eps of about 25 at delta = 1e-5")
     return PrivacyProfile(steps, epochs, s, method, tv, eps_at, delta_at, tpr_at)
@@ -193,12 +202,13 @@ class _Curve:
         if sigma not in self.values:
             s = sigma / math.sqrt(self.scale2)
             if s < MIN_SIGMA and self.steps > 1:
-                raise NumericsUnreliable(f"the exact sigma for {self.what} lies below {MIN_SIGMA} "
+                raise NumericsUnreliableError(f"the exact sigma for {self.what} lies below {MIN_SIGMA} "
                                          f"(M={self.steps}, E={self.epochs})")
             route, _ = route_at(self.steps, self.epochs, s, check=False, u_hint=self.u_hint)
             v = self.functional(route)
             if not (math.isfinite(v.value) and v.error <= SEARCH_REL_ERROR * self.target):
-                raise NumericsUnreliable(f"{self.what} at sigma={s:g} is not reliable (error estimate {v.error:.1e})")
+                raise NumericsUnreliableError(f"{self.what} at sigma={s:g} is not reliable "
+                                              f"(error estimate {v.error:.1e})")
             if route.u_max:
                 self.u_hint = 1.25 * route.u_max
             self.values[sigma] = v.value - self.target
@@ -229,8 +239,8 @@ def _bracket(f: _Curve, seed: float) -> tuple[float, float]:
         step = math.copysign(min(max(abs(step), 0.01), math.log(2.0)), 1.0 if g1 > 0 else -1.0)
         x0, g0, x1 = x1, g1, x1 + step
         if x1 > math.log(1e6):
-            raise NumericsUnreliable(f"no sigma below 1e6 meets {f.what}")
-    raise NumericsUnreliable(f"could not bracket the sigma for {f.what}")
+            raise NumericsUnreliableError(f"no sigma below 1e6 meets {f.what}")
+    raise NumericsUnreliableError(f"could not bracket the sigma for {f.what}")
 
 
 def _grid_search(f: _Curve, seed: float, resolution) -> str:

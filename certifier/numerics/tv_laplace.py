@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from certifier.errors import NumericsUnreliable
+from certifier.errors import NumericsUnreliableError
 from certifier.numerics.laplace_moments import FIRST, SECOND, Discretization, moment_line
 from certifier.numerics.one_epoch import bulk_sd
 
@@ -79,7 +79,7 @@ def tv_laplace(steps: int, epochs: int, sigma: float, u_hint: float | None = Non
             break
         u_top = _next_u(line.u, mag, epochs, u_top)
     else:
-        raise NumericsUnreliable(f"|F_M(1/2 + iu)|^E has not decayed by u = {u_top:.0f} "
+        raise NumericsUnreliableError(f"|F_M(1/2 + iu)|^E has not decayed by u = {u_top:.0f} "
                                  f"(M={steps}, E={epochs}, sigma={sigma:g})")
     value = formula14(line.f[:cut + 1], DU, epochs)
     n = value.n

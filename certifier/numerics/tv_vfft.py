@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.interpolate import CubicSpline
 
-from certifier.errors import NumericsUnreliable
+from certifier.errors import NumericsUnreliableError
 from certifier.numerics.one_epoch import EpochDensity, epoch_density, upper_range
 
 GRID_POINTS = 1 << 17  # points of the ln-Lambda grid
@@ -102,7 +102,7 @@ def v_grid_points(steps: int, epochs: int, sigma: float) -> int:
 def density_for(steps: int, epochs: int, sigma: float, dx: float = V_DX) -> EpochDensity:
     """The one-epoch density on a V range matched to the ln-Lambda grid of E epochs."""
     if sigma < MIN_SIGMA:
-        raise NumericsUnreliable(f"the density of L_M is computed for sigma >= {MIN_SIGMA} "
+        raise NumericsUnreliableError(f"the density of L_M is computed for sigma >= {MIN_SIGMA} "
                                  "(e^(1/sigma^2) is too heavy-tailed below)")
     return epoch_density(steps, sigma, v_max=_v_top(steps, epochs, sigma), dx=dx)
 

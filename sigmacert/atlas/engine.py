@@ -19,13 +19,10 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from certifier import __version__
 from certifier.certificate.envelope import (
-    canonical_json,
-    claim_subject,
     key_id,
     load_envelope,
     read_unverified,
-    sign_envelope,
-    statement,
+    sign_certificate,
 )
 from sigmacert.atlas.cells import Cell
 from sigmacert.atlas.index import certified_entry, failed_entry, index_document, pending_entry, summary
@@ -64,8 +61,7 @@ def public_pem(key) -> bytes:
 
 def sign_predicate(predicate: dict, key) -> bytes:
     """The signed DSSE envelope of a worker's predicate (the subject is the claim), as written."""
-    stmt = statement(claim_subject(predicate["claim"]), predicate)
-    return canonical_json(sign_envelope(stmt, key)) + b"\n"
+    return sign_certificate(predicate, key) + b"\n"
 
 
 def run_atlas(client, cells: list[Cell], *, scheme: str, key, out_dir: str, progress=None) -> dict:

@@ -12,7 +12,7 @@ import importlib
 import sys
 
 from certifier import __version__
-from certifier.errors import SigmacertError
+from certifier.errors import RefusedError, SigmacertError
 
 # One module per group of sub-commands; add a module here to add commands.
 COMMAND_MODULES = (
@@ -26,11 +26,17 @@ class CliError(SigmacertError):
 
     def __init__(self, message: str, code: int = 2):
         super().__init__(message)
-        self.exit_code = code
+        self.code = code
 
-    @property
-    def code(self) -> int:
-        return self.exit_code
+
+# The exit status of each failure (first match): a refused run 1, every other failure 2.
+EXIT_CODES = ((RefusedError, 1), (SigmacertError, 2))
+
+
+def exit_code(err: SigmacertError) -> int:
+    if isinstance(err, CliError):
+        return err.code
+    return next(code for kind, code in EXIT_CODES if isinstance(err, kind))
 
 
 class _Parser(argparse.ArgumentParser):
@@ -55,7 +61,7 @@ def main(argv=None) -> int:
         return int(args.run(args) or 0)
     except SigmacertError as err:
         print(f"sigmacert: error: {err}", file=sys.stderr)
-        return err.exit_code
+        return exit_code(err)
     except KeyboardInterrupt:
         print("sigmacert: interrupted", file=sys.stderr)
         return 130

@@ -89,16 +89,9 @@ def _lower_line(t: dict) -> str:
 
 
 def run_certify(args) -> int:
-    from certifier.certificate.envelope import (
-        canonical_json,
-        claim_subject,
-        file_subject,
-        key_id,
-        sign_envelope,
-        statement,
-    )
+    from certifier.certificate.envelope import file_subject
     from certifier.certificate.keys import load_private
-    from certifier.certify import certify
+    from sigmacert.api import issue
     from sigmacert.cli.core import run_shape
 
     m, e, scheme, iterations = run_shape(args)
@@ -126,11 +119,14 @@ def run_certify(args) -> int:
     out_dir = os.path.dirname(os.path.abspath(args.output))
     if not os.path.isdir(out_dir):
         raise ParameterError(f"output directory does not exist: {out_dir}")
+    subject = file_subject(os.path.basename(args.subject), subject_bytes) if args.subject else None
     try:
-        res = certify(m, e, lam, sigma, h=h, eta=eta, cap=cap, prec=prec, progress=_Progress(args.quiet),
-                      two_sided=not args.one_sided, scheme=scheme, iterations=iterations)
+        issued = issue(m, e, lam, sigma, key=key, subject=subject, h=h, eta=eta, cap=cap, prec=prec,
+                       progress=_Progress(args.quiet), two_sided=not args.one_sided, scheme=scheme,
+                       iterations=iterations)
     except ValueError as err:
         raise ParameterError(str(err)) from None
+    res = issued.outcome
     summary = {"certified": res.success, "steps": m, "epochs": e, "scheme": scheme, "iterations": iterations,
                "sigma": res.sigma,
                "target": res.target, "bound": res.bound, "tries": res.tries,
@@ -149,13 +145,9 @@ def run_certify(args) -> int:
             print(f"NOT certified: the bound reached, {res.bound}, exceeds the target {res.target} "
                   f"at sigma {res.sigma}; no certificate written")
         return 1
-    pred = res.predicate
-    subj = (file_subject(os.path.basename(args.subject), subject_bytes) if args.subject
-            else claim_subject(pred["claim"]))
-    env = sign_envelope(statement(subj, pred), key)
-    write_atomic(args.output, canonical_json(env) + b"\n")
+    write_atomic(args.output, issued.envelope + b"\n")
     summary["output"] = os.path.abspath(args.output)
-    summary["keyid"] = key_id(key.public_key())
+    summary["keyid"] = issued.keyid
     if args.json:
         print(json.dumps(summary))
     else:

@@ -37,10 +37,7 @@ def _shape_json(m: int, e: int, scheme: str, t: int | None) -> dict:
 
 
 def run_sigma(args) -> int:
-    if any(getattr(args, k, None) is not None for k in ("epsilon", "delta", "fpr", "tpr")):
-        from sigmacert.cli.targets import run_sigma_kind
-        return run_sigma_kind(args)
-    if args.target is None:
+    if args.target is None:  # --epsilon/--delta and --fpr/--tpr are sigmacert.cli.targets' (it wraps this)
         from sigmacert.kinds import ONE_KIND
         raise ParameterError(ONE_KIND)
     m, e, scheme, t = run_shape(args)
@@ -100,8 +97,6 @@ def register(sub) -> None:
     p.add_argument("--steps", "-M", required=True, help="steps per epoch M (fixed-bins: number of bins)")
     p.add_argument("--epochs", "-E", help="epochs E (fixed-bins: rounds per bin)")
     p.add_argument("--target", "-l", help="TV target lambda in (0, 1)")
-    from sigmacert.cli.targets import add_kind_arguments
-    add_kind_arguments(p)
     add_scheme_arguments(p)
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.set_defaults(run=run_sigma)

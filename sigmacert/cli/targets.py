@@ -1,9 +1,29 @@
 """`sigmacert sigma --epsilon/--delta | --fpr/--tpr` and `sigmacert dp`: the dp and tpr target kinds."""
 from __future__ import annotations
 
+import json
+
+from certifier.numerics.schemes import RANDOM_ALLOCATION
 from certifier.params import parse_decimal, parse_sigma
 from sigmacert import kinds
-from sigmacert.cli.core import _emit, _scheme_line, _shape_json, add_scheme_arguments, run_shape
+from sigmacert.cli.core import add_scheme_arguments, run_shape
+
+
+def _emit(args, obj: dict, lines: list[str]) -> int:
+    print(json.dumps(obj, indent=2) if args.json else "\n".join(lines))
+    return 0
+
+
+def _shape_json(m: int, e: int, scheme: str, t: int | None) -> dict:
+    return {"steps": m, "epochs": e, "scheme": scheme, **({"iterations": t} if t is not None else {})}
+
+
+def _scheme_line(m: int, e: int, scheme: str, t: int | None) -> str:
+    if scheme == RANDOM_ALLOCATION:
+        return f"M={m} E={e} (random allocation, Algorithm 1: a fresh allocation every epoch)"
+    rounds = f"{t} iterations, E = ceil({t}/{m}) = {e}" if t is not None else f"E={e}"
+    return (f"M={m} bins, {rounds} (fixed bins: one bin per record for the whole run; "
+            f"the pair is the one-epoch pair at sigma/sqrt({e}))")
 
 
 def add_kind_arguments(p) -> None:
@@ -86,7 +106,17 @@ def run_dp(args) -> int:
     return _emit(args, obj, lines)
 
 
+KIND_FLAGS = ("epsilon", "delta", "fpr", "tpr")
+
+
 def register(sub) -> None:
+    """Adds the kind flags to `sigma` (registered by sigmacert.cli.core, earlier in COMMAND_MODULES) and
+    the `dp` command."""
+    sigma = sub.choices["sigma"]
+    add_kind_arguments(sigma)
+    tv_run = sigma.get_default("run")
+    sigma.set_defaults(run=lambda args: run_sigma_kind(args) if any(getattr(args, k) is not None for k in KIND_FLAGS)
+                       else tv_run(args))
     p = sub.add_parser("dp", help="eps at delta, delta at eps and the TPR at given FPRs of the pair at sigma")
     p.add_argument("--steps", "-M", required=True, help="steps per epoch M (fixed-bins: number of bins)")
     p.add_argument("--epochs", "-E", help="epochs E (fixed-bins: rounds per bin)")

@@ -33,20 +33,14 @@ def _int(name: str, text, minimum: int = 0) -> int:
 
 def run_train(args) -> int:
     try:
-        from trainer.release import ReleaseError, train_release
+        from trainer.release import train_release
     except ImportError as err:  # pragma: no cover - numpy is a core dependency
         raise _cli_error(f"trainer unavailable: {err}") from None
-    from certifier.certificate.keys import KeyFileError
     n0 = None if args.n0 is None else _int("--n0", args.n0, 1)
-    try:
-        man = train_release(certificate=args.certificate, public_key=args.key, dataset=args.dataset,
-                            outdir=args.output, clip_norm=_positive_float("--clip", args.clip), n0=n0,
-                            seed=_int("--seed", args.seed), model_name=args.model,
-                            lr=_positive_float("--lr", args.lr), sign_key=args.sign_key)
-    except ReleaseError as err:
-        raise _cli_error(str(err), err.code) from None
-    except KeyFileError as err:
-        raise _cli_error(str(err), 2) from None
+    man = train_release(certificate=args.certificate, public_key=args.key, dataset=args.dataset,
+                        outdir=args.output, clip_norm=_positive_float("--clip", args.clip), n0=n0,
+                        seed=_int("--seed", args.seed), model_name=args.model,
+                        lr=_positive_float("--lr", args.lr), sign_key=args.sign_key)
     if args.json:
         print(json.dumps(man, sort_keys=True))
     else:

@@ -1,7 +1,7 @@
 """The numbers behind the report's plots: floating point, not certified, and labelled so.
 
 Bounded work: the exact TV (Theorem 4.1) is evaluated at a handful of sigma only, by the
-FFT route of Appendix C.4; a point the numerics refuse (NumericsUnreliable) is left out and
+FFT route of Appendix C.4; a point the numerics refuse (NumericsUnreliableError) is left out and
 listed. The trade-off and eps(delta) curves come from one ln-Lambda density (Appendix B.4).
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
-from certifier.errors import NumericsUnreliable
+from certifier.errors import NumericsUnreliableError
 from certifier.numerics import closed_form as cf
 from certifier.numerics.exact import exact_tv
 from certifier.numerics.tradeoff import hockey_stick, optimal_tpr, pair_density
@@ -47,7 +47,7 @@ def tv_curves(steps: int, epochs: int, sigma: float, target: float, sigma_low: f
     for s in sorted(points):
         try:
             exact[s] = exact_tv(steps, epochs, s / scale, check=False).tv
-        except NumericsUnreliable:
+        except NumericsUnreliableError:
             refused.append(s)
     return TVCurves(grid, bound, exact, tuple(refused), closed)
 
@@ -83,7 +83,7 @@ def gaussian_pair(steps: int, epochs: int, sigma: float):
     """The pair's optimal TPR and hockey-stick curve at sigma, or None when the numerics refuse."""
     try:
         return _GaussianShift(epochs, sigma) if steps == 1 else _Density(steps, epochs, sigma)
-    except NumericsUnreliable:
+    except NumericsUnreliableError:
         return None
 
 

@@ -290,7 +290,7 @@ def test_train_bad_inputs_one_line(cert, tmp_path):
 
 
 def test_train_with_committed_certificate(tmp_path):
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     cert = os.path.join(root, "artifacts", "certificates", "M100_E10.json")
     key = os.path.join(root, "artifacts", "keys", "public.pem")
     assert os.path.exists(cert) and os.path.exists(key), "the committed Table 4 certificates are missing"

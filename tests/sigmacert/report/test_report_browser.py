@@ -8,19 +8,17 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from browser_fixtures import chrome
+from browser_fixtures import BOXES, SHOTS, chrome
 from selenium.webdriver.common.by import By
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 CERT = ROOT / "artifacts" / "certificates" / "M100_E10.json"
 KEY = ROOT / "artifacts" / "keys" / "public.pem"
-SHOTS = Path(os.environ.get("SIGMACERT_SCREENSHOTS", ROOT / "artifacts" / "screenshots"))
 
 
 def report(cert: Path, out: Path) -> int:
@@ -46,15 +44,6 @@ def full_page_screenshot(driver, name: str) -> Path:
     path = SHOTS / name
     assert driver.save_screenshot(str(path)) and path.stat().st_size > 10_000
     return path
-
-
-BOXES = """return Array.from(document.querySelectorAll('figure svg')).map(s => {
-  const r = s.getBoundingClientRect();
-  const glyphs = Array.from(s.querySelectorAll('use'))
-    .filter(u => (u.getAttribute('xlink:href') || '').includes('-DejaVuSans-'));
-  return {id: s.parentElement.id, w: r.width, h: r.height, paths: s.querySelectorAll('path').length,
-          glyphs: glyphs.length, drawn: glyphs.filter(u => u.getBBox().width > 0).length};
-});"""
 
 
 def test_report_renders_its_plots_and_prints(driver, tmp_path):

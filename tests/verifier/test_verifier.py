@@ -17,7 +17,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from flint import arb, arb_poly, ctx, fmpq
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from helpers import dec  # noqa: E402
 from verifier_fixtures import (  # noqa: E402
     CLAIM,
     LOWER_METHOD,
@@ -31,19 +32,15 @@ from verifier_fixtures import (  # noqa: E402
     statement,
     statement_v2,
 )
+from verifier_fixtures import typed_v1 as typed  # noqa: E402
 
 from verifier import verify_bytes, verify_file  # noqa: E402
 from verifier.format.schema import typed as typed_as  # noqa: E402
 from verifier.format.strict import working_prec  # noqa: E402
-from verifier.format.v1 import SCHEMA  # noqa: E402
 from verifier.replay.upper_v1 import replay  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-
-
-def typed(claim, method):
-    return typed_as({"claim": claim, "method": method}, {k: SCHEMA[k] for k in ("claim", "method")}, "p")
 
 
 # ---------------------------------------------------------------- independence --
@@ -194,17 +191,6 @@ def base(request, tmp_path_factory):
 
 
 Fr = Fraction
-
-
-def dec(x: Fraction) -> str:
-    """An exact decimal string for a rational with a terminating expansion."""
-    x = Fraction(x)
-    for k in range(60):
-        if (x * 10**k).denominator == 1:
-            n = x.numerator * 10**k // x.denominator
-            s = str(n).rjust(k + 1, "0")
-            return s[:len(s) - k] + ("." + s[len(s) - k:] if k else "")
-    raise ValueError(x)
 
 
 def spf(n: int) -> int:  # smallest prime factor (n >= 2)

@@ -18,7 +18,7 @@ import sigmacert
 import sigmacert.jax as sj
 from certifier.certificate.keys import keygen
 from certifier.numerics import schemes
-from sigmacert.torch import CertificateRefused, make_private
+from sigmacert.torch import CertificateRefusedError, make_private
 from trainer.certificates import claim_scheme
 
 M, T, SIGMA = 10, 35, "6"          # E = ceil(35/10) = 4; the one-epoch pair at sigma/2 = 3
@@ -63,7 +63,7 @@ def test_jax_certify_for_then_noise_multiplier(keys):
     # a run with more rounds per bin, or other bins, is not covered
     for other in (BallsInBinsSampling(iterations=41, cycle_length=M),
                   BallsInBinsSampling(iterations=T, cycle_length=5)):
-        with pytest.raises(CertificateRefused, match="refusing"):
+        with pytest.raises(CertificateRefusedError, match="refusing"):
             sj.noise_multiplier(path, keys / "keys" / "public.pem", other)
 
 
@@ -73,6 +73,6 @@ def test_opacus_glue_refuses_a_fixed_bins_certificate(keys):
     path = keys / "fb.json"
     cert.write(str(path))
     model = torch.nn.Linear(2, 1)
-    with pytest.raises(CertificateRefused, match="fixed bins.*random allocation"):
+    with pytest.raises(CertificateRefusedError, match="fixed bins.*random allocation"):
         make_private(model, torch.optim.SGD(model.parameters(), lr=1.0), TensorDataset(torch.zeros(4, 2)),
                      certificate=path, public_key=keys / "keys" / "public.pem", clip_norm=1.0)

@@ -1,7 +1,7 @@
 """Exact TV (Theorem 4.1) and exact sigma (C.4) against independent references.
 
 References: the closed form at M = 1, one-dimensional quadrature at M = 2, Monte Carlo with
-standard errors, certified brackets [lower, upper] of method v2 at heavy tails (tests/test_lower.py
+standard errors, certified brackets [lower, upper] of method v2 at heavy tails (tests/certifier/bounds/test_lower.py
 checks the v1 brackets at light ones), the paper's Table 4.
 Every comparison also checks the returned error estimate: |value - reference| <= error.
 """
@@ -13,7 +13,7 @@ from scipy import integrate
 from scipy.special import ndtr
 from scipy.stats import norm
 
-from certifier.errors import NumericsUnreliable, ParameterError
+from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.numerics import closed_form as cf
 from certifier.numerics.exact import MAX_ERROR, exact_sigma, exact_tv, tv_m1
 from certifier.numerics.montecarlo import monte_carlo_tv
@@ -137,7 +137,7 @@ def test_small_sigma_is_one_within_a_proven_gap():
     for steps, epochs, sigma in [(3, 1, 0.1), (100, 2, 0.2), (10, 1, 0.5)]:
         assert 1 - tv_laplace(steps, epochs, sigma).tv <= one_minus_tv_bound(steps, epochs, sigma)
     assert exact_tv(10, 2, 0.1).tv > 1 - 1e-9  # sigma = 0.1 is answered by the laplace route
-    with pytest.raises(NumericsUnreliable, match="1 - TV <="):  # below 0.05: refused, with the bound
+    with pytest.raises(NumericsUnreliableError, match="1 - TV <="):  # below 0.05: refused, with the bound
         exact_tv(10, 2, 0.04)
 
 

@@ -23,7 +23,7 @@ import verifier_fixtures as vf
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 import verifier
-from certifier.errors import NumericsUnreliable, ParameterError
+from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.numerics import closed_form as cf
 from certifier.numerics.exact import exact_tv, tv_m1
 from sigmacert.cli import main
@@ -31,7 +31,7 @@ from sigmacert.report import curves, gaussian_pair_of, render
 from sigmacert.report.facts import Facts
 from sigmacert.report.page import page
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 CERT = ROOT / "artifacts" / "certificates" / "M100_E10.json"
 KEY = ROOT / "artifacts" / "keys" / "public.pem"
 PLOTS = ("tv", "tradeoff", "epsilon")
@@ -201,7 +201,7 @@ def test_a_refused_exact_tv_point_is_left_out(monkeypatch):
     def flaky(m, e, s, check=True):
         calls.append(s)
         if len(calls) == 2:
-            raise NumericsUnreliable("refused")
+            raise NumericsUnreliableError("refused")
         return exact_tv(m, e, s, check=check)
     monkeypatch.setattr(curves, "exact_tv", flaky)
     c = curves.tv_curves(100, 10, 1.426215, 0.1, 1.426214)

@@ -3,7 +3,6 @@ implementations and closed forms, spec-built and real certificates, the v3 mutat
 from __future__ import annotations
 
 import base64
-import copy
 import json
 import sys
 from fractions import Fraction as Fr
@@ -13,25 +12,26 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from flint import arb, fmpq, fmpz_poly
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import verifier_v3_literal as lit  # noqa: E402
+from helpers import ball  # noqa: E402
 from verifier_v3_fixtures import (  # noqa: E402
     CLAIM_FB,
     CLAIM_RA,
     METHOD_V2,
     dec,
     predicate_v3,
-    sign_v3,
     typed,
 )
+from verifier_v3_fixtures import resign_v3 as resign  # noqa: E402
 
-from verifier import verify_bytes, verify_file  # noqa: E402
+from verifier import verify_file  # noqa: E402
 from verifier.format.strict import working_prec  # noqa: E402
 from verifier.replay.lattice import Lattice, Tally  # noqa: E402
 from verifier.replay.lower_v2 import replay_lower_v2  # noqa: E402
 from verifier.replay.upper_v2 import epoch, replay_v2  # noqa: E402
 
-DATA = Path(__file__).parent / "data" / "v3"
+DATA = Path(__file__).resolve().parents[2] / "data" / "v3"
 q = lambda s: fmpq(Fr(s).numerator, Fr(s).denominator)
 
 
@@ -168,13 +168,6 @@ def spec_v3():
     return predicate_v3(), key
 
 
-def resign(pred, key, change=None, ptype="https://sigmacert.dev/tv-certificate/v3"):
-    p = copy.deepcopy(pred)
-    if change:
-        change(p)
-    return verify_bytes(sign_v3(p, key, ptype), [key.public_key()])
-
-
 def test_spec_built_v3_is_accepted(spec_v3):
     pred, key = spec_v3
     r = resign(pred, key)
@@ -210,11 +203,6 @@ def coarsen_mantissa(p):  # one bit less everywhere: the same lattice with half 
     m = m2(p)
     m.update(mantissa_bits=m["mantissa_bits"] - 1, y_mantissa_bits=[max(b - 1, 0) for b in m["y_mantissa_bits"]],
              h=dec(2 * Fr(m["h"])))
-
-
-def ball(x) -> str:
-    with working_prec(200):
-        return arb(x).str(30, radius=True)
 
 
 MUTATIONS_V3 = {

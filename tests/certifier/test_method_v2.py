@@ -16,7 +16,7 @@ from certifier.bounds.lower_v2 import lower_bound_v2
 from certifier.bounds.upper_v2 import UpperV2, rounding_bound_v2
 from certifier.certificate.claim import FIXED_BINS, Claim
 from certifier.certify import certify
-from certifier.errors import CannotCertify, ParameterError
+from certifier.errors import CannotCertifyError, ParameterError
 from certifier.params import parse_decimal
 
 Q = lambda s: parse_decimal("x", s)
@@ -133,6 +133,6 @@ def test_certify_heavy_one_step_two_sided_v3_rows_against_gdp(method, name):
 def test_refuses_fast_when_the_grid_would_be_too_slow(monkeypatch):
     monkeypatch.setattr(certify_mod, "MAX_PREDICTED_SECONDS", 1e-6)
     t0 = time.perf_counter()
-    with pytest.raises(CannotCertify, match="predicted to take"):
+    with pytest.raises(CannotCertifyError, match="predicted to take"):
         certify(1, 2, Q("0.5"), Q("0.9"), method="v2")   # M = 1: the numerics are a closed form
     assert time.perf_counter() - t0 < 5

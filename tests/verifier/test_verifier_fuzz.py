@@ -14,13 +14,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from verifier_fixtures import predicate_v2, sign_statement, statement, statement_v2  # noqa: E402
 
 from verifier import verify_bytes  # noqa: E402
 from verifier.cli import run_capped  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KEY = Ed25519PrivateKey.generate()
 BASE = predicate_v2()
 DOCUMENTED = set(re.findall(r"`([a-z0-9]+(?:-[a-z0-9]+)+)`", (ROOT / "docs" / "verifier.md").read_text()))

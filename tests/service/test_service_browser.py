@@ -108,7 +108,7 @@ def test_detail_view_shows_live_progress_then_the_report_with_its_plots(setup):
     job's download link and its audit report (the server's `sigmacert report` page) with three drawn
     plots. Two screenshots are kept with the report's: artifacts/screenshots/service-detail.png (the
     verdict) and service-detail-plots.png (the frame scrolled to the TV plot)."""
-    from test_report_browser import BOXES, SHOTS
+    from browser_fixtures import BOXES, SHOTS
     srv, driver, token, d = setup
     auth = {"Authorization": f"Bearer {token}"}
     # the form takes the scheme: fixed bins, M=4 bins, T=7 iterations (E = 2), whose exact sigma is not

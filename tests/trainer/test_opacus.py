@@ -15,17 +15,17 @@ from torch.utils.data import TensorDataset
 import sigmacert
 from certifier.certificate.keys import keygen
 from sigmacert.torch import (
-    CertificateRefused,
-    NoOpacusEpsilon,
+    CertificateRefusedError,
+    NoOpacusEpsilonError,
     RandomAllocationBatchSampler,
-    RunExhausted,
+    RunExhaustedError,
     make_private,
 )
 from trainer.algorithm import streams
 from trainer.allocation import Allocation
 from trainer.opacus_glue import private_engine, public_size
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 M, E, SIGMA = 10, 5, "3"
 
 
@@ -89,7 +89,7 @@ def test_sampler_allocation_is_uniform_over_steps():
 def test_sampler_is_one_run_and_checks_its_input():
     s = RandomAllocationBatchSampler(8, 2, 3, seed=0, n0=8)
     assert len(list(s)) == 6
-    with pytest.raises(RunExhausted, match="already yielded"):
+    with pytest.raises(RunExhaustedError, match="already yielded"):
         list(s)
     with pytest.raises(sigmacert.ParameterError, match="more than N0"):
         RandomAllocationBatchSampler(9, 2, 3, seed=0, n0=8)
@@ -118,9 +118,9 @@ def test_make_private_takes_sigma_M_E_from_the_certificate(cert):
     s = loader.batch_sampler
     assert isinstance(s, RandomAllocationBatchSampler) and (s.steps, s.epochs, s.n0) == (M, E, 64)
     assert len(loader) == M * E and loader.run.sigma_text == SIGMA
-    with pytest.raises(NoOpacusEpsilon, match="sigmacert certificate"):
+    with pytest.raises(NoOpacusEpsilonError, match="sigmacert certificate"):
         loader.accountant.get_epsilon(1e-5)
-    with pytest.raises(NoOpacusEpsilon, match=f"M = {M}, E = {E}"):
+    with pytest.raises(NoOpacusEpsilonError, match=f"M = {M}, E = {E}"):
         private_engine(loader.run).get_epsilon(1e-5)       # the engine's own epsilon call, too
 
 
@@ -131,10 +131,10 @@ def test_tampered_or_foreign_certificate_is_refused(cert):
                                                                        .endswith("AAAA") else "BBBB")
     bad = cert["dir"] / "tampered.json"
     bad.write_text(json.dumps(env))
-    with pytest.raises(CertificateRefused, match=r"certificate rejected \(.+\).*refusing to train"):
+    with pytest.raises(CertificateRefusedError, match=r"certificate rejected \(.+\).*refusing to train"):
         make_private(model, opt, data, certificate=bad, public_key=cert["public"], clip_norm=1.0)
     keygen(str(cert["dir"] / "other"))
-    with pytest.raises(CertificateRefused, match="certificate rejected"):
+    with pytest.raises(CertificateRefusedError, match="certificate rejected"):
         make_private(model, opt, data, certificate=cert["path"].read_bytes(),
                      public_key=(cert["dir"] / "other" / "public.pem").read_bytes(), clip_norm=1.0)
     with pytest.raises(sigmacert.ParameterError):
@@ -166,7 +166,7 @@ def test_noise_std_per_step_is_sigma_C_over_B0(cert):
     assert abs(u.mean()) < 4 * math.sqrt(v / u.size)
     # the test can fail: a noise scale 5 % off (sigma or the divisor B0) is far outside the band
     assert abs((u.var(ddof=1) / (1.05**2 * v) - 1) / math.sqrt(2 / (u.size - 1))) > 4
-    with pytest.raises(RunExhausted, match="beyond the certified run"):
+    with pytest.raises(RunExhaustedError, match="beyond the certified run"):
         opt.zero_grad()
         torch.nn.functional.mse_loss(model(data.tensors[0]), data.tensors[1]).backward()
         opt.step()                                                   # step E*M + 1 is refused

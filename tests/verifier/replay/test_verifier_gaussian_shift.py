@@ -3,7 +3,6 @@
 by the CLI accepted."""
 from __future__ import annotations
 
-import copy
 import json
 import subprocess
 import sys
@@ -14,12 +13,13 @@ import mpmath as mp
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "tests"))
 from verifier_fixtures import smallest_step  # noqa: E402
-from verifier_v3_fixtures import dec, sign_v3  # noqa: E402
+from verifier_v3_fixtures import dec  # noqa: E402
+from verifier_v3_fixtures import resign_v3 as resign  # noqa: E402
 
-from verifier import verify_bytes, verify_file  # noqa: E402
+from verifier import verify_file  # noqa: E402
 from verifier.format.v1 import STATEMENT  # noqa: E402
 
 METHOD = {"name": "gaussian-shift", "version": 1, "prec": 128}
@@ -34,7 +34,7 @@ def delta(mu, eps):  # Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)
     return mp.ncdf(-eps / mu + mu / 2) - mp.exp(eps) * mp.ncdf(-eps / mu - mu / 2)
 
 
-def ball(x) -> str:
+def mp_ball(x) -> str:
     return f"[{mp.nstr(x, 40, min_fixed=-50, max_fixed=50)} +/- 1e-35]"
 
 
@@ -61,15 +61,15 @@ def predicate(epochs=4, sigma="1.5", sigma_low="1.45", target="0.5") -> dict:
     rows = {}
     for d in ("1e-05", "1e-06"):
         n = smallest_step(lambda k, d=d: delta(mu, grid(k)) <= mp.mpf(d), 2**24)
-        rows[d] = {"epsilon": _plain(n, 4), "delta_qp": ball(delta(mu, grid(n))),
-                   "delta_pq": ball(delta(mu, grid(n)))}
+        rows[d] = {"epsilon": _plain(n, 4), "delta_qp": mp_ball(delta(mu, grid(n))),
+                   "delta_pq": mp_ball(delta(mu, grid(n)))}
     tpr = {}
     for a in ("0.1", "0.01", "0.001"):
         best = min((mp.exp(mp.mpf(j) / 20) * mp.mpf(a) + delta(mu, mp.mpf(j) / 20), j) for j in range(120))
         tpr[a] = {"tpr": rnd(best[0], True, 6), "epsilon": _plain(best[1] * 5, 2)}
     claim = {"mechanism": "dp-sgd/random-allocation", "scheme": "random-allocation", "adjacency": "zero-out",
              "steps": 1, "epochs": epochs, "sigma": sigma, "target": target, "statement": STATEMENT}
-    return {"claim": claim, "method": dict(METHOD), "enclosures": {"TV": ball(tv(mu))},
+    return {"claim": claim, "method": dict(METHOD), "enclosures": {"TV": mp_ball(tv(mu))},
             "bound": rnd(tv(mu), True),
             "numerics": {"tv_exact": "0.49", "tv_error": "1e-15", "closed_form_sigma": "2.4",
                          "search_resolution": "1e-6"},
@@ -77,7 +77,7 @@ def predicate(epochs=4, sigma="1.5", sigma_low="1.45", target="0.5") -> dict:
             "issued_at": "2026-12-01T12:00:00Z",
             "timings": {"step_i": 0, "step_ii": 0, "step_iii": 0, "step_iv": 0, "total": 0},
             "lower": {"sigma_low": sigma_low, "target": target, "method": dict(METHOD),
-                      "tv_lower": rnd(tv(mu_low), False), "enclosures": {"TV": ball(tv(mu_low))}},
+                      "tv_lower": rnd(tv(mu_low), False), "enclosures": {"TV": mp_ball(tv(mu_low))}},
             "privacy": {"epsilon_grid": "0.0001", "epsilon_at_delta": rows}, "tpr": tpr}
 
 
@@ -92,13 +92,6 @@ def precision():
 def spec():
     with mp.workdps(60):
         return predicate(), Ed25519PrivateKey.generate()
-
-
-def resign(pred, key, change=None):
-    p = copy.deepcopy(pred)
-    if change:
-        change(p)
-    return verify_bytes(sign_v3(p, key), [key.public_key()])
 
 
 def test_spec_built_gaussian_shift_is_accepted(spec):
@@ -116,7 +109,7 @@ def _eps_step(d, k, deltas: bool):
         row["epsilon"] = _plain(int(Fr(row["epsilon"]) * 10**4) + k, 4)
         mu = mp.sqrt(p["claim"]["epochs"]) / mp.mpf(p["claim"]["sigma"])
         if deltas:
-            row["delta_qp"] = row["delta_pq"] = ball(delta(mu, mp.mpf(row["epsilon"])))
+            row["delta_qp"] = row["delta_pq"] = mp_ball(delta(mu, mp.mpf(row["epsilon"])))
     return fn
 
 
@@ -132,14 +125,15 @@ def _set(path, value):
 MUTATIONS = {
     # the bound below the closed form's ball (recorded TV moved with it, so the schema checks pass)
     "replay-bound-exceeds": lambda p: (_set("bound", lambda b: dec(Fr(b) - Fr(1, 10**6)))(p),
-                                       _set("enclosures.TV", lambda b: ball(mp.mpf(Fr(p["bound"]).numerator)
+                                       _set("enclosures.TV", lambda b: mp_ball(mp.mpf(Fr(p["bound"]).numerator)
                                                                           / Fr(p["bound"]).denominator
                                                                           - mp.mpf("1e-20")))(p)),
-    "enclosure-mismatch": _set("enclosures.TV", lambda b: ball(mp.mpf(b[1:].split()[0]) - mp.mpf("1e-12"))),
+    "enclosure-mismatch": _set("enclosures.TV", lambda b: mp_ball(mp.mpf(b[1:].split()[0]) - mp.mpf("1e-12"))),
     "lower-replay-below-recorded": lambda p: (_set("lower.tv_lower", lambda t: dec(Fr(t) + Fr(1, 10**9)))(p),
-                                              _set("lower.enclosures.TV", lambda b: ball(
+                                              _set("lower.enclosures.TV", lambda b: mp_ball(
                                                   mp.mpf(b[1:].split()[0]) + mp.mpf("1e-9")))(p)),
-    "lower-enclosure-mismatch": _set("lower.enclosures.TV", lambda b: ball(mp.mpf(b[1:].split()[0]) + mp.mpf("1e-9"))),
+    "lower-enclosure-mismatch": _set("lower.enclosures.TV",
+                                     lambda b: mp_ball(mp.mpf(b[1:].split()[0]) + mp.mpf("1e-9"))),
     "privacy-epsilon-too-small": _eps_step("1e-06", -1, deltas=False),
     "privacy-epsilon-not-minimal": _eps_step("1e-05", +1, deltas=True),
     "tpr-too-small": lambda p: p["tpr"]["0.01"].update(tpr=dec(Fr(p["tpr"]["0.01"]["tpr"]) - Fr(1, 10**4))),

@@ -64,6 +64,6 @@ def test_noise_multiplier_refuses_a_random_allocation_certificate(tmp_path):
     keygen(str(tmp_path / "keys"))
     cert = sigmacert.certify(10, 3, "0.3", "2", key=tmp_path / "keys" / "private.pem", two_sided=False)
     cert.write(str(tmp_path / "c.json"))
-    with pytest.raises(sj.CertificateRefused, match="random allocation.*fixed bins"):
+    with pytest.raises(sj.CertificateRefusedError, match="random allocation.*fixed bins"):
         sj.noise_multiplier(tmp_path / "c.json", tmp_path / "keys" / "public.pem",
                             BallsInBinsSampling(iterations=30, cycle_length=10))

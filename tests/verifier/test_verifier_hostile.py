@@ -15,7 +15,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from flint import fmpq, fmpz
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from verifier_fixtures import (  # noqa: E402
     CLAIM,
     METHOD,
@@ -24,14 +24,14 @@ from verifier_fixtures import (  # noqa: E402
     sign_statement,
     statement_v2,
 )
+from verifier_fixtures import typed_v1 as typed  # noqa: E402
 
 from verifier import Result, verify_bytes, verify_file  # noqa: E402
 from verifier.cli import run_capped  # noqa: E402
 from verifier.format.schema import typed as typed_as  # noqa: E402
-from verifier.format.v1 import SCHEMA  # noqa: E402
 from verifier.replay.upper_v1 import replay  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KEY = Ed25519PrivateKey.generate()
 
 
@@ -127,10 +127,6 @@ def test_support_below_the_log_grid_deletes_everything(v2):
     """Every epoch value below e^{k_minus eta}: all mass is deleted, the bound is 1 (no crash)."""
     r = verify_bytes(hostile(v2, "support-below-the-log-grid"), [KEY.public_key()])
     assert r.reason == "replay-bound-exceeds" and float(r.replayed_bound) == 1, (r.reason, r.detail)
-
-
-def typed(claim, method):
-    return typed_as({"claim": claim, "method": method}, {k: SCHEMA[k] for k in ("claim", "method")}, "p")
 
 
 @pytest.mark.parametrize("change", [
