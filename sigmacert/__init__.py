@@ -22,6 +22,7 @@ from sigmacert.api import (
                            Verification,
                            certify,
                            closed_form_sigma,
+                           exact_privacy,
                            exact_sigma,
                            exact_tv,
                            require_verified,
@@ -40,7 +41,7 @@ from sigmacert.errors import (
                            SigmacertError,
 )
 
-__all__ = ["__version__", "closed_form_sigma", "exact_tv", "exact_sigma", "certify", "verify", "require_verified",
-           "ExactTV", "Certificate", "Verification", "SigmacertError", "ParameterError", "CannotCertifyError",
-           "NumericsUnreliableError", "KeyFileError", "EnvelopeError", "RefusedError", "CertificateRefusedError",
-           "CannotCertify", "NumericsUnreliable", "SCHEMES", "DEFAULT_SCHEME"]
+__all__ = ["__version__", "closed_form_sigma", "exact_tv", "exact_sigma", "exact_privacy", "certify", "verify",
+           "require_verified", "ExactTV", "Certificate", "Verification", "SigmacertError", "ParameterError",
+           "CannotCertifyError", "NumericsUnreliableError", "KeyFileError", "EnvelopeError", "RefusedError",
+           "CertificateRefusedError", "CannotCertify", "NumericsUnreliable", "SCHEMES", "DEFAULT_SCHEME"]

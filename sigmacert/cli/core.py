@@ -60,6 +60,9 @@ def _tv_text(tv: float, places: int) -> str:
 
 
 def run_sigma(args) -> int:
+    if args.target is None:  # --epsilon/--delta and --fpr/--tpr are sigmacert.cli.targets' (it wraps this)
+        from sigmacert.kinds import ONE_KIND
+        raise ParameterError(ONE_KIND)
     m, e, scheme, t = run_shape(args)
     lam_q = parse_target(args.target)
     lam = float(lam_q)
@@ -114,10 +117,11 @@ def add_scheme_arguments(p) -> None:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("sigma", help="closed-form, exact and GDP-limit sigma for a target lambda")
+    p = sub.add_parser("sigma", help="closed-form, exact and GDP-limit sigma for a target lambda "
+                                     "(or --epsilon/--delta, or --fpr/--tpr)")
     p.add_argument("--steps", "-M", required=True, help="steps per epoch M (fixed-bins: number of bins)")
     p.add_argument("--epochs", "-E", help="epochs E (fixed-bins: rounds per bin)")
-    p.add_argument("--target", "-l", required=True, help="TV target lambda in (0, 1)")
+    p.add_argument("--target", "-l", help="TV target lambda in (0, 1)")
     add_scheme_arguments(p)
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.set_defaults(run=run_sigma)
