@@ -17,15 +17,18 @@ from flint import fmpq
 
 from certifier import predicate as pred_
 from certifier.claim import RANDOM_ALLOCATION, Claim
+from certifier.domain import check_cell, check_sigma
 from certifier.errors import CannotCertify, NumericsUnreliable, ParameterError
 from certifier.fixedpoint import round_down_sig
 from certifier.grids import budget, choose_grid, choose_lower_grid, truncation_loss
 from certifier.grids_ms import choose_v2
 from certifier.params import decimal_str, parse_decimal
+from certifier.resolution import round_up, sigma_resolution, step_up
 
 SAFETY = (0.6, 0.3, 0.12)          # share of the margin the grid may lose, per try
-SEARCH_RESOLUTION = "1e-6"
+SEARCH_RESOLUTION = "1e-6"         # the search's grid; the issued sigma is then rounded up to res(sigma)
 MAX_PREDICTED_SECONDS = 3600.0     # refuse automatic grids predicted to run longer than this
+STEP_SECONDS = 300.0               # automatic sigma: a thinner margin than this buys goes to the next sigma step
 LOWER_SAFETY = (0.8, 0.45, 0.2)    # share of TV(sigma_low) - target the lower side may lose, per try
 V2_LOWER_LOSS_RATIO = 2.5          # measured (lower-side loss) / (upper-side loss) on the same grid
 V2_CEILING = 1e-6                  # method v2 may use margins up to this (v1: 1e-7)
@@ -56,6 +59,8 @@ class Outcome:
     method: str | None = None         # the upper bound's method, e.g. 'lemma-c5-rounding v2'
     k_scale: float = 1.0              # method v2: the calibrated factor of the loss model
     need_eps: float = 0.0             # method v2: estimated eps(1e-6), the range the rows need
+    rows_missing: dict | None = None  # rows that could not be certified: {"privacy"|"tpr": {key: reason}}
+    sigma_steps: int = 0              # automatic sigma: resolution steps taken above the exact sigma
 
 
 def _say(progress, t_start):
@@ -64,10 +69,30 @@ def _say(progress, t_start):
 
 
 def exact_sigma_for(claim_like: Claim, target: fmpq) -> fmpq:
-    """The exact sigma on the 1e-6 grid for the claim's scheme (Theorem 4.1, numerical; certifier.schemes)."""
+    """The exact sigma on the res(sigma) grid (certifier.resolution) for the claim's scheme (Theorem 4.1,
+    numerical; certifier.schemes); a search that fails because sigma lies below 0.1 is a domain refusal."""
     from certifier.schemes import exact_sigma
-    return parse_decimal("sigma", exact_sigma(claim_like.steps, claim_like.epochs, target, scheme=claim_like.scheme,
-                                              resolution=SEARCH_RESOLUTION))
+    try:
+        found = exact_sigma(claim_like.steps, claim_like.epochs, target, scheme=claim_like.scheme,
+                            resolution=SEARCH_RESOLUTION)
+    except NumericsUnreliable:
+        M, E = claim_like.pair()
+        if _below_floor(M, E, target):
+            check_sigma(0.0, M, E, target, given=False)        # refuses, naming the nearest target
+        raise
+    return round_up(parse_decimal("sigma", found))
+
+
+def _below_floor(M: int, E: int, target: fmpq) -> bool:
+    """Whether the pair (M, E) at sigma 0.1 already meets the target (so its exact sigma lies below 0.1)."""
+    from certifier.domain import SIGMA_MIN
+    from certifier.exact import exact_tv
+    try:
+        r = exact_tv(M, E, float(SIGMA_MIN), check=False)
+    except (NumericsUnreliable, ParameterError, OverflowError):
+        return False
+    tv, err = float(r.tv), float(r.error)
+    return tv is not None and tv + err <= float(target)
 
 
 def _numerics(claim: Claim, sigma: fmpq) -> tuple[float | None, float | None]:
@@ -100,37 +125,40 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
     """
     t_start = time.perf_counter()
     say = _say(progress, t_start)
-    lam = float(target)
+    check_cell(steps, epochs, target)                 # the stated domain, before any computation
     probe = Claim(scheme, steps, epochs, sigma or fmpq(1), target, iterations)
     if method not in ("auto", "v1", "v2"):
         raise ParameterError("method must be auto, v1 or v2")
     if method == "v1" and scheme != RANDOM_ALLOCATION:
         raise ParameterError("method v1 covers random allocation only")
+    given = sigma is not None
     if sigma is None:
         say("exact sigma", 0.0)
         sigma = exact_sigma_for(probe, target)
         say("exact sigma", 1.0)
-    claim = Claim(scheme, steps, epochs, sigma, target, iterations)
-    say("exact tv", 0.0)
-    tv, tv_err = _numerics(claim, sigma)
-    say("exact tv", 1.0)
-    out = Outcome(False, steps, epochs, decimal_str(sigma), decimal_str(target), None, tv=tv, tv_error=tv_err,
-                  scheme=scheme)
+    check_sigma(probe.sigma_of_pair(float(sigma)), *probe.pair(), target, given)
     user_grid = any(x is not None for x in (h, eta, cap))
-    if method == "auto" and claim.pair()[0] == 1 and not user_grid:
-        return _gaussian_shift(claim, sigma, two_sided, out, say)
-    use_v1 = method == "v1" or user_grid or (method == "auto" and _v1_fits(claim, lam, float(sigma)))
-    r = None
-    if use_v1:
+    grid = (h, eta, cap, prec, max_tries, method, user_grid)
+    spare = 0 if given or user_grid else 1            # automatic sigma: one more resolution step if needed
+    earlier: list = []
+    while True:
         try:
-            r = _upper_v1(claim, sigma, tv, tv_err, h, eta, cap, prec, max_tries, out, say)
+            claim, out, r, use_v1 = _upper_at(scheme, steps, epochs, target, iterations, sigma, grid, two_sided,
+                                              say, STEP_SECONDS if spare else MAX_PREDICTED_SECONDS)
         except CannotCertify as err:
-            if method == "v1" or user_grid:
+            if not spare:
                 raise
-            out.tries.append({"try": 0, "method": 1, "skipped": f"method v1: {err}"})
-            use_v1 = False                          # auto: v1's grid model found nothing; v2 covers every cell
-    if not use_v1:
-        r = _upper_v2(claim, sigma, tv, tv_err, prec, max_tries, out, say)
+            claim, out, r, use_v1 = None, None, None, False
+            earlier.append({"try": len(earlier) + 1, "sigma": decimal_str(sigma), "skipped": str(err)})
+        if out is not None and (out.success or r is not None or not spare):
+            break
+        if out is not None:
+            earlier += [{"sigma": decimal_str(sigma), **t} for t in out.tries]
+        spare, sigma = spare - 1, step_up(sigma)
+        say(f"next sigma step {decimal_str(sigma)}", 0.0)
+    out.tries, out.sigma_steps = earlier + out.tries, (1 if earlier else 0)
+    if isinstance(r, Outcome):                        # M = 1: the closed form did everything
+        return r
     if r is None:
         say("done", 1.0)
         return out
@@ -144,9 +172,39 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
     return _finish(out, claim, method_json, res, low, rows, say)
 
 
+def _upper_at(scheme, steps, epochs, target, iterations, sigma, grid, two_sided, say, limit):
+    """The upper side at sigma: (claim, outcome, (result, method) or None, use_v1); M = 1: the Outcome itself."""
+    h, eta, cap, prec, max_tries, method, user_grid = grid
+    claim = Claim(scheme, steps, epochs, sigma, target, iterations)
+    say("exact tv", 0.0)
+    tv, tv_err = _numerics(claim, sigma)
+    say("exact tv", 1.0)
+    out = Outcome(False, steps, epochs, decimal_str(sigma), decimal_str(target), None, tv=tv, tv_error=tv_err,
+                  scheme=scheme)
+    if method == "auto" and claim.pair()[0] == 1 and not user_grid:
+        done = _gaussian_shift(claim, sigma, two_sided, out, say)
+        return claim, done, (done if done.success else None), False
+    if limit < MAX_PREDICTED_SECONDS and tv is not None and float(target) - tv - (tv_err or 0) <= 0:
+        raise CannotCertify(f"the margin target - TV at sigma {decimal_str(sigma)} is {float(target) - tv:.3g}, "
+                            f"below the numerics' error {tv_err:.2g}: no grid can decide it")
+    use_v1 = method == "v1" or user_grid or (method == "auto" and _v1_fits(claim, float(target), float(sigma)))
+    r = None
+    if use_v1:
+        try:
+            r = _upper_v1(claim, sigma, tv, tv_err, h, eta, cap, prec, max_tries, out, say, limit)
+        except CannotCertify as err:
+            if method == "v1" or user_grid:
+                raise
+            out.tries.append({"try": 0, "method": 1, "skipped": f"method v1: {err}"})
+            use_v1 = False                          # auto: v1's grid model found nothing; v2 covers every cell
+    if not use_v1:
+        r = _upper_v2(claim, sigma, tv, tv_err, prec, max_tries, out, say, limit)
+    return claim, out, r, use_v1
+
+
 def _finish(out: Outcome, claim: Claim, method_json: dict, res, low: dict | None, rows, say) -> Outcome:
     """Record the lower side and build the predicate of a successful upper bound."""
-    out.predicate = pred_.build(claim, method_json, res, low, rows, out.tv, out.tv_error)
+    out.predicate = pred_.build(claim, method_json, res, low, rows, out.tv, out.tv_error, missing=out.rows_missing)
     if low is not None:
         out.two_sided, out.sigma_low, out.tv_lower = True, low["sigma_low"], low["tv_lower"]
     say("done", 1.0)
@@ -214,13 +272,14 @@ class Side:
     run: object
     proves: object
     row: object
+    limit: float = MAX_PREDICTED_SECONDS
 
 
-def _refuse_if_slow(plan, margin: float) -> None:
+def _refuse_if_slow(plan, margin: float, limit: float = MAX_PREDICTED_SECONDS) -> None:
     """Fail fast, before any long computation, when the grid the margin needs is predicted to be too slow."""
-    if plan.predicted_seconds > MAX_PREDICTED_SECONDS:
+    if plan.predicted_seconds > limit:
         raise CannotCertify(f"the margin target - TV = {margin:.3g} needs a grid predicted to take "
-                            f"{plan.predicted_seconds:.0f} s (more than {MAX_PREDICTED_SECONDS:.0f} s); a slightly "
+                            f"{plan.predicted_seconds:.0f} s (more than {limit:.0f} s); a slightly "
                             "larger sigma gives a larger margin")
 
 
@@ -232,7 +291,7 @@ def _prove(side: Side, max_tries: int, tries: list, say, single: bool = False):
         try:
             plan = side.plan(b)
             if not single:
-                _refuse_if_slow(plan, side.margin or 0.0)
+                _refuse_if_slow(plan, side.margin or 0.0, side.limit)
         except CannotCertify as err:
             if k == 0 and side.label == "upper":
                 raise
@@ -254,7 +313,7 @@ def _prove(side: Side, max_tries: int, tries: list, say, single: bool = False):
     return None
 
 
-def _upper_v1(claim, sigma, tv, tv_err, h, eta, cap, prec, max_tries, out, say):
+def _upper_v1(claim, sigma, tv, tv_err, h, eta, cap, prec, max_tries, out, say, limit=MAX_PREDICTED_SECONDS):
     """Method v1 (certifier.rounding); returns (BoundResult, Method) or None."""
     from certifier.rounding import rounding_bound
     loss = truncation_loss(claim.steps, claim.epochs, float(sigma))
@@ -271,7 +330,7 @@ def _upper_v1(claim, sigma, tv, tv_err, h, eta, cap, prec, max_tries, out, say):
     side = Side("upper", None if tv is None else float(claim.target) - tv - (tv_err or 0), SAFETY, 1e-7,
                 lambda b: choose_grid(claim.steps, claim.epochs, sigma, b, h=h, eta=eta, cap=cap, prec=prec or 100),
                 lambda m, prog: rounding_bound(claim.steps, claim.epochs, sigma, m, progress=prog),
-                lambda r: parse_decimal("bound", r.bound) <= claim.target, row)
+                lambda r: parse_decimal("bound", r.bound) <= claim.target, row, limit)
     return _prove(side, max_tries, out.tries, say, single=user_grid)
 
 
@@ -296,22 +355,22 @@ def _row_v2(plan, bound_key, value):
             "predicted_steps": {k: round(v, 2) for k, v in plan.detail["seconds"].items()}, bound_key: value}
 
 
-def _upper_v2(claim, sigma, tv, tv_err, prec, max_tries, out, say):
+def _upper_v2(claim, sigma, tv, tv_err, prec, max_tries, out, say, limit=MAX_PREDICTED_SECONDS):
     """Method v2 (certifier.rounding_ms); returns (BoundResultV2, MethodV2) or None.
 
     With the numerical TV known, a calibration run on a grid 8x coarser first measures how far the
     loss model is off at this cell (k_scale) and estimates eps(1e-6) for the privacy rows' range.
     """
-    from certifier.grids_ms import eps_gaussian
+    from certifier.grids_ms import EPS_CEILING, eps_gaussian, eps_tail
     from certifier.rounding_ms import rounding_bound_v2
     M, E = claim.pair()
     t2 = claim.t2_at(sigma)
     run = lambda m, prog: rounding_bound_v2(M, E, t2, m, progress=prog)
     margin = None if tv is None else float(claim.target) - tv - (tv_err or 0)
     if margin is not None and margin > 0:
-        guess = 2 * eps_gaussian(tv) + 5                  # heavy tails: well beyond the Gaussian pair's eps
+        guess = min(max(2 * eps_gaussian(tv) + 5, eps_tail(M, E, float(t2)) + 3), EPS_CEILING)   # heavy tails
         first = choose_v2(M, E, t2, budget(margin, SAFETY[0], V2_CEILING), tv, prec=prec or 100, need_eps=guess)
-        _refuse_if_slow(first, margin)
+        _refuse_if_slow(first, margin, limit)
         scale, est = _calibrate(M, E, t2, first, tv, run, lambda r: float(r.bound) - tv, out, say, "upper")
         out.k_scale, out.need_eps = scale, (min(est, guess) + 3 if est < 100 else guess)
 
@@ -320,20 +379,21 @@ def _upper_v2(claim, sigma, tv, tv_err, prec, max_tries, out, say):
         return _row_v2(plan, "bound", r.bound)
     side = Side("upper", margin, SAFETY, V2_CEILING,
                 lambda b: choose_v2(M, E, t2, b, tv, prec=prec or 100, k_scale=out.k_scale, need_eps=out.need_eps),
-                run, lambda r: parse_decimal("bound", r.bound) <= claim.target, row)
+                run, lambda r: parse_decimal("bound", r.bound) <= claim.target, row, limit)
     return _prove(side, max_tries, out.tries, say)
 
 
 def _privacy(res, meth, out, say):
-    """The certified (eps, delta) and TPR rows from the upper bound's masses b, or None."""
-    from certifier.privacy import privacy_rows
+    """The certified (eps, delta) and TPR rows from the upper bound's masses b; a row that cannot be
+    certified is left out with its reason (out.rows_missing), the others are kept."""
+    from certifier.privacy import privacy_rows_partial
     t1 = time.perf_counter()
     say("privacy rows", 0.0)
-    try:
-        priv, tpr = privacy_rows(res.b, meth.eta, meth.fixed_point_bits, meth.prec)
-    except NumericsUnreliable as err:
-        out.lower_tries.append({"try": 0, "skipped": f"privacy rows: {err}"})
-        return None
+    priv, tpr, missing = privacy_rows_partial(res.b, meth.eta, meth.fixed_point_bits, meth.prec)
+    for kind, why in missing.items():
+        for key, reason in why.items():
+            out.lower_tries.append({"try": 0, "skipped": f"{kind} row {key}: {reason}"})
+    out.rows_missing = missing or None
     say("privacy rows", 1.0)
     out.privacy_seconds = round(time.perf_counter() - t1, 3)
     out.privacy, out.tpr = priv, tpr
@@ -341,8 +401,8 @@ def _privacy(res, meth, out, say):
 
 
 def _sigma_lows(sigma: fmpq):
-    """sigma - 1e-6, then sigma - 2e-6 (docs/two-sided.md §1), while positive."""
-    res = parse_decimal("resolution", SEARCH_RESOLUTION)
+    """sigma - res, then sigma - 2 res (res = res(sigma), docs/two-sided.md §1), while positive."""
+    res = sigma_resolution(sigma)
     for k in (1, 2):
         if sigma - res * k <= 0:
             return

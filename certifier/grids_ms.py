@@ -40,6 +40,7 @@ REF_CELL = 5e-4         # step (iii): per log-grid cell (its edge and the cell's
 REF_COEFF = 3e-5        # step (iv): per output coefficient of a product
 LOWER_FACTOR = 3.0      # the lower side: three sums per level, two powers
 Q_MOVED = 1e-9          # with privacy rows: the Q-mass moved down by the cap and the top octave
+EPS_CEILING = 99.0      # the rows search eps <= 100 (certifier.privacy.EPS_MAX): no range beyond it
 
 
 @dataclass
@@ -178,6 +179,7 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
 
     k_scale multiplies K (E f(0)/2) where a calibration run measured the loss (see `calibrate`).
     """
+    need_eps = min(need_eps, EPS_CEILING)
     cm = CellModel.at(steps, epochs, float(t2), tv)
     cm.K *= k_scale
     N = 1 << n
@@ -219,6 +221,8 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     mean_rest = (epochs - 1) * s1 * s1 / 2
     k_top = math.ceil(max(mean_rest + 8 * cm.s, need_eps + 8 * cm.s + cm.s**2 / 2, 1.0) / ev)
     trim = fmpq(1, 10**14)
+    if epochs == 1:
+        k_top = max(k_top, k_plus)              # no product follows: a clamp below k_plus would only move Q-mass
     shift = parse_decimal("shift", str(math.ceil(need_eps))) if need_eps > 0 else fmpq(0)
     # a mass unit 2^-F at Lambda = e^x weighs e^x 2^-F under Q: where the rows need Lambda up to
     # e^(k_top eta), the fixed point must resolve Q-masses there to ~1e-20
@@ -297,6 +301,14 @@ def eps_gaussian(tv: float, delta: float = 1e-6) -> float:
     mu = max(2.0 * float(ndtri(0.5 + 0.5 * tv)), 1e-6)
     d = lambda e: float(ndtr(-e / mu + mu / 2) - math.exp(e) * ndtr(-e / mu - mu / 2)) - delta
     return brentq(d, 0.0, 200.0) if d(0.0) > 0 else 0.0
+
+
+def eps_tail(steps: int, epochs: int, t2: float, delta: float = 1e-6) -> float:
+    """eps from the lognormal tail of the shifted step (heavy tails, where the Gaussian guess fails): under Q
+    one step per epoch has ln Y ~ N(t^2/2, t^2), and L >= Y/M; the Q-quantile of ln(1 + Y/M) at delta/E."""
+    t = math.sqrt(t2)
+    z = float(ndtri(1.0 - delta / epochs))
+    return math.log1p(math.exp(min(t2 / 2 + t * z, 700.0)) / steps)
 
 
 def eps_estimate(b, eta: fmpq, F: int, delta: float = 1e-6) -> float:
