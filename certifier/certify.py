@@ -462,8 +462,12 @@ def _lower_v2(low_claim, s_low, tv_low, err, meth, out, say):
     margin = None if tv_low is None else tv_low - err - float(low_claim.target)
     scale = out.k_scale * V2_LOWER_LOSS_RATIO
     if margin is not None and margin > 0:
-        first = choose_v2(M, E, t2, budget(margin, LOWER_SAFETY[0], V2_CEILING), tv_low, prec=meth.prec,
-                          k_scale=scale, need_eps=out.need_eps)
+        try:
+            first = choose_v2(M, E, t2, budget(margin, LOWER_SAFETY[0], V2_CEILING), tv_low, prec=meth.prec,
+                              k_scale=scale, need_eps=out.need_eps)
+        except CannotCertify as err:
+            out.lower_tries.append({"sigma_low": decimal_str(s_low), "try": 1, "method": 2, "skipped": str(err)})
+            return None
         scale, _ = _calibrate(M, E, t2, first, tv_low, run, lambda L: tv_low - float(L.exact), out, say, "lower")
     side = Side("lower", margin, LOWER_SAFETY, V2_CEILING,
                 lambda b: choose_v2(M, E, t2, b, tv_low, prec=meth.prec, k_scale=scale, need_eps=out.need_eps),

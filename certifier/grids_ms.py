@@ -227,6 +227,8 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     # a mass unit 2^-F at Lambda = e^x weighs e^x 2^-F under Q: where the rows need Lambda up to
     # e^(k_top eta), the fixed point must resolve Q-masses there to ~1e-20
     bits = max(80, math.ceil((min(k_top * ev, epochs * (k_plus * ev)) + 46) / math.log(2))) if need_eps > 0 else 80
+    if t2 < fmpq(1, 100):                   # sigma > 10: 2^-80 floors lose a visible part of a small TV
+        bits = max(bits, 128)
     method = MethodV2(h=parse_decimal("h", hs), mantissa_bits=n, y_mantissa_bits=tuple(y_bits), top_octave=top,
                       eta=eq, k_minus=k_minus, k_plus=k_plus, k_top=k_top, prec=max(prec, bits + 20),
                       fixed_point_bits=min(bits, 1024), trim=trim, trim_shift=shift)
@@ -253,19 +255,24 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
 ETAS = ("1e-6", "2e-6", "5e-6", "1e-5", "2e-5", "5e-5", "1e-4", "2e-4", "5e-4", "1e-3", "2e-3")
 
 
+ETAS_FINE = ("1e-7", "2e-7", "5e-7")     # only where ETAS fit nothing (small lambda: the sd of ln Lambda ~ lambda)
+
+
 def choose_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, *, need_eps: float = 0.0,
               prec: int = 100, k_scale: float = 1.0) -> Plan:
     """The cheapest (by the cost model) method-v2 parameters whose predicted loss is <= budget."""
-    best = None
-    for n in range(6, 23):
-        for eta in ETAS:
-            p = plan_v2(steps, epochs, t2, budget, tv, n=n, eta=eta, need_eps=need_eps, prec=prec, k_scale=k_scale)
-            if p.predicted_loss <= budget and (best is None or p.predicted_seconds < best.predicted_seconds):
-                best = p
-    if best is None:
-        raise CannotCertify(f"no method-v2 grid fits the margin {budget:.2g} (mantissa up to 22 bits, eta down to "
-                            "1e-6); a larger sigma gives a larger margin")
-    return best
+    for etas in (ETAS, ETAS_FINE):
+        best = None
+        for n in range(6, 23):
+            for eta in etas:
+                p = plan_v2(steps, epochs, t2, budget, tv, n=n, eta=eta, need_eps=need_eps, prec=prec,
+                            k_scale=k_scale)
+                if p.predicted_loss <= budget and (best is None or p.predicted_seconds < best.predicted_seconds):
+                    best = p
+        if best is not None:
+            return best
+    raise CannotCertify(f"no method-v2 grid fits the margin {budget:.2g} (mantissa up to 22 bits, eta down to "
+                        "1e-7); a larger sigma gives a larger margin")
 
 
 def coarse(plan: Plan, steps: int, epochs: int, t2: fmpq, tv: float | None, drop: int = 2) -> Plan:

@@ -77,5 +77,5 @@ def build(claim: Claim, method_json: dict, res, low: dict | None, rows, tv, tv_e
     if rows is not None and version >= 2:
         pred["privacy"], pred["tpr"] = rows
         if missing and version >= 3:
-            pred["rows_not_certified"] = missing
+            pred["rows_not_certified"] = {"privacy": missing.get("privacy", {}), "tpr": missing.get("tpr", {})}
     return pred
