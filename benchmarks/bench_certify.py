@@ -56,8 +56,8 @@ def _replay_child(cert_path: str, public_pem: str) -> dict:
 
 def write_certificate(res, key: str, out: str) -> str:
     """Sign a successful Outcome's predicate and write OUT/M{M}_E{E}.json; returns the path."""
-    from certifier.envelope import canonical_json, claim_subject, sign_envelope, statement
-    from certifier.keys import load_private
+    from certifier.certificate.envelope import canonical_json, claim_subject, sign_envelope, statement
+    from certifier.certificate.keys import load_private
     env = sign_envelope(statement(claim_subject(res.predicate["claim"]), res.predicate), load_private(key))
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, f"M{res.steps}_E{res.epochs}.json")
@@ -104,7 +104,7 @@ def main() -> int:
     if not (a.key and a.out):  # sign with a throw-away key so the verifier can replay
         import tempfile
 
-        from certifier.keys import keygen
+        from certifier.certificate.keys import keygen
         tmp = tempfile.TemporaryDirectory()
         keygen(os.path.join(tmp.name, "keys"))
         a.key, a.out = os.path.join(tmp.name, "keys", "private.pem"), os.path.join(tmp.name, "certs")

@@ -31,9 +31,9 @@ QUICK = [(1, 1, "0.9"), (1, 100, "0.05"), (3, 10, "0.5"), (3, 1, "0.1"), (10, 1,
 CHILD = r"""
 import json, resource, sys, time
 from certifier.certify import certify, exact_sigma_for
-from certifier.claim import Claim
-from certifier.envelope import canonical_json, claim_subject, sign_envelope, statement
-from certifier.keys import load_private
+from certifier.certificate.claim import Claim
+from certifier.certificate.envelope import canonical_json, claim_subject, sign_envelope, statement
+from certifier.certificate.keys import load_private
 from certifier.params import parse_decimal
 M, E, lam, key, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 target = parse_decimal("target", lam)
@@ -136,7 +136,7 @@ def main() -> int:
     else:
         cells = [(m, e, lam) for m in STEPS for e in EPOCHS for lam in TARGETS]
     with tempfile.TemporaryDirectory() as d:
-        from certifier.keys import keygen
+        from certifier.certificate.keys import keygen
         keygen(os.path.join(d, "keys"))
         key = os.path.join(d, "keys", "private.pem")
         print(f"{'M':>6} {'E':>4} {'lam':>5} {'sigma':>10} {'sig_s':>6} mth {'bound':>13} {'sigma_low':>10} "

@@ -21,7 +21,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from certifier.exact import exact_sigma, exact_tv  # noqa: E402
+from certifier.numerics.exact import exact_sigma, exact_tv  # noqa: E402
 
 TV_CELLS = [(2, 1, 0.7), (2, 1, 1.0), (3, 1, 0.5), (10, 1, 0.5), (5, 5, 0.6), (10, 2, 0.3),
             (100, 10, 0.35), (1000, 1, 0.3), (10**4, 1, 0.35), (10**4, 10, 0.48), (10**5, 10, 0.45)]

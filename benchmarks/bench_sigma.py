@@ -11,8 +11,8 @@ import sys
 import time
 import timeit
 
-from certifier.closed_form import closed_form_sigma
-from certifier.exact import exact_sigma, exact_tv
+from certifier.numerics.closed_form import closed_form_sigma
+from certifier.numerics.exact import exact_sigma, exact_tv
 
 TABLE_4 = {(100, 10): "1.426215", (100, 20): "1.907073", (100, 40): "2.610518",
            (250, 10): "1.024495", (250, 20): "1.309428", (250, 40): "1.732809",

@@ -4,7 +4,7 @@
 
 Each cell runs in its own subprocess (one at a time): `certify(..., two_sided=True)` at the
 paper's exact sigma (= sigma_high), then the numerical eps(1e-5) and optimal TPR at FPR 1e-3
-of the pair (certifier.tradeoff, floating point) for comparison. Columns:
+of the pair (certifier.numerics.tradeoff, floating point) for comparison. Columns:
 sigma_high, sigma_low, their gap, tv_upper (the v1 bound at sigma_high), tv_lower at
 sigma_low, certified eps(1e-5) vs numerical (and the relative excess), certified TPR(1e-3)
 vs the pair's, `upper s` (the one-sided part of the certify call: numerics, grid, bound),
@@ -32,8 +32,8 @@ from benchmarks.bench_certify import CELLS, TARGET, write_certificate  # noqa: E
 
 def run_cell(i: int, key: str | None, out: str | None) -> dict:
     from certifier.certify import certify
+    from certifier.numerics.tradeoff import epsilon_at_delta, optimal_tpr, pair_density
     from certifier.params import parse_decimal
-    from certifier.tradeoff import epsilon_at_delta, optimal_tpr, pair_density
     M, E, s = CELLS[i]
     t0, c0 = time.perf_counter(), time.process_time()
     res = certify(M, E, parse_decimal("target", TARGET), parse_decimal("sigma", s), two_sided=True)
@@ -70,7 +70,7 @@ def main() -> int:
     if not (a.key and a.out):
         import tempfile
 
-        from certifier.keys import keygen
+        from certifier.certificate.keys import keygen
         tmp = tempfile.TemporaryDirectory()
         keygen(os.path.join(tmp.name, "keys"))
         a.key, a.out = os.path.join(tmp.name, "keys", "private.pem"), os.path.join(tmp.name, "certs")

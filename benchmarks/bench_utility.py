@@ -11,8 +11,8 @@ import argparse
 import statistics
 import time
 
-from certifier.closed_form import closed_form_sigma
-from certifier.exact import exact_sigma
+from certifier.numerics.closed_form import closed_form_sigma
+from certifier.numerics.exact import exact_sigma
 from trainer import algorithm, data, models
 
 CELLS = ((10, 5), (25, 10), (50, 20))

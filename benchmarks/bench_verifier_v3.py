@@ -1,8 +1,8 @@
 """The verifier's replay of method v2 against the certifier's own time, on the same certificate.
 
 For each cell: `certify(..., method="v2", two_sided=True)` issues a certificate; a fresh Python
-process (as `sigmacert-verify` would run) then replays its upper side (verifier/replay_v2.py) and
-its lower side (verifier/lower_v2.py) from claim and method alone.  Times are CPU seconds (the
+process (as `sigmacert-verify` would run) then replays its upper side (verifier/replay/upper_v2.py) and
+its lower side (verifier/replay/lower_v2.py) from claim and method alone.  Times are CPU seconds (the
 machine is shared, so wall clock is noise): `time.perf_counter` is pointed at `time.process_time`
 in both processes before anything runs, so the certifier's recorded `timings` and the seconds of
 its successful lower-side try are CPU seconds too.
@@ -32,9 +32,9 @@ QUICK = ["2,2,0.3,-", "fb:10,2,0.2,-,20", "5,2,0.3,0.967768"]
 REPLAY = """
 import json, sys, time
 time.perf_counter = time.process_time
-from verifier.lower_v2 import replay_lower_v2
-from verifier.replay_v2 import replay_v2
-from verifier.schema_v3 import typed
+from verifier.replay.lower_v2 import replay_lower_v2
+from verifier.replay.upper_v2 import replay_v2
+from verifier.format.v3 import typed
 p = typed(json.load(open(sys.argv[1])))
 up = replay_v2(p["claim"], p["method"])
 out = {"upper": up.seconds["total"], "bound": float(up.bound)}

@@ -27,19 +27,19 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from verifier_fixtures import CLAIM, LOWER_METHOD, METHOD  # noqa: E402
 
-from verifier import schema_v3  # noqa: E402
 from verifier.cost import BASE_MEMORY, MODELS  # noqa: E402
-from verifier.statement import SCHEMA, SCHEMA_V2, _typed  # noqa: E402
+from verifier.format import v3  # noqa: E402
+from verifier.format.statement import SCHEMA, SCHEMA_V2, _typed  # noqa: E402
 
 CHILD = """
 import json, resource, sys, time
 time.perf_counter = time.process_time  # the replay's step timings in CPU seconds
 sys.path[:0] = [{root!r}, {root!r} + "/benchmarks"]
 from bench_verify_cost import typed  # noqa: E402
-from verifier.lower_v2 import replay_lower_v2
-from verifier.replay import replay
-from verifier.replay_v2 import replay_v2
-from verifier.twosided import replay_lower
+from verifier.replay.lower_v2 import replay_lower_v2
+from verifier.replay.upper_v1 import replay
+from verifier.replay.upper_v2 import replay_v2
+from verifier.replay.lower_v1 import replay_lower
 side, claim, method, sigma_low = json.loads(sys.argv[1])
 c, m, s = typed(side, claim, method, sigma_low)
 t0 = time.process_time()
@@ -57,7 +57,7 @@ def typed(side, claim, method, sigma_low):
     """Claim, method (exact rationals) and sigma_low through the schema of their format: v3 when
     the claim names its scheme (method v1 or v2), else v1/v2."""
     if "scheme" in claim:
-        sch = schema_v3.schema({"claim": claim, "method": method} if side == "upper"
+        sch = v3.schema({"claim": claim, "method": method} if side == "upper"
                                else {"claim": claim, "method": {"name": "lemma-c5-rounding", "version": 1},
                                      "lower": {"method": method}})
         ms = sch["method"] if side == "upper" else sch["lower"]["method"]

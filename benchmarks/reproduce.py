@@ -18,10 +18,10 @@ from pathlib import Path
 
 from scipy.stats import norm
 
-from certifier import closed_form as cf
-from certifier.exact import exact_sigma, exact_tv
-from certifier.montecarlo import monte_carlo_tv
-from certifier.tradeoff import epsilon_at_delta, optimal_tpr, pair_density
+from certifier.numerics import closed_form as cf
+from certifier.numerics.exact import exact_sigma, exact_tv
+from certifier.numerics.montecarlo import monte_carlo_tv
+from certifier.numerics.tradeoff import epsilon_at_delta, optimal_tpr, pair_density
 
 CELLS = [(100, 10), (100, 20), (100, 40), (250, 10), (250, 20), (250, 40), (500, 10), (500, 20), (500, 40)]
 TABLE_4 = {  # exact sigma, h, eta, cap, bound, certify seconds (paper)
@@ -93,7 +93,7 @@ def section_table4(r: Report, certify: bool):
     r.table(header, rows)
     if certify:
         r.p("")
-        r.p("Our grids are chosen automatically (certifier.grids), so h, eta and cap differ from the "
+        r.p("Our grids are chosen automatically (certifier.bounds.grids_v1), so h, eta and cap differ from the "
             "paper's hand-set grids; each bound is the upper end of a FLINT ball and is at most 0.1.")
 
 

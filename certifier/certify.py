@@ -1,7 +1,7 @@
 """Orchestration of `sigmacert certify`: exact sigma, method and grid choice, the bounds, the predicate.
 
-The certified statements are only what the rigorous bounds prove (certifier.rounding /
-rounding_ms for the upper bound, certifier.lower / lower_ms for the lower, certifier.privacy for
+The certified statements are only what the rigorous bounds prove (certifier.bounds.upper_v1 /
+upper_v2 for the upper bound, certifier.bounds.lower_v1 / lower_v2 for the lower, certifier.bounds.privacy for
 the rows); the exact-TV numerics only choose grids and are recorded under `numerics`.
 
 Method choice: v1 (uniform lattice, Appendix C.5 as in the paper) where its fixed truncation at
@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 
 from flint import fmpq
 
-from certifier import predicate as pred_
-from certifier.claim import RANDOM_ALLOCATION, Claim
+from certifier.bounds.fixedpoint import round_down_sig
+from certifier.bounds.grids_v1 import budget, choose_grid, choose_lower_grid, truncation_loss
+from certifier.bounds.grids_v2 import choose_v2
+from certifier.certificate import predicate as pred_
+from certifier.certificate.claim import RANDOM_ALLOCATION, Claim
 from certifier.domain import check_cell, check_sigma
 from certifier.errors import CannotCertify, NumericsUnreliable, ParameterError
-from certifier.fixedpoint import round_down_sig
-from certifier.grids import budget, choose_grid, choose_lower_grid, truncation_loss
-from certifier.grids_ms import choose_v2
 from certifier.params import decimal_str, parse_decimal
 from certifier.resolution import round_up, sigma_resolution, step_up
 
@@ -70,8 +70,8 @@ def _say(progress, t_start):
 
 def exact_sigma_for(claim_like: Claim, target: fmpq) -> fmpq:
     """The exact sigma on the res(sigma) grid (certifier.resolution) for the claim's scheme (Theorem 4.1,
-    numerical; certifier.schemes); a search that fails because sigma lies below 0.1 is a domain refusal."""
-    from certifier.schemes import exact_sigma
+    numerical; certifier.numerics.schemes); a search that fails because sigma lies below 0.1 is a domain refusal."""
+    from certifier.numerics.schemes import exact_sigma
     try:
         found = exact_sigma(claim_like.steps, claim_like.epochs, target, scheme=claim_like.scheme,
                             resolution=SEARCH_RESOLUTION)
@@ -86,7 +86,7 @@ def exact_sigma_for(claim_like: Claim, target: fmpq) -> fmpq:
 def _below_floor(M: int, E: int, target: fmpq) -> bool:
     """Whether the pair (M, E) at sigma 0.1 already meets the target (so its exact sigma lies below 0.1)."""
     from certifier.domain import SIGMA_MIN
-    from certifier.exact import exact_tv
+    from certifier.numerics.exact import exact_tv
     try:
         r = exact_tv(M, E, float(SIGMA_MIN), check=False)
     except (NumericsUnreliable, ParameterError, OverflowError):
@@ -97,7 +97,7 @@ def _below_floor(M: int, E: int, target: fmpq) -> bool:
 
 def _numerics(claim: Claim, sigma: fmpq) -> tuple[float | None, float | None]:
     """The exact TV at sigma (FFT route) and its error estimate, or (None, None) if unavailable."""
-    from certifier.exact import exact_tv
+    from certifier.numerics.exact import exact_tv
     M, E = claim.pair()
     try:
         r = exact_tv(M, E, claim.sigma_of_pair(float(sigma)), check=False)
@@ -222,8 +222,8 @@ def tv_lower_str(exact: fmpq, target: fmpq) -> str:
 
 
 def _gaussian_shift(claim: Claim, sigma: fmpq, two_sided: bool, out: Outcome, say) -> Outcome:
-    """M = 1: the pair is a Gaussian shift, certified in closed form (certifier.gaussian_shift)."""
-    from certifier import gaussian_shift as gs
+    """M = 1: the pair is a Gaussian shift, certified in closed form (certifier.bounds.gaussian_shift)."""
+    from certifier.bounds import gaussian_shift as gs
     meth = gs.GaussianShift()
     E = claim.pair()[1]
     t0 = time.perf_counter()
@@ -314,8 +314,8 @@ def _prove(side: Side, max_tries: int, tries: list, say, single: bool = False):
 
 
 def _upper_v1(claim, sigma, tv, tv_err, h, eta, cap, prec, max_tries, out, say, limit=MAX_PREDICTED_SECONDS):
-    """Method v1 (certifier.rounding); returns (BoundResult, Method) or None."""
-    from certifier.rounding import rounding_bound
+    """Method v1 (certifier.bounds.upper_v1); returns (BoundResult, Method) or None."""
+    from certifier.bounds.upper_v1 import rounding_bound
     loss = truncation_loss(claim.steps, claim.epochs, float(sigma))
     if loss > SAFETY[0] * 1e-7:
         raise CannotCertify(f"cannot certify M={claim.steps}, E={claim.epochs} with method v1: its truncation at 8M "
@@ -336,7 +336,7 @@ def _upper_v1(claim, sigma, tv, tv_err, h, eta, cap, prec, max_tries, out, say, 
 
 def _calibrate(M, E, t2, plan, tv, run, measured_loss, out, say, label) -> tuple[float, float]:
     """A run on the grid 8x coarser: (k_scale, eps estimate) — how far the loss model is off at this cell."""
-    from certifier.grids_ms import coarse, eps_estimate, k_scale_from
+    from certifier.bounds.grids_v2 import coarse, eps_estimate, k_scale_from
     cal = coarse(plan, M, E, t2, tv, drop=3)
     t0 = time.perf_counter()
     res = run(cal.method, lambda stage, frac: say(f"calibration ({label}) {stage}", frac))
@@ -356,13 +356,13 @@ def _row_v2(plan, bound_key, value):
 
 
 def _upper_v2(claim, sigma, tv, tv_err, prec, max_tries, out, say, limit=MAX_PREDICTED_SECONDS):
-    """Method v2 (certifier.rounding_ms); returns (BoundResultV2, MethodV2) or None.
+    """Method v2 (certifier.bounds.upper_v2); returns (BoundResultV2, MethodV2) or None.
 
     With the numerical TV known, a calibration run on a grid 8x coarser first measures how far the
     loss model is off at this cell (k_scale) and estimates eps(1e-6) for the privacy rows' range.
     """
-    from certifier.grids_ms import EPS_CEILING, eps_gaussian, eps_tail
-    from certifier.rounding_ms import rounding_bound_v2
+    from certifier.bounds.grids_v2 import EPS_CEILING, eps_gaussian, eps_tail
+    from certifier.bounds.upper_v2 import rounding_bound_v2
     M, E = claim.pair()
     t2 = claim.t2_at(sigma)
     run = lambda m, prog: rounding_bound_v2(M, E, t2, m, progress=prog)
@@ -386,7 +386,7 @@ def _upper_v2(claim, sigma, tv, tv_err, prec, max_tries, out, say, limit=MAX_PRE
 def _privacy(res, meth, out, say):
     """The certified (eps, delta) and TPR rows from the upper bound's masses b; a row that cannot be
     certified is left out with its reason (out.rows_missing), the others are kept."""
-    from certifier.privacy import privacy_rows_partial
+    from certifier.bounds.privacy import privacy_rows_partial
     t1 = time.perf_counter()
     say("privacy rows", 0.0)
     priv, tpr, missing = privacy_rows_partial(res.b, meth.eta, meth.fixed_point_bits, meth.prec)
@@ -431,7 +431,7 @@ def _lower(claim: Claim, sigma: fmpq, meth, use_v1: bool, out: Outcome, say) -> 
             if version == 1:
                 method_json = lm.to_json(claim.steps)
             else:
-                from certifier.lower_ms import METHOD_NAME, METHOD_VERSION
+                from certifier.bounds.lower_v2 import METHOD_NAME, METHOD_VERSION
                 method_json = {**lm.to_json(), "name": METHOD_NAME, "version": METHOD_VERSION}
                 method_json.pop("trim_shift")
             return {"sigma_low": s_str, "method": method_json, "tv_lower": tv_lower_str(L.exact, claim.target),
@@ -441,7 +441,7 @@ def _lower(claim: Claim, sigma: fmpq, meth, use_v1: bool, out: Outcome, say) -> 
 
 
 def _lower_v1(low_claim, s_low, tv_low, err, meth, out, say):
-    from certifier.lower import lower_bound
+    from certifier.bounds.lower_v1 import lower_bound
     M, E = low_claim.pair()
     side = Side("lower", None if tv_low is None else tv_low - err - float(low_claim.target), LOWER_SAFETY, 1e-7,
                 lambda b: choose_lower_grid(M, E, s_low, b, prec=meth.prec),
@@ -455,7 +455,7 @@ def _lower_v1(low_claim, s_low, tv_low, err, meth, out, say):
 
 
 def _lower_v2(low_claim, s_low, tv_low, err, meth, out, say):
-    from certifier.lower_ms import lower_bound_v2
+    from certifier.bounds.lower_v2 import lower_bound_v2
     M, E = low_claim.pair()
     t2 = low_claim.t2_at(s_low)
     run = lambda m, prog: lower_bound_v2(M, E, t2, m, progress=prog)

@@ -1,4 +1,4 @@
-"""Row 14: ``certifier.closed_form`` implements the expressions proved above.
+"""Row 14: ``certifier.numerics.closed_form`` implements the expressions proved above.
 
 This row is numeric by nature: the float functions of the module are compared
 with the sympy expressions of rows 3-5, 12 and 13 evaluated by mpmath at 50
@@ -74,12 +74,12 @@ def _mpf(v):
     return mpmath.mpf(v)  # exact conversion of the float input
 
 
-@check(14, "implementation", "certifier.closed_form computes rows 3-5, 12, 13 (rel. 1e-12)",
+@check(14, "implementation", "certifier.numerics.closed_form computes rows 3-5, 12, 13 (rel. 1e-12)",
        "eqs. (9)-(12); B.2-B.4", method=NUMERIC)
 def implementation(impl=None, n: int = N_POINTS) -> Steps:
-    """Compare each float function of ``impl`` (default certifier.closed_form)."""
+    """Compare each float function of ``impl`` (default certifier.numerics.closed_form)."""
     if impl is None:
-        from certifier import closed_form as impl
+        from certifier.numerics import closed_form as impl
     s = Steps()
     pts = lambda pick: (lambda rng: pick(*_sample(rng)))
     agree = lambda label, f, g, pick: s.mp_agree(label, f, g, pts(pick), n=n, dps=DPS,

@@ -89,7 +89,7 @@ def two_point_rounding(cell=_cell_default, tail0=_tail0_default, tail1=_tail1_de
     (d) Step (ii) re-rounding j -> multiples of g (r = j mod g) and step (iii)
         log-grid rounding keep mass and mean; the B_k shortcut of 4(iii) gives
         the same upper share.
-    (e) The forms the certifier evaluates (certifier/rounding.py step_i): the
+    (e) The forms the certifier evaluates (certifier/bounds/upper_v1.py step_i): the
         tails tail0 = 1 - F0 and tail1 = E[Y 1{Y > y}] = E Y - F1 = 1 - F1 in erfc
         form, cell masses/means as tail differences, grid points in units of h
         (cell(a h, b h, m, mu) = cell(a, b, m, mu/h)), and "up = m - down".

@@ -4,7 +4,7 @@ The pair: P = N(0, I_{M x E}), Q = (1/M) sum_j N(t 1_{bin j}, I_{M x E}), t = 1/
 has one bin j for the whole run and is in all E rounds of it.  Row 15 proves the reduction to the
 one-epoch pair at t' = sqrt(E) t (sufficiency of S_j = sum_e x_{j,e}/sqrt(E)); row 17 the closed form
 sqrt(E) * sigma(M, 1, lambda) and that fixed bins never need less closed-form noise than random
-allocation; row 18 compares certifier.schemes with these expressions numerically.
+allocation; row 18 compares certifier.numerics.schemes with these expressions numerically.
 """
 from __future__ import annotations
 
@@ -116,12 +116,12 @@ def _sample(rng):
             10 ** rng.uniform(math.log10(0.3), 2))
 
 
-@check(18, "fixed_bins_implementation", "certifier.schemes computes rows 16-17 (rel. 1e-12)",
+@check(18, "fixed_bins_implementation", "certifier.numerics.schemes computes rows 16-17 (rel. 1e-12)",
        "docs/integrations.md", method=NUMERIC)
 def fixed_bins_implementation(impl=None, n: int = 200) -> Steps:
-    """certifier.schemes' fixed-bins closed form, chi-square and bound against rows 16-17 at 50 digits."""
+    """certifier.numerics.schemes' fixed-bins closed form, chi-square and bound against rows 16-17 at 50 digits."""
     if impl is None:
-        from certifier import schemes as impl
+        from certifier.numerics import schemes as impl
     from .implementation import ref_c_lambda, ref_U
     s = Steps()
     mp = mpmath.mpf

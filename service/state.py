@@ -59,8 +59,8 @@ class ServiceState:
 
     @classmethod
     def open(cls, config: Config) -> ServiceState:
-        from certifier.envelope import key_id
-        from certifier.keys import load_private, load_public
+        from certifier.certificate.envelope import key_id
+        from certifier.certificate.keys import load_private, load_public
         tokens = Tokens(config.tokens)
         lock = lock_database(config.db)
         try:

@@ -16,7 +16,7 @@ import sqlite3
 import threading
 import time
 
-from certifier.envelope import canonical_json
+from certifier.certificate.envelope import canonical_json
 
 MAX_ATTEMPTS = 5  # a job whose worker died this many times fails instead of looping forever
 ACTIVE = ("queued", "running")

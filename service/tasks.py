@@ -24,8 +24,8 @@ def certify_job(req: dict, progress) -> dict:
     Two-sided, as `sigmacert certify` by default: sigma - 1e-6 is certified to miss the target
     when the numerics say it can (docs/two-sided.md); otherwise the certificate is one-sided. The
     predicate is returned unsigned: whoever started this computation holds the key and signs."""
+    from certifier.certificate.claim import RANDOM_ALLOCATION
     from certifier.certify import certify
-    from certifier.claim import RANDOM_ALLOCATION
     from certifier.errors import SigmacertError
     from certifier.params import parse_sigma, parse_target
     try:
@@ -41,10 +41,10 @@ def certify_job(req: dict, progress) -> dict:
 
 def exact_sigma(payload: dict, progress) -> dict:
     """GET /v1/sigma: the exact sigma of a cell (Theorem 4.1) for its scheme, rounded up to 1e-6."""
-    from certifier.claim import RANDOM_ALLOCATION
+    from certifier.certificate.claim import RANDOM_ALLOCATION
     from certifier.errors import SigmacertError
+    from certifier.numerics.schemes import exact_sigma as search
     from certifier.params import parse_target
-    from certifier.schemes import exact_sigma as search
     t0 = time.perf_counter()
     try:
         s = search(payload["steps"], payload["epochs"], parse_target(payload["target"]),

@@ -7,7 +7,7 @@ from typing import Optional, Union
 from flint import fmpq
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
-from certifier import schemes
+from certifier.numerics import schemes
 from certifier.params import ParameterError, decimal_str, parse_count, parse_decimal
 
 Number = Union[StrictInt, StrictStr]

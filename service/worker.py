@@ -37,7 +37,7 @@ def matches_request(req: dict, outcome: dict) -> str | None:
 
     The computation is our own code, but the key signs only a claim that is the one requested
     and a bound that meets the target, read back from the predicate itself."""
-    from certifier.claim import RANDOM_ALLOCATION
+    from certifier.certificate.claim import RANDOM_ALLOCATION
     from certifier.params import parse_decimal
     pred = outcome.get("predicate")
     if not isinstance(pred, dict) or not isinstance(pred.get("claim"), dict):
@@ -63,8 +63,8 @@ def matches_request(req: dict, outcome: dict) -> str | None:
 class Worker:
     def __init__(self, db: str, key_path: str, owner: str, parent: int, budget: Budget, keyid: str | None = None,
                  scheduler: str | None = None):
-        from certifier.envelope import key_id
-        from certifier.keys import load_private
+        from certifier.certificate.envelope import key_id
+        from certifier.certificate.keys import load_private
         from service.store import Store
         self.store, self.owner, self.parent, self.budget = Store(db), owner, parent, budget
         self.cluster = None
@@ -136,7 +136,7 @@ class Worker:
         return run_on_cluster(self.cluster, req, self.budget, on_progress=on_progress, keep_going=keep_going)
 
     def _sign(self, req: dict, pred: dict) -> str:
-        from certifier.envelope import canonical_json, claim_subject, sign_envelope, statement
+        from certifier.certificate.envelope import canonical_json, claim_subject, sign_envelope, statement
         s = req.get("subject")
         subject = {"name": s["name"], "digest": {"sha256": s["sha256"]}} if s else claim_subject(pred["claim"])
         return canonical_json(sign_envelope(statement(subject, pred), self.key)).decode("utf-8")

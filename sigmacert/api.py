@@ -14,9 +14,9 @@ from decimal import ROUND_CEILING, Decimal
 from types import MappingProxyType
 from typing import Callable, Mapping
 
-from certifier import schemes as _schemes
 from certifier.errors import CannotCertify, KeyFileError, ParameterError
-from certifier.exact import ExactTV
+from certifier.numerics import schemes as _schemes
+from certifier.numerics.exact import ExactTV
 from certifier.params import as_decimal_text, parse_count, parse_epochs, parse_sigma, parse_steps, parse_target
 
 DEFAULT_SCHEME = _schemes.DEFAULT_SCHEME  # "random-allocation" (Algorithm 1); or "fixed-bins"
@@ -108,7 +108,7 @@ class Certificate:
 def _private_key(key):
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from certifier.keys import load_private
+    from certifier.certificate.keys import load_private
     if isinstance(key, Ed25519PrivateKey):
         return key
     if isinstance(key, (str, os.PathLike)):
@@ -142,7 +142,14 @@ def certify(steps, epochs, target, sigma=None, *, key=None, two_sided: bool = Tr
                             f"{res.target} at sigma {res.sigma} (M={m}, E={e}, {scheme})")
     envelope = keyid = None
     if priv is not None:
-        from certifier.envelope import canonical_json, claim_subject, file_subject, key_id, sign_envelope, statement
+        from certifier.certificate.envelope import (
+            canonical_json,
+            claim_subject,
+            file_subject,
+            key_id,
+            sign_envelope,
+            statement,
+        )
         if subject is None:
             subj = claim_subject(res.predicate["claim"])
         elif isinstance(subject, bytes):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from certifier.schemes import FIXED_BINS
+from certifier.numerics.schemes import FIXED_BINS
 from sigmacert import api
 from trainer.certificates import CertificateRefused, verified_run
 from trainer.jax_glue import StrategyRun, strategy_run

@@ -10,7 +10,7 @@
 
 `RandomAllocationBatchSampler` is the sampler alone, for a training loop of your own.
 """
-from certifier.schemes import FIXED_BINS, RANDOM_ALLOCATION
+from certifier.numerics.schemes import FIXED_BINS, RANDOM_ALLOCATION
 from trainer.certificates import CertificateRefused, CertifiedRun, verified_run
 from trainer.opacus_glue import CertificateAccountant, CertifiedDataLoader, NoOpacusEpsilon, make_private
 from trainer.torch_sampler import RandomAllocationBatchSampler, RunExhausted

@@ -183,8 +183,8 @@ def resign(envelope: bytes, private_key: str, mutate) -> bytes:
     import base64
     import json
 
-    from certifier.envelope import canonical_json, sign_envelope, statement
-    from certifier.keys import load_private
+    from certifier.certificate.envelope import canonical_json, sign_envelope, statement
+    from certifier.certificate.keys import load_private
     stmt = json.loads(base64.b64decode(json.loads(envelope)["payload"]))
     mutate(stmt["predicate"])
     subject = stmt["subject"][0]

@@ -8,8 +8,8 @@ from fractions import Fraction
 import pytest
 
 import sigmacert
-from certifier import closed_form as cf
-from certifier.keys import keygen
+from certifier.certificate.keys import keygen
+from certifier.numerics import closed_form as cf
 
 
 @pytest.mark.parametrize("target", ["0.1", 0.1, Decimal("0.1"), Fraction(1, 10)])

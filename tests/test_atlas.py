@@ -23,11 +23,11 @@ from decimal import Decimal
 import pytest
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 
-from certifier.claim import FIXED_BINS
-from certifier.claim import RANDOM_ALLOCATION as DEFAULT_SCHEME
-from certifier.envelope import load_envelope, verify_envelope
+from certifier.certificate.claim import FIXED_BINS
+from certifier.certificate.claim import RANDOM_ALLOCATION as DEFAULT_SCHEME
+from certifier.certificate.envelope import load_envelope, verify_envelope
+from certifier.certificate.keys import keygen, load_private, load_public
 from certifier.errors import ParameterError
-from certifier.keys import keygen, load_private, load_public
 from sigmacert.atlas.cells import Cell, claim_scheme, grid_cells
 from sigmacert.atlas.heatmap import render
 from sigmacert.atlas.index import certified_entry, failed_entry, pending_entry, summary

@@ -33,8 +33,8 @@ def test_table2_row_sigma_1561_300_trials():
     assert abs(r.optimal - 0.6242) < 1e-4
     assert 0.005 < r.se < 0.02
     assert abs(r.measured - r.optimal) <= 3 * r.se
-    from certifier.closed_form import tv_bound
-    from certifier.exact import exact_tv
+    from certifier.numerics.closed_form import tv_bound
+    from certifier.numerics.exact import exact_tv
     pair = 0.5 + 0.5 * float(exact_tv(128, 125, 1.561).tv)
     bound = 0.5 + 0.5 * tv_bound(128, 125, 1.561)
     assert abs(pair - 0.6374) < 1e-4 and abs(bound - 0.70) < 1e-3

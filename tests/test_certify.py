@@ -10,9 +10,9 @@ import pytest
 from flint import arb
 from scipy.special import erf
 
-from certifier.envelope import load_envelope, verify_envelope
-from certifier.exact import exact_tv
-from certifier.keys import keygen, load_public
+from certifier.certificate.envelope import load_envelope, verify_envelope
+from certifier.certificate.keys import keygen, load_public
+from certifier.numerics.exact import exact_tv
 from sigmacert.cli import main
 
 

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from certifier import closed_form as cf
+from certifier.numerics import closed_form as cf
 
 
 @given(st.integers(1, 10**6), st.integers(1, 10**4), st.floats(0.3, 50.0))

@@ -1,4 +1,4 @@
-"""DSSE envelope, in-toto Statement, canonical JSON and Ed25519 keys (certifier/envelope.py, keys.py)."""
+"""DSSE envelope, in-toto Statement, canonical JSON and Ed25519 keys (certifier/certificate/envelope.py, keys.py)."""
 from __future__ import annotations
 
 import base64
@@ -10,7 +10,7 @@ import stat
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from certifier.envelope import (
+from certifier.certificate.envelope import (
     PAYLOAD_TYPE,
     EnvelopeError,
     canonical_json,
@@ -24,7 +24,7 @@ from certifier.envelope import (
     statement,
     verify_envelope,
 )
-from certifier.keys import KeyFileError, keygen, load_private, load_public
+from certifier.certificate.keys import KeyFileError, keygen, load_private, load_public
 from sigmacert.cli import main
 
 

@@ -13,10 +13,10 @@ from scipy import integrate
 from scipy.special import ndtr
 from scipy.stats import norm
 
-from certifier import closed_form as cf
 from certifier.errors import NumericsUnreliable, ParameterError
-from certifier.exact import MAX_ERROR, exact_sigma, exact_tv, tv_m1
-from certifier.montecarlo import monte_carlo_tv
+from certifier.numerics import closed_form as cf
+from certifier.numerics.exact import MAX_ERROR, exact_sigma, exact_tv, tv_m1
+from certifier.numerics.montecarlo import monte_carlo_tv
 
 TABLE_4 = {(100, 10): "1.426215", (100, 20): "1.907073", (100, 40): "2.610518",
            (250, 10): "1.024495", (250, 20): "1.309428", (250, 40): "1.732809",
@@ -74,10 +74,10 @@ def test_heavy_tails_agree_with_monte_carlo(steps, epochs, sigma, seed):
 @pytest.mark.parametrize("steps,epochs,sigma", [(2, 1, "0.7"), (10, 2, "0.7"), (5, 5, "0.6")])
 def test_heavy_tails_inside_certified_v2_brackets(steps, epochs, sigma):
     """Method v2 (moves instead of deletions) brackets the TV rigorously where v1 cannot."""
-    from certifier.grids_ms import choose_v2
-    from certifier.lower_ms import lower_bound_v2
+    from certifier.bounds.grids_v2 import choose_v2
+    from certifier.bounds.lower_v2 import lower_bound_v2
+    from certifier.bounds.upper_v2 import rounding_bound_v2
     from certifier.params import parse_decimal
-    from certifier.rounding_ms import rounding_bound_v2
     s = parse_decimal("sigma", sigma)
     t2 = 1 / (s * s)
     r = exact_tv(steps, epochs, float(s))
@@ -130,8 +130,8 @@ def test_exact_sigma_at_m1_solves_the_closed_form():
 
 def test_small_sigma_is_one_within_a_proven_gap():
     """1 - TV <= (sqrt(M) e^{-1/(8 sigma^2)})^E: TV = 1 is returned once that is below 1e-17."""
-    from certifier.exact import one_minus_tv_bound
-    from certifier.tv_laplace import tv_laplace
+    from certifier.numerics.exact import one_minus_tv_bound
+    from certifier.numerics.tv_laplace import tv_laplace
     near = exact_tv(10, 2, 0.06)  # the bound is 7e-30 here
     assert near.tv == 1.0 and 0 < near.error < 1e-17
     for steps, epochs, sigma in [(3, 1, 0.1), (100, 2, 0.2), (10, 1, 0.5)]:

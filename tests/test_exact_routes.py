@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from certifier.laplace_moments import SECOND, moment_line
-from certifier.log_convolution import gaussian, log_sum, mean_density, moments, tv_logconv
-from certifier.series import exp_minus_one_plus, log1p_minus
-from certifier.tv_laplace import DU, formula14, tv_laplace, tv_laplace_second
-from certifier.tv_vfft import tv_vfft
+from certifier.numerics.laplace_moments import SECOND, moment_line
+from certifier.numerics.log_convolution import gaussian, log_sum, mean_density, moments, tv_logconv
+from certifier.numerics.series import exp_minus_one_plus, log1p_minus
+from certifier.numerics.tv_laplace import DU, formula14, tv_laplace, tv_laplace_second
+from certifier.numerics.tv_vfft import tv_vfft
 
 
 def test_series_keep_relative_accuracy():
@@ -51,7 +51,7 @@ def test_laplace_gap_against_mpmath(steps, sigma, kappa):
     e^{-w} underflows while psi_L does not, against a 25-digit contour quadrature."""
     import mpmath as mp
 
-    from certifier.laplace_moments import FIRST, _contour, laplace_gap, ray_grid
+    from certifier.numerics.laplace_moments import FIRST, _contour, laplace_gap, ray_grid
     mp.mp.dps = 25
     t = 1.0 / sigma
     delta = kappa / 18.7

@@ -9,8 +9,8 @@ from jax_privacy.batch_selection import BallsInBinsSampling, CyclicPoissonSampli
 
 import sigmacert
 import sigmacert.jax as sj
-from certifier import exact
-from certifier.keys import keygen
+from certifier.certificate.keys import keygen
+from certifier.numerics import exact
 
 
 def test_reads_the_real_strategy():

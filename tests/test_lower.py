@@ -1,4 +1,4 @@
-"""The data-processing lower bound (certifier/lower.py) and the two-sided certify path."""
+"""The data-processing lower bound (certifier/bounds/lower_v1.py) and the two-sided certify path."""
 from __future__ import annotations
 
 import math
@@ -7,14 +7,14 @@ import pytest
 from flint import fmpq, fmpz_poly
 from scipy.special import erf
 
+from certifier.bounds.fixedpoint import Poly, round_down_sig
+from certifier.bounds.fixedpoint import coarsen_floor as floor_coarsen
+from certifier.bounds.grids_v1 import choose_grid, choose_lower_grid
+from certifier.bounds.lower_v1 import LowerMethod, _mix, lower_bound, step_a, step_b
+from certifier.bounds.upper_v1 import rounding_bound
 from certifier.certify import certify
-from certifier.exact import exact_tv
-from certifier.fixedpoint import Poly, round_down_sig
-from certifier.fixedpoint import coarsen_floor as floor_coarsen
-from certifier.grids import choose_grid, choose_lower_grid
-from certifier.lower import LowerMethod, _mix, lower_bound, step_a, step_b
+from certifier.numerics.exact import exact_tv
 from certifier.params import parse_decimal
-from certifier.rounding import rounding_bound
 
 Q = lambda s: parse_decimal("x", s)  # noqa: E731
 

@@ -11,13 +11,13 @@ from scipy import integrate
 from scipy.special import erf, ndtr
 
 import certifier.certify as certify_mod
+from certifier.bounds.grids_v2 import choose_v2
+from certifier.bounds.lower_v2 import lower_bound_v2
+from certifier.bounds.upper_v2 import MethodV2, rounding_bound_v2
+from certifier.certificate.claim import FIXED_BINS, Claim
 from certifier.certify import certify
-from certifier.claim import FIXED_BINS, Claim
 from certifier.errors import CannotCertify, ParameterError
-from certifier.grids_ms import choose_v2
-from certifier.lower_ms import lower_bound_v2
 from certifier.params import parse_decimal
-from certifier.rounding_ms import MethodV2, rounding_bound_v2
 
 Q = lambda s: parse_decimal("x", s)
 
@@ -100,7 +100,7 @@ def test_fixed_bins_claim_reduces_to_one_epoch_at_sigma_over_sqrt_e():
 
 
 def test_certify_fixed_bins_is_v3_and_bounds_the_one_epoch_pair():
-    from certifier.exact import exact_tv
+    from certifier.numerics.exact import exact_tv
     out = certify(10, 4, Q("0.3"), Q("2"), scheme=FIXED_BINS, iterations=40)
     assert out.success and out.method == "lemma-c5-rounding v2"
     p = out.predicate

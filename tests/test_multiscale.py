@@ -7,8 +7,8 @@ from fractions import Fraction
 import pytest
 from flint import fmpz_poly
 
-from certifier.fixedpoint import Ledger, Poly
-from certifier.multiscale import FLOOR, ROUND, Lattice, ms_mass, oplus, trim_ms
+from certifier.bounds.fixedpoint import Ledger, Poly
+from certifier.bounds.lattice import FLOOR, ROUND, Lattice, ms_mass, oplus, trim_ms
 
 F = 40
 

@@ -13,7 +13,7 @@ import torch
 from torch.utils.data import TensorDataset
 
 import sigmacert
-from certifier.keys import keygen
+from certifier.certificate.keys import keygen
 from sigmacert.torch import (
     CertificateRefused,
     NoOpacusEpsilon,

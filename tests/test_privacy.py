@@ -1,4 +1,4 @@
-"""Certified hockey-stick divergences, eps(delta) and TPR at FPR from the b_k (certifier/privacy.py)."""
+"""Certified hockey-stick divergences, eps(delta) and TPR at FPR from the b_k (certifier/bounds/privacy.py)."""
 from __future__ import annotations
 
 import math
@@ -8,11 +8,11 @@ from flint import arb
 from scipy.optimize import brentq
 from scipy.stats import norm
 
-from certifier.grids import choose_grid
+from certifier.bounds.grids_v1 import choose_grid
+from certifier.bounds.privacy import ALPHAS, DELTAS, Masses, privacy_rows
+from certifier.bounds.upper_v1 import rounding_bound
+from certifier.numerics.tradeoff import epsilon_at_delta, optimal_tpr, pair_density
 from certifier.params import parse_decimal
-from certifier.privacy import ALPHAS, DELTAS, Masses, privacy_rows
-from certifier.rounding import rounding_bound
-from certifier.tradeoff import epsilon_at_delta, optimal_tpr, pair_density
 
 Q = lambda s: parse_decimal("x", s)  # noqa: E731
 
@@ -63,7 +63,7 @@ def test_balls_are_upper_bounds_that_decrease_in_eps():
     r, plan, _ = _rows(10, 5, "2.889659")
     ms = Masses(r.b, plan.method.eta, plan.method.fixed_point_bits)
     d = pair_density(10, 5, 2.889659)
-    from certifier.tradeoff import hockey_stick
+    from certifier.numerics.tradeoff import hockey_stick
     prev = (2.0, 2.0)
     for e in ("0", "0.25", "0.5", "1", "1.5"):
         a, b = ms.dqp_ball(Q(e)), ms.dpq_ball(Q(e))

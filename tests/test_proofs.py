@@ -9,8 +9,8 @@ import pytest
 import sympy as sp
 
 import proofs
-from certifier import closed_form as cf
-from certifier import schemes
+from certifier.numerics import closed_form as cf
+from certifier.numerics import schemes
 from proofs import REGISTRY, run_all, run_check
 from proofs.__main__ import main
 from proofs._core import Phi, Steps, is_zero, nonneg
@@ -19,7 +19,7 @@ I = sp.I
 
 
 def _schemes_impl(**changed):
-    """A copy of certifier.schemes with some functions replaced."""
+    """A copy of certifier.numerics.schemes with some functions replaced."""
     ns = types.SimpleNamespace(**{k: getattr(schemes, k) for k in dir(schemes) if not k.startswith("__")})
     for k, v in changed.items():
         setattr(ns, k, v)
@@ -27,7 +27,7 @@ def _schemes_impl(**changed):
 
 
 def _impl(**changed):
-    """A copy of certifier.closed_form with some functions replaced."""
+    """A copy of certifier.numerics.closed_form with some functions replaced."""
     ns = types.SimpleNamespace(**{k: getattr(cf, k) for k in dir(cf) if not k.startswith("__")})
     for k, v in changed.items():
         setattr(ns, k, v)

@@ -23,9 +23,9 @@ import verifier_fixtures as vf
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 import verifier
-from certifier import closed_form as cf
 from certifier.errors import NumericsUnreliable, ParameterError
-from certifier.exact import exact_tv, tv_m1
+from certifier.numerics import closed_form as cf
+from certifier.numerics.exact import exact_tv, tv_m1
 from sigmacert.cli import main
 from sigmacert.report import curves, gaussian_pair_of, render
 from sigmacert.report.facts import Facts

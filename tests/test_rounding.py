@@ -1,4 +1,4 @@
-"""The Lemma C.5 bound (certifier/rounding.py) and the grid model (certifier/grids.py)."""
+"""The Lemma C.5 bound (certifier/bounds/upper_v1.py) and the grid model (certifier/bounds/grids_v1.py)."""
 from __future__ import annotations
 
 import math
@@ -7,12 +7,12 @@ import pytest
 from flint import arb, ctx, fmpq, fmpz_poly
 from scipy.special import erf
 
-from certifier.exact import exact_tv
-from certifier.fixedpoint import Ledger, Poly, round_up_sig
-from certifier.fixedpoint import coarsen_two_point as _coarsen
-from certifier.grids import Model, choose_grid, lattice_for, lattice_variance
+from certifier.bounds.fixedpoint import Ledger, Poly, round_up_sig
+from certifier.bounds.fixedpoint import coarsen_two_point as _coarsen
+from certifier.bounds.grids_v1 import Model, choose_grid, lattice_for, lattice_variance
+from certifier.bounds.upper_v1 import Method, make_method, rounding_bound, step_i, step_iii
+from certifier.numerics.exact import exact_tv
 from certifier.params import ParameterError, parse_decimal
-from certifier.rounding import Method, make_method, rounding_bound, step_i, step_iii
 
 Q = lambda s: parse_decimal("x", s)  # noqa: E731
 

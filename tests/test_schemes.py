@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from flint import fmpq
 
-from certifier import closed_form as cf
-from certifier import exact, schemes
 from certifier.errors import ParameterError
+from certifier.numerics import closed_form as cf
+from certifier.numerics import exact, schemes
 
 
 def monte_carlo_tv(rounds: list[int], sigma: float, n: int, seed: int) -> tuple[float, float]:

@@ -10,8 +10,8 @@ from decimal import Decimal
 import pytest
 
 import sigmacert
-from certifier import closed_form as cf
-from certifier import exact, schemes
+from certifier.numerics import closed_form as cf
+from certifier.numerics import exact, schemes
 
 RES = Decimal("0.000001")
 

@@ -16,8 +16,8 @@ from torch.utils.data import TensorDataset
 
 import sigmacert
 import sigmacert.jax as sj
-from certifier import schemes
-from certifier.keys import keygen
+from certifier.certificate.keys import keygen
+from certifier.numerics import schemes
 from sigmacert.torch import CertificateRefused, make_private
 from trainer.certificates import claim_scheme
 

@@ -113,8 +113,8 @@ def test_detail_view_shows_live_progress_then_the_report_with_its_plots(setup):
     auth = {"Authorization": f"Bearer {token}"}
     # the form takes the scheme: fixed bins, M=4 bins, T=7 iterations (E = 2), whose exact sigma is not
     # the random-allocation one of (4, 2)
+    from certifier.numerics.schemes import exact_sigma
     from certifier.params import parse_target
-    from certifier.schemes import exact_sigma
     fixed, random = (exact_sigma(4, 2, parse_target("0.3"), s) for s in ("fixed-bins", "random-allocation"))
     assert fixed != random
     driver.get(srv.url + "/")

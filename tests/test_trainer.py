@@ -237,8 +237,8 @@ def test_train_on_digits_writes_release(cert, tmp_path):
     theta = np.load(out / "model.npy")
     assert theta.shape == (64 * 10 + 10,)
     # signed manifest: DSSE over an in-toto Statement whose subject is the model file
-    from certifier.envelope import load_envelope, verify_envelope
-    from certifier.keys import load_public
+    from certifier.certificate.envelope import load_envelope, verify_envelope
+    from certifier.certificate.keys import load_public
     env = load_envelope((out / "release.dsse.json").read_bytes())
     stmt = verify_envelope(env, load_public(str(cert / "keys" / "public.pem")))
     assert stmt["subject"] == [{"name": "model.npy", "digest": {"sha256": _sha(out / "model.npy")}}]

@@ -33,9 +33,9 @@ from verifier_fixtures import (  # noqa: E402
 )
 
 from verifier import verify_bytes, verify_file  # noqa: E402
-from verifier.replay import replay  # noqa: E402
-from verifier.statement import SCHEMA, _typed  # noqa: E402
-from verifier.strict import working_prec  # noqa: E402
+from verifier.format.statement import SCHEMA, _typed  # noqa: E402
+from verifier.format.strict import working_prec  # noqa: E402
+from verifier.replay.upper_v1 import replay  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -515,8 +515,8 @@ def test_committed_table4_certificates_verify(cell):
 
 # ============================================== format v2 (docs/two-sided.md) ==
 from verifier.core import _upper, round_up  # noqa: E402
-from verifier.statement import SCHEMA_V2  # noqa: E402
-from verifier.twosided import deltas, replay_lower  # noqa: E402
+from verifier.format.statement import SCHEMA_V2  # noqa: E402
+from verifier.replay.lower_v1 import deltas, replay_lower  # noqa: E402
 
 
 def lower_literal(M, E, sigma, h, cap, eta, bmin, bmax):

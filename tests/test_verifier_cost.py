@@ -19,9 +19,9 @@ from verifier_fixtures import CLAIM, METHOD, predicate, public_pem, sign_stateme
 import verifier  # noqa: E402
 from verifier.cli import size  # noqa: E402
 from verifier.cost import GiB, predict, upper  # noqa: E402
-from verifier.replay import replay  # noqa: E402
-from verifier.statement import SCHEMA, parse_statement  # noqa: E402
-from verifier.statement import _typed as typed  # noqa: E402
+from verifier.format.statement import SCHEMA, parse_statement  # noqa: E402
+from verifier.format.statement import _typed as typed  # noqa: E402
+from verifier.replay.upper_v1 import replay  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = Ed25519PrivateKey.generate()

@@ -20,7 +20,7 @@ from verifier_fixtures import smallest_step  # noqa: E402
 from verifier_v3_fixtures import dec, sign_v3  # noqa: E402
 
 from verifier import verify_bytes, verify_file  # noqa: E402
-from verifier.statement import STATEMENT  # noqa: E402
+from verifier.format.statement import STATEMENT  # noqa: E402
 
 METHOD = {"name": "gaussian-shift", "version": 1, "prec": 128}
 GRID_DIGITS = 4  # epsilon_grid = 10^-4

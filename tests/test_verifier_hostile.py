@@ -27,8 +27,8 @@ from verifier_fixtures import (  # noqa: E402
 
 from verifier import Result, verify_bytes, verify_file  # noqa: E402
 from verifier.cli import run_capped  # noqa: E402
-from verifier.replay import replay  # noqa: E402
-from verifier.statement import SCHEMA, _typed  # noqa: E402
+from verifier.format.statement import SCHEMA, _typed  # noqa: E402
+from verifier.replay.upper_v1 import replay  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = Ed25519PrivateKey.generate()
@@ -201,7 +201,7 @@ def test_lower_replay_with_everything_floored_away():
     lower bound is then about -1, not a crash."""
     from verifier_fixtures import LOWER_METHOD
 
-    from verifier.statement import SCHEMA_V2
-    from verifier.twosided import replay_lower
+    from verifier.format.statement import SCHEMA_V2
+    from verifier.replay.lower_v1 import replay_lower
     lm = _typed(dict(LOWER_METHOD, fixed_point_bits=8), SCHEMA_V2["lower"]["method"], "lm")
     assert replay_lower(12, 3, fmpq(29, 20), lm).bound < fmpq(-99, 100)

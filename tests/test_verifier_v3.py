@@ -26,10 +26,10 @@ from verifier_v3_fixtures import (  # noqa: E402
 )
 
 from verifier import verify_bytes, verify_file  # noqa: E402
-from verifier.lower_v2 import replay_lower_v2  # noqa: E402
-from verifier.multiscale import Lattice, Tally  # noqa: E402
-from verifier.replay_v2 import epoch, replay_v2  # noqa: E402
-from verifier.strict import working_prec  # noqa: E402
+from verifier.format.strict import working_prec  # noqa: E402
+from verifier.replay.lattice import Lattice, Tally  # noqa: E402
+from verifier.replay.lower_v2 import replay_lower_v2  # noqa: E402
+from verifier.replay.upper_v2 import epoch, replay_v2  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "v3"
 q = lambda s: fmpq(Fr(s).numerator, Fr(s).denominator)

@@ -12,10 +12,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from flint import arb, fmpq
 
 from verifier.core import round_up
-from verifier.envelope import PAYLOAD_TYPE, keyid, pae
-from verifier.replay import replay
-from verifier.statement import SCHEMA, SCHEMA_V2, STATEMENT, _typed
-from verifier.strict import working_prec
+from verifier.format.envelope import PAYLOAD_TYPE, keyid, pae
+from verifier.format.statement import SCHEMA, SCHEMA_V2, STATEMENT, _typed
+from verifier.format.strict import working_prec
+from verifier.replay.upper_v1 import replay
 
 CLAIM = {"mechanism": "dp-sgd/random-allocation", "adjacency": "zero-out", "steps": 12,
          "epochs": 3, "sigma": "1.5", "target": "0.15", "statement": STATEMENT}
@@ -109,7 +109,7 @@ def predicate_v2(claim=CLAIM, method=METHOD_V2, sigma_low="1.45", lower_method=L
     """A v2 predicate built from the spec: the v1 predicate plus `lower` (§1), `privacy`
     (smallest epsilon on the grid, §2) and `tpr` (best epsilon on a coarse scan, §3)."""
     from verifier.core import _upper
-    from verifier.twosided import deltas, replay_lower
+    from verifier.replay.lower_v1 import deltas, replay_lower
     pred = predicate(claim, method)
     typed = _typed({"claim": claim, "method": method}, {k: SCHEMA[k] for k in ("claim", "method")}, "p")
     lm = _typed(lower_method, SCHEMA_V2["lower"]["method"], "lm")

@@ -11,13 +11,13 @@ from flint import arb, fmpq
 from verifier_fixtures import envelope, smallest_step
 
 from verifier.core import _upper, round_up
-from verifier.lower_v2 import replay_lower_v2
-from verifier.replay_v2 import replay_v2
-from verifier.schema_v3 import CLAIM, CLAIM_FIXED_BINS, LOWER_METHOD_V2, STATEMENT_FB
-from verifier.schema_v3 import METHOD_V2 as METHOD_SCHEMA
-from verifier.statement import STATEMENT, _typed
-from verifier.strict import working_prec
-from verifier.twosided import deltas
+from verifier.format.statement import STATEMENT, _typed
+from verifier.format.strict import working_prec
+from verifier.format.v3 import CLAIM, CLAIM_FIXED_BINS, LOWER_METHOD_V2, STATEMENT_FB
+from verifier.format.v3 import METHOD_V2 as METHOD_SCHEMA
+from verifier.replay.lower_v1 import deltas
+from verifier.replay.lower_v2 import replay_lower_v2
+from verifier.replay.upper_v2 import replay_v2
 
 CLAIM_RA = {"mechanism": "dp-sgd/random-allocation", "scheme": "random-allocation", "adjacency": "zero-out",
             "steps": 6, "epochs": 2, "sigma": "1.2", "target": "0.2", "statement": STATEMENT}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from flint import arb, arb_poly, fmpq
 
-from verifier.strict import working_prec
+from verifier.format.strict import working_prec
 
 
 def _add(d, k, w):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from certifier.errors import ParameterError, SigmacertError
-from certifier.schemes import FIXED_BINS, RANDOM_ALLOCATION, SCHEMES
+from certifier.numerics.schemes import FIXED_BINS, RANDOM_ALLOCATION, SCHEMES
 
 MECHANISMS = {"dp-sgd/random-allocation": RANDOM_ALLOCATION, "dp-sgd/fixed-bins": FIXED_BINS}
 DESCRIPTION = {RANDOM_ALLOCATION: "random allocation (Algorithm 1: a fresh allocation every epoch)",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from certifier.errors import ParameterError
-from certifier.schemes import FIXED_BINS, epochs_for_iterations
+from certifier.numerics.schemes import FIXED_BINS, epochs_for_iterations
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from torch.utils.data import DataLoader
 from torch.utils.data._utils.collate import default_collate
 
 from certifier.errors import ParameterError, SigmacertError
-from certifier.schemes import RANDOM_ALLOCATION
+from certifier.numerics.schemes import RANDOM_ALLOCATION
 from trainer.certificates import CertifiedRun, verified_run
 from trainer.torch_sampler import RandomAllocationBatchSampler, RunExhausted
 

@@ -2,7 +2,7 @@
 
 The certificate is checked with the independent `verifier` package first; sigma, M and E come from
 its claim and nowhere else.  With a signing key the manifest is also written as an in-toto
-Statement in a DSSE envelope (certifier.envelope) whose subject is the model file.
+Statement in a DSSE envelope (certifier.certificate.envelope) whose subject is the model file.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def sha256_bytes(data: bytes) -> str:
 def verified_claim(cert_path: str, public_key_path: str) -> dict:
     """Verify the certificate (random allocation, Algorithm 1); its claim, or ReleaseError (exit 1)."""
     from certifier.errors import ParameterError
-    from certifier.schemes import RANDOM_ALLOCATION
+    from certifier.numerics.schemes import RANDOM_ALLOCATION
     from trainer.certificates import CertificateRefused, verified_run
     try:
         run = verified_run(cert_path, public_key_path, scheme=RANDOM_ALLOCATION)
@@ -82,7 +82,7 @@ def train_release(*, certificate: str, public_key: str, dataset: str, outdir: st
         raise ReleaseError("clip norm C must be a positive number", 2)
     signer = None
     if sign_key is not None:
-        from certifier.keys import load_private
+        from certifier.certificate.keys import load_private
         signer = load_private(sign_key)   # fail before training, not after
     if model_name == "gn-cnn":
         try:
@@ -136,7 +136,7 @@ def write_release(outdir: str, *, theta, cert_bytes: bytes, claim: dict, model: 
     _write(os.path.join(outdir, MANIFEST_FILE),
            (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode("utf-8"))
     if signer is not None:
-        from certifier.envelope import STATEMENT_TYPE, file_subject, sign_envelope
+        from certifier.certificate.envelope import STATEMENT_TYPE, file_subject, sign_envelope
         stmt = {"_type": STATEMENT_TYPE, "subject": [file_subject(MODEL_FILE, model_bytes)],
                 "predicateType": RELEASE_PREDICATE_TYPE, "predicate": manifest}
         env = sign_envelope(stmt, signer)

@@ -6,8 +6,8 @@
 """
 from .core import Result, read_limited, subject_digest, verify_bytes, verify_file
 from .cost import DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS
-from .envelope import keyid, load_public_key
-from .strict import Reject
+from .format.envelope import keyid, load_public_key
+from .format.strict import Reject
 
 __all__ = ["DEFAULT_MAX_MEMORY", "DEFAULT_MAX_SECONDS", "Result", "Reject", "read_limited", "subject_digest",
            "verify_bytes", "verify_file", "keyid", "load_public_key"]

@@ -9,16 +9,16 @@ from dataclasses import dataclass, field
 
 from flint import arb, fmpq
 
-from . import gaussian_shift as gs
 from .cost import DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS, check_budget, predict
-from .envelope import MAX_BYTES, load_public_key, open_envelope
-from .lower_v2 import replay_lower_v2, slack_lower
-from .replay import _dyadic, replay
-from .replay_v2 import LOOSE, replay_v2
-from .replay_v2 import slack as slack_v2
-from .statement import parse_statement
-from .strict import Reject, decimal, working_prec
-from .twosided import deltas, replay_lower
+from .format.envelope import MAX_BYTES, load_public_key, open_envelope
+from .format.statement import parse_statement
+from .format.strict import Reject, decimal, working_prec
+from .replay import gaussian_shift as gs
+from .replay.lower_v1 import deltas, replay_lower
+from .replay.lower_v2 import replay_lower_v2, slack_lower
+from .replay.upper_v1 import _dyadic, replay
+from .replay.upper_v2 import LOOSE, replay_v2
+from .replay.upper_v2 import slack as slack_v2
 
 
 @dataclass

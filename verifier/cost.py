@@ -20,7 +20,7 @@ from statistics import NormalDist
 
 from flint import fmpq
 
-from .strict import Reject
+from .format.strict import Reject
 
 GiB = 1 << 30
 DEFAULT_MAX_MEMORY = 8 * GiB  # predicted peak bytes (a real replay of 4 GB is predicted at 4.1-7.6 GB)
@@ -196,7 +196,7 @@ def _epoch(n0: float, M: int, sched: list, K, span, bits: float, sides: int):
 
 
 def upper(claim: dict, m: dict) -> Cost:
-    """Method `lemma-c5-rounding` v1 (replay.py)."""
+    """Method `lemma-c5-rounding` v1 (replay/upper_v1.py)."""
     M, E, prec, F = claim["steps"], claim["epochs"], m["prec"], m["fixed_point_bits"] + 4
     h, T, eta = m["h"], m["truncation"], m["eta"]
     K = lambda g: _f((T / (h * g)).floor())
@@ -223,7 +223,7 @@ def upper(claim: dict, m: dict) -> Cost:
 
 
 def lower(claim: dict, lo: dict) -> Cost:
-    """Method `data-processing-lower` v1 (twosided.py)."""
+    """Method `data-processing-lower` v1 (replay/lower_v1.py)."""
     M, E, m = claim["steps"], claim["epochs"], lo["method"]
     prec, F, h = m["prec"], m["fixed_point_bits"] + 4, m["h"]
     K = lambda g: _f((8 * M / (h * g)).floor())
@@ -279,7 +279,7 @@ def _log_grid(sp, claim: dict, m: dict, L: float):
 
 
 def upper_v2(claim: dict, m: dict) -> Cost:
-    """Method `lemma-c5-rounding` v2 (replay_v2.py): (i)-(ii) on the lattice, (iii) to the log
+    """Method `lemma-c5-rounding` v2 (replay/upper_v2.py): (i)-(ii) on the lattice, (iii) to the log
     grid (one Python pass over the occupied lattice points and cells; cell edges are integers of
     about 1.44 j eta + prec bits), (iv) the E-fold power."""
     cost, L, E, sp = _lattice(claim, m, 1, claim["sigma"], lump=False)

@@ -17,7 +17,7 @@ async def sigma(steps: str, target: str, epochs: str | None = None, scheme: str 
     bounds = state.config.limits
     shape, t = shape_of(steps, epochs, scheme, iterations, bounds), target_of(target, bounds)
     m, e, sch = shape["steps"], shape["epochs"], shape["scheme"]
-    from certifier.schemes import closed_form_sigma
+    from certifier.numerics.schemes import closed_form_sigma
     try:
         closed = closed_form_sigma(m, e, float(t), sch)  # Corollary 3.4 (fixed bins: sqrt(E) x the E=1 one)
     except (ValueError, ArithmeticError, OverflowError) as err:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from certifier import __version__
-from certifier.envelope import (
+from certifier.certificate.envelope import (
     canonical_json,
     claim_subject,
     key_id,

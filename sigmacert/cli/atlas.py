@@ -10,7 +10,7 @@ MAX_LOCAL_WORKERS = 256
 
 
 def run_atlas(args) -> int:
-    from certifier.keys import load_private
+    from certifier.certificate.keys import load_private
     from sigmacert.atlas.cells import grid_cells
     from sigmacert.atlas.cluster import dask_client
     from sigmacert.atlas.engine import run_atlas as run
@@ -43,7 +43,7 @@ def run_atlas(args) -> int:
 
 
 def register(sub) -> None:
-    from certifier.claim import RANDOM_ALLOCATION, SCHEMES
+    from certifier.certificate.claim import RANDOM_ALLOCATION, SCHEMES
     p = sub.add_parser("atlas", help="certify every cell of a grid (M, E, lambda) on a Dask cluster (local by default)")
     p.add_argument("--steps", "-M", required=True, metavar="LIST", help="steps per epoch M, comma-separated: 50,100")
     p.add_argument("--epochs", "-E", required=True, metavar="LIST", help="epochs E, comma-separated: 1,10,100")

@@ -11,7 +11,7 @@ from sigmacert.files import write_atomic
 # ----------------------------------------------------------------------------- keygen
 
 def run_keygen(args) -> int:
-    from certifier.keys import keygen
+    from certifier.certificate.keys import keygen
     kid = keygen(args.output)
     d = os.path.abspath(args.output)
     if args.json:
@@ -90,9 +90,16 @@ def _lower_line(t: dict) -> str:
 
 
 def run_certify(args) -> int:
+    from certifier.certificate.envelope import (
+        canonical_json,
+        claim_subject,
+        file_subject,
+        key_id,
+        sign_envelope,
+        statement,
+    )
+    from certifier.certificate.keys import load_private
     from certifier.certify import certify
-    from certifier.envelope import canonical_json, claim_subject, file_subject, key_id, sign_envelope, statement
-    from certifier.keys import load_private
     from sigmacert.cli.core import run_shape
 
     m, e, scheme, iterations = run_shape(args)
@@ -199,7 +206,7 @@ def _flat(env: dict, stmt: dict) -> dict:
 
 
 def run_show(args) -> int:
-    from certifier.envelope import load_envelope, read_unverified
+    from certifier.certificate.envelope import load_envelope, read_unverified
     try:
         with open(args.certificate, "rb") as f:
             data = f.read(4 * 1024 * 1024 + 1)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from certifier import schemes
+from certifier.numerics import schemes
 from certifier.params import ParameterError, parse_count, parse_epochs, parse_sigma, parse_steps, parse_target
 
 
@@ -107,7 +107,7 @@ def register(sub) -> None:
 
 
 def run_mc(args) -> int:
-    from certifier.montecarlo import monte_carlo_tv
+    from certifier.numerics.montecarlo import monte_carlo_tv
     m, e = parse_steps(args.steps), parse_epochs(args.epochs)
     sigma = float(parse_sigma(args.sigma))
     n = parse_count("samples", args.samples, 10**10)

@@ -26,7 +26,7 @@ def run_token_create(args) -> int:
 
 
 def _default_key(db: str) -> str:
-    from certifier.keys import keygen
+    from certifier.certificate.keys import keygen
     d = os.path.join(os.path.dirname(db), "issuer-key")
     path = os.path.join(d, "private.pem")
     if not os.path.exists(path):
@@ -63,7 +63,7 @@ def run_serve(args) -> int:
         from service.validate import Limits
     except ImportError as err:
         raise _cli_error(f"the service needs the 'service' extra (pip install 'sigmacert[service]'): {err}") from None
-    from certifier.keys import load_private, load_public
+    from certifier.certificate.keys import load_private, load_public
 
     port = int(parse_count("port", args.port, 65535)) if args.port != "0" else 0
     workers = parse_count("workers", args.workers, 64)

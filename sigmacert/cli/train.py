@@ -36,7 +36,7 @@ def run_train(args) -> int:
         from trainer.release import ReleaseError, train_release
     except ImportError as err:  # pragma: no cover - numpy is a core dependency
         raise _cli_error(f"trainer unavailable: {err}") from None
-    from certifier.keys import KeyFileError
+    from certifier.certificate.keys import KeyFileError
     n0 = None if args.n0 is None else _int("--n0", args.n0, 1)
     try:
         man = train_release(certificate=args.certificate, public_key=args.key, dataset=args.dataset,

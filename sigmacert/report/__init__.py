@@ -23,9 +23,9 @@ import matplotlib
 
 import verifier
 from certifier import __version__
-from certifier import closed_form as cf
-from certifier.claim import RANDOM_ALLOCATION, Claim
+from certifier.certificate.claim import RANDOM_ALLOCATION, Claim
 from certifier.errors import ParameterError
+from certifier.numerics import closed_form as cf
 from certifier.params import parse_decimal
 from sigmacert.report import curves, plots
 from sigmacert.report.facts import Facts, read_facts

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
-from certifier import closed_form as cf
 from certifier.errors import NumericsUnreliable
-from certifier.exact import exact_tv
-from certifier.tradeoff import hockey_stick, optimal_tpr, pair_density
+from certifier.numerics import closed_form as cf
+from certifier.numerics.exact import exact_tv
+from certifier.numerics.tradeoff import hockey_stick, optimal_tpr, pair_density
 
 WIDE_POINTS = 5                     # exact-TV evaluations across the wide view, besides sigma, sigma_low
 ALPHAS = np.logspace(-4, 0, 49)     # false-positive rates of the trade-off plot

@@ -10,7 +10,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-from certifier.envelope import load_envelope, read_unverified
+from certifier.certificate.envelope import load_envelope, read_unverified
 from certifier.errors import EnvelopeError
 
 DEFAULT_SCHEME = "random-allocation"  # the only scheme of formats v1 and v2 (Section 2)

@@ -1,0 +1,360 @@
+"""Automatic grids for the Lemma C.5 certificate: an a-priori error model and a cost model.
+
+Error model. Every rounding of Lemma C.5 is a mean-preserving spread: a value y
+in [a, b] goes to a or b with the probabilities that keep its mean, which adds
+the variance (b - y)(y - a) <= (b - a)^2/4, on average (b - a)^2/6 when y is
+spread evenly over the cell. Let g(x) = min{1, x}; g'' = -delta_1, so adding
+independent noise of small variance v to Lambda near 1 lowers E g(Lambda) by
+about v f(1)/2, with f the density of Lambda = prod_e L_e at 1 under P. Under
+P, ln Lambda is close to N(-s^2/2, s^2) with s^2 = E ln(1 + (e^{1/sigma^2} - 1)/M),
+so f(1) = phi(s/2)/s. A spread of variance w of one step Y moves L_e by w/M^2
+and Lambda by about as much near Lambda = 1, so with K = E f(1)/2 the loss
+1 - O - TV is about
+
+    K [ h^2/(6M)                                    step (i), uniform part
+      + q_t d^2/(6M)                                 step (i), tail grid of step d above tail_start
+      + sum_i floor(M/2^i) (g_i h)^2 (1 - (g_{i-1}/g_i)^2)/(6 M^2)   step (ii) re-roundings
+      + eta^2/6 ]                                    step (iii), the log grid
+    + E M Pr(Y > cap) + E M Pr(Y > 7M)             deletions (cap, truncation at 8M)
+    + (number of products) trim.
+
+On the Table 4 cell M=100, E=10 at the paper's grid this predicts 1.64e-8 and
+the computation gives 1.65e-8. The cost model counts the erfc evaluations of
+step (i) and the lengths of the fmpz_poly products of steps (ii) and (iv).
+`choose_grid` minimises the predicted time subject to the predicted loss being
+at most a safety fraction of the budget min(lambda - TV, 1e-7).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from flint import fmpq
+from scipy.special import ndtr
+
+from certifier.bounds.upper_v1 import Method, make_method
+from certifier.errors import CannotCertify
+from certifier.params import ParameterError
+
+MANTISSAS = (1, 1.2, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 8)
+RHOS = (0.0, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
+TAIL_SHARE = 0.05      # share of the budget given to the tail grid of step (i)
+DELETE_SHARES = (0.01, 0.03, 0.08, 0.15, 0.25)  # candidate shares of the budget for the cap deletion
+TRIM = fmpq(1, 10**20)
+SEC_PER_POINT = 20e-6  # step (i): two arb erfc + ball arithmetic per grid point (measured)
+SEC_PER_COEFF = 7e-7   # fmpz_poly product + floor shift, per output coefficient (measured, shared 2-core box)
+SEC_PER_CELL = 4e-6    # step (iii): integer work per log-grid cell (measured)
+
+
+def nice_values(lo: float, hi: float):
+    """Decimal values m * 10^k in [lo, hi] with m in MANTISSAS, as (float, exact decimal string)."""
+    out = []
+    for k in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1):
+        for m in MANTISSAS:
+            v = m * 10.0**k
+            if lo <= v <= hi:
+                out.append((v, _dec(m, k)))
+    return out
+
+
+def _dec(m, k: int) -> str:
+    ms = repr(m) if isinstance(m, float) else str(m)
+    return f"{ms}e{k}"
+
+
+def _q(s: str) -> fmpq:
+    from certifier.params import parse_decimal
+    return parse_decimal("grid", s)
+
+
+@dataclass
+class Model:
+    """Quantities of the error model at one cell (floats; informative only)."""
+    steps: int
+    epochs: int
+    sigma: float
+    K: float          # E f(1)/2
+    s: float          # sd of ln Lambda
+    sd_y: float       # sd of Y
+
+    @classmethod
+    def at(cls, steps: int, epochs: int, sigma: float) -> "Model":
+        b = math.expm1(1.0 / sigma**2)
+        s = math.sqrt(epochs * math.log1p(b / steps))
+        f1 = math.exp(-s * s / 8) / (math.sqrt(2 * math.pi) * s)
+        return cls(steps, epochs, sigma, 0.5 * epochs * f1, s, math.sqrt(b))
+
+    def tail(self, y: float) -> float:
+        """Pr(Y > y) = Phi(-(ln y + t^2/2)/t)."""
+        t = 1.0 / self.sigma
+        return float(ndtr(-(math.log(y) + t * t / 2) / t))
+
+    def cap_for(self, loss: float) -> float:
+        """The smallest y with E M Pr(Y > y) <= loss (bisection on ln y)."""
+        lo, hi = 0.0, 50.0
+        for _ in range(80):
+            mid = (lo + hi) / 2
+            if self.epochs * self.steps * self.tail(math.exp(mid)) > loss:
+                lo = mid
+            else:
+                hi = mid
+        return math.exp(hi)
+
+
+def lattice_for(steps: int, rho: float) -> list[int]:
+    """g_i: chain of multiples close to (and not above) rho 2^{i/3} (spacing grows like n_i^{-1/3})."""
+    n = steps.bit_length() - 1
+    g = [1]
+    for i in range(1, n + 1):
+        target = rho * 2.0 ** (i / 3.0)
+        prev = g[-1]
+        g.append(prev * max(1, int(target // prev)))
+    return g
+
+
+def lattice_variance(steps: int, g: list[int]) -> float:
+    """Sum over re-roundings of (spacing/h)^2 (1 - (g_prev/g)^2)/6, divided by M^2 (units h^2)."""
+    tot = 0.0
+    for i in range(1, len(g)):
+        if g[i] > g[i - 1]:
+            tot += (steps >> i) * g[i] ** 2 * (1 - (g[i - 1] / g[i]) ** 2)
+    bits = [i for i in range(len(g)) if (steps >> i) & 1]
+    ga = g[bits[0]] if bits else 1
+    for i in bits[1:]:
+        if g[i] > ga:
+            tot += g[i] ** 2 * (1 - (ga / g[i]) ** 2)
+            ga = g[i]
+    return tot / 6.0 / steps**2
+
+
+@dataclass
+class Plan:
+    """A chosen grid (a method's parameters) with its predicted loss and time (any method, either side)."""
+    method: Method
+    predicted_loss: float
+    predicted_seconds: float
+    budget: float
+    detail: dict
+
+
+def _tail_grid(mod: Model, h: float, hs: str, cap_target: float, loss: float):
+    """(tail_start, tail_step, cap, points, predicted tail loss) as exact decimals, or a uniform grid."""
+    hq = _q(hs)
+    best = None
+    for ts_f in (4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024):
+        if ts_f >= cap_target:
+            break
+        q_t = mod.tail(ts_f)
+        # K q_t d^2/(6M) <= loss
+        d_max = math.sqrt(loss * 6 * mod.steps / (mod.K * q_t)) if q_t > 0 else cap_target
+        mult = int(d_max / h)
+        if mult < 2:
+            continue
+        mult = min(mult, int(cap_target / h))
+        tsq = hq * int(math.ceil(ts_f / h))
+        dq = hq * mult
+        nst = int(math.ceil((cap_target - float(tsq)) / float(dq)))
+        capq = tsq + dq * max(nst, 1)
+        pts = float(tsq) / h + max(nst, 1)
+        pl = mod.K * q_t * (mult * h) ** 2 / (6 * mod.steps)
+        if best is None or pts < best[3]:
+            best = (tsq, dq, capq, pts, pl)
+    capq = hq * int(math.ceil(cap_target / h))
+    uni = (capq, hq, capq, float(capq) / h, 0.0)
+    if best is None or uni[3] <= best[3]:
+        return uni
+    return best
+
+
+def predict_seconds(mod: Model, h: float, g: list[int], cap: float, eta: float, points: float) -> float:
+    """Predicted time: step (i) points, product lengths of steps (ii)/(iv), log-grid cells."""
+    M, E = mod.steps, mod.epochs
+    t = points * SEC_PER_POINT
+    n = len(g) - 1
+    length = lambda i, gg: (cap + (2**i) * (1 + 6 * mod.sd_y / math.sqrt(2**i))) / (gg * h)  # noqa: E731
+    for i in range(n):
+        t += 2 * length(i, g[i]) * SEC_PER_COEFF                      # B_{i+1} = B_i^2
+    for i in range(1, n + 1):
+        if (M >> i) & 1:
+            t += (length(i, g[i]) + length(n, g[i])) * SEC_PER_COEFF  # A <- A B_i
+    L_hi = (cap + M) / M
+    L_lo = max(0.02, 1 - 10 * mod.sd_y / math.sqrt(M))
+    cells = math.log(L_hi / L_lo) / eta
+    t += cells * SEC_PER_CELL + length(n, g[n]) * 2e-6
+    span = (12 * mod.s + mod.s**2) / eta
+    cur, e = cells, E
+    while e > 1:
+        cur = min(2 * cur, cur + span)
+        t += 2 * cur * SEC_PER_COEFF
+        e //= 2
+    t += bin(E).count("1") * cur * SEC_PER_COEFF
+    return t
+
+
+LARGE_SIGMA, LARGE_SIGMA_BITS = 10.0, 128   # the lower side's fixed point above this sigma
+FLOORS = ((1e-5, 1e-6), (2e-6, 1e-7))   # (h, eta) floors: the usual ones, then finer (large sigma, small lambda)
+
+
+def choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h=None, eta=None, cap=None,
+                prec: int = 100) -> Plan:
+    """The fastest grid (by the cost model) whose predicted loss is at most `budget`; finer h and eta
+    (FLOORS) only where the usual ones fit nothing. Any of h, eta, cap fixed by the user is kept as given.
+    """
+    for i, floors in enumerate(FLOORS):
+        try:
+            return _choose_grid(steps, epochs, sigma, budget, h=h, eta=eta, cap=cap, prec=prec, floors=floors)
+        except CannotCertify:
+            if i == len(FLOORS) - 1 or (h and eta):
+                raise
+    raise AssertionError("unreachable")
+
+
+def _choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h, eta, cap, prec: int,
+                 floors: tuple) -> Plan:
+    mod = Model.at(steps, epochs, float(sigma))
+    M, E = steps, epochs
+    K = mod.K
+    n_products = 2 * (steps.bit_length() + epochs.bit_length())
+    fixed = E * n_products * float(TRIM) + 1e-15
+    # step (ii) deletes epoch sums above 8M: a single Y above ~7M already loses its mass
+    trunc_loss = truncation_loss(M, E, float(sigma))
+    hs_list = [(float(_q(h)), h)] if h else nice_values(floors[0], 0.05)
+    if cap:  # a user cap must be a multiple of h
+        hs_list = [(hv, hs) for hv, hs in hs_list if (_q(cap) / _q(hs)).q == 1]
+        if not hs_list:
+            raise ParameterError(f"cap {cap} is not a multiple of h")
+    eta_list = [(float(_q(eta)), eta)] if eta else nice_values(floors[1], 2e-3)
+    best = None
+    for share in ((None,) if cap else DELETE_SHARES):
+        cap_t = float(_q(cap)) if cap else min(max(mod.cap_for(share * budget), 2.0), 8.0 * M)
+        cap_pred = E * M * mod.tail(cap_t) + trunc_loss
+        avail = budget - fixed - cap_pred
+        if avail <= 0:
+            continue
+        tail_loss = TAIL_SHARE * avail
+        core = avail - tail_loss
+        for hv, hs in hs_list:
+            lh = K * hv * hv / (6 * M)
+            if lh >= core and not h:
+                continue
+            for rho in RHOS:
+                g = lattice_for(M, rho) if rho > 0 else [1] * M.bit_length()
+                lg = K * hv * hv * lattice_variance(M, g)
+                rest = core - lh - lg
+                if rest <= 0:
+                    if not h:
+                        continue
+                    rest = 0.1 * (lh + lg)  # the user's h alone exceeds the budget: keep eta modest
+                # the coarsest eta that fits the rest of the budget
+                cand = [(ev, es) for ev, es in eta_list if K * ev * ev / 6 <= rest] or (eta_list if eta else [])
+                if not cand:
+                    continue
+                ev, es = max(cand)
+                points = (min(cap_t, 32) / hv + max(0, cap_t - 32) * 0.1 / hv)  # rough, refined below
+                secs = predict_seconds(mod, hv, g, cap_t, ev, points)
+                if best is None or secs < best[0]:
+                    best = (secs, hv, hs, rho, g, ev, es, lh, lg, cap_t, tail_loss)
+    if best is None:
+        if trunc_loss >= budget:
+            raise CannotCertify(f"the truncation of step (ii) at 8M alone loses about {trunc_loss:.2g} "
+                             f"(> budget {budget:.2g}): Y is too heavy-tailed at this sigma")
+        raise CannotCertify("no grid fits the margin")
+    _, hv, hs, rho, g, ev, es, lh, lg, cap_t, tail_loss = best
+    if cap:
+        capq = _q(cap)
+        hq = _q(hs)
+        tsq, dq, pts, pl = capq, hq, float(capq) / hv, 0.0
+    else:
+        tsq, dq, capq, pts, pl = _tail_grid(mod, hv, hs, cap_t, tail_loss)
+    km, kp = _k_range(M, _q(hs), _q(es))
+    method = make_method(M, h=_q(hs), eta=_q(es), cap=capq, tail_start=tsq, tail_step=dq,
+                         lattice_schedule=g, prec=prec, trim=TRIM, k_minus=km, k_plus=kp)
+    le = K * ev * ev / 6
+    loss = lh + lg + le + pl + E * M * mod.tail(float(capq)) + fixed + trunc_loss
+    secs = predict_seconds(mod, hv, g, float(capq), ev, pts)
+    detail = {"step_i": lh, "tail": pl, "lattice": lg, "log_grid": le,
+              "cap": E * M * mod.tail(float(capq)), "truncation": trunc_loss, "trim": fixed, "rho": rho,
+              "points": int(pts)}
+    return Plan(method, loss, secs, budget, detail)
+
+
+def _k_range(steps: int, h: fmpq, eta: fmpq) -> tuple[int, int]:
+    """k_minus, k_plus wide enough that the log grid deletes only L = 0 (and nothing below h/M or above 8+)."""
+    lo = math.log(float(h) / steps) / float(eta)
+    hi = math.log(8.0 + 2 * float(h)) / float(eta)
+    km0, kp0 = Method.default_k(eta)
+    return min(km0, math.floor(lo) - 2), max(kp0, math.ceil(hi) + 2)
+
+
+def truncation_loss(steps: int, epochs: int, sigma: float) -> float:
+    """Predicted mass deleted by the fixed truncation of step (ii) at 8M (about E M Pr(Y > 7M))."""
+    return epochs * steps * Model.at(steps, epochs, sigma).tail(7.0 * steps)
+
+
+def budget(margin: float | None, safety: float, ceiling: float = 1e-7) -> float:
+    """safety * min(margin, ceiling): what a bound may lose and still decide the target.
+
+    margin is the numerical distance from the target on the side being proved, less the
+    numerics' error: target - TV(sigma) for the upper bound, TV(sigma_low) - target for the lower.
+    Without numerics a small default; with a non-positive margin a cheap grid that shows the miss.
+    """
+    if margin is None:
+        return safety * 1e-9
+    if margin <= 0:
+        return safety * 1e-8
+    return safety * min(margin, ceiling)
+
+
+# ----------------------------------------------------------------------------- the lower side
+
+LOWER_CAP_FACTOR = 0.01   # loss of merging Y >= cap into one cell / (E G1(cap)): measured 2e-3..4e-3
+LOWER_CAP_SHARE = 0.05    # share of the budget given to that merge
+LOWER_LOSS_RATIO = 0.5    # measured (data-processing loss) / (the v1 model's prediction) at M=10..100
+
+
+def lower_cap(mod: Model, budget: float) -> float:
+    """The smallest y with LOWER_CAP_FACTOR * E * G1(y) <= LOWER_CAP_SHARE * budget (bisection on ln y).
+
+    G1(y) = E[Y 1{Y > y}] = Phi(-(ln y - t^2/2)/t) is the shifted coordinate's chance of
+    landing in the merged top cell [cap, inf) of the lower map.
+    """
+    t = 1.0 / mod.sigma
+    g1 = lambda y: float(ndtr(-(math.log(y) - t * t / 2) / t))  # noqa: E731
+    lo, hi = 0.0, 50.0
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        if LOWER_CAP_FACTOR * mod.epochs * g1(math.exp(mid)) > LOWER_CAP_SHARE * budget:
+            lo = mid
+        else:
+            hi = mid
+    return min(max(math.exp(hi), 2.0), 8.0 * mod.steps)
+
+
+def choose_lower_grid(steps: int, epochs: int, sigma: fmpq, budget: float, prec: int = 100) -> Plan:
+    """A grid for the data-processing lower bound whose predicted loss (TV - bound) is <= budget.
+
+    Loss model: the v1 model's terms (quantisation h, lattice re-quantisation, bucket width
+    eta) times LOWER_LOSS_RATIO (a floor map loses about half the variance of a two-point
+    rounding), plus the merge of Y >= cap; h, eta, lattice come from choose_grid with the
+    budget scaled accordingly; cap from `lower_cap`. Cost: the v1 model with cap/h points in
+    step (a) and about twice the products of step (ii).
+    """
+    from certifier.bounds.lower_v1 import LowerMethod
+    mod = Model.at(steps, epochs, float(sigma))
+    plan = choose_grid(steps, epochs, sigma, budget * (1 - LOWER_CAP_SHARE) / LOWER_LOSS_RATIO, prec=prec)
+    h = plan.method.h
+    cap_f = lower_cap(mod, budget)
+    cap = h * int(math.ceil(cap_f / float(h)))
+    method = LowerMethod.from_v1(plan.method, cap)
+    if float(sigma) >= LARGE_SIGMA:     # measured: at sigma 90-126 the 2^-80 floors lose 10 % of TV
+        method = dataclasses.replace(method, fixed_point_bits=LARGE_SIGMA_BITS)
+    points = float(cap / h)
+    base = predict_seconds(mod, float(h), list(plan.method.lattice_schedule), float(cap), float(plan.method.eta), 0.0)
+    secs = points * 16e-6 + 2.2 * base
+    t = 1.0 / mod.sigma
+    merge = LOWER_CAP_FACTOR * epochs * float(ndtr(-(math.log(float(cap)) - t * t / 2) / t))
+    loss = LOWER_LOSS_RATIO * (plan.predicted_loss - plan.detail["cap"] - plan.detail["tail"]) + merge
+    detail = {**{k: v for k, v in plan.detail.items() if k not in ("cap", "tail", "points")},
+              "merge": merge, "points": int(points)}
+    return Plan(method, loss, secs, budget, detail)

@@ -1,0 +1,330 @@
+"""Automatic parameters for method v2 (certifier.bounds.upper_v2, certifier.bounds.lower_v2): error and cost models.
+
+Error model (docs/method-v2.md §5). A mean-preserving rounding that adds relative variance rho to
+an epoch factor L lowers E min{1, Lambda} by about rho f(0)/2, f the density of ln Lambda at 0
+(V(L) = E min{1, L P} has V'' = -f_P(1/L)/L^3, so the loss is rho E_L[f_{ln P}(-ln L)]/2). The
+multiscale lattice keeps rho = C_RHO/N^2 per epoch, the log grid eta^2/6. With K = E f(0)/2:
+
+    loss ~ K (C_RHO / N^2 + eta^2/6) + moves + deletions,
+
+f(0) taken from the Gaussian pair with the same TV (s = 2 Phi^{-1}((1 + TV)/2), f(0) = phi(s/2)/s),
+which is exact at M = 1 and matched TV to within a factor 2 of the measured loss at heavy-tailed
+cells. Moves (values above the cap or the top octave moved down to it) cost only when the other
+epochs pull Lambda back below 1; deletions below e^{k_minus eta} cost at most their Q-mass.
+The cost model counts erfc evaluations (step i), octave products (step ii), log cells (step iii)
+and the products of step (iv); `choose_v2` picks the cheapest (n, eta) within the budget.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from flint import fmpq
+from scipy.special import ndtr, ndtri
+
+from certifier.bounds.grids_v1 import Plan
+from certifier.bounds.upper_v2 import MethodV2
+from certifier.errors import CannotCertify
+from certifier.params import parse_decimal
+
+C_RHO = 0.3             # relative variance per epoch from the sums, times N^2 (measured 0.16-0.28 at M = 100)
+Y_SHARE = 0.25          # share of the budget for the rounding of the steps themselves (step i)
+MOVE_SHARE = 0.02       # share of the budget for moves (cap, top octave) and deletions (k_minus)
+SMALL_SHARE = 0.05      # share for the absolute lattice of octave 0 (values below N h)
+# Costs in units of REF, the time of one product of fmpz_polys of lengths 2^13 and 2^14 with 80-bit
+# coefficients on this machine now (`ref_seconds`), so predictions follow the machine's load.
+# Measured at M = 1..10^4 (ratios of step times to REF, each within a factor 2 of the model).
+REF_POINT = 1.5e-3      # step (i): two arb erfc per grid point
+REF_OCTAVE = 2.0        # step (ii): one octave product at N = 8192 (scales as N log N)
+REF_CELL = 5e-4         # step (iii): per log-grid cell (its edge and the cell's sums)
+REF_COEFF = 3e-5        # step (iv): per output coefficient of a product
+LOWER_FACTOR = 3.0      # the lower side: three sums per level, two powers
+Q_MOVED = 1e-9          # with privacy rows: the Q-mass moved down by the cap and the top octave
+EPS_CEILING = 99.0      # the rows search eps <= 100 (certifier.privacy.EPS_MAX): no range beyond it
+
+
+@dataclass
+class CellModel:
+    """Floats describing one cell (M, E, t^2) for the models (informative only)."""
+    steps: int
+    epochs: int
+    t2: float
+    s: float            # sd of the Gaussian pair with the same TV
+    K: float            # E f(0)/2
+
+    @classmethod
+    def at(cls, steps: int, epochs: int, t2: float, tv: float | None) -> "CellModel":
+        if tv is None or not 0 < tv < 1:
+            b = math.expm1(min(t2, 700.0))
+            s = math.sqrt(epochs * math.log1p(b / steps))
+        else:
+            s = max(2.0 * float(ndtri(0.5 + 0.5 * tv)), 1e-6)
+        f0 = math.exp(-s * s / 8) / (math.sqrt(2 * math.pi) * s)
+        return cls(steps, epochs, t2, s, 0.5 * epochs * f0)
+
+    @property
+    def t(self) -> float:
+        return math.sqrt(self.t2)
+
+    def G0(self, y: float) -> float:
+        """Pr(Y > y)."""
+        return float(ndtr(-(math.log(y) + self.t2 / 2) / self.t))
+
+    def G1(self, y: float) -> float:
+        """Pr_Q(Y > y) = E_P[Y; Y > y] (the shifted coordinate's tail)."""
+        return float(ndtr(-(math.log(y) - self.t2 / 2) / self.t))
+
+    def Gm1(self, y: float) -> float:
+        """E[Y; Y < y] (the partial mean below y)."""
+        return float(ndtr((math.log(y) - self.t2 / 2) / self.t))
+
+    def pull_below(self, x: float) -> float:
+        """Pr that the other E - 1 epochs pull a factor e^x of Lambda below 1 (Gaussian pair)."""
+        if self.epochs == 1:
+            return 1.0 if x < 0 else 0.0
+        s1 = self.s / math.sqrt(self.epochs)
+        mean, sd = -(self.epochs - 1) * s1 * s1 / 2, math.sqrt(self.epochs - 1) * s1
+        return float(ndtr((-x - mean) / sd))
+
+    def move_cost(self, top: float) -> float:
+        """Loss of moving every partial sum (or step) above `top` down to it (all E epochs)."""
+        return self.epochs * self.steps * self.G0(top) * self.pull_below(math.log(top / self.steps))
+
+
+_REF: list = []
+
+
+def ref_seconds() -> float:
+    """Seconds of one reference product (fmpz_poly 2^13 x 2^14, 80-bit coefficients) on this machine now."""
+    if not _REF:
+        import random
+        import time
+
+        from flint import fmpz_poly
+        rng = random.Random(0)
+        a = fmpz_poly([rng.getrandbits(80) for _ in range(1 << 13)])
+        b = fmpz_poly([rng.getrandbits(80) for _ in range(1 << 14)])
+        best = math.inf
+        for _ in range(3):
+            t0 = time.perf_counter()
+            a * b
+            best = min(best, time.perf_counter() - t0)
+        _REF.append(best)
+    return _REF[0]
+
+
+def _octave_products(cm: CellModel, steps: int, Nh: float, top: int) -> float:
+    """Octave products of step (ii): per level, the octaves a block of 2^i steps occupies, from a
+    quarter of its typical value to the top octave or where its tail mass falls below 2^-80."""
+    total = 0.0
+    z = float(ndtri(1 - 1e-24 / steps))
+    x_max = math.exp(min(cm.t * z - cm.t2 / 2, 700.0))         # one step beyond this: mass < 1e-24 / M
+    s1 = cm.s / math.sqrt(cm.epochs)
+    y_typ = math.exp(-s1 * s1 / 2)
+    nbits = steps.bit_length()
+    first = (steps & -steps).bit_length() - 1                    # the lowest set bit starts A: no sum
+    for i in range(nbits):
+        lo = _octave_of(max(Nh, (1 << i) * y_typ / 4), Nh)
+        hi = min(top, _octave_of(max(min(x_max * (1 << i), 1e300), Nh), Nh) + 1)
+        width = max(1, hi - lo + 1)
+        total += width * ((i < nbits - 1) + 2 * (((steps >> i) & 1) and i != first))
+    return total
+
+
+def _nice(x: float) -> str:
+    """The largest decimal m 10^k <= x with m in {1, 2, 5} (exact text)."""
+    k = math.floor(math.log10(x))
+    for m in (5, 2, 1):
+        if m * 10.0**k <= x:
+            return f"{m}e{k}"
+    return f"1e{k}"
+
+
+def _octave_of(value: float, Nh: float) -> int:
+    """The octave whose range contains `value` (0 below 2 N h)."""
+    return max(0, math.floor(math.log2(value) - math.log2(Nh))) if value >= 2 * Nh else 0
+
+
+def _y_bits(cm: CellModel, n: int, Nh: float, K_y: int, allowed: float) -> tuple[list[int], float]:
+    """Mantissa bits of the step-(i) grid per octave, the fewest points whose predicted loss is <= allowed.
+
+    A step Y in octave k rounded with spacing d_k = 2^k N h 2^-b_k adds about d_k^2/6 to the variance of
+    its epoch sum S >= max(Y, the typical sum), i.e. the relative variance M p_k d_k^2 / (6 max(Y, S)^2)
+    to L over the M steps (p_k = Pr(Y in octave k)); the loss is K times it. Minimising sum_k 2^b_k subject to it
+    gives 2^b_k proportional to (p_k 4^k)^(1/3); the common factor is found by bisection.
+    Returns (bits, predicted loss).
+    """
+    s1 = cm.s / math.sqrt(cm.epochs)
+    S_typ = cm.steps * math.exp(-s1 * s1 / 2)                # typical epoch sum
+    w = []
+    for k in range(K_y + 1):
+        lo, hi = (0.0, 2 * Nh) if k == 0 else (Nh * 2**k, Nh * 2 ** (k + 1))
+        p = max((1 - cm.G0(hi)) - (0.0 if lo == 0 else 1 - cm.G0(lo)), 0.0)     # Pr(lo < Y < hi)
+        y = max(lo, Nh)                                      # relative to S >= max(Y, the rest of the sum)
+        w.append(cm.K * cm.steps * p * (Nh * 2**k / max(y, S_typ)) ** 2 / 6)    # loss at 1 point per octave
+    bits = lambda a: [min(n, max(2, round(math.log2(max(a * (x ** (1 / 3)), 1e-300))))) if x > 0 else 2
+                      for x in w]
+    loss = lambda bs: sum(x * 4.0 ** -b for x, b in zip(w, bs))
+    lo_a, hi_a = 1e-12, 1e12
+    for _ in range(80):
+        mid = math.sqrt(lo_a * hi_a)
+        lo_a, hi_a = (mid, hi_a) if loss(bits(mid)) > allowed else (lo_a, mid)
+    bs = bits(hi_a)
+    return bs, loss(bs)
+
+
+def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, *, n: int, eta: str,
+            need_eps: float = 0.0, prec: int = 100, k_scale: float = 1.0) -> Plan:
+    """The method-v2 parameters for mantissa bits n and log-grid spacing eta, with predicted loss and time.
+
+    k_scale multiplies K (E f(0)/2) where a calibration run measured the loss (see `calibrate`).
+    """
+    need_eps = min(need_eps, EPS_CEILING)
+    cm = CellModel.at(steps, epochs, float(t2), tv)
+    cm.K *= k_scale
+    N = 1 << n
+    share = MOVE_SHARE * budget
+    # octave 0 spacing h: values below N h sit on an absolute lattice; their rounding variance,
+    # about M h E[Y; Y < N h] per epoch sum, must cost at most SMALL_SHARE of the budget
+    s1 = cm.s / math.sqrt(epochs)
+    S_typ = steps * math.exp(-s1 * s1 / 2)
+    # with privacy rows the epoch value 0 (every step rounded to 0) must be rare: it pays
+    # min{1, e^eps Lambda} = 0 instead of up to e^eps h, which the rows at large eps would feel
+    zero_ok = lambda h: need_eps == 0 or (1 - cm.G0(h)) ** steps <= Q_MOVED
+    h = 1.0
+    while h > 1e-30:
+        small = cm.K * steps * h * cm.Gm1(N * h) / S_typ**2
+        if small <= SMALL_SHARE * budget and N * h <= S_typ / 4 and zero_ok(h):
+            break
+        h /= 2
+    hs = _nice(h)
+    h = float(parse_decimal("h", hs))
+    Nh = N * h
+    # top of the partial sums and the cap on Y: the smallest octave boundaries whose moves are cheap
+    q_tail = (lambda y: epochs * steps * cm.G1(y)) if need_eps > 0 else (lambda y: 0.0)   # Q-mass moved
+    top_val = 2 * Nh
+    while (cm.move_cost(top_val) > share / 2 or q_tail(top_val) > Q_MOVED) and top_val < 1e300:
+        top_val *= 2
+    cap = 2 * Nh
+    while (cm.move_cost(cap) > share / 2 or q_tail(cap) > Q_MOVED) and cap < top_val:
+        cap *= 2
+    K_y = max(0, _octave_of(cap, Nh) - 1)
+    top = max(K_y + 1, _octave_of(top_val, Nh) - 1)
+    y_bits, y_loss = _y_bits(cm, n, Nh, K_y, Y_SHARE * budget)
+    if need_eps > 0:
+        y_bits[0] = n                           # the first grid point above 0 is h
+    eq = parse_decimal("eta", eta)
+    ev = float(eq)
+    # L < a deleted: Q-mass <= a per epoch, and e^eps a for the rows up to eps = need_eps
+    k_minus = math.floor((math.log(share / (2 * epochs)) - need_eps) / ev)
+    k_plus = math.ceil(math.log(2 ** (top + 1) * Nh / steps) / ev) + 1       # above every partial sum
+    mean_rest = (epochs - 1) * s1 * s1 / 2
+    k_top = math.ceil(max(mean_rest + 8 * cm.s, need_eps + 8 * cm.s + cm.s**2 / 2, 1.0) / ev)
+    trim = fmpq(1, 10**14)
+    if epochs == 1:
+        k_top = max(k_top, k_plus)              # no product follows: a clamp below k_plus would only move Q-mass
+    shift = parse_decimal("shift", str(math.ceil(need_eps))) if need_eps > 0 else fmpq(0)
+    # a mass unit 2^-F at Lambda = e^x weighs e^x 2^-F under Q: where the rows need Lambda up to
+    # e^(k_top eta), the fixed point must resolve Q-masses there to ~1e-20
+    bits = max(80, math.ceil((min(k_top * ev, epochs * (k_plus * ev)) + 46) / math.log(2))) if need_eps > 0 else 80
+    if t2 < fmpq(1, 100):                   # sigma > 10: 2^-80 floors lose a visible part of a small TV
+        bits = max(bits, 128)
+    method = MethodV2(h=parse_decimal("h", hs), mantissa_bits=n, y_mantissa_bits=tuple(y_bits), top_octave=top,
+                      eta=eq, k_minus=k_minus, k_plus=k_plus, k_top=k_top, prec=max(prec, bits + 20),
+                      fixed_point_bits=min(bits, 1024), trim=trim, trim_shift=shift)
+    method.validate()
+    loss = {"lattice": cm.K * C_RHO / N**2 if steps > 1 else 0.0, "step_i": y_loss, "log_grid": cm.K * ev * ev / 6,
+            "small": cm.K * steps * h * cm.Gm1(Nh) / S_typ**2,
+            "moves": cm.move_cost(2 ** (K_y + 1) * Nh) + cm.move_cost(2 ** (top + 1) * Nh),
+            "k_minus": epochs * math.exp(k_minus * ev + need_eps), "trim": 200 * float(trim)}
+    points = sum((2 if k == 0 else 1) << b for k, b in enumerate(y_bits))
+    oct_products = _octave_products(cm, steps, Nh, top)
+    n_oct = max(1, top - _octave_of(max(S_typ / 8, Nh), Nh) + 1)
+    L_lo = max(math.exp(k_minus * ev), Nh / steps, S_typ / steps * math.exp(-6 * s1))
+    cells = max(1.0, math.log(2 ** (top + 1) * Nh / steps / L_lo) / ev)
+    span = max(1.0, min(epochs * cells, k_top + (cm.s**2 / 2 + 8 * cm.s) / ev))
+    ref = ref_seconds()
+    iv = 2 * epochs.bit_length() * span * REF_COEFF * (1 + math.log2(max(span, 2)) / 20)
+    secs = {"step_i": points * REF_POINT * ref,
+            "step_ii": oct_products * REF_OCTAVE * ref * N * n / (8192 * 13),
+            "step_iii": (cells + n_oct * N / 10) * REF_CELL * ref, "step_iv": (iv if epochs > 1 else 0.0) * ref}
+    return Plan(method, sum(loss.values()), sum(secs.values()), budget,
+                  {"loss": loss, "seconds": secs, "octaves": n_oct, "points": points, "K": cm.K, "k_scale": k_scale})
+
+
+ETAS = ("1e-6", "2e-6", "5e-6", "1e-5", "2e-5", "5e-5", "1e-4", "2e-4", "5e-4", "1e-3", "2e-3")
+
+
+ETAS_FINE = ("1e-7", "2e-7", "5e-7")     # only where ETAS fit nothing (small lambda: the sd of ln Lambda ~ lambda)
+
+
+def choose_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, *, need_eps: float = 0.0,
+              prec: int = 100, k_scale: float = 1.0) -> Plan:
+    """The cheapest (by the cost model) method-v2 parameters whose predicted loss is <= budget."""
+    for etas in (ETAS, ETAS_FINE):
+        best = None
+        for n in range(6, 23):
+            for eta in etas:
+                p = plan_v2(steps, epochs, t2, budget, tv, n=n, eta=eta, need_eps=need_eps, prec=prec,
+                            k_scale=k_scale)
+                if p.predicted_loss <= budget and (best is None or p.predicted_seconds < best.predicted_seconds):
+                    best = p
+        if best is not None:
+            return best
+    raise CannotCertify(f"no method-v2 grid fits the margin {budget:.2g} (mantissa up to 22 bits, eta down to "
+                        "1e-7); a larger sigma gives a larger margin")
+
+
+def coarse(plan: Plan, steps: int, epochs: int, t2: fmpq, tv: float | None, drop: int = 2) -> Plan:
+    """The same grid `drop` mantissa bits coarser and 2^drop times wider log cells (same octaves, cap, top):
+    a calibration run at about 4^-drop of the loss model's K-part and a fraction of the time."""
+    m = plan.method
+    n = max(6, m.mantissa_bits - drop)
+    d = m.mantissa_bits - n
+    eta = m.eta * (1 << d)
+    ev = float(eta)
+    ys = tuple(max(2, b - d) for b in m.y_mantissa_bits)
+    r = float(m.eta) / ev
+    method = MethodV2(h=m.h * (1 << d), mantissa_bits=n, y_mantissa_bits=ys, top_octave=m.top_octave, eta=eta,
+                      k_minus=math.floor(m.k_minus * r), k_plus=math.ceil(m.k_plus * r),
+                      k_top=math.ceil(m.k_top * r), prec=m.prec, fixed_point_bits=m.fixed_point_bits, trim=m.trim,
+                      trim_shift=m.trim_shift)
+    lo = plan.detail["loss"]
+    kpart = (lo["lattice"] + lo["log_grid"] + lo["step_i"]) * 4**d + lo["small"] * (1 << d)
+    fixed = lo["moves"] + lo["k_minus"] + lo["trim"]
+    return Plan(method, kpart + fixed, plan.predicted_seconds / 4 ** d, plan.budget,
+                  {**plan.detail, "kpart": kpart, "fixed": fixed})
+
+
+def k_scale_from(coarse_plan: Plan, measured_loss: float) -> float:
+    """How much the K-part of the loss model under-(>1) or over-(<1) estimates, from a calibration run."""
+    d = coarse_plan.detail
+    return d["k_scale"] * min(20.0, max(0.25, (measured_loss - d["fixed"]) / d["kpart"]))
+
+
+def eps_gaussian(tv: float, delta: float = 1e-6) -> float:
+    """eps at which the Gaussian pair with the same TV (mu = s) has hockey-stick divergence delta."""
+    from scipy.optimize import brentq
+    mu = max(2.0 * float(ndtri(0.5 + 0.5 * tv)), 1e-6)
+    d = lambda e: float(ndtr(-e / mu + mu / 2) - math.exp(e) * ndtr(-e / mu - mu / 2)) - delta
+    return brentq(d, 0.0, 200.0) if d(0.0) > 0 else 0.0
+
+
+def eps_tail(steps: int, epochs: int, t2: float, delta: float = 1e-6) -> float:
+    """eps from the lognormal tail of the shifted step (heavy tails, where the Gaussian guess fails): under Q
+    one step per epoch has ln Y ~ N(t^2/2, t^2), and L >= Y/M; the Q-quantile of ln(1 + Y/M) at delta/E."""
+    t = math.sqrt(t2)
+    z = float(ndtri(1.0 - delta / epochs))
+    return math.log1p(math.exp(min(t2 / 2 + t * z, 700.0)) / steps)
+
+
+def eps_estimate(b, eta: fmpq, F: int, delta: float = 1e-6) -> float:
+    """A float estimate of the eps at which both hockey-stick bounds from the masses b reach delta."""
+    import numpy as np
+
+    from certifier.bounds.privacy import Masses
+    ms = Masses(b, eta, F)
+    eps = np.arange(0.0, 100.0, 0.01)
+    vals = np.maximum(ms.dqp_float(eps), ms.dpq_float(eps))
+    ok = np.flatnonzero(vals <= delta)
+    return float(eps[ok[0]]) if ok.size else 100.0

@@ -1,0 +1,228 @@
+"""Method v2 of the lower bound: data processing on the multiscale lattice (docs/method-v2.md §4).
+
+For any fixed map T, TV(P, Q) >= TV(T#P, T#Q) >= T#Q(A) - T#P(A). The map, with the grid of the
+upper method v2 (certifier.bounds.upper_v2.MethodV2, t^2 = 1/sigma_low^2):
+ (a) each Y -> the largest step-(i) grid point <= Y (Y >= cap -> cap);
+ (b) the M values of an epoch are added by binary powering along the bits of M with the
+     multiscale sum in mode "floor" (every rounding a floor, values above the top octave clamped);
+     the map is symmetric in the two halves of every block, so under Q (one coordinate, uniformly
+     placed, shifted) the image of a block of 2^i steps is the P-image of one half combined with
+     the Q-image of the other, and the accumulator of n steps joined with a block of 2^i steps is
+     the mixture with weights n/(n + 2^i), 2^i/(n + 2^i);
+ (c) the epoch value s -> the bucket j = floor(ln(s/M)/eta) clamped to [k_minus, k_plus] (the
+     cells of step (iii); ln(s/M) is the log likelihood ratio the bucket approximates);
+ (d) the bucket indices of the E epochs are added (pmfs U = u^E, W = w^E), partial sums above
+     k_top clamped to k_top;
+ (e) A = {k : W_k > U_k}.
+Every stored mass is a lower bound (floors); on the P side everything removed is counted in
+deleted_p = 1 - sum_k U_k, so W(A) - U(A) - deleted_p <= TV at sigma_low, an exact rational.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+from flint import arb, fmpq, fmpz_poly
+
+from certifier.bounds.fixedpoint import Ledger, Poly, floor_fixed, product, round_down_sig, strip, trim, working_prec
+from certifier.bounds.lattice import FLOOR, MSDist, _add, oplus, trim_ms
+from certifier.bounds.lognormal import doubled_tails, floor_cell_masses
+from certifier.bounds.upper_v2 import LogEdges, MethodV2, clamp_index, y_grid
+from certifier.errors import NumericsUnreliable, ParameterError
+
+METHOD_NAME = "data-processing-lower"
+METHOD_VERSION = 2
+
+
+def step_a(t2: fmpq, m: MethodV2) -> tuple[MSDist, MSDist]:
+    """(P, Q): masses of the floor map of (a) under P and under the shifted law (lower bounds, 2^-F)."""
+    F = m.fixed_point_bits
+    grid = y_grid(m)
+    units = [j << k for k, j in grid]
+    e0, e1 = doubled_tails(t2, units, m.h, m.prec)
+    with working_prec(m.prec):
+        ps = [floor_fixed(x, F - 1) for x in floor_cell_masses(e0)]
+        qs = [floor_fixed(x, F - 1) for x in floor_cell_masses(e1)]
+    return _pack(grid, ps), _pack(grid, qs)
+
+
+def _pack(grid: list[tuple[int, int]], vals: list[int]) -> MSDist:
+    out: dict[int, dict[int, int]] = {}
+    for (k, j), c in zip(grid, vals):
+        out.setdefault(k, {})[j] = c
+    res = {}
+    for k, d in out.items():
+        lo = min(d)
+        coeffs = [0] * (max(d) - lo + 1)
+        for j, c in d.items():
+            coeffs[j - lo] = c
+        p = strip(Poly(lo, fmpz_poly(coeffs)))
+        if p.poly.length():
+            res[k] = p
+    return res
+
+
+def _mix(a: MSDist, wa: int, b: MSDist, wb: int) -> MSDist:
+    """floor((wa a + wb b)/(wa + wb)) octave by octave: lower bounds on the mixture's masses."""
+    out = {}
+    for k in set(a) | set(b):
+        pa, pb = a.get(k), b.get(k)
+        sa = Poly(pa.off, pa.poly * wa) if pa is not None else None
+        sb = Poly(pb.off, pb.poly * wb) if pb is not None else None
+        s = _add(sa, sb)
+        out[k] = strip(Poly(s.off, s.poly // (wa + wb)))
+    return {k: p for k, p in out.items() if p.poly.length()}
+
+
+def step_b(P: MSDist, Q: MSDist, steps: int, m: MethodV2, led: Ledger, progress=None) -> tuple[MSDist, MSDist]:
+    """(AP, AQ): the epoch value's pmfs under P and Q (lower bounds, units 2^-F)."""
+    lat, units = m.lattice, int((m.trim * (1 << led.F)).floor())
+    s = lambda x: trim_ms(x, units, led)
+    B, BQ, A, AQ, nA = P, Q, None, None, 0
+    nbits = steps.bit_length()
+    for i in range(nbits):
+        if (steps >> i) & 1:
+            if A is None:
+                A, AQ, nA = B, BQ, 1 << i
+            else:
+                w = 1 << i
+                AQ = _mix(s(oplus(AQ, B, lat, led, FLOOR)), nA, s(oplus(A, BQ, lat, led, FLOOR)), w)
+                A = s(oplus(A, B, lat, led, FLOOR))
+                nA += w
+        if i < nbits - 1:
+            BQ = s(oplus(BQ, B, lat, led, FLOOR))
+            B = s(oplus(B, B, lat, led, FLOOR, square=True))
+        if progress:
+            progress((i + 1) / nbits)
+    return A, AQ
+
+
+def bucket_runs(J0: int, end: int, k: int, steps: int, m: MethodV2, edges: LogEdges) -> list[tuple[int, int, int]]:
+    """Runs (j, a, b): the indices a <= J < b of octave k lie in bucket j (map (c), exact edges).
+
+    Index J > 0 is in bucket floor(ln(J 2^k h / M)/eta) clamped to [k_minus, k_plus]; J = 0 is in k_minus.
+    """
+    runs, start = [], J0
+    if J0 == 0:
+        runs.append((m.k_minus, 0, 1))
+        start = 1
+    if start >= end:
+        return runs
+    unit = float(m.h) * 2.0 ** k / steps
+    ja = max(m.k_minus, min(m.k_plus, math.floor(math.log(start * unit) / float(m.eta)) - 2))
+    jb = min(m.k_plus, max(ja, math.ceil(math.log(end * unit) / float(m.eta)) + 2))
+    c = {j: edges.edge(j, k)[2] for j in range(ja, min(jb + 1, m.k_plus) + 1)}
+    if (ja > m.k_minus and c[ja] > start) or (jb < m.k_plus and c[jb + 1] < end):
+        raise NumericsUnreliable("bucket range estimate missed the support")
+    for j in range(ja, jb + 1):
+        a = start if j == ja else max(start, c[j])
+        b = end if j == jb else min(end, c[j + 1])
+        if b > a:
+            runs.append((j, a, b))
+    return runs
+
+
+def step_c(AP: MSDist, AQ: MSDist, steps: int, m: MethodV2) -> tuple[Poly, Poly]:
+    """(u, w): the bucket pmfs of (c) under P and Q (exact sums of the lower bounds)."""
+    spans = {k: (min(X[k].off for X in (AP, AQ) if k in X), max(X[k].off + X[k].poly.length() for X in (AP, AQ)
+                                                                 if k in X)) for k in set(AP) | set(AQ)}
+    vals = [max(a, 1) * 2.0 ** k for k, (a, _) in spans.items()] + [b * 2.0 ** k for k, (_, b) in spans.items()]
+    scale = float(m.h) / steps
+    j0 = max(m.k_minus, min(m.k_plus, math.floor(math.log(min(vals) * scale) / float(m.eta)) - 4))
+    j1 = min(m.k_plus, max(j0, math.ceil(math.log(max(vals) * scale) / float(m.eta)) + 4))
+    edges = LogEdges.build(steps, m, j0, j1)
+    u: dict[int, int] = {}
+    w: dict[int, int] = {}
+    for k, (off, end) in sorted(spans.items()):
+        cp, cq = _prefix(AP.get(k), off, end), _prefix(AQ.get(k), off, end)
+        for j, a, b in bucket_runs(off, end, k, steps, m, edges):
+            u[j] = u.get(j, 0) + cp[b - off] - cp[a - off]
+            w[j] = w.get(j, 0) + cq[b - off] - cq[a - off]
+    j_lo, j_hi = min(u), max(u)
+    return (strip(Poly(j_lo, fmpz_poly([u.get(j, 0) for j in range(j_lo, j_hi + 1)]))),
+            strip(Poly(j_lo, fmpz_poly([w.get(j, 0) for j in range(j_lo, j_hi + 1)]))))
+
+
+def _prefix(p: Poly | None, off: int, end: int) -> list[int]:
+    """Prefix sums over indices off..end-1 of p's coefficients (zeros outside p)."""
+    vals = [0] * (end - off)
+    if p is not None:
+        for j, v in enumerate(p.poly.coeffs()):
+            vals[p.off - off + j] = int(v)
+    out = [0]
+    for v in vals:
+        out.append(out[-1] + v)
+    return out
+
+
+def step_d(u: Poly, epochs: int, m: MethodV2, led: Ledger) -> Poly:
+    """(d): u^E by binary powering, partial sums above k_top clamped to k_top, trims recorded."""
+    units = int((m.trim * (1 << led.F)).floor())
+    tidy = lambda p: trim(clamp_index(p, m.k_top, led), units, led)
+    acc, base, e = None, clamp_index(u, m.k_top, led), epochs
+    while e:
+        if e & 1:
+            acc = base if acc is None else tidy(product(acc, base, None, led))
+        e >>= 1
+        if e:
+            base = tidy(product(base, base, None, led))
+    return acc
+
+
+@dataclass
+class LowerResultV2:
+    tv_lower: str
+    exact: fmpq
+    enclosures: dict
+    timings: dict
+    stats: dict = field(default_factory=dict)
+
+
+def _ints(p: Poly, off: int, n: int) -> list[int]:
+    out = [0] * n
+    for j, v in enumerate(p.poly.coeffs()):
+        out[p.off - off + j] = int(v)
+    return out
+
+
+def lower_bound_v2(steps: int, epochs: int, t2: fmpq, method: MethodV2, progress=None) -> LowerResultV2:
+    """A rigorous lower bound on TV(P_M^E, Q_M^E) at t^2 = 1/sigma_low^2 (the map of this module)."""
+    method.validate()
+    if not isinstance(t2, fmpq) or t2 <= 0:
+        raise ParameterError("t^2 must be a positive exact rational")
+    prog = progress or (lambda stage, frac: None)
+    F = method.fixed_point_bits
+    tm = {}
+    t0 = time.perf_counter()
+    with working_prec(method.prec):
+        led = Ledger(F)
+        P, Q = step_a(t2, method)
+        tm["step_a"] = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        AP, AQ = step_b(P, Q, steps, method, led, lambda f: prog("lower (b)", f))
+        tm["step_b"] = time.perf_counter() - t1
+        t2_ = time.perf_counter()
+        u, w = step_c(AP, AQ, steps, method)
+        tm["step_c"] = time.perf_counter() - t2_
+        t3 = time.perf_counter()
+        U, W = step_d(u, epochs, method, led), step_d(w, epochs, method, Ledger(F))
+        lo = min(U.off, W.off)
+        n = max(U.off + U.poly.length(), W.off + W.poly.length()) - lo
+        uu, ww = _ints(U, lo, n), _ints(W, lo, n)
+        W_A = sum(b for a, b in zip(uu, ww) if b > a)
+        U_A = sum(a for a, b in zip(uu, ww) if b > a)
+        deleted_p = (1 << F) - sum(uu)
+        if deleted_p < 0:
+            raise NumericsUnreliable("P-side mass above 1: internal error")
+        exact = fmpq(W_A - U_A - deleted_p, 1 << F)
+        tm["step_d"] = time.perf_counter() - t3
+        tm["total"] = time.perf_counter() - t0
+    enc = {"W_A": _exact_str(W_A, F), "U_A": _exact_str(U_A, F), "deleted_p": _exact_str(deleted_p, F)}
+    stats = {"octaves": sorted(AP), "buckets": u.poly.length(), "final_length": n, "products": led.products}
+    return LowerResultV2(round_down_sig(exact, 10), exact, enc, {k: round(v, 3) for k, v in tm.items()}, stats)
+
+
+def _exact_str(n: int, F: int) -> str:
+    with working_prec(max(128, n.bit_length() + 8)):
+        return (arb(n) / arb(2) ** F).str(20, radius=True)

@@ -1,0 +1,441 @@
+"""The rigorous bound of Appendix C.5 (Lemma C.5, steps (i)-(iv)), method `lemma-c5-rounding` v1.
+
+Implements section 4 of docs/certificate.md. Every number that enters the
+bound is either an exact integer or a FLINT ball (`arb`) that contains the true
+value. Masses are stored in fixed point: the integer `n` stands for the mass
+`n * 2^-F` and is always the floor of 2^F times the lower end of a ball that
+contains the true mass of the construction, so every stored mass is a lower
+bound (Lemma C.5 allows deleting mass: it only lowers O). Polynomials are
+`fmpz_poly` with an integer offset: coefficient j of `(off, poly)` is the mass
+at the value `(off + j) * g * h` (step ii) or at `e^{(off + j) eta}` (steps iii, iv).
+
+The certified bound is the upper end of the ball of 1 - O, where
+O <= E min{1, Lambda} by Lemma C.5, so 1 - O >= TV.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from itertools import accumulate
+
+from flint import arb, arb_poly, fmpq, fmpz_poly
+
+from certifier.bounds.fixedpoint import (
+    Ledger,
+    Poly,
+    arb_exact,
+    arb_str,
+    coarsen_two_point,
+    floor_fixed,
+    power,
+    product,
+    round_up_sig,
+    strip,
+    trim,
+    truncate_index,
+    working_prec,
+)
+from certifier.bounds.lognormal import doubled_tails, two_point_masses
+from certifier.errors import NumericsUnreliable
+from certifier.params import ParameterError, decimal_str, parse_decimal
+
+METHOD_NAME = "lemma-c5-rounding"
+METHOD_VERSION = 1
+B_FRACTION_BITS = 128  # fractional bits of the integer enclosures of B_k in step (iii)
+
+
+# ----------------------------------------------------------------------------- parameters
+
+def _is_multiple(x: fmpq, unit: fmpq) -> bool:
+    """True iff x/unit is an integer (exact rational arithmetic)."""
+    q = x / unit
+    return q.q == 1
+
+
+@dataclass(frozen=True)
+class Method:
+    """All parameters of the computation (the `method` object of the predicate).
+
+    Rationals are exact `fmpq`; `k_minus`/`k_plus` default to floor(-1/eta), ceil(2/eta).
+    """
+    h: fmpq
+    tail_start: fmpq
+    tail_step: fmpq
+    cap: fmpq
+    lattice_schedule: tuple
+    eta: fmpq
+    k_minus: int
+    k_plus: int
+    prec: int = 100
+    fixed_point_bits: int = 80
+    trim: fmpq = fmpq(1, 10**20)
+
+    @staticmethod
+    def default_k(eta: fmpq) -> tuple[int, int]:
+        """(floor(-1/eta), ceil(2/eta)) computed exactly from the rational eta."""
+        inv = fmpq(1) / eta
+        return int((-inv).floor()), int((2 * inv).ceil())
+
+    def truncation_units(self, steps: int) -> int:
+        """ceil(8M/h): the truncation h*ceil(8M/h) in units of h (exact integer)."""
+        return int((fmpq(8 * steps) / self.h).ceil())
+
+    def validate(self, steps: int) -> None:
+        """Raise ParameterError unless the grid is one that docs/certificate.md allows."""
+        h, ts, d, cap = self.h, self.tail_start, self.tail_step, self.cap
+        if h <= 0 or d <= 0 or self.eta <= 0:
+            raise ParameterError("h, tail_step and eta must be > 0")
+        if not (_is_multiple(cap, h) and _is_multiple(ts, h) and _is_multiple(d, h)):
+            raise ParameterError("cap, tail_start and tail_step must be multiples of h")
+        if not (0 < ts <= cap):
+            raise ParameterError("tail_start must satisfy 0 < tail_start <= cap")
+        if not _is_multiple(cap - ts, d):
+            raise ParameterError("cap - tail_start must be a multiple of tail_step")
+        n = steps.bit_length() - 1
+        g = list(self.lattice_schedule)
+        if len(g) != n + 1 or g[0] != 1 or any(int(x) < 1 for x in g):
+            raise ParameterError(f"lattice_schedule must have {n + 1} entries starting with 1")
+        if any(g[i] % g[i - 1] for i in range(1, len(g))):
+            raise ParameterError("each lattice_schedule entry must be a multiple of the previous one")
+        if not (32 <= self.prec <= 4096) or not (32 <= self.fixed_point_bits <= 1024):
+            raise ParameterError("prec and fixed_point_bits must lie in [32, 4096] and [32, 1024]")
+        if self.trim < 0 or self.trim > fmpq(1, 1000):
+            raise ParameterError("trim must lie in [0, 0.001]")
+        if not self.k_minus < 0 < self.k_plus:
+            raise ParameterError("k_minus < 0 < k_plus required")
+        if (cap / h) > 3 * 10**7 or (ts / h) > 10**7:
+            raise ParameterError("grid too fine: cap/h must be <= 3e7 and tail_start/h <= 1e7")
+
+    def to_json(self, steps: int) -> dict:
+        """The `method` object of docs/certificate.md section 3 (decimal strings, ints)."""
+        return {
+            "name": METHOD_NAME, "version": METHOD_VERSION,
+            "h": decimal_str(self.h), "tail_start": decimal_str(self.tail_start),
+            "tail_step": decimal_str(self.tail_step), "cap": decimal_str(self.cap),
+            "truncation": decimal_str(self.h * self.truncation_units(steps)),
+            "lattice_schedule": [int(x) for x in self.lattice_schedule],
+            "eta": decimal_str(self.eta), "k_minus": self.k_minus, "k_plus": self.k_plus,
+            "prec": self.prec, "fixed_point_bits": self.fixed_point_bits,
+            "trim": decimal_str(self.trim),
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "Method":
+        """Inverse of to_json (exact decimals parsed to fmpq, never float)."""
+        if obj.get("name") != METHOD_NAME or obj.get("version") != METHOD_VERSION:
+            raise ParameterError("unsupported method (want lemma-c5-rounding v1)")
+        p = lambda k: parse_decimal(k, obj[k])  # noqa: E731
+        return cls(h=p("h"), tail_start=p("tail_start"), tail_step=p("tail_step"), cap=p("cap"),
+                   lattice_schedule=tuple(int(x) for x in obj["lattice_schedule"]), eta=p("eta"),
+                   k_minus=int(obj["k_minus"]), k_plus=int(obj["k_plus"]), prec=int(obj["prec"]),
+                   fixed_point_bits=int(obj["fixed_point_bits"]), trim=p("trim"))
+
+
+def make_method(steps: int, *, h, eta, cap, tail_start=None, tail_step=None, lattice_schedule=None,
+                prec: int = 100, fixed_point_bits: int = 80, trim="1e-20",
+                k_minus=None, k_plus=None) -> Method:
+    """A validated Method from decimal strings (or fmpq); defaults: one uniform grid, all g_i = 1."""
+    q = lambda name, v: v if isinstance(v, fmpq) else parse_decimal(name, v)  # noqa: E731
+    h, eta, cap = q("h", h), q("eta", eta), q("cap", cap)
+    ts = cap if tail_start is None else q("tail_start", tail_start)
+    d = h if tail_step is None else q("tail_step", tail_step)
+    km, kp = Method.default_k(eta)
+    n = steps.bit_length() - 1
+    m = Method(h=h, tail_start=ts, tail_step=d, cap=cap,
+               lattice_schedule=tuple(lattice_schedule) if lattice_schedule else (1,) * (n + 1),
+               eta=eta, k_minus=km if k_minus is None else int(k_minus),
+               k_plus=kp if k_plus is None else int(k_plus), prec=int(prec),
+               fixed_point_bits=int(fixed_point_bits), trim=q("trim", trim))
+    m.validate(steps)
+    return m
+
+
+# ----------------------------------------------------------------------------- step (i)
+
+def step_i(sigma: fmpq, m: Method):
+    """Lemma C.5 step (i): the grid masses p of one rounded step Y.
+
+    Returns (P, G0cap, loss) where P is a Poly on lattice h (off = 0) whose
+    coefficient k is floor(2^F * lower end of a ball containing the mass the
+    two-point rounding puts at k*h); G0cap is a ball containing 1 - F0(cap),
+    the deleted mass above the cap; loss is a ball containing the mass lost to
+    the floors (true step-(i) mass 1 - F0(cap) minus the kept mass).
+    """
+    with working_prec(m.prec):  # the recorded working precision
+        return _step_i(sigma, m)
+
+
+def _step_i(sigma: fmpq, m: Method):
+    """step_i at the current working precision (see step_i for what the result contains)."""
+    F = m.fixed_point_bits
+    ts_units, step_units, cap_units = int(m.tail_start / m.h), int(m.tail_step / m.h), int(m.cap / m.h)
+    # grid points in units of h: 0, 1, ..., ts, ts + d, ..., cap (spec section 4 (i))
+    pts = list(range(0, ts_units + 1)) + list(range(ts_units + step_units, cap_units + 1, step_units))
+    e0, e1 = doubled_tails(1 / (sigma * sigma), pts, m.h, m.prec)
+    coeffs = [0] * (cap_units + 1)
+    for p, x in zip(pts, two_point_masses(e0, e1, pts, m.h)):
+        coeffs[p] = floor_fixed(x, F - 1)                # the balls hold doubled masses
+    g0cap = e0[-1] / 2                                   # 1 - F0(cap): deleted above the cap
+    loss = (arb(1) - g0cap) - arb(sum(coeffs)) / arb(2) ** F   # true mass of the rounded Y minus kept
+    return Poly(0, fmpz_poly(coeffs)), g0cap, loss
+
+
+# ----------------------------------------------------------------------------- step (ii)
+
+def step_ii(P: Poly, steps: int, m: Method, led: Ledger, progress=None) -> tuple[Poly, int]:
+    """Lemma C.5 step (ii): the epoch sum S = sum of M rounded steps, binary powering.
+
+    Returns (A, g): coefficient j of A.poly is a lower bound (units 2^-F) on the
+    mass of the construction's epoch sum at the value (A.off + j) g h; every
+    deleted or floored mass is in `led`.
+    """
+    T = m.truncation_units(steps)                        # truncation h*ceil(8M/h), in units of h
+    trim_units = int((m.trim * (1 << led.F)).floor())
+    g = list(m.lattice_schedule)
+    n = len(g) - 1
+    B, gB = truncate_index(P, T, led), 1                # B_0 = P on lattice h
+    A, gA = None, 1
+    total = n + bin(steps).count("1")
+    done = 0
+    for i in range(n + 1):
+        if (steps >> i) & 1:
+            if A is None:
+                A, gA = B, gB
+            else:
+                A = coarsen_two_point(A, g[i] // gA, led)         # A onto multiples of g_i h (Lemma C.5)
+                gA = g[i]
+                A = trim(product(A, B, T // gA, led), trim_units, led)  # A <- A * B_i
+            done += 1
+            if progress:
+                progress(done / total)
+        if i < n:
+            B = trim(product(B, B, T // gB, led), trim_units, led)  # B_{i+1} = B_i^2
+            if g[i + 1] > gB:
+                B = coarsen_two_point(B, g[i + 1] // gB, led)     # re-round the block sum (Lemma C.5)
+                gB = g[i + 1]
+                B = truncate_index(B, T // gB, led)
+            done += 1
+            if progress:
+                progress(done / total)
+    A = truncate_index(A, T // gA, led)
+    return A, gA
+
+
+# ----------------------------------------------------------------------------- step (iii)
+
+def _b_enclosures(k0: int, k1: int, scale: fmpq, eta: fmpq, prec: int):
+    """Integer enclosures lo_k <= 2^Q B_k <= hi_k for k in [k0, k1], B_k = scale * e^{k eta}.
+
+    Computed by the exact integer recurrence B_{k+1} = B_k e^{eta} from k = 0 (where
+    B_0 = scale is rational), with e^{+-eta} enclosed by arb balls; every step rounds
+    lo down and hi up, so the enclosure is rigorous.
+    """
+    Q = B_FRACTION_BITS
+    one = 1 << Q
+    with working_prec(max(prec, Q + 64)):
+        e_up = arb_exact(eta).exp()
+        e_dn = (-arb_exact(eta)).exp()
+        qu_lo, qu_hi = floor_fixed(e_up, Q), floor_fixed(e_up.upper(), Q) + 1
+        qd_lo, qd_hi = floor_fixed(e_dn, Q), floor_fixed(e_dn.upper(), Q) + 1
+    b0n = scale.p * one
+    lo0 = int(b0n // scale.q)
+    hi0 = -((-int(b0n)) // int(scale.q))
+    los, his = {}, {}
+    lo, hi = lo0, hi0
+    if k0 <= 0 <= k1:
+        los[0], his[0] = lo, hi
+    for k in range(1, max(k1, 0) + 1):
+        lo = (lo * qu_lo) >> Q
+        hi = -((-(hi * qu_hi)) >> Q)
+        if k >= k0:
+            los[k], his[k] = lo, hi
+    lo, hi = lo0, hi0
+    for k in range(-1, min(k0, 0) - 1, -1):
+        lo = (lo * qd_lo) >> Q
+        hi = -((-(hi * qd_hi)) >> Q)
+        if k <= k1:
+            los[k], his[k] = lo, hi
+    return [los[k] for k in range(k0, k1 + 1)], [his[k] for k in range(k0, k1 + 1)]
+
+
+def _k_of(value: fmpq, eta: fmpq) -> int:
+    """An estimate of the k with e^{k eta} <= value < e^{(k+1) eta} (float; callers check the range)."""
+    import math
+    return math.floor(math.log(float(value)) / float(eta))
+
+
+def step_iii(A: Poly, g: int, steps: int, m: Method, led: Ledger) -> Poly:
+    """Lemma C.5 step (iii): round L = S/M onto the log grid e^{k eta}.
+
+    Returns R with coefficient j a lower bound (units 2^-F) on the mass r_k at
+    k = R.off + j; masses with L = 0, L < e^{k_minus eta} or L > e^{k_plus eta}
+    are deleted (led.log_grid); floors and the width of the B_k enclosures go to
+    led.fixed_point.
+    """
+    F, Q = led.F, B_FRACTION_BITS
+    s = [int(x) for x in A.poly.coeffs()]
+    J0 = A.off
+    if J0 == 0 and s:                                    # L = 0 is deleted
+        led.log_grid += s[0]
+        s[0] = 0
+    N = len(s)
+    total = sum(s)
+    scale = fmpq(steps) / (g * m.h)                      # B_k = M e^{k eta}/(g h) in units of the index J
+    Jlo = J0 + next((j for j in range(N) if s[j]), N)
+    Jhi = J0 + N - 1
+    if Jlo > Jhi:
+        return Poly(0, fmpz_poly([]))
+    k_lo = max(m.k_minus, _k_of(fmpq(Jlo) / scale, m.eta) - 2)
+    k_hi = min(m.k_plus, _k_of(fmpq(Jhi) / scale, m.eta) + 3)
+    lo, hi = _b_enclosures(k_lo, k_hi, scale, m.eta, m.prec)
+    # c_k = ceil(B_k): the smallest index J in cell k (rigorous when both ends agree)
+    cs = []
+    for a, b in zip(lo, hi):
+        ca, cb = -((-a) >> Q), -((-b) >> Q)
+        if ca != cb:
+            raise NumericsUnreliable("log-grid cell edge not resolved; raise B_FRACTION_BITS")
+        cs.append(ca)
+    # the cells k_lo..k_hi-1 must cover [Jlo, Jhi] unless the log grid ends there
+    if (k_lo > m.k_minus and cs[0] > Jlo) or (k_hi < m.k_plus and cs[-1] <= Jhi):
+        raise NumericsUnreliable("log-grid range estimate failed")
+    P0 = [0] + list(accumulate(s))
+    P1 = [0] + list(accumulate(j * v for j, v in zip(range(J0, J0 + N), s)))
+
+    def pref(arr, J):                                    # sum over indices < J
+        i = J - J0
+        return arr[0] if i <= 0 else arr[min(i, N)]
+
+    r = [0] * (k_hi - k_lo + 1)
+    kept_in = 0
+    for i in range(k_hi - k_lo):                         # cell k = k_lo + i: c_k <= J < c_{k+1}
+        k = k_lo + i
+        if k >= m.k_plus:
+            break
+        T0 = pref(P0, cs[i + 1]) - pref(P0, cs[i])
+        if T0 == 0:
+            continue
+        T1 = pref(P1, cs[i + 1]) - pref(P1, cs[i])
+        kept_in += T0
+        num_lo = (T1 << Q) - hi[i] * T0                  # up = (T1 - B_k T0)/(B_{k+1} - B_k),
+        up_lo = num_lo // (hi[i + 1] - lo[i])            #   decreasing in B_k and in B_{k+1}
+        up_lo = max(up_lo, 0)
+        num_hi = (T1 << Q) - lo[i] * T0
+        den_hi = lo[i + 1] - hi[i]
+        up_hi = -((-num_hi) // den_hi) if den_hi > 0 else T0
+        up_hi = min(max(up_hi, up_lo), T0)
+        r[i] += T0 - up_hi                               # mass to e^{k eta}  (lower bound)
+        r[i + 1] += up_lo                                # mass to e^{(k+1) eta} (lower bound)
+    # the grid point k_plus itself (L = e^{k_plus eta} exactly) is kept if present
+    if k_lo <= m.k_plus <= k_hi:
+        i = m.k_plus - k_lo
+        exact_hit = pref(P0, cs[i] + 1) - pref(P0, cs[i]) if lo[i] == hi[i] and lo[i] == cs[i] << Q else 0
+        r[i] += exact_hit
+        kept_in += exact_hit
+    led.log_grid += total - kept_in
+    kept = sum(r)
+    led.fixed_point += (kept_in - kept) << F
+    return strip(Poly(k_lo, fmpz_poly(r)))
+
+
+# ----------------------------------------------------------------------------- step (iv)
+
+def step_iv(R: Poly, epochs: int, m: Method, led: Ledger, progress=None) -> Poly:
+    """Lemma C.5 step (iv): b = R^E (exponents add), with floors and trims recorded.
+
+    Returns b: coefficient j a lower bound (units 2^-F) on the mass at Lambda = e^{(b.off + j) eta}.
+    """
+    trim_units = int((m.trim * (1 << led.F)).floor())
+    return power(R, epochs, trim_units, led, progress)
+
+
+def o_ball(b: Poly, m: Method) -> arb:
+    """A ball containing O = sum_k b_k min{1, e^{k eta}} for the fixed-point masses b (exact ints)."""
+    F = m.fixed_point_bits
+    n_neg = max(0, min(-b.off, b.poly.length()))         # indices with k < 0
+    total = b.mass()
+    neg_part = b.poly.truncate(n_neg) if n_neg else fmpz_poly([])
+    neg_sum = int(neg_part(1)) if n_neg else 0
+    pos = total - neg_sum                                 # k >= 0: min{1, e^{k eta}} = 1
+    with working_prec(max(m.prec, 128)):
+        eta = arb_exact(m.eta)
+        if n_neg:
+            # sum_{j < n_neg} c_j e^{(off + j) eta} = e^{off eta} * c(e^{eta})
+            val = arb_poly(neg_part)(eta.exp()) * (eta * b.off).exp()
+        else:
+            val = arb(0)
+        return (arb(pos) + val) / arb(2) ** F
+
+
+# ----------------------------------------------------------------------------- driver
+
+@dataclass
+class BoundResult:
+    """The certified bound and everything the certificate records about it."""
+    bound: str                 # upper end of 1 - O, rounded up to 10 significant digits
+    one_minus_O: arb           # a ball containing 1 - O
+    O: arb
+    enclosures: dict           # JSON-ready: O, mass.*, deleted.*
+    timings: dict
+    stats: dict = field(default_factory=dict)
+    b: Poly | None = None      # step (iv) masses (lower bounds, units 2^-F) at Lambda = e^{k eta}
+
+
+def rounding_bound(steps: int, epochs: int, sigma: fmpq, method: Method, progress=None) -> BoundResult:
+    """The rigorous Lemma C.5 bound: 1 - O >= TV(P_M^E, Q_M^E) at sigma.
+
+    `bound` (a decimal string) is >= the upper end of a ball containing 1 - O, and
+    1 - O >= TV by Lemma C.5 (every step is a mean-preserving two-point rounding or a
+    deletion of mass, which can only lower E min{1, Lambda}).
+    `progress(stage, fraction)` is called as the computation advances.
+    """
+    method.validate(steps)
+    if not isinstance(sigma, fmpq) or sigma <= 0:
+        raise ParameterError("sigma must be a positive exact rational")
+    F = method.fixed_point_bits
+    prog = progress or (lambda stage, frac: None)
+    timings = {}
+    with working_prec(method.prec):
+        led = Ledger(F)
+        t0 = time.perf_counter()
+        prog("step_i", 0.0)
+        P, g0cap, loss_i = step_i(sigma, method)
+        mass_i = arb(P.mass()) / arb(2) ** F
+        timings["step_i"] = time.perf_counter() - t0
+        prog("step_i", 1.0)
+
+        t1 = time.perf_counter()
+        A, g = step_ii(P, steps, method, led, lambda f: prog("step_ii", f))
+        mass_ii = arb(A.mass()) / arb(2) ** F
+        timings["step_ii"] = time.perf_counter() - t1
+
+        t2 = time.perf_counter()
+        prog("step_iii", 0.0)
+        R = step_iii(A, g, steps, method, led)
+        mass_iii = arb(R.mass()) / arb(2) ** F
+        timings["step_iii"] = time.perf_counter() - t2
+        prog("step_iii", 1.0)
+
+        t3 = time.perf_counter()
+        b = step_iv(R, epochs, method, led, lambda f: prog("step_iv", f))
+        mass_iv = arb(b.mass()) / arb(2) ** F
+        O = o_ball(b, method)
+        timings["step_iv"] = time.perf_counter() - t3
+        timings["total"] = time.perf_counter() - t0
+        prog("step_iv", 1.0)
+        one_minus_O = arb(1) - O
+        bound = round_up_sig(one_minus_O, 10)
+        fixed_point = loss_i + led.ball("fixed_point")
+        enclosures = {
+            "O": arb_str(O),
+            "mass": {"step_i": arb_str(mass_i), "step_ii": arb_str(mass_ii),
+                     "step_iii": arb_str(mass_iii), "step_iv": arb_str(mass_iv)},
+            "deleted": {"cap": arb_str(g0cap), "truncation": arb_str(led.ball("truncation")),
+                        "trim": arb_str(led.ball("trim")), "log_grid": arb_str(led.ball("log_grid")),
+                        "fixed_point": arb_str(fixed_point)},
+        }
+        stats = {"grid_points": P.poly.length(), "epoch_length": A.poly.length(), "lattice": g,
+                 "log_cells": R.poly.length(), "final_length": b.poly.length(),
+                 "products": led.products, "max_length": led.max_length}
+        return BoundResult(bound, one_minus_O, O, enclosures,
+                           {k: round(v, 3) for k, v in timings.items()}, stats, b)
+

@@ -1,0 +1,168 @@
+"""Format v3 (docs/method-v2.md §3-§4): the claim names its sampling scheme; the upper method is
+`lemma-c5-rounding` v1 (random allocation only) or v2; `lower` (method v1 or v2) is optional,
+and so are the privacy and TPR rows (both or neither).  Exact schema, then static checks."""
+from __future__ import annotations
+
+from flint import fmpq
+
+from ..replay import gaussian_shift as gs
+from .statement import (
+    ADJACENCY,
+    MECHANISM,
+    SCHEMA,
+    SCHEMA_V2,
+    STATEMENT,
+    B,
+    D,
+    I,
+    Rows,
+    S,
+    _typed,
+    check_claim_and_method,
+    check_lower,
+    check_lower_v1,
+    check_rows,
+)
+from .strict import Reject
+
+RANDOM_ALLOCATION, FIXED_BINS = "random-allocation", "fixed-bins"
+STATEMENT_FB = ("TV(P_M, Q_M) at sigma/sqrt(E) <= target, where E = ceil(iterations/M) rounds per bin "
+                "(bins seen fewer times are covered by data processing), so every membership-inference "
+                "test has accuracy <= 1/2 + target/2")
+SCHEMES = {RANDOM_ALLOCATION: (MECHANISM, STATEMENT), FIXED_BINS: ("dp-sgd/fixed-bins", STATEMENT_FB)}
+
+CLAIM = {**SCHEMA["claim"], "scheme": S}
+CLAIM_FIXED_BINS = {**CLAIM, "iterations": I}
+METHOD_V2 = {"name": S, "version": I, "h": D, "mantissa_bits": I, "y_mantissa_bits": [I], "top_octave": I,
+             "cap": D, "eta": D, "k_minus": I, "k_plus": I, "k_top": I, "prec": I, "fixed_point_bits": I,
+             "trim": D, "trim_shift": D}
+ENCLOSURES_V2 = {"O": B, "mass": {k: B for k in ("step_i", "step_ii", "step_iii", "step_iv")},
+                 "deleted": {k: B for k in ("trim", "log_grid", "fixed_point")},
+                 "moved": {k: B for k in ("cap", "top_octave", "k_plus", "k_top")}}
+LOWER_METHOD_V2 = {k: v for k, v in METHOD_V2.items() if k != "trim_shift"}
+# work limits of method v2 (denial of service): lattice points 2N(T+1), grid points of (i),
+# log-grid cells, and the length of the step (iv) products
+LIMITS_V2 = {"lattice points": 5 * 10**8, "grid points": 2 * 10**8, "log-grid cells": 10**9,
+             "epoch product length": 10**11}  # outer fences only: the cost model decides first
+
+
+def _get(obj, key):
+    return obj.get(key) if isinstance(obj, dict) else None
+
+
+def schema(raw) -> dict:
+    """The exact schema of a v3 predicate, chosen by the raw claim's scheme and the methods'
+    names and versions (which must then have their own schema's types)."""
+    claim, method, lower = _get(raw, "claim"), _get(raw, "method"), _get(raw, "lower")
+    scheme = _get(claim, "scheme")
+    if isinstance(claim, dict) and "scheme" in claim and scheme not in SCHEMES:
+        raise Reject("claim-scheme", f"claim.scheme {scheme!r} is not one of {sorted(SCHEMES)}")
+    sch = {**SCHEMA, "claim": CLAIM_FIXED_BINS if scheme == FIXED_BINS else CLAIM}
+    version = (_get(method, "name"), _get(method, "version"))
+    if version == ("lemma-c5-rounding", 2):
+        sch.update(method=METHOD_V2, enclosures=ENCLOSURES_V2)
+    elif version == (gs.NAME, 1):
+        sch.update(method=gs.METHOD, enclosures=gs.ENCLOSURES)
+    elif version != ("lemma-c5-rounding", 1) and isinstance(method, dict):
+        raise Reject("method-unknown", f"method {version[0]!r} v{version[1]} is not lemma-c5-rounding v1 or v2 "
+                     "or gaussian-shift v1")
+    if isinstance(raw, dict) and "lower" in raw:
+        lv = (_get(_get(lower, "method"), "name"), _get(_get(lower, "method"), "version"))
+        sch["lower"] = SCHEMA_V2["lower"]
+        if lv == ("data-processing-lower", 2):
+            sch["lower"] = {**SCHEMA_V2["lower"], "method": LOWER_METHOD_V2}
+        elif lv == (gs.NAME, 1):
+            sch["lower"] = {**SCHEMA_V2["lower"], "method": gs.METHOD, "enclosures": gs.ENCLOSURES}
+        elif lv != ("data-processing-lower", 1) and isinstance(_get(lower, "method"), dict):
+            raise Reject("lower-method-unknown", f"lower method {lv[0]!r} v{lv[1]} is not data-processing-lower "
+                         "v1 or v2 or gaussian-shift v1")
+        if isinstance(lower, dict) and "resolution" in lower:  # two-sided.md §1: optional in v3
+            sch["lower"] = {**sch["lower"], "resolution": D}
+    rows = [k for k in ("privacy", "tpr") if isinstance(raw, dict) and k in raw]
+    if len(rows) == 1:
+        raise Reject("schema-missing-field", f"predicate has {rows[0]} without "
+                     f"{({'privacy', 'tpr'} - set(rows)).pop()} (the rows go together)")
+    for k in rows:
+        sch[k] = SCHEMA_V2[k]
+    if isinstance(raw, dict) and "rows_not_certified" in raw:  # two-sided.md §4: rows left out, with reasons
+        if not rows:
+            raise Reject("schema-missing-field", "predicate has rows_not_certified without privacy and tpr")
+        sch["rows_not_certified"] = {"privacy": Rows(S), "tpr": Rows(S)}
+    return sch
+
+
+def typed(raw) -> dict:
+    return _typed(raw, schema(raw), "predicate")
+
+
+def check_v3(p: dict) -> None:
+    """Static checks of a typed v3 predicate (before any replay)."""
+    c, m = p["claim"], p["method"]
+    check_claim(c)
+    if m["name"] == gs.NAME:
+        gs.check(m, c, "method-invalid")
+        if p["bound"] > c["target"]:
+            raise Reject("bound-above-target", f"recorded bound {p['bound']} > target {c['target']}")
+    elif m["version"] == 1:
+        if c["scheme"] != RANDOM_ALLOCATION:
+            raise Reject("method-scheme", "method lemma-c5-rounding v1 covers random allocation only")
+        check_claim_and_method(p)  # the v1 claim and method rules, and bound <= target
+    else:
+        check_method_v2(m, c, "method-invalid")
+        if p["bound"] > c["target"]:
+            raise Reject("bound-above-target", f"recorded bound {p['bound']} > target {c['target']}")
+    if "lower" in p:
+        if p["lower"]["method"]["name"] == gs.NAME:
+            gs.check(p["lower"]["method"], c, "lower-method-invalid")
+        elif p["lower"]["method"]["version"] == 1:
+            if c["scheme"] != RANDOM_ALLOCATION:
+                raise Reject("method-scheme", "lower method data-processing-lower v1 covers random allocation only")
+            check_lower_v1(p)
+        else:
+            check_method_v2(p["lower"]["method"], c, "lower-method-invalid")
+        check_lower(p)
+    if "privacy" in p:
+        check_rows(p)
+
+
+def check_claim(c: dict) -> None:
+    """method-v2.md §3: mechanism and statement of the scheme; fixed bins: E = ceil(iterations/M)."""
+    mechanism, statement = SCHEMES[c["scheme"]]
+    if c["mechanism"] != mechanism or c["adjacency"] != ADJACENCY:
+        raise Reject("claim-mechanism", f"mechanism/adjacency {c['mechanism']!r}/{c['adjacency']!r} do not "
+                     f"match scheme {c['scheme']!r}")
+    if c["statement"] != statement:
+        raise Reject("claim-statement", f"claim.statement is not the statement of scheme {c['scheme']!r}")
+    if c["steps"] < 1 or c["epochs"] < 1 or c["sigma"] <= 0 or not 0 < c["target"] < 1:
+        raise Reject("claim-invalid", "need steps >= 1, epochs >= 1, sigma > 0, 0 < target < 1")
+    if c["scheme"] == FIXED_BINS and not (c["iterations"] >= 1 and c["epochs"] == -(-c["iterations"] // c["steps"])):
+        raise Reject("claim-iterations", f"fixed bins need iterations >= 1 and epochs = ceil(iterations/steps); got "
+                     f"iterations {c['iterations']}, steps {c['steps']}, epochs {c['epochs']}")
+
+
+def check_method_v2(m: dict, c: dict, code: str) -> None:
+    """method-v2.md §2 (parameters) for the upper method, §4 for the lower one (no trim_shift)."""
+    n, yb, T = m["mantissa_bits"], m["y_mantissa_bits"], m["top_octave"]
+    bad = []
+    if not (1 <= n <= 24 and all(0 <= b <= n for b in yb) and len(yb) <= T <= 200):
+        bad.append("need 1 <= mantissa_bits <= 24, 0 <= y_mantissa_bits[k] <= mantissa_bits and "
+                   "len(y_mantissa_bits) <= top_octave <= 200")
+    if not (m["h"] > 0 and m["eta"] > 0 and m["k_minus"] < 0 <= m["k_top"] and m["k_minus"] < m["k_plus"]):
+        bad.append("need h > 0, eta > 0, k_minus < 0 <= k_top, k_minus < k_plus")
+    if not (m["trim"] <= fmpq(1, 1000) and ("trim_shift" not in m or m["trim_shift"] <= 100)):
+        bad.append("need 0 <= trim <= 0.001, 0 <= trim_shift <= 100")
+    if not (32 <= m["prec"] <= 4096 and 32 <= m["fixed_point_bits"] <= 1024):
+        bad.append("need 32 <= prec <= 4096, 32 <= fixed_point_bits <= 1024")
+    if not bad and m["cap"] != 2 ** (len(yb) + n) * m["h"]:
+        bad.append(f"cap must be 2^(K+1) N h = {2 ** (len(yb) + n) * m['h']}")
+    if bad:
+        raise Reject(code, "; ".join(bad))
+    E = 1 if c["scheme"] == FIXED_BINS else c["epochs"]
+    work = {"lattice points": 2 ** (n + 1) * (T + 1), "grid points": sum(2**b for b in yb) + 2**yb[0],
+            "log-grid cells": m["k_plus"] - m["k_minus"],
+            "epoch product length": min(m["k_top"], E * m["k_plus"]) - E * m["k_minus"]}
+    for k, v in work.items():
+        if v > LIMITS_V2[k] or c["steps"] > 10**7 or c["epochs"] > 10**5:
+            raise Reject("method-too-expensive", f"{k} {v} or M, E beyond the verifier's limits")
+    if m["eta"] > 1:  # cell edges M e^{j eta}/h are integers of about 1.44 j eta bits
+        raise Reject("method-too-expensive", f"eta {m['eta']} > 1")

@@ -1,0 +1,190 @@
+"""The multiscale lattice ML(h, n) and its sum ⊕ (docs/method-v2.md §2 (ii), §4 (b)).
+
+A distribution on ML is a list of T + 1 integer polynomials, masses in units 2^-F
+(None for an empty octave; T = `top_octave`, N = 2^n):
+
+    octave 0:       coefficient j at the value j h,             0 <= j < 2N  ("real" index j)
+    octave k >= 1:  coefficient i at the value 2^k h (N + i),   0 <= i < N   (index m = N + i)
+
+X ⊕ Y octave by octave (§2 (ii), "equivalently"): with x̂_k the part of X below octave k
+carried to the lattice 2^k h (x̂_0 = 0, x̂_{k+1} = c(x̂_k + x_k)),
+
+    Z_k = x_k (y_k + ŷ_k) + x̂_k y_k     (for X ⊕ X: x_k (x_k + 2 x̂_k)),
+
+exact products of integer polynomials; Z_k's indices below 2N stay in octave k, the rest are
+carried by c onto the lattice 2^{k+1} h (octave k + 1), and what octave T would carry beyond
+itself is moved down to its largest point 2^T h (2N - 1).  The carry c is `half` (m even ->
+m/2; m odd -> half of the mass to each of (m -/+ 1)/2: the upper method's two-point rounding) or
+the floor m -> floor(m/2) (the lower method's fixed map).  Every stored mass is rounded down
+(floors after products and halvings): with non-negative masses every result is a
+coefficient-wise lower bound of the exact one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from flint import fmpq, fmpz_poly
+
+
+@dataclass
+class Tally:
+    """Masses lost or moved, each measured when it happens (exact rationals; `fixed_point` is
+    an upper bound on the mass lost to floors)."""
+    trim: fmpq = field(default_factory=fmpq)
+    fixed_point: fmpq = field(default_factory=fmpq)
+    top_octave: fmpq = field(default_factory=fmpq)
+
+
+def _add(a, b):
+    return b if a is None else a if b is None else a + b
+
+
+class Lattice:
+    """ML(h, n) up to octave T, masses in units 2^-F; `two_point` selects `half` or the floor.
+
+    `budget`: our own trimming after each ⊕ -- the lowest octaves are deleted while their total
+    mass stays <= budget (units 2^-F)."""
+
+    def __init__(self, n: int, T: int, F: int, two_point: bool, budget: int, tally: Tally):
+        self.n, self.N, self.T, self.F = n, 1 << n, T, F
+        self.two_point, self.budget, self.tally = two_point, budget, tally
+        self.d = 2 if two_point else 1  # carries are exact in units 2^-F / d
+        self.memo = []  # (X, upto, hats) of recent operands: B enters two sums per bit (§4 (b))
+
+    def carry(self, p):
+        """d times the image of p (index m on a lattice g) on the lattice 2g, exactly: `half`
+        (d = 2) sends m even to m/2 and half of an odd m's mass to each of (m -/+ 1)/2; the
+        floor (d = 1) sends m to floor(m/2)."""
+        ev, od = p.deflate(2), p.right_shift(1).deflate(2)
+        if self.two_point:
+            return 2 * ev + od + od.left_shift(1)
+        return ev + od
+
+    def hats(self, X: list, upto: int) -> list:
+        for Y, u, H in self.memo:
+            if Y is X and u >= upto:
+                return H
+        H = self._hats(X, upto)
+        self.memo = [(X, upto, H)] + self.memo[:3]
+        return H
+
+    def _hats(self, X: list, upto: int) -> list:
+        """[x̂_0, ..., x̂_upto]: the part of X below octave k on the lattice 2^k h (real indices
+        0..N), carried octave by octave; `half` is floored to units 2^-F (each floor loses less
+        than half a unit per coefficient, counted as such)."""
+        out, h = [None], None
+        for k in range(upto):
+            s = _add(h, X[k] if k == 0 or X[k] is None else X[k].left_shift(self.N))
+            h = None
+            if s is not None and not s.is_zero():
+                h = self.carry(s)
+                if self.two_point:
+                    self.tally.fixed_point += fmpq(h.length(), 2 ** (self.F + 1))
+                    h = h // 2
+            out.append(h)
+        return out
+
+    def oplus(self, X: list, Y: list) -> list:
+        """X ⊕ Y (X is Y: the sum of two independent copies), then our own low-end trimming.
+        (The floor map keeps no fixed-point tally: the lower bound pays for every loss at once.)"""
+        N, T, F, d, same = self.N, self.T, self.F, self.d, X is Y
+        lx = [k for k, p in enumerate(X) if p is not None]
+        ly = lx if same else [k for k, p in enumerate(Y) if p is not None]
+        if not lx or not ly:
+            return [None] * (T + 1)
+        k0, k1 = max(lx[0], ly[0]), min(T, max(lx[-1], ly[-1]) + 1)
+        xh = self.hats(X, max(ly[-1], k0))
+        yh = xh if same else self.hats(Y, max(lx[-1], k0))
+        get = lambda L, k: L[k] if k < len(L) else None
+        out, car, scale = [None] * (T + 1), None, d * 2**F
+        for k in range(k0, k1 + 1):
+            z = self._z(k, X[k], get(xh, k), Y[k], get(yh, k), same)
+            tot, car = car, None  # units 2^-2F / d
+            if z is not None and not z.is_zero():
+                lim = 2 * N if k == 0 else N
+                tot = _add(tot, d * z.truncate(lim) if self.two_point else z.truncate(lim))
+                hi = z.right_shift(lim)
+                if not hi.is_zero():
+                    car = self.carry(hi)
+            if k == T and car is not None:  # octave T + 1: moved down to 2^T h (2N - 1)
+                moved = car(1)
+                self.tally.top_octave += fmpq(int(moved), scale * 2**F)
+                tot = _add(tot, fmpz_poly([moved]).left_shift(N - 1))
+                car = None
+            if tot is None or tot.is_zero():
+                continue
+            out[k] = tot // scale  # floor: units 2^-2F / d -> 2^-F
+            if self.two_point:
+                self.tally.fixed_point += fmpq(tot.length(), 2**F)  # each floor loses < 1 unit
+        return self.trim(out)
+
+    def _z(self, k, xk, xh, yk, yh, same):
+        """Z_k exactly (units 2^-2F): octave 0 in real indices, octave k >= 1 relative to N
+        (x_k = z^N x_k^o, so Z_k = z^N (x_k^o (z^N y_k^o + ŷ_k) + x̂_k y_k^o))."""
+        if k == 0:
+            return xk * yk if xk is not None and yk is not None else None
+        N = self.N
+        if same:
+            if xk is None:
+                return None
+            sq = (xk * xk).left_shift(N)
+            return sq if xh is None else sq + 2 * (xk * xh)
+        z = None
+        if xk is not None:
+            other = _add(None if yk is None else yk.left_shift(N), yh)
+            z = None if other is None else xk * other
+        if xh is not None and yk is not None:
+            z = _add(z, xh * yk)
+        return z
+
+    def trim(self, D: list) -> list:
+        """Delete the lowest octaves while their total mass is <= budget (deleted.trim)."""
+        spent = 0
+        for k, p in enumerate(D):
+            if p is None:
+                continue
+            m = int(p(1))
+            if spent + m > self.budget:
+                break
+            spent += m
+            D[k] = None
+        self.tally.trim += fmpq(spent, 2**self.F)
+        return D
+
+
+def grid_points(n: int, ybits: list[int]) -> list[int]:
+    """The grid G of §2 (i) in units of h: octave 0 j = i 2^{n-b_0} (0 <= i < 2^{b_0+1}),
+    octave k >= 1 2^k (N + i 2^{n-b_k}) (0 <= i < 2^{b_k}), then cap = 2^{K+1} N."""
+    N, K = 1 << n, len(ybits) - 1
+    pts = [i << (n - ybits[0]) for i in range(1 << (ybits[0] + 1))]
+    for k in range(1, K + 1):
+        pts += [(N + (i << (n - ybits[k]))) << k for i in range(1 << ybits[k])]
+    return pts + [N << (K + 1)]
+
+
+def place(points: list[int], n: int, T: int, *masses: list[int]) -> list:
+    """Masses at grid points (units of h) as distributions on ML (this module's layout), one per
+    list of masses."""
+    N = 1 << n
+    where = []
+    for u in points:
+        k = max(u.bit_length() - n - 1, 0)
+        where.append((k, u if k == 0 else (u >> k) - N))
+    out = []
+    for ms in masses:
+        octs = [None] * (T + 1)
+        for (k, i), m in zip(where, ms):
+            if m:
+                if octs[k] is None:
+                    octs[k] = [0] * (2 * N if k == 0 else N)
+                octs[k][i] += m
+        out.append([None if o is None else fmpz_poly(o) for o in octs])
+    return out
+
+
+def octave_masses(p, k: int, N: int) -> tuple[list[int], int, int]:
+    """(masses as ints, real index of the first, mass at the value 0)."""
+    cs = [int(x) for x in p.coeffs()]
+    if k == 0:
+        return cs[1:], 1, cs[0]
+    return cs, N, 0

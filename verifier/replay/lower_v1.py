@@ -1,0 +1,159 @@
+"""Format v2 (docs/two-sided.md): the lower bound replayed independently
+(method `data-processing-lower` v1) and the privacy / TPR rows recomputed from
+the b_k of the upper-side replay.
+
+Lower side.  Every mass is an integer in units of 2^-F, always rounded *down*,
+on both sides.  The P-image of the fixed map is a probability distribution, so
+U(A) <= 1 - U_lo(A^c) and, for A = {k : W_k > U_k},
+    TV >= sum_k max(W_k - U_k, 0) - (1 - sum_k U_k):
+every floor, trim and cut of P-side mass is paid for by the deficit
+1 - sum_k U_k (an upper bound on all deleted P mass), and deleting Q-side
+mass only lowers W.  The bucket map beta(s) is computed once, from our own
+approximations of P_S(s), Q_S(s), and applied to both sides.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from flint import arb, fmpq, fmpz_poly
+
+from ..format.strict import working_prec
+from .upper_v1 import EXTRA_BITS, Losses, _Poly, _units
+
+
+def _masses(sigma: fmpq, h: fmpq, K: int, F: int):
+    """Cell masses p_k = Pr(kh <= Y < (k+1)h), q_k = E[Y 1{...}] (k < K), p_K, q_K the
+    tails above Kh, from the upper tails 2(1 - F0), 2(1 - F1) (erfc form, no cancellation
+    against 1): with x = sigma ln y, 2(1 - F0(y)) = erfc((x + 1/(2 sigma))/sqrt 2)."""
+    s, r2, lnh = arb(sigma), arb(2).sqrt(), arb(h).log()
+    c = 1 / (2 * s)
+
+    def tails(u):
+        if u == 0:
+            return arb(2), arb(2)
+        x = s * (arb(u).log() + lnh)
+        return ((x + c) / r2).erfc(), ((x - c) / r2).erfc()
+
+    p, q, prev = [], [], tails(0)
+    for u in range(1, K + 1):
+        cur = tails(u)
+        p.append(_units((prev[0] - cur[0]) / 2, F))
+        q.append(_units((prev[1] - cur[1]) / 2, F))
+        prev = cur
+    p.append(_units(prev[0] / 2, F))
+    q.append(_units(prev[1] / 2, F))
+    return p, q
+
+
+def _floor(X, f: int):
+    """The map index u -> floor(u / f) (block sum onto the coarser lattice): masses move
+    whole, so this is exact."""
+    off, p = X
+    if f == 1 or p.is_zero():
+        return X
+    base, cs, out = off // f, p.coeffs(), fmpz_poly()
+    for r in range(f):
+        i0 = (r - off) % f
+        out += fmpz_poly(cs[i0::f]).left_shift((off + i0) // f - base)
+    return base, out
+
+
+def _mix(X, a: int, Y, b: int):
+    """floor((a X + b Y) / (a + b)) coefficient-wise (the Q-side mixture, §1(b))."""
+    (ox, px), (oy, py) = X, Y
+    o = min(ox, oy)
+    return o, (px.left_shift(ox - o) * a + py.left_shift(oy - o) * b) // (a + b)
+
+
+@dataclass
+class LowerResult:  # exact rationals; U_A = kept P mass in A, so U(A) <= U_A + deficit
+    bound: fmpq  # W_A - U_A - deficit
+    W_A: fmpq
+    U_A: fmpq
+    deficit: fmpq
+    seconds: dict
+
+
+def replay_lower(M: int, E: int, sigma_low: fmpq, m: dict) -> LowerResult:
+    t0 = time.perf_counter()
+    h, eta, sched = m["h"], m["eta"], m["lattice_schedule"]
+    F = m["fixed_point_bits"] + EXTRA_BITS
+    P = _Poly(F, m["trim"], Losses())  # our own trimming rule; losses not needed (deficit)
+    with working_prec(m["prec"]):
+        p, q = _masses(sigma_low, h, int(m["cap"] / h), F)
+    t1 = time.perf_counter()
+    # (b) epoch sum, P side A and Q side AQ (the average over the shifted coordinate's block);
+    # our own cut: partial sums above 8M are deleted (any deletion is allowed, see above)
+    K = lambda g: int((8 * M / (h * g)).floor())
+    B, BQ, gB = P.trim(0, fmpz_poly(p), True), P.trim(0, fmpz_poly(q), True), 1
+    A = AQ = None
+    n = gA = 0
+    for i in range(len(sched)):
+        if i:
+            BQ, B = P.mul(BQ, B, K(gB)), P.mul(B, B, K(gB))
+            if sched[i] > gB:
+                B, BQ, gB = _floor(B, sched[i] // gB), _floor(BQ, sched[i] // gB), sched[i]
+        if (M >> i) & 1:
+            if A is None:
+                A, AQ, gA, n = B, BQ, gB, 1 << i
+                continue
+            if gA < gB:
+                A, AQ, gA = _floor(A, gB // gA), _floor(AQ, gB // gA), gB
+            AQ = _mix(P.mul(AQ, B, K(gB)), n, P.mul(A, BQ, K(gB)), 1 << i)
+            A, n = P.mul(A, B, K(gB)), n + (1 << i)
+    t2 = time.perf_counter()
+    # (c) bucket each epoch sum s by beta(s) = floor(ln(Q_S(s)/P_S(s))/eta), clamped
+    (oa, pa), (oq, qa) = A, AQ
+    pa, qa = [int(x) for x in pa.coeffs()], [int(x) for x in qa.coeffs()]
+    bmin, bmax, inv = m["b_min"], m["b_max"], 1 / max(float(eta), 1e-300)  # any fixed map is valid
+    u, w = {}, {}
+    for s in range(min(oa, oq), max(oa + len(pa), oq + len(qa))):
+        ps = pa[s - oa] if 0 <= s - oa < len(pa) else 0
+        qs = qa[s - oq] if 0 <= s - oq < len(qa) else 0
+        if ps == 0 and qs == 0:
+            continue
+        b = bmax if ps == 0 else bmin if qs == 0 else \
+            min(max(math.floor((math.log(qs) - math.log(ps)) * inv), bmin), bmax)
+        u[b], w[b] = u.get(b, 0) + ps, w.get(b, 0) + qs
+    t3 = time.perf_counter()
+    # (d) E epochs: exponents add; (e) A = {k : W_k > U_k}
+    lo, hi = (min(u), max(u)) if u else (0, 0)  # no mass left: U = W = 0, deficit 1
+    (ou, Up), (ow, Wp) = (P.power(P.trim(lo, fmpz_poly([d.get(k, 0) for k in range(lo, hi + 1)]), True), E)
+                          for d in (u, w))
+    o = min(ou, ow)
+    uc = [0] * (ou - o) + [int(x) for x in Up.coeffs()]
+    wc = [0] * (ow - o) + [int(x) for x in Wp.coeffs()]
+    uc += [0] * (len(wc) - len(uc))
+    wa = ua = 0
+    for i, x in enumerate(wc):
+        if x > uc[i]:
+            wa, ua = wa + x, ua + uc[i]
+    one = 1 << F
+    deficit = fmpq(one - sum(uc), one)
+    t4 = time.perf_counter()
+    secs = {"masses": t1 - t0, "epoch": t2 - t1, "buckets": t3 - t2, "epochs": t4 - t3, "total": t4 - t0}
+    return LowerResult(bound=fmpq(wa - ua, one) - deficit, W_A=fmpq(wa, one), U_A=fmpq(ua, one),
+                       deficit=deficit, seconds=secs)
+
+
+# ---- §2-3: hockey-stick divergences and TPR from the upper side's b_k ----------------
+def _split(b, eta: fmpq, k0: int):
+    """(sum_{k <= k0} b_k e^{k eta} as a ball, sum_{k > k0} b_k exactly), units 2^-F."""
+    ob, poly = b
+    n = min(max(k0 - ob + 1, 0), poly.length())
+    low = (arb(eta) * ob).exp() * poly.truncate(n)(arb(eta).exp()) if n else arb(0)
+    return low, int(poly.right_shift(n)(1))
+
+
+def deltas(b, F: int, eta: fmpq, eps: fmpq):
+    """Upper bounds (balls whose upper ends are certified) on delta_{Q||P}(eps) and
+    delta_{P||Q}(eps): 1 - sum_k b_k min{e^{k eta}, e^eps} and 1 - sum_k b_k min{1, e^{eps + k eta}}
+    (Lemma C.5: both minima are concave in each epoch factor; our b_k are lower bounds)."""
+    one, e = arb(2) ** F, arb(eps).exp()
+    low, high = _split(b, eta, int((eps / eta).floor()))
+    dqp = 1 - (low + e * high) / one
+    low, high = _split(b, eta, int((-eps / eta).floor()))
+    dpq = 1 - (e * low + high) / one
+    return dqp, dpq

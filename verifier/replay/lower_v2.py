@@ -1,0 +1,144 @@
+"""Independent replay of method `data-processing-lower` v2 (docs/method-v2.md §4).
+
+By data processing TV(T#P, T#Q) <= TV(P, Q) for the fixed map T of §4 (a)-(d): each step to
+the largest point of the grid G below it, the epoch sum on the multiscale lattice with the
+floor carry and the top clamp (lattice.py, two_point=False), the epoch value to its log-grid
+cell (loggrid.py), the E cells added with partial sums clamped at k_top.  Every mass on both
+sides is an integer in units 2^-F rounded down; the P image is a probability distribution, so
+for A = {k : W_k > U_k}
+    TV >= W(A) - U(A) >= sum_k max(W_k - U_k, 0) - (1 - sum_k U_k),
+an exact rational: the deficit 1 - sum_k U_k pays for every floor and trim on the P side, and a
+Q-side floor or trim only lowers W.  (As in lower_v1.py for method v1.)
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from flint import arb, fmpq, fmpz_poly
+
+from ..format.strict import working_prec
+from .epochs import Epochs
+from .lattice import Lattice, Tally, grid_points, octave_masses, place
+from .loggrid import LogCells, cell_sums, dyadic
+from .upper_v1 import EXTRA_BITS
+from .upper_v2 import pair, sigma_of
+
+
+def masses(t2: fmpq, h: fmpq, points: list[int], F: int) -> tuple[list[int], list[int]]:
+    """Step (a): P and Q masses of the cells [g_i, g_{i+1}) and [cap, inf), rounded down, from
+    the upper tails 2(1 - F0(y)) = erfc((s ln y + 1/(2s))/sqrt 2), 2(1 - F1(y)) likewise with
+    - 1/(2s) (s = 1/t; no cancellation against 1 in the far tail)."""
+    r2 = arb(2).sqrt()
+    a = sigma_of(t2) / r2  # 2(1 - F0(u h)) = erfc(a ln u + b0 + c), 2(1 - F1(u h)) = erfc(... - c)
+    b0, c = a * arb(h).log(), 1 / (4 * a)  # c = 1/(2 sigma sqrt 2)
+
+    def tails(u):
+        if u == 0:
+            return arb(2), arb(2)
+        x = a * arb(u).log() + b0
+        return (x + c).erfc(), (x - c).erfc()
+
+    down = lambda x: max(dyadic(x, False, F - 1), 0) if x.is_finite() else 0  # x/2 in units 2^-F
+    p, q, prev = [], [], tails(points[0])
+    for u in points[1:]:
+        cur = tails(u)
+        p.append(down(prev[0] - cur[0]))
+        q.append(down(prev[1] - cur[1]))
+        prev = cur
+    return p + [down(prev[0])], q + [down(prev[1])]
+
+
+def mix(X: list, a: int, Y: list, b: int) -> list:
+    """floor((a X + b Y)/(a + b)) octave by octave (the Q side's average, §4 (b))."""
+    out = []
+    for x, y in zip(X, Y):
+        s = (None if x is None else a * x, None if y is None else b * y)
+        s = s[0] if s[1] is None else s[1] if s[0] is None else s[0] + s[1]
+        out.append(None if s is None else s // (a + b))
+    return out
+
+
+def buckets(D: list, n: int, cells: LogCells, kmin: int, kplus: int) -> dict:
+    """Step (c): the value 2^k h m to the cell j of its epoch value, clamped to
+    [k_minus, k_plus] (the value 0 to k_minus); returns {j: mass}."""
+    N, u = 1 << n, {}
+    for k, p in enumerate(D):
+        if p is None:
+            continue
+        cs, base, zero = octave_masses(p, k, N)
+        E = cells.octave(k, N, kmin, kplus)
+        below, sums, above = cell_sums(cs, base, E, zero, moment=False)
+        for j, m in [(kmin, below), (kplus, above)] + [(E[t][0], m) for t, m, _ in sums]:
+            u[j] = u.get(j, 0) + m
+    return {j: v for j, v in u.items() if v}
+
+
+@dataclass
+class LowerResult:  # exact rationals: bound = W_A - U_A - deleted_p
+    bound: fmpq
+    W_A: fmpq
+    U_A: fmpq
+    deleted_p: fmpq
+    seconds: dict
+
+
+def replay_lower_v2(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
+    t0 = time.perf_counter()
+    M, E, _ = pair(claim)
+    t2 = pair(dict(claim, sigma=sigma_low))[2]
+    n, T, F = m["mantissa_bits"], m["top_octave"], m["fixed_point_bits"] + EXTRA_BITS
+    one, budget = 2**F, int(m["trim"] * 2**F / 4)  # spec: trim per sum or product
+    with working_prec(m["prec"]):
+        points = grid_points(n, m["y_mantissa_bits"])
+        p, q = masses(t2, m["h"], points, F)
+    B, BQ = place(points, n, T, p, q)
+    t1 = time.perf_counter()
+    # (b) the epoch: P side A, Q side AQ = average over the position of the shifted coordinate
+    lat = Lattice(n, T, F, False, budget, Tally())  # one for both sides: B enters two sums per bit
+    A = AQ = None
+    done = 0  # steps already in A
+    for i in range(M.bit_length()):
+        if M >> i & 1:
+            if A is None:
+                A, AQ, done = B, BQ, 1 << i
+            else:
+                AQ = mix(lat.oplus(AQ, B), done, lat.oplus(A, BQ), 1 << i)
+                A, done = lat.oplus(A, B), done + (1 << i)
+        if i + 1 < M.bit_length():
+            BQ, B = lat.oplus(BQ, B), lat.oplus(B, B)
+    t2_ = time.perf_counter()
+    # (c) each epoch value to its log-grid cell
+    cells = LogCells(M, m["h"], m["eta"], m["prec"])
+    u = buckets(A, n, cells, m["k_minus"], m["k_plus"])
+    w = buckets(AQ, n, cells, m["k_minus"], m["k_plus"])
+    t3 = time.perf_counter()
+    # (d) E epochs: cells added, partial sums above k_top clamped (our trim: raw mass, low end)
+    sides = []
+    for d in (u, w):
+        lo, ep = min(d, default=0), Epochs(F, m["eta"], m["k_top"], budget, None, budget)
+        sides.append(ep.power((lo, fmpz_poly([d.get(j, 0) for j in range(lo, max(d, default=-1) + 1)])), E))
+    (ou, Up), (ow, Wp) = sides
+    o = min(ou, ow)
+    uc = [0] * (ou - o) + [int(x) for x in Up.coeffs()]
+    wc = [0] * (ow - o) + [int(x) for x in Wp.coeffs()]
+    uc += [0] * (len(wc) - len(uc))
+    wa = ua = 0
+    for i, x in enumerate(wc):  # (e) A = {k : W_k > U_k}
+        if x > uc[i]:
+            wa, ua = wa + x, ua + uc[i]
+    deficit = fmpq(one - sum(uc), one)
+    t4 = time.perf_counter()
+    secs = {"masses": t1 - t0, "epoch": t2_ - t1, "buckets": t3 - t2_, "epochs": t4 - t3, "total": t4 - t0}
+    return LowerResult(bound=fmpq(wa - ua, one) - deficit, W_A=fmpq(wa, one), U_A=fmpq(ua, one),
+                       deleted_p=deficit, seconds=secs)
+
+
+def slack_lower(claim: dict, m: dict) -> fmpq:
+    """Tolerance for the recorded W_A, U_A, deleted_p: two correct implementations of the same
+    fixed map differ by their deletions (at most trim per sum or product, on either side) and
+    floors (under 2^-F per coefficient), amplified at most M E times."""
+    M, E, _ = pair(claim)
+    nops = 6 * M.bit_length() + 4 * E.bit_length()  # P and Q sides
+    width = 2 ** (m["mantissa_bits"] + 1) * (m["top_octave"] + 1) + (m["k_plus"] - m["k_minus"]) * E
+    return 2 * M * E * nops * (m["trim"] + width / fmpq(2) ** m["fixed_point_bits"])

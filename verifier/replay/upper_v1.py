@@ -1,0 +1,344 @@
+"""Independent replay of method `lemma-c5-rounding` v1 (docs/certificate.md §4).
+
+Every mass is a non-negative integer in units of 2^-F (F = our own fixed-point
+scale), always rounded *down*; deleting mass is always allowed.  By Lemma C.5
+(mean-preserving two-point rounding lowers E min{1, Λ}) and because deleting mass
+lowers it too, the O computed here is a rigorous lower bound on E min{1, Λ},
+so 1 - O is a rigorous upper bound on TV.  Arithmetic (see docs/verifier.md):
+  (i)   masses from second differences of the convex stop-loss transform
+        G(y) = E(y - Y)_+ (put form below 1, call form above), in arb;
+  (ii)  exact fmpz_poly products, floor back to 2^-F, own trimming (<= trim/2 per end);
+  (iii) exact integer prefix sums and integer (dyadic) bounds on the cell edges;
+  (iv)  fmpz_poly powers again; O from one arb polynomial evaluation.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+from flint import arb, ctx, fmpq, fmpz, fmpz_poly
+
+from ..format.strict import working_prec
+
+EXTRA_BITS = 4  # our scale is 2^-(fixed_point_bits + 4): finer than the certifier's
+
+
+def _dyadic(x: arb, up: bool, w: int) -> int:
+    """floor(2^w * lower(x)) or ceil(2^w * upper(x)) as a Python int (exact)."""
+    man, exp = (x.upper() if up else x.lower()).mid().man_exp()
+    man, exp = int(man), int(exp) + w
+    if exp >= 0:
+        return man << exp
+    return -((-man) >> -exp) if up else man >> -exp
+
+
+def binary_power(X, e: int, mul):
+    """X^e (e >= 1) by binary powering along the bits of e, least significant first, with the
+    product `mul` (which may round, trim and record what it deletes)."""
+    out = None
+    while e:
+        if e & 1:
+            out = X if out is None else mul(out, X)
+        e >>= 1
+        if e:
+            X = mul(X, X)
+    return out
+
+
+def _units(x: arb, w: int) -> int:
+    """A mass rounded down to units of 2^-w, never negative, never rounded up."""
+    return max(_dyadic(x, False, w), 0) if x.is_finite() else 0
+
+
+@dataclass
+class Losses:  # absolute masses, as exact rationals
+    truncation: fmpq = field(default_factory=fmpq)
+    trim: fmpq = field(default_factory=fmpq)
+    log_grid: fmpq = field(default_factory=fmpq)
+    fixed_point: fmpq = field(default_factory=fmpq)
+
+
+class _Poly:
+    """Products of distributions (off, p): mass p[i] * 2^-F at lattice index off + i."""
+
+    def __init__(self, F: int, trim: fmpq, losses: Losses):
+        self.F, self.one, self.L = F, fmpz(2) ** F, losses
+        # own trimming rule: at most trim/2 from each end, so at most `trim` per product
+        self.budget = int((trim * self.one / 2).floor())
+
+    @staticmethod
+    def _edge(p, budget: int, top: bool) -> tuple[int, int]:
+        """Largest k such that the k lowest (or highest) coefficients sum to <= budget,
+        by exponential then binary search on C-speed partial sums; returns (k, sum)."""
+        n = p.length()
+        part = (lambda k: int(p.right_shift(n - k)(1))) if top else (lambda k: int(p.truncate(k)(1)))
+        lo, hi = 0, 1
+        while hi <= n and part(hi) <= budget:
+            lo, hi = hi, 2 * hi
+        hi = min(hi, n + 1)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if part(mid) <= budget else (lo, mid)
+        return lo, part(lo)
+
+    def trim(self, off, p, zeros_only=False):
+        budget = 0 if zeros_only else self.budget
+        lo, a = self._edge(p, budget, False)
+        p = p.right_shift(lo)
+        hi, b = self._edge(p, budget, True)
+        self.L.trim += fmpq(a + b, self.one)
+        return off + lo, p.truncate(p.length() - hi)
+
+    def cut(self, off, p, K):
+        """Delete values with lattice index > K (partial sums above `truncation`)."""
+        n = K - off + 1 if K is not None else p.length()
+        if n >= p.length():
+            return off, p
+        q = p.truncate(max(n, 0))
+        self.L.truncation += fmpq(int(p(1) - q(1)), self.one)
+        return off, q
+
+    def mul(self, X, Y, K=None):
+        (ox, px), (oy, py) = X, Y
+        off = ox + oy
+        n = px.length() + py.length() - 1 if K is None else min(K - off + 1, px.length() + py.length() - 1)
+        if n <= 0 or px.is_zero() or py.is_zero():
+            self.L.truncation += fmpq(int(px(1) * py(1)), self.one ** 2)
+            return off, fmpz_poly()
+        q = px.mul_low(py, n)  # exact integers, units 2^-2F; values above K never formed
+        kept = q(1)
+        self.L.truncation += fmpq(int(px(1) * py(1) - kept), self.one ** 2)
+        q = q // self.one  # floor: every mass rounded down
+        self.L.fixed_point += fmpq(int(kept - q(1) * self.one), self.one ** 2)
+        return self.trim(off, q)
+
+    def power(self, X, e: int):
+        """X^e by binary powering (e >= 1)."""
+        return binary_power(X, e, self.mul)
+
+    def reround(self, X, q: int):
+        """Two-point rounding of values (off+i)*g*h onto multiples of q*g*h: a value u*g*h
+        with u = v*q + r sends c*(q-r)/q to v*q*g*h and c*r/q to (v+1)*q*g*h (floored)."""
+        off, p = X
+        base, cs, out = off // q, p.coeffs(), fmpz_poly()
+        for r in range(q):  # one residue class of u = off + i at a time, vectorised
+            i0 = (r - off) % q
+            part = fmpz_poly(cs[i0::q])
+            sh = (off + i0) // q - base
+            out += ((part * (q - r)) // q).left_shift(sh)
+            if r:
+                out += ((part * r) // q).left_shift(sh + 1)
+        self.L.fixed_point += fmpq(int(p(1) - out(1)), self.one)
+        return self.trim(base, out)
+
+
+def grid_masses(sigma: fmpq, h: fmpq, points: list[int], F: int):
+    """The masses p_k of step (i) at the grid points u*h.  G(y) = E(y-Y)_+ = y F0(y) - F1(y) is convex with G' = F0,
+    and the mass that the two-point rounding of Y onto the grid puts at a grid point
+    is the jump of the slope of the piecewise-linear interpolant of G there:
+        p_k = slope(y_k, y_{k+1}) - slope(y_{k-1}, y_k),  slope(-, 0) = 0,  slope(cap, +) = F0(cap).
+    (Summing the cell formulas of the spec for the two cells next to y_k gives this.)
+    Above y = 1 we use the call form C(y) = E(Y-y)_+ = G(y) - y + 1 (same differences),
+    so the far tail keeps relative precision.  With s = sigma, ln-argument x = ln y:
+    F0 = Phi(s x + 1/(2s)), F1 = Phi(s x - 1/(2s)), 2 Phi(-u) = erfc(u / sqrt 2)."""
+    r2 = arb(2).sqrt()
+    a, c = arb(sigma) / r2, 1 / (2 * arb(sigma) * r2)
+    ah, lnh, hp, hq = arb(h), arb(h).log(), int(h.p), int(h.q)
+
+    def two_v(u: int, call: bool):  # 2 G(u h) (put form) or 2 C(u h) (call form)
+        if u == 0:
+            return arb(2) if call else arb(0)
+        y, x = ah * u, a * (arb(u).log() + lnh)
+        if call:
+            return (x - c).erfc() - y * (x + c).erfc()
+        return y * (-(x + c)).erfc() - (-(x - c)).erfc()
+
+    call = [points[k + 1] * hp > hq for k in range(len(points) - 1)]  # cell k = (y_k, y_{k+1}]
+    inv = {}  # 1 / (cell width), one ball per distinct width
+    slopes, prev = [], two_v(points[0], call[0])
+    for k in range(len(points) - 1):
+        nxt, w = two_v(points[k + 1], call[k]), points[k + 1] - points[k]
+        if w not in inv:
+            inv[w] = 1 / (ah * w)
+        slopes.append((nxt - prev) * inv[w])
+        if k + 1 < len(call) and call[k + 1] != call[k]:
+            nxt = two_v(points[k + 1], True)
+        prev = nxt
+    ycap = (arb(points[-1]).log() + lnh) * a + c
+    tail = ycap.erfc()  # 2 (1 - F0(cap)): mass deleted above the cap
+    last = -tail if call[-1] else 2 - tail  # 2 F0(cap) (minus 2 in the call form)
+    ext = [(arb(0), False)] + list(zip(slopes, call)) + [(last, call[-1])]
+    q = []
+    for k in range(len(points)):  # p_k = (jump of the slope of 2G) / 2
+        (s0, k0), (s1, k1) = ext[k], ext[k + 1]
+        q.append(_units(((s1 - s0) + (2 if k1 and not k0 else 0)) / 2, F))  # 2G' = 2C' + 2
+    return q, tail / 2
+
+
+@dataclass
+class ReplayResult:
+    O: arb
+    bound: fmpq  # exact: 1 - (rigorous lower end of O)
+    enclosures: dict
+    seconds: dict
+    b: tuple = None  # (offset, fmpz_poly): the b_k of step (iv) in units 2^-F (format v2 rows)
+    F: int = 0
+
+
+def replay(claim: dict, method: dict) -> ReplayResult:
+    """Lemma C.5 (i)-(iv) from `claim` and `method` alone (docs/certificate.md §4)."""
+    M, E, m = claim["steps"], claim["epochs"], method
+    P = _Poly(m["fixed_point_bits"] + EXTRA_BITS, m["trim"], Losses())
+    K = lambda g: int((m["truncation"] / (m["h"] * g)).floor())  # largest lattice index <= truncation
+    t = [time.perf_counter()]
+    with working_prec(m["prec"]):
+        p, cap_del, mass_i = step_i(claim["sigma"], m, K(1), P)
+        t.append(time.perf_counter())
+        S, g = step_ii(p, M, m["lattice_schedule"], K, P)
+        mass_ii = fmpq(int(S[1](1)), P.one)
+        t.append(time.perf_counter())
+        R = step_iii(S, fmpq(M) / (m["h"] * g), m, P)
+        t.append(time.perf_counter())
+        b, O, O_lo = step_iv(R, E, m["eta"], P)
+        t.append(time.perf_counter())
+    L = P.L
+    enc = {"O": O, "mass": {"step_i": mass_i, "step_ii": mass_ii, "step_iii": fmpq(int(R[1](1)), P.one),
+                            "step_iv": fmpq(int(b[1](1)), P.one)},
+           "deleted": {"cap": cap_del, "truncation": L.truncation, "trim": L.trim,
+                       "log_grid": L.log_grid, "fixed_point": L.fixed_point}}
+    secs = dict(zip(("step_i", "step_ii", "step_iii", "step_iv"), (t1 - t0 for t0, t1 in zip(t, t[1:]))))
+    return ReplayResult(O=O, bound=1 - O_lo, enclosures=enc, seconds={**secs, "total": t[-1] - t[0]}, b=b, F=P.F)
+
+
+def step_i(sigma: fmpq, m: dict, K1: int, P: _Poly):
+    """(i) One step: the masses p_k on the grid G = {0, h, ..., tail_start} U {tail_start +
+    i tail_step}, in units 2^-F; the mass above the cap is deleted.  Grid points above
+    `truncation` (lattice index > K1) are cut at once (they would be cut after step (ii)'s
+    first product anyway), so the polynomial never has more than K1 + 1 coefficients.
+    Returns ((offset, polynomial), deleted cap mass, total mass)."""
+    h = m["h"]
+    n0, ncap = int((m["tail_start"] / h).floor()), int((m["cap"] / h).floor())
+    stp = int((m["tail_step"] / h).floor()) if ncap > n0 else 1
+    points = list(range(n0 + 1)) + list(range(n0 + stp, ncap + 1, stp))
+    q, cap_del = grid_masses(sigma, h, points, P.F)
+    coeffs, above = [0] * (min(ncap, K1) + 1), 0
+    for u, x in zip(points, q):
+        if u <= K1:
+            coeffs[u] = x
+        else:
+            above += x
+    mass = fmpq(sum(q), P.one)
+    P.L.fixed_point += fmpq(_dyadic(1 - cap_del, True, 2 * P.F), P.one ** 2) - mass
+    P.L.truncation += fmpq(above, P.one)
+    return P.trim(0, fmpz_poly(coeffs), True), cap_del, mass
+
+
+def step_ii(B, M: int, sched: list, K, P: _Poly):
+    """(ii) One epoch: the sum of M steps by binary powering along the bits of M.  B_i = B_{i-1}^2
+    (blocks of 2^i steps), re-rounded onto multiples of g_i h when g_i > g_{i-1}; at each set bit i
+    the accumulator A, re-rounded onto g_i h, becomes A * B_i.  Sums above `truncation` (index
+    > K(g)) are never formed.  Returns ((offset, polynomial) on the lattice g h, g)."""
+    gB, A, gA = 1, None, 1
+    for i in range(len(sched)):
+        if i:
+            B = P.mul(B, B, K(gB))
+            if sched[i] > gB:
+                B, gB = P.cut(*P.reround(B, sched[i] // gB), K(sched[i])), sched[i]
+        if (M >> i) & 1:
+            if A is None:
+                A, gA = B, gB
+            else:
+                if gA < gB:
+                    A, gA = P.cut(*P.reround(A, gB // gA), K(gB)), gB
+                A = P.mul(A, B, K(gB))
+    return A, gA
+
+
+def step_iii(S, C0: fmpq, m: dict, P: _Poly):
+    """(iii) The epoch value L = j g h / M two-point rounded onto the grid e^{k eta}, k_minus <= k
+    <= k_plus; L = 0 and values outside the grid are deleted.  Cell k holds j in [c_k, c_{k+1}),
+    c_k = ceil(beta_k), beta_k = C0 e^{k eta}, C0 = M/(g h); the mass sent up from cell k is
+    sum_j s_j (j - beta_k)/(beta_{k+1} - beta_k), from the prefix sums of s_j and j s_j (exact),
+    with each beta replaced by the end of its integer interval that makes the mass smaller.
+    Returns (k_lo, polynomial sum_k r_k z^(k - k_lo))."""
+    off, s = S[0], [int(x) for x in S[1].coeffs()]
+    jlo, jhi, eta = max(off, 1), off + len(s) - 1, m["eta"]
+    r, W = {}, ctx.prec + 64  # W: scale of the integer edge bounds
+    if jhi >= jlo:  # some mass at L > 0
+        est = lambda j: (math.log(j) - math.log(C0.p) + math.log(C0.q)) / max(float(eta), 1e-300)
+        ka = min(max(m["k_minus"], math.floor(est(jlo)) - 2), m["k_plus"])
+        kb = max(min(m["k_plus"], math.ceil(est(jhi)) + 2), ka)
+        bnd = _cell_edges(C0, eta, ka, kb, W)
+        if ka > m["k_minus"] and bnd[ka][2] > jlo or kb < m["k_plus"] and bnd[kb][2] <= jhi:
+            raise ArithmeticError("log-grid range estimate missed the support")
+        S0, S1, a0, a1 = [0], [0], 0, 0
+        for i, v in enumerate(s):
+            a0 += v
+            a1 += i * v
+            S0.append(a0)
+            S1.append(a1)
+        clip = lambda j: min(max(j - off, 0), len(s))
+        lost = 0
+        for k in range(ka, kb):
+            (lo0, hi0, c0), (lo1, hi1, c1) = bnd[k], bnd[k + 1]
+            i0, i1 = clip(c0), clip(c1)
+            mk = S0[i1] - S0[i0]
+            if mk == 0:
+                continue
+            mj = (S1[i1] - S1[i0]) + off * mk  # sum of j s_j over the cell, exact
+            den = hi1 - lo0
+            up = max(mj * (1 << W) - hi0 * mk, 0) // den  # lower bound, never rounded up
+            dn = max(lo1 * mk - mj * (1 << W), 0) // den
+            r[k] = r.get(k, 0) + dn
+            r[k + 1] = r.get(k + 1, 0) + up
+            lost += mk - up - dn
+        kept = S0[clip(bnd[kb][2])] - S0[clip(max(bnd[ka][2], 1))]
+        P.L.fixed_point += fmpq(lost, P.one)
+    else:
+        kept = 0
+    P.L.log_grid += fmpq(sum(s) - kept, P.one)
+    k_lo = min(r) if r else 0
+    return k_lo, fmpz_poly([r.get(k, 0) for k in range(k_lo, max(r) + 1)] if r else [])
+
+
+def _cell_edges(C0: fmpq, eta: fmpq, ka: int, kb: int, W: int) -> dict:
+    """k -> (lo, hi, c): beta_k = C0 e^{k eta} lies in [lo, hi] 2^-W and c = ceil(beta_k), from
+    the recurrence beta_{k+1} = beta_k e^eta with outward rounding; an edge whose interval holds
+    an integer is recomputed at doubled precision (beta_k is irrational for k != 0)."""
+    e = arb(eta).exp()
+    elo, ehi = _dyadic(e, False, W), _dyadic(e, True, W)
+    b0 = arb(C0) * arb(eta * ka).exp()
+    lo, hi, bnd = _dyadic(b0, False, W), _dyadic(b0, True, W), {}
+    for k in range(ka, kb + 1):
+        cc = -((-lo) >> W)  # ceil(beta_k) if the interval decides it
+        if k == 0:  # beta_0 = C0 exactly
+            lo, hi, cc = int((C0 * 2**W).floor()), int((C0 * 2**W).ceil()), int(C0.ceil())
+        elif cc != -((-hi) >> W):
+            p2, top = ctx.prec, (1 << 16) + 4 * max(0, int(1.45 * k * float(eta)) + C0.p.bit_length())
+            while True:
+                p2 *= 2
+                if p2 > top:  # top: the bits of beta_k plus 2^16
+                    raise ArithmeticError("cannot place a log-grid cell edge")
+                with working_prec(p2):
+                    beta = arb(C0) * (arb(eta) * k).exp()
+                    if _dyadic(beta, True, 0) - _dyadic(beta, False, 0) == 1:
+                        cc = _dyadic(beta, True, 0)
+                        break
+            lo, hi = _dyadic(beta, False, W), _dyadic(beta, True, W)
+        bnd[k] = (lo, hi, cc)
+        lo, hi = (lo * elo) >> W, -((-(hi * ehi)) >> W)
+    return bnd
+
+
+def step_iv(R, E: int, eta: fmpq, P: _Poly):
+    """(iv) E epochs: exponents add, b = (sum_k r_k z^k)^E by binary powering;
+    O = sum_k b_k min{1, e^{k eta}} = sum_{k >= 0} b_k + e^{k_0 eta} B(e^eta), the second term
+    one arb evaluation of the polynomial B of the coefficients with k < 0.
+    Returns ((offset, polynomial) of the b_k, O as a ball, exact lower bound on O)."""
+    X = P.power(P.trim(*R, True), E)
+    ob, b = X
+    nneg = min(max(-ob, 0), b.length())
+    pos = int(b.right_shift(nneg)(1))  # sum of b_k, k >= 0 (weight min{1, e^{k eta}} = 1)
+    neg = (arb(eta) * ob).exp() * b.truncate(nneg)(arb(eta).exp()) if nneg else arb(0)
+    return X, (pos + neg) / arb(P.one), fmpq(pos + _units(neg, 0), P.one)
