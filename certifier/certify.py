@@ -20,7 +20,7 @@ from certifier.bounds.grids_v1 import budget, choose_grid, choose_lower_grid, tr
 from certifier.bounds.grids_v2 import choose_v2
 from certifier.certificate import predicate as pred_
 from certifier.certificate.claim import RANDOM_ALLOCATION, Claim
-from certifier.domain import check_cell, check_sigma
+from certifier.domain import OutsideDomain, check_cell, check_sigma
 from certifier.errors import CannotCertify, NumericsUnreliable, ParameterError
 from certifier.params import decimal_str, parse_decimal
 from certifier.resolution import round_up, sigma_resolution, step_up
@@ -32,6 +32,7 @@ STEP_SECONDS = 300.0               # automatic sigma: a thinner margin than this
 LOWER_SAFETY = (0.8, 0.45, 0.2)    # share of TV(sigma_low) - target the lower side may lose, per try
 V2_LOWER_LOSS_RATIO = 2.5          # measured (lower-side loss) / (upper-side loss) on the same grid
 V2_CEILING = 1e-6                  # method v2 may use margins up to this (v1: 1e-7)
+NEAREST_TARGETS = tuple(fmpq(k, 100) for k in (98, 95, 90, 50))   # tried when the search fails
 
 
 @dataclass
@@ -75,24 +76,24 @@ def exact_sigma_for(claim_like: Claim, target: fmpq) -> fmpq:
     try:
         found = exact_sigma(claim_like.steps, claim_like.epochs, target, scheme=claim_like.scheme,
                             resolution=SEARCH_RESOLUTION)
-    except NumericsUnreliable:
-        M, E = claim_like.pair()
-        if _below_floor(M, E, target):
-            check_sigma(0.0, M, E, target, given=False)        # refuses, naming the nearest target
-        raise
+    except NumericsUnreliable as err:
+        raise OutsideDomain(f"the exact sigma of M={claim_like.steps}, E={claim_like.epochs}, lambda="
+                            f"{decimal_str(target)} is outside what the numerics cover ({err}); "
+                            f"{_nearest_target(claim_like, target)}") from None
     return round_up(parse_decimal("sigma", found))
 
 
-def _below_floor(M: int, E: int, target: fmpq) -> bool:
-    """Whether the pair (M, E) at sigma 0.1 already meets the target (so its exact sigma lies below 0.1)."""
-    from certifier.domain import SIGMA_MIN
-    from certifier.numerics.exact import exact_tv
-    try:
-        r = exact_tv(M, E, float(SIGMA_MIN), check=False)
-    except (NumericsUnreliable, ParameterError, OverflowError):
-        return False
-    tv, err = float(r.tv), float(r.error)
-    return tv is not None and tv + err <= float(target)
+def _nearest_target(claim_like: Claim, target: fmpq) -> str:
+    """The largest of a few smaller targets whose exact sigma the numerics find (a few seconds at most)."""
+    from certifier.numerics.schemes import exact_sigma
+    for lam in NEAREST_TARGETS:
+        if lam < target:
+            try:
+                s = exact_sigma(claim_like.steps, claim_like.epochs, lam, scheme=claim_like.scheme)
+            except NumericsUnreliable:
+                continue
+            return f"the nearest target that works is lambda = {decimal_str(lam)} (exact sigma {s})"
+    return "a smaller target lambda gives a larger sigma"
 
 
 def _numerics(claim: Claim, sigma: fmpq) -> tuple[float | None, float | None]:
