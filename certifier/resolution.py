@@ -45,3 +45,20 @@ def step_up(sigma: fmpq) -> fmpq:
 
 def resolution_str(sigma: fmpq) -> str:
     return decimal_str(sigma_resolution(sigma))
+
+
+def resolution_label(sigma: fmpq) -> str:
+    """res(sigma) as 1e<k> (a power of ten), e.g. 1e-6 or 1e-4."""
+    res, k = sigma_resolution(sigma), 0
+    while fmpq(10) ** k > res:
+        k -= 1
+    while fmpq(10) ** (k + 1) <= res:
+        k += 1
+    return f"1e{k}"
+
+
+def issued(sigma_text: str) -> str:
+    """A sigma found on the 1e-6 search grid, rounded up to res(sigma): what certify issues and
+    `sigmacert sigma`, the API and the service report as the exact sigma."""
+    from certifier.params import parse_decimal
+    return decimal_str(round_up(parse_decimal("sigma", sigma_text)))

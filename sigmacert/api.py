@@ -59,9 +59,10 @@ def exact_tv(steps, epochs, sigma, *, scheme=DEFAULT_SCHEME, iterations=None) ->
     return _schemes.exact_tv(m, e, float(s), scheme)
 
 
-def exact_sigma(steps, epochs, target, *, resolution="1e-6", scheme=DEFAULT_SCHEME, iterations=None) -> Decimal:
+def exact_sigma(steps, epochs, target, *, resolution="auto", scheme=DEFAULT_SCHEME, iterations=None) -> Decimal:
     """The exact sigma (Appendix C.4): the least sigma on the `resolution` grid whose exact TV is
-    <= target, i.e. sigma_lambda rounded up to the grid. Numerical; `certify` proves it.
+    <= target, i.e. sigma_lambda rounded up to the grid ("auto": seven significant digits at and above
+    sigma = 1, 1e-6 below -- certifier.resolution, what `certify` issues). Numerical; `certify` proves it.
     For scheme="fixed-bins" the grid is searched on TV(M, 1, sigma/sqrt(E)).
 
     >>> exact_sigma(100, 10, "0.1")
@@ -69,6 +70,9 @@ def exact_sigma(steps, epochs, target, *, resolution="1e-6", scheme=DEFAULT_SCHE
     """
     m, e, scheme, _ = _run(steps, epochs, scheme, iterations)
     lam = parse_target(as_decimal_text("target", target))
+    if resolution == "auto":
+        from certifier.resolution import issued
+        return Decimal(issued(_schemes.exact_sigma(m, e, lam, scheme)))
     return Decimal(_schemes.exact_sigma(m, e, lam, scheme, resolution=as_decimal_text("resolution", resolution)))
 
 

@@ -5,6 +5,7 @@ import json
 
 from certifier.numerics import schemes
 from certifier.params import ParameterError, parse_count, parse_epochs, parse_sigma, parse_steps, parse_target
+from certifier.resolution import issued, resolution_label
 
 
 def _emit(args, obj: dict, lines: list[str]) -> int:
@@ -42,7 +43,8 @@ def run_sigma(args) -> int:
     lam = float(lam_q)
     closed = schemes.closed_form_sigma(m, e, lam, scheme)
     gdp = schemes.gdp_limit_sigma(m, e, lam, scheme)
-    exact = schemes.exact_sigma(m, e, lam_q, scheme)
+    exact = issued(schemes.exact_sigma(m, e, lam_q, scheme))     # res(sigma): certifier.resolution
+    pad = " " * max(0, 11 - len(resolution_label(parse_sigma(exact))))
     obj = {**_shape_json(m, e, scheme, t), "target": args.target, "closed_form": closed, "exact": exact,
            "gdp_limit": gdp}
     if args.json:
@@ -54,7 +56,7 @@ def run_sigma(args) -> int:
         f"target lambda={args.target} (every membership test: accuracy <= {0.5 + lam / 2:.6g})",
         f"  closed-form sigma (Cor. 3.4, a proven bound)    : {closed:.6f}  "
         f"(+{100 * (closed / float(exact) - 1):.2f} % noise; exact TV {tv_c:.6f}, accuracy <= {0.5 + tv_c / 2:.6f})",
-        f"  exact sigma (Thm 4.1, rounded up to 1e-6)       : {exact}  "
+        f"  exact sigma (Thm 4.1, rounded up to {resolution_label(parse_sigma(exact))}){pad}: {exact}  "
         f"(exact TV {tv_x:.10f}, accuracy <= {0.5 + tv_x / 2:.10f}; certify it with `sigmacert certify`)",
         f"  GDP-limit sigma (App. B.3, a limit, NOT a bound): {gdp:.6f}",
     ])
