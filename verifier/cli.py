@@ -100,9 +100,14 @@ def report(res: Result, as_json: bool):
     print(f"  time: {res.seconds:.2f} s")
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # usage errors: one line, exit 2
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="sigmacert-verify", description="Verify a sigmacert "
-                                 "certificate by replaying Lemma C.5 independently.")
+    ap = _Parser(prog="sigmacert-verify", description="Verify a sigmacert "
+                 "certificate by replaying Lemma C.5 independently.")
     ap.add_argument("certificate", help="DSSE envelope (JSON)")
     ap.add_argument("--key", action="append", required=True, help="trusted Ed25519 public key (PEM)")
     ap.add_argument("--subject", help="regular file whose SHA-256 must be a subject of the Statement")

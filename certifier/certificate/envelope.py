@@ -102,7 +102,7 @@ def load_envelope(data: bytes) -> dict:
         raise EnvelopeError("certificate larger than 4 MiB")
     try:
         env = json.loads(data.decode("utf-8"), object_pairs_hook=_no_dupes)
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:   # RecursionError: nesting too deep
         raise EnvelopeError(f"not a JSON certificate: {err.__class__.__name__}") from None
     if not isinstance(env, dict) or set(env) != {"payloadType", "payload", "signatures"}:
         raise EnvelopeError("not a DSSE envelope (want payloadType, payload, signatures)")

@@ -78,7 +78,7 @@ def one_minus_tv_bound(steps: int, epochs: int, sigma: float) -> float:
     min{1, x} <= x^{1/2}; E Lambda^{1/2} = F_M(1/2)^E (Theorem 4.1); and
     F_M(1/2) = E (sum_j Y_j / M)^{1/2} <= M^{-1/2} sum_j E Y_j^{1/2} = sqrt(M) e^{-t^2/8}.
     """
-    log_f = 0.5 * math.log(steps) - 1.0 / (8.0 * sigma * sigma)
+    log_f = 0.5 * math.log(steps) - (1.0 / (8.0 * sigma * sigma) if sigma * sigma > 1e-300 else math.inf)
     return math.exp(epochs * log_f) if log_f < 0 else 1.0
 
 
