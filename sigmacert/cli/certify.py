@@ -202,7 +202,8 @@ def _flat(env: dict, stmt: dict) -> dict:
                              if "lower" in p else None),
             "epsilon_at_delta": ({k: v["epsilon"] for k, v in p["privacy"]["epsilon_at_delta"].items()}
                                  if "privacy" in p else None),
-            "tpr_at_fpr": {k: v["tpr"] for k, v in p["tpr"].items()} if "tpr" in p else None}
+            "tpr_at_fpr": {k: v["tpr"] for k, v in p["tpr"].items()} if "tpr" in p else None,
+            "rows_not_certified": p.get("rows_not_certified")}
 
 
 def run_show(args) -> int:
@@ -242,6 +243,9 @@ def run_show(args) -> int:
         print(f"  privacy : ({eps}, {d})-DP, both directions (hockey-stick bounds from the same computation)")
     for a, tpr in (f["tpr_at_fpr"] or {}).items():
         print(f"  tpr     : every test with FPR {a} has TPR <= {tpr}")
+    for kind, why in (f["rows_not_certified"] or {}).items():
+        for k, reason in why.items():
+            print(f"  missing : the {kind} row at {k} is not certified ({reason})")
     params = " ".join(f"{k}={v}" for k, v in f["method_object"].items() if k not in ("name", "version"))
     print(f"  method  : {f['method']}: {params}")
     print(f"  issuer  : key id {f['keyid']}, issued {f['issued_at']}, subject {f['subject']!r}")
