@@ -4,8 +4,9 @@
     python benchmarks/bench_coverage.py --markdown out.json   # the table of docs/coverage.md
     python benchmarks/bench_coverage.py --edges [--cells M,E,L ...] [--json out.json]   # the domain's corners
 
---edges: the corners of the stated domain (M in {1, 2, 3, 100, 10^4, 10^6, 10^7} x E in {1, 100, 10^4} x
-lambda in {1e-4, 1e-3, 0.1, 0.999}), the cells of the edges issue and five cells just outside the domain;
+--edges: the cells of the edges issue, four cells just outside the domain and 23 corners of the stated domain
+(--full-grid: all of M in {1, 2, 3, 100, 10^4, 10^6, 10^7} x E in {1, 100, 10^4} x lambda in {1e-4, 1e-3, 0.1,
+0.999});
 each cell runs `certify` as a user does (exact sigma found, two-sided) in its own subprocess and prints the
 method, the tries (upper/lower, and the sigma steps), seconds, peak MB, the verifier's seconds and verdict --
 or the one-line refusal. Goals (docs/coverage.md): every cell inside the domain two-sided in <= 300 s and
@@ -81,8 +82,13 @@ EDGE_EPOCHS = (1, 100, 10**4)
 EDGE_TARGETS = ("0.0001", "0.001", "0.1", "0.999")
 ISSUE = [(100, 10, "0.001"), (100, 10, "0.005"), (1000, 10, "0.002"), (100, 1000, "0.1"), (100, 10, "0.999"),
          (10**6, 1, "0.1"), (100, 10, "0.01"), (10**5, 100, "0.1")]
-OUTSIDE = [(2 * 10**7, 1, "0.1"), (100, 2 * 10**4, "0.1"), (100, 10, "0.00001"), (100, 10, "0.9995"),
-           (10**7, 1, "0.999")]
+OUTSIDE = [(2 * 10**7, 1, "0.1"), (100, 2 * 10**4, "0.1"), (100, 10, "0.00001"), (100, 10, "0.9995")]
+# the corners run by default (--full-grid: every cell of EDGE_STEPS x EDGE_EPOCHS x EDGE_TARGETS)
+CORNERS = [(1, 1, "0.0001"), (1, 10**4, "0.999"), (1, 10**4, "0.0001"), (2, 1, "0.999"), (2, 10**4, "0.0001"),
+           (2, 100, "0.001"), (3, 1, "0.0001"), (3, 10**4, "0.999"), (3, 100, "0.1"), (100, 10**4, "0.0001"),
+           (100, 10**4, "0.999"), (100, 1, "0.0001"), (100, 1, "0.999"), (10**4, 1, "0.999"), (10**4, 10**4, "0.1"),
+           (10**4, 100, "0.0001"), (10**6, 1, "0.999"), (10**6, 100, "0.1"), (10**6, 10**4, "0.0001"),
+           (10**7, 1, "0.999"), (10**7, 1, "0.5"), (10**7, 100, "0.001"), (10**7, 10**4, "0.0001")]
 
 EDGE_CHILD = r"""
 import json, resource, sys, time
@@ -176,8 +182,10 @@ def markdown_edges(rows) -> str:
 def edges(args) -> int:
     if args.cells:
         cells = [(int(float(c.split(",")[0])), int(c.split(",")[1]), c.split(",")[2]) for c in args.cells]
-    else:
+    elif args.full_grid:
         cells = ISSUE + OUTSIDE + [(m, e, lam) for m in EDGE_STEPS for e in EDGE_EPOCHS for lam in EDGE_TARGETS]
+    else:
+        cells = ISSUE + OUTSIDE + CORNERS
     rows = []
     with tempfile.TemporaryDirectory() as d:
         from certifier.certificate.keys import keygen
@@ -255,6 +263,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per cell")
     ap.add_argument("--markdown", metavar="JSON", help="print the rows of an earlier --json file as markdown")
     ap.add_argument("--edges", action="store_true", help="the corners of the stated domain (see the docstring)")
+    ap.add_argument("--full-grid", action="store_true", help="with --edges: every cell of the corner grid")
     args = ap.parse_args()
     if args.edges:
         return edges(args)

@@ -67,14 +67,24 @@ def test_domain_corners_are_inside():
         check_cell(M, E, Q(lam))                           # no exception
 
 
-def test_exact_sigma_below_the_numerics_names_a_target(tmp_path, capsys):
+def test_sigma_below_the_numerics_is_refused_in_one_line(tmp_path, capsys):
     from certifier.certificate.keys import keygen
     keygen(str(tmp_path / "k"))
-    code = main(["certify", "-M", "10000000", "-E", "1", "-l", "0.999", "--key", str(tmp_path / "k/private.pem"),
-                 "-o", str(tmp_path / "c.json"), "--quiet"])
+    code = main(["certify", "-M", "100", "-E", "1", "-l", "0.5", "--sigma", "0.05", "--key",
+                 str(tmp_path / "k/private.pem"), "-o", str(tmp_path / "c.json"), "--quiet"])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1 and "nearest target that works is lambda = 0.95" in err[0], err
+    assert code == 2 and len(err) == 1 and "below 0.1" in err[0], err
     assert not (tmp_path / "c.json").exists()
+
+
+def test_the_exact_sigma_search_reaches_the_largest_m_at_the_largest_lambda():
+    # once: the search's bracket jumped from sigma 0.118 to 0.072, where the numerics stop, and the cell
+    # (10^7, 1, 0.999) -- inside the domain, exact sigma ~0.103 -- was refused
+    from certifier.numerics.exact import exact_tv
+    from certifier.numerics.schemes import exact_sigma
+    s = float(exact_sigma(10**7, 1, "0.999"))
+    assert 0.1 <= s < 0.11
+    assert exact_tv(10**7, 1, s, check=False).tv <= 0.999 < exact_tv(10**7, 1, s - 1e-6, check=False).tv
 
 
 # ----------------------------------------------------------------------------- trim_shift (lambda = 0.999)
