@@ -23,7 +23,7 @@ from certifier.certificate.claim import RANDOM_ALLOCATION, Claim
 from certifier.domain import OutsideDomain, check_cell, check_sigma
 from certifier.errors import CannotCertify, NumericsUnreliable, ParameterError
 from certifier.params import decimal_str, parse_decimal
-from certifier.resolution import round_up, sigma_resolution, step_up
+from certifier.resolution import issued, round_up, sigma_resolution, step_up
 
 SAFETY = (0.6, 0.3, 0.12)          # share of the margin the grid may lose, per try
 SEARCH_RESOLUTION = "1e-6"         # the search's grid; the issued sigma is then rounded up to res(sigma)
@@ -84,16 +84,19 @@ def exact_sigma_for(claim_like: Claim, target: fmpq) -> fmpq:
 
 
 def _nearest_target(claim_like: Claim, target: fmpq) -> str:
-    """The largest of a few smaller targets whose exact sigma the numerics find (a few seconds at most)."""
+    """The nearest of a few targets whose exact sigma the numerics find (a few seconds at most): smaller
+    ones where sigma is small (large lambda, heavy tails), larger ones where it is huge (tiny lambda)."""
     from certifier.numerics.schemes import exact_sigma
-    for lam in NEAREST_TARGETS:
-        if lam < target:
+    big = target >= fmpq(1, 2)
+    for lam in (NEAREST_TARGETS if big else tuple(target * k for k in (2, 5, 10))):
+        if (lam < target) == big and lam < 1:
             try:
                 s = exact_sigma(claim_like.steps, claim_like.epochs, lam, scheme=claim_like.scheme)
             except NumericsUnreliable:
                 continue
-            return f"the nearest target that works is lambda = {decimal_str(lam)} (exact sigma {s})"
-    return "a smaller target lambda gives a larger sigma"
+            return f"the nearest target that works is lambda = {decimal_str(lam)} (exact sigma {issued(s)})"
+    return ("a smaller target lambda gives a larger sigma" if big else
+            "a larger target lambda gives a smaller sigma")
 
 
 def _numerics(claim: Claim, sigma: fmpq) -> tuple[float | None, float | None]:
