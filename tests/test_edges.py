@@ -220,3 +220,15 @@ def test_finer_grids_exist_where_the_usual_ones_fit_nothing():
     plan = choose_grid(100, 10, Q("25.24097"), 3e-11)
     m = plan.method
     assert plan.predicted_loss <= 3e-11 and (m.eta < Q("1e-6") or m.h < Q("1e-5")) and m.eta > fmpq(0)
+
+
+def test_a_tail_mass_of_1e_minus_462661_is_written_so_a_verifier_reads_it():
+    # once: enclosures.moved.cap = '[1.7555929844604939604e-462661 +/- ...]' at (2, 1, 1e-4), rejected as schema-type
+    from flint import arb
+
+    from certifier.bounds.fixedpoint import arb_str
+    from verifier.format.statement import B, _typed
+    tiny = arb(2) ** -1537000
+    s = arb_str(tiny)
+    assert _typed(s, B, "x").contains(tiny)
+    assert arb_str(arb(0)) == "0" and arb_str(arb("0.25")).startswith("0.25")
