@@ -1,15 +1,17 @@
 """The sigma resolution: the grid the exact sigma is rounded up to and sigma_low steps down on.
 
-Seven significant digits at and above sigma = 1, an absolute 1e-6 below (docs/two-sided.md §1):
+An absolute 1e-6 below sigma = 10 (as every certificate issued before), six significant digits from
+sigma = 10 on (docs/two-sided.md §5):
 
-    res(sigma) = 10^(d - 7) for 10^(d-1) <= sigma < 10^d (d >= 1),   res(sigma) = 1e-6 for sigma < 1.
+    res(sigma) = 1e-6 for sigma < 10,   res(sigma) = 10^(d - 6) for 10^(d-1) <= sigma < 10^d (d >= 2).
 
 Why relative: TV is smooth in ln sigma, so one grid step moves TV by about (dTV/d ln sigma) res/sigma,
 and the margin target - TV(sigma) that the certificate's rounding may spend is a uniform fraction of
 that step. An absolute 1e-6 at sigma = 126 is a relative 8e-9 and leaves margins of 1e-12 that no
-grid resolves; a relative 1e-7..1e-6 keeps the margin at lambda 1e-7..1e-6 times a fraction, the same
-at every sigma. Below sigma = 1 the absolute 1e-6 is already a relative 1e-6..1e-5. For sigma < 10
-both rules agree, so every certificate issued before (the nine Table 4 cells among them) is on it.
+grid resolves; a relative 1e-6..1e-5 keeps a full step at lambda 1e-6..1e-5 (>= 1e-10 at lambda >= 1e-4),
+the same at every sigma. (Seven digits, a relative 1e-7, left 1e-11 at lambda = 1e-4, which no grid
+within the time budget resolves on the lower side.) Below 10 the absolute 1e-6 is a relative
+1e-7..1e-5, so the nine Table 4 cells and every certificate issued before are on the grid.
 """
 from __future__ import annotations
 
@@ -17,15 +19,15 @@ from flint import fmpq
 
 from certifier.params import decimal_str
 
-DIGITS = 7                      # significant digits at and above sigma = 1
-FLOOR = fmpq(1, 10**6)          # the resolution below sigma = 1
+DIGITS = 6                      # significant digits from sigma = 10 on
+FLOOR = fmpq(1, 10**6)          # the resolution below sigma = 10
 
 
 def sigma_resolution(sigma: fmpq) -> fmpq:
-    """res(sigma): 1e-6 below 1, else 10^(d - 7) with d the number of integer digits of sigma."""
-    if sigma < 1:
+    """res(sigma): 1e-6 below 10, else 10^(d - 6) with d the number of integer digits of sigma."""
+    if sigma < 10:
         return FLOOR
-    d = 1
+    d = 2
     while sigma >= fmpq(10) ** d:
         d += 1
     return fmpq(10) ** (d - DIGITS) if d >= DIGITS else fmpq(1, 10 ** (DIGITS - d))

@@ -41,7 +41,7 @@ def certify_job(req: dict, progress) -> dict:
 
 def exact_sigma(payload: dict, progress) -> dict:
     """GET /v1/sigma: the exact sigma of a cell (Theorem 4.1) for its scheme, rounded up to res(sigma)
-    (seven significant digits at and above 1, 1e-6 below: certifier.resolution)."""
+    (1e-6 below 10, six significant digits from 10 on: certifier.resolution)."""
     from certifier.certificate.claim import RANDOM_ALLOCATION
     from certifier.errors import SigmacertError
     from certifier.numerics.schemes import exact_sigma as search

@@ -61,8 +61,8 @@ def exact_tv(steps, epochs, sigma, *, scheme=DEFAULT_SCHEME, iterations=None) ->
 
 def exact_sigma(steps, epochs, target, *, resolution="auto", scheme=DEFAULT_SCHEME, iterations=None) -> Decimal:
     """The exact sigma (Appendix C.4): the least sigma on the `resolution` grid whose exact TV is
-    <= target, i.e. sigma_lambda rounded up to the grid ("auto": seven significant digits at and above
-    sigma = 1, 1e-6 below -- certifier.resolution, what `certify` issues). Numerical; `certify` proves it.
+    <= target, i.e. sigma_lambda rounded up to the grid ("auto": 1e-6 below sigma = 10, six significant digits
+    from 10 on -- certifier.resolution, what `certify` issues). Numerical; `certify` proves it.
     For scheme="fixed-bins" the grid is searched on TV(M, 1, sigma/sqrt(E)).
 
     >>> exact_sigma(100, 10, "0.1")

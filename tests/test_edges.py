@@ -32,15 +32,15 @@ def _verify(pred: dict, key: Ed25519PrivateKey):
 
 # ----------------------------------------------------------------------------- the sigma resolution
 
-def test_resolution_is_seven_digits_above_one_and_1e6_below():
+def test_resolution_is_six_digits_from_ten_and_1e6_below():
     assert sigma_resolution(Q("0.26")) == Q("1e-6")
     assert sigma_resolution(Q("9.999999")) == Q("1e-6")
-    assert sigma_resolution(Q("10")) == Q("1e-5")
-    assert sigma_resolution(Q("126.158555")) == Q("1e-4")
-    assert sigma_resolution(Q("398942.279358")) == Q("0.1")
-    assert round_up(Q("126.158555")) == Q("126.1586")
+    assert sigma_resolution(Q("10")) == Q("1e-4")
+    assert sigma_resolution(Q("126.158555")) == Q("1e-3")
+    assert sigma_resolution(Q("398942.279358")) == Q("1")
+    assert round_up(Q("126.158555")) == Q("126.159")
     assert round_up(Q("9.9999991")) == Q("10")            # on both grids
-    assert step_up(Q("126.1586")) == Q("126.1587")
+    assert step_up(Q("126.159")) == Q("126.16")
 
 
 def test_table_4_sigmas_are_on_the_new_grid():
@@ -168,7 +168,7 @@ def test_the_verifier_accepts_an_omission_only_with_its_reason(partial):
 def test_the_verifier_derives_sigma_low_from_the_resolution(partial):
     key = Ed25519PrivateKey.generate()
     pred = json.loads(json.dumps(partial.predicate))
-    pred["lower"]["resolution"] = "0.00001"                 # not res(sigma)
+    pred["lower"]["resolution"] = "0.0001"                  # not res(sigma) (sigma < 10: 1e-6)
     res = _verify(pred, key)
     assert not res.accepted and res.reason == "lower-resolution"
 
@@ -188,11 +188,11 @@ def test_cli_prints_the_missing_row_without_a_traceback(tmp_path, capsys, monkey
 
 def test_small_lambda_large_sigma_certifies_two_sided():
     # (100, 10, 0.001) once ran one grid and exited 1: at sigma 126.158555 the 1e-6 grid left a margin
-    # below the numerics' error. The same regime at M = 10: sigma ~ 218 on the 1e-4 grid.
+    # below the numerics' error. The same regime at M = 10: sigma ~ 218 on the 1e-3 grid.
     r = certify(10, 3, Q("0.001"), two_sided=True)
     assert r.success and r.two_sided
-    assert sigma_resolution(Q(r.sigma)) == Q("1e-4")
-    assert Q(r.sigma) - Q(r.sigma_low) in (Q("1e-4"), Q("2e-4"))
+    assert sigma_resolution(Q(r.sigma)) == Q("1e-3")
+    assert Q(r.sigma) - Q(r.sigma_low) in (Q("1e-3"), Q("2e-3"))
 
 
 def test_a_margin_below_the_numerics_goes_to_the_next_sigma_step(monkeypatch):

@@ -221,13 +221,13 @@ def check_lower(p):
 
 
 def resolution_of(sigma: fmpq) -> fmpq:
-    """res(sigma) of two-sided.md §1: 1e-6 below 1, else 10^(d - 7), d the number of integer digits."""
-    if sigma < 1:
+    """res(sigma) of two-sided.md §5: 1e-6 below 10, else 10^(d - 6), d the number of integer digits."""
+    if sigma < 10:
         return fmpq(1, 10**6)
-    d = 1
+    d = 2
     while sigma >= fmpq(10) ** d:
         d += 1
-    return fmpq(10) ** (d - 7) if d >= 7 else fmpq(1, 10 ** (7 - d))
+    return fmpq(10) ** (d - 6) if d >= 6 else fmpq(1, 10 ** (6 - d))
 
 
 def check_rows(p):
