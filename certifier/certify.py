@@ -32,7 +32,6 @@ STEP_SECONDS = 300.0               # automatic sigma: a thinner margin than this
 LOWER_SAFETY = (0.8, 0.45, 0.2)    # share of TV(sigma_low) - target the lower side may lose, per try
 V2_LOWER_LOSS_RATIO = 2.5          # measured (lower-side loss) / (upper-side loss) on the same grid
 V2_CEILING = 1e-6                  # method v2 may use margins up to this (v1: 1e-7)
-ROWS_V2_TARGET = 0.99              # above it the rows need eps ~ 50-80, which v1's b_k lose (measured E = 10^4)
 NEAREST_TARGETS = tuple(fmpq(k, 100) for k in (98, 95, 90, 50))   # tried when the search fails
 
 
@@ -112,8 +111,8 @@ def _numerics(claim: Claim, sigma: fmpq) -> tuple[float | None, float | None]:
 
 
 def _v1_fits(claim: Claim, lam: float, sigma: float) -> bool:
-    """Method v1 applies: random allocation, lambda < 0.99 (the rows) and its truncation at 8M costs < 1e-9."""
-    if claim.scheme != RANDOM_ALLOCATION or lam >= ROWS_V2_TARGET:
+    """Method v1 applies: random allocation and its fixed truncation at 8M costs < 1e-9."""
+    if claim.scheme != RANDOM_ALLOCATION:
         return False
     return truncation_loss(claim.steps, claim.epochs, sigma) < 1e-9
 
