@@ -40,6 +40,7 @@ REF_CELL = 5e-4         # step (iii): per log-grid cell (its edge and the cell's
 REF_COEFF = 3e-5        # step (iv): per output coefficient of a product
 LOWER_FACTOR = 3.0      # the lower side: three sums per level, two powers
 Q_MOVED = 1e-9          # with privacy rows: the Q-mass moved down by the cap and the top octave
+MAX_TOP = 200           # the largest top_octave docs/method-v2.md allows
 EPS_CEILING = 99.0      # the rows search eps <= 100 (certifier.privacy.EPS_MAX): no range beyond it
 
 
@@ -208,8 +209,8 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     cap = 2 * Nh
     while (cm.move_cost(cap) > share / 2 or q_tail(cap) > Q_MOVED) and cap < top_val:
         cap *= 2
-    K_y = max(0, _octave_of(cap, Nh) - 1)
-    top = max(K_y + 1, _octave_of(top_val, Nh) - 1)
+    K_y = min(max(0, _octave_of(cap, Nh) - 1), MAX_TOP - 1)          # the format: len(y bits) <= top <= 200
+    top = min(max(K_y + 1, _octave_of(top_val, Nh) - 1), MAX_TOP)   # what lies above is moved (and costed)
     y_bits, y_loss = _y_bits(cm, n, Nh, K_y, Y_SHARE * budget)
     if need_eps > 0:
         y_bits[0] = n                           # the first grid point above 0 is h
