@@ -232,3 +232,11 @@ def test_a_tail_mass_of_1e_minus_462661_is_written_so_a_verifier_reads_it():
     s = arb_str(tiny)
     assert _typed(s, B, "x").contains(tiny)
     assert arb_str(arb(0)) == "0" and arb_str(arb("0.25")).startswith("0.25")
+
+
+def test_the_top_octave_stays_within_the_format_at_the_heaviest_corner():
+    # once: (10^7, 1, 0.999) was refused with the internal "need len(y_mantissa_bits) <= top_octave <= 200"
+    t2 = 1 / (Q("0.102707") ** 2)
+    plan = choose_v2(10**7, 1, t2, 6e-7, 0.999, need_eps=20)
+    plan.method.validate()
+    assert len(plan.method.y_mantissa_bits) <= plan.method.top_octave <= 200
