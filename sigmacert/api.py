@@ -58,7 +58,7 @@ def exact_tv(steps, epochs, sigma, *, scheme=DEFAULT_SCHEME, iterations=None) ->
 
 
 def exact_sigma(steps, epochs, target=None, *, epsilon=None, delta=None, fpr=None, tpr=None,
-                resolution="1e-6", scheme=DEFAULT_SCHEME, iterations=None) -> Decimal:
+                resolution="auto", scheme=DEFAULT_SCHEME, iterations=None) -> Decimal:
     """The exact sigma: the least sigma on the `resolution` grid whose pair meets the target, for
     exactly one target kind (docs/targets.md):
 
@@ -66,7 +66,9 @@ def exact_sigma(steps, epochs, target=None, *, epsilon=None, delta=None, fpr=Non
       epsilon=, delta=       (eps, delta)-DP in both directions, max(delta_{Q||P}, delta_{P||Q})(eps) <= delta;
       fpr=, tpr=             every membership test with FPR fpr has TPR <= tpr.
 
-    Numerical; `certify` proves the TV kind. For scheme="fixed-bins" the pair is TV(M, 1, sigma/sqrt(E)).
+    resolution "auto": 1e-6 below sigma = 10, six significant digits from 10 on (certifier.resolution,
+    what `certify` issues). Numerical; `certify` proves the TV kind. For scheme="fixed-bins" the pair
+    is TV(M, 1, sigma/sqrt(E)).
 
     >>> exact_sigma(100, 10, "0.1")
     Decimal('1.426215')
@@ -74,7 +76,8 @@ def exact_sigma(steps, epochs, target=None, *, epsilon=None, delta=None, fpr=Non
     from sigmacert import kinds
     m, e, scheme, _ = _run(steps, epochs, scheme, iterations)
     kind = kinds.parse_kind(target, epsilon=epsilon, delta=delta, fpr=fpr, tpr=tpr)
-    return Decimal(kinds.exact_sigma(m, e, kind, scheme, as_decimal_text("resolution", resolution)))
+    res = resolution if resolution == "auto" else as_decimal_text("resolution", resolution)
+    return Decimal(kinds.exact_sigma(m, e, kind, scheme, res))
 
 
 def exact_privacy(steps, epochs, sigma, *, delta=(), epsilon=(), fpr=(), scheme=DEFAULT_SCHEME, iterations=None):

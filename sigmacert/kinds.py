@@ -78,8 +78,12 @@ def parse_kind(target=None, *, epsilon=None, delta=None, fpr=None, tpr=None) -> 
     raise ParameterError(f"{ONE_KIND}; got {', '.join(sorted(named))}")
 
 
-def exact_sigma(steps: int, epochs: int, kind: Kind, scheme: str, resolution: str = "1e-6") -> str:
-    """The least sigma on the grid meeting the target (numerical), as a decimal."""
+def exact_sigma(steps: int, epochs: int, kind: Kind, scheme: str, resolution: str = "auto") -> str:
+    """The least sigma on the grid meeting the target (numerical), as a decimal; resolution "auto" is
+    res(sigma) of certifier.resolution (1e-6 below 10, six significant digits above), what certify issues."""
+    if resolution == "auto":
+        from certifier.resolution import issued
+        return issued(exact_sigma(steps, epochs, kind, scheme, "1e-6"))
     if kind.kind == "tv":
         return schemes.exact_sigma(steps, epochs, fmpq_target(kind), scheme, resolution=resolution)
     if kind.kind == "dp":

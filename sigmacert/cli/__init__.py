@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from certifier import __version__
@@ -78,3 +79,8 @@ def main(argv=None) -> int:
     except MemoryError:
         print("sigmacert: error: out of memory", file=sys.stderr)
         return 2
+    except Exception as err:  # last resort: a bug is still one line (SIGMACERT_DEBUG=1 shows the traceback)
+        if os.environ.get("SIGMACERT_DEBUG") == "1":
+            raise
+        print(f"sigmacert: internal error: {type(err).__name__}: {err}", file=sys.stderr)
+        return 70
