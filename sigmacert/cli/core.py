@@ -12,6 +12,7 @@ from certifier.params import (
     ParameterError,
     decimal_str,
     parse_count,
+    parse_decimal,
     parse_epochs,
     parse_sigma,
     parse_steps,
@@ -70,7 +71,8 @@ def run_sigma(args) -> int:
     closed = schemes.closed_form_sigma_up(m, e, lam_q, scheme)  # rounded up to 1e-6: still a proven bound
     gdp = schemes.gdp_limit_sigma(m, e, lam, scheme)
     exact = issued(schemes.exact_sigma(m, e, lam_q, scheme))     # res(sigma): certifier.resolution
-    pad = " " * max(0, 11 - len(resolution_label(parse_sigma(exact))))
+    label = resolution_label(parse_decimal("sigma", exact))
+    pad = " " * max(0, 11 - len(label))
     obj = {**_shape_json(m, e, scheme, t), "target": args.target, "closed_form": str(closed), "exact": exact,
            "gdp_limit": gdp}
     if args.json:
@@ -83,7 +85,7 @@ def run_sigma(args) -> int:
         f"  closed-form sigma (Cor. 3.4, a proven bound)    : {closed}  "
         f"(+{100 * (float(closed) / float(exact) - 1):.2f} % noise; exact TV {_tv_text(tv_c, 6)}, "
         f"accuracy <= {_accuracy_up(tv_c, 6)})",
-        f"  exact sigma (Thm 4.1, rounded up to {resolution_label(parse_sigma(exact))}){pad}: {exact}  "
+        f"  exact sigma (Thm 4.1, rounded up to {label}){pad}: {exact}  "
         f"(exact TV {_tv_text(tv_x, 10)}, accuracy <= {_accuracy_up(tv_x, 10)}; "
         f"certify it with `sigmacert certify`)",
         f"  GDP-limit sigma (App. B.3, a limit, NOT a bound): {gdp:.6f}",

@@ -196,17 +196,20 @@ def test_small_lambda_large_sigma_certifies_two_sided():
 
 
 def test_a_margin_below_the_numerics_goes_to_the_next_sigma_step(monkeypatch):
+    import dataclasses
+
     import certifier.certify as cc
-    real = cc._numerics
+    from certifier.targets import kind
+    tv_kind = kind("tv")
     first = {}
 
     def thin(claim, sigma):                          # the first sigma's margin is reported as nil
-        tv, err = real(claim, sigma)
+        tv, err = tv_kind.numerics(claim, sigma)
         if not first:
             first["sigma"] = sigma
             return float(claim.target), err
         return tv, err
-    monkeypatch.setattr(cc, "_numerics", thin)
+    monkeypatch.setattr(cc, "kind", lambda name: dataclasses.replace(tv_kind, numerics=thin))
     r = certify(10, 3, Q("0.005"))
     assert r.success and r.sigma_steps == 1 and Q(r.sigma) == step_up(first["sigma"])
     assert r.tries[0]["sigma"] != r.sigma and "skipped" in r.tries[0]
@@ -227,10 +230,10 @@ def test_a_tail_mass_of_1e_minus_462661_is_written_so_a_verifier_reads_it():
     from flint import arb
 
     from certifier.bounds.fixedpoint import arb_str
-    from verifier.format.statement import B, _typed
+    from verifier.format.schema import B, typed
     tiny = arb(2) ** -1537000
     s = arb_str(tiny)
-    assert _typed(s, B, "x").contains(tiny)
+    assert typed(s, B, "x").contains(tiny)
     assert arb_str(arb(0)) == "0" and arb_str(arb("0.25")).startswith("0.25")
 
 
