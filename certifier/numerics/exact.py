@@ -59,7 +59,8 @@ def tv_m1(epochs: int, sigma: float) -> float:
     return float(erf(math.sqrt(epochs) / (sigma * 2.0 * math.sqrt(2.0))))
 
 
-def _validate(steps, epochs, sigma) -> float:
+def validate_cell(steps, epochs, sigma) -> float:
+    """M, E integers >= 1 and sigma a finite positive number (ParameterError otherwise); sigma as a float."""
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ParameterError(f"steps M must be an integer >= 1, got {steps!r}")
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
@@ -144,7 +145,7 @@ def exact_tv(steps: int, epochs: int, sigma, check: bool = True) -> ExactTV:
     estimates, the error grows by the excess (so it still covers both). Raises
     NumericsUnreliableError when the estimate exceeds MAX_ERROR, ParameterError for bad input.
     """
-    s = _validate(steps, epochs, sigma)
+    s = validate_cell(steps, epochs, sigma)
     if steps == 1:
         return ExactTV(tv_m1(epochs, s), 1e-15, "closed-form M=1")
     gap = one_minus_tv_bound(steps, epochs, s)

@@ -19,10 +19,10 @@ import math
 import numpy as np
 
 from certifier.errors import NumericsUnreliableError
-from certifier.numerics.laplace_moments import FIRST, SECOND, Discretization, moment_line
+from certifier.numerics.laplace_moments import FIRST, SECOND, Discretization
 from certifier.numerics.log_convolution import lattice_step, logconv_affordable, mean_density, moments
 from certifier.numerics.profile import DensityLine, MomentLineE, Route
-from certifier.numerics.tv_laplace import DU, MAX_TRIES, TAIL_LEVEL, u_guess
+from certifier.numerics.tv_laplace import DU, TAIL_LEVEL, decayed_line, u_guess
 from certifier.numerics.tv_vfft import GRID_POINTS, V_DX, density_for, log_lambda_density
 from certifier.numerics.tv_vfft import MIN_SIGMA as VFFT_MIN_SIGMA
 
@@ -33,36 +33,10 @@ LAPLACE_MAX_U = 300.0      # beyond, the moment line is long and route "vfft" is
 F_FLOOR = 200.0 * float(np.finfo(float).eps)
 
 
-def next_u(u: np.ndarray, mag: np.ndarray, epochs: int, u_top: float) -> float:
-    """Extrapolate ln|F| ~ a - b u^2 from the decayed part of the line to |F|^E = TAIL_LEVEL (as
-    certifier.numerics.tv_laplace grows its line)."""
-    fit = mag > 1e-10  # well above the round-off floor
-    if fit.sum() >= 8:
-        uu, ll = u[fit][-fit.sum() // 2:], np.log(mag[fit][-fit.sum() // 2:])
-        b = -float(np.polyfit(uu * uu, ll, 1)[0])
-        if b > 0:
-            need = uu[-1] ** 2 + (epochs * ll[-1] - math.log(TAIL_LEVEL)) / (epochs * b)
-            return float(min(max(1.2 * math.sqrt(need), 1.3 * u_top), 20.0 * u_top))
-    return 2.0 * u_top
-
-
 def laplace_route(steps: int, epochs: int, sigma: float, u_hint: float | None = None,
                   disc: Discretization = FIRST) -> Route:
-    """The moment line to where |F|^E has decayed (as certifier.tv_laplace grows it)."""
-    u_top = u_hint or u_guess(steps, epochs, sigma)
-    for _ in range(MAX_TRIES):
-        line = moment_line(steps, sigma, u_top, DU, disc)
-        mag = np.abs(line.f)
-        log_mag = np.log(np.maximum(mag, 1e-300))
-        done = (epochs * log_mag < math.log(TAIL_LEVEL)) | (mag < 3.0 * line.roundoff)
-        loud = np.nonzero(~done)[0]
-        cut = int(loud[-1]) + 1 if loud.size else 1
-        if cut < 0.9 * mag.size:
-            break
-        u_top = next_u(line.u, mag, epochs, u_top)
-    else:
-        raise NumericsUnreliableError(f"|F_M(1/2 + iu)|^E has not decayed by u = {u_top:.0f} "
-                                 f"(M={steps}, E={epochs}, sigma={sigma:g})")
+    """The moment line to where |F|^E has decayed (certifier.numerics.tv_laplace.decayed_line)."""
+    line, cut = decayed_line(steps, epochs, sigma, u_hint, disc)
     n = cut + 1
     f = line.f[:n]
     slope = epochs * np.maximum(np.abs(f), 1e-300) ** (epochs - 1)  # |d F^E / d F|

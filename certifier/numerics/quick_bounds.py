@@ -128,6 +128,7 @@ def tpr_bound_sigma(steps: int, epochs: int, fpr: float, tpr: float, resolution=
     return _round_up(lambda s: chi2_tpr_bound(steps, epochs, s / root, fpr) <= tpr, sigma, resolution)
 
 
+# deliberate: _grid_bisect and _round_up below share a shape (parse the grid, walk k) but not a search
 def _grid_bisect(ok, seed: float, resolution) -> str:
     """The least grid point k res with ok(k res), for ok monotone (False below, True above)."""
     res = parse_positive_decimal("resolution", resolution)

@@ -22,7 +22,7 @@ from scipy.special import ndtr, ndtri
 
 from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.numerics import pair_routes
-from certifier.numerics.exact import MIN_SIGMA, one_minus_tv_bound
+from certifier.numerics.exact import MIN_SIGMA, one_minus_tv_bound, validate_cell
 from certifier.numerics.profile import Route, Value
 from certifier.params import decimal_str, parse_positive_decimal
 
@@ -92,20 +92,6 @@ class OneLine:
         return 1.0, 0.0
 
 
-def _validate(steps, epochs, sigma) -> float:
-    """M, E integers >= 1 and sigma a finite positive number (as certifier.numerics.exact checks them)."""
-    for name, n in (("steps M", steps), ("epochs E", epochs)):
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ParameterError(f"{name} must be an integer >= 1, got {n!r}")
-    try:
-        s = float(sigma)
-    except (TypeError, ValueError):
-        raise ParameterError(f"sigma must be a number, got {sigma!r}") from None
-    if not (math.isfinite(s) and s > 0.0):
-        raise ParameterError(f"sigma must be finite and > 0, got {sigma!r}")
-    return s
-
-
 def route_at(steps: int, epochs: int, sigma: float, check: bool = True,
              u_hint: float | None = None) -> tuple[Route, Route | None]:
     """The primary route and (check=True) the second one for the pair at (M, E, sigma)."""
@@ -163,7 +149,7 @@ def exact_privacy(steps: int, epochs: int, sigma, *, deltas=(), epsilons=(), fpr
 
     With check=True a second route runs and every error grows by any disagreement beyond the two
     estimates. Raises NumericsUnreliableError when an estimate exceeds MAX_ERROR (and 1 % of its value)."""
-    s = _validate(steps, epochs, sigma)
+    s = validate_cell(steps, epochs, sigma)
     deltas = [_check_unit("delta", d) for d in deltas]
     epsilons = [_check_eps(e) for e in epsilons]
     fprs = [_check_unit("false-positive rate", a) for a in fprs]
@@ -276,7 +262,7 @@ def _gdp_sigma(steps: int, epochs: int, mu: float) -> float:
 
 def exact_sigma_dp(steps: int, epochs: int, epsilon, delta, resolution="1e-6", scheme: str | None = None) -> str:
     """Least sigma on the resolution grid with max(delta_{Q||P}, delta_{P||Q})(eps) <= delta, as a decimal."""
-    _validate(steps, epochs, 1.0)
+    validate_cell(steps, epochs, 1.0)
     eps, dlt = _check_eps(epsilon), _check_unit("delta", delta)
     m, e, scale2 = _reduce(steps, epochs, scheme)
     f = _Curve(m, e, scale2, lambda r: r.delta(eps), dlt, f"delta({eps:g}) <= {dlt:g}")
@@ -286,7 +272,7 @@ def exact_sigma_dp(steps: int, epochs: int, epsilon, delta, resolution="1e-6", s
 
 def exact_sigma_tpr(steps: int, epochs: int, fpr, tpr, resolution="1e-6", scheme: str | None = None) -> str:
     """Least sigma on the resolution grid with 1 - T(alpha) <= beta, as a decimal."""
-    _validate(steps, epochs, 1.0)
+    validate_cell(steps, epochs, 1.0)
     alpha, beta = _check_unit("false-positive rate", fpr), _check_unit("true-positive rate", tpr)
     if beta <= alpha:
         raise ParameterError(f"the TPR target must exceed the FPR (a coin with bias alpha has TPR = alpha); "

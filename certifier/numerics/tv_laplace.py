@@ -52,7 +52,7 @@ def u_guess(steps: int, epochs: int, sigma: float) -> float:
     return max(2.0, math.sqrt(2.0 * math.log(1.0 / TAIL_LEVEL) / epochs) / sd)
 
 
-def _next_u(u: np.ndarray, mag: np.ndarray, epochs: int, u_top: float) -> float:
+def next_u(u: np.ndarray, mag: np.ndarray, epochs: int, u_top: float) -> float:
     """Extrapolate ln|F| ~ a - b u^2 from the decayed part of the line to |F|^E = TAIL_LEVEL."""
     fit = mag > 1e-10  # well above the round-off floor
     if fit.sum() >= 8:
@@ -64,9 +64,10 @@ def _next_u(u: np.ndarray, mag: np.ndarray, epochs: int, u_top: float) -> float:
     return 2.0 * u_top
 
 
-def tv_laplace(steps: int, epochs: int, sigma: float, u_hint: float | None = None,
-               disc: Discretization = FIRST) -> LaplaceTV:
-    """(14) on the moment line, growing u_max until |F|^E has decayed inside it."""
+def decayed_line(steps: int, epochs: int, sigma: float, u_hint: float | None = None,
+                 disc: Discretization = FIRST):
+    """(line, cut): the moment line F_M(1/2 + iu), grown in u until |F|^E has decayed (or reached round-off)
+    inside it, and the index after which every value is small. Shared by (14) and the privacy profile."""
     u_top = u_hint or u_guess(steps, epochs, sigma)
     for _ in range(MAX_TRIES):
         line = moment_line(steps, sigma, u_top, DU, disc)
@@ -76,11 +77,16 @@ def tv_laplace(steps: int, epochs: int, sigma: float, u_hint: float | None = Non
         loud = np.nonzero(~done)[0]
         cut = int(loud[-1]) + 1 if loud.size else 1  # every later value is small
         if cut < 0.9 * mag.size:
-            break
-        u_top = _next_u(line.u, mag, epochs, u_top)
-    else:
-        raise NumericsUnreliableError(f"|F_M(1/2 + iu)|^E has not decayed by u = {u_top:.0f} "
-                                 f"(M={steps}, E={epochs}, sigma={sigma:g})")
+            return line, cut
+        u_top = next_u(line.u, mag, epochs, u_top)
+    raise NumericsUnreliableError(f"|F_M(1/2 + iu)|^E has not decayed by u = {u_top:.0f} "
+                                  f"(M={steps}, E={epochs}, sigma={sigma:g})")
+
+
+def tv_laplace(steps: int, epochs: int, sigma: float, u_hint: float | None = None,
+               disc: Discretization = FIRST) -> LaplaceTV:
+    """(14) on the moment line, growing u_max until |F|^E has decayed inside it."""
+    line, cut = decayed_line(steps, epochs, sigma, u_hint, disc)
     value = formula14(line.f[:cut + 1], DU, epochs)
     n = value.n
     slope = epochs * np.maximum(np.abs(line.f[:n]), 1e-300) ** (epochs - 1)  # |d F^E / d F|
