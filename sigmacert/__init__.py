@@ -19,6 +19,7 @@ from sigmacert.api import (
                            SCHEMES,
                            Certificate,
                            ExactTV,
+                           Stage,
                            Verification,
                            certify,
                            closed_form_sigma,
@@ -41,6 +42,6 @@ from sigmacert.errors import (
 )
 
 __all__ = ["__version__", "closed_form_sigma", "exact_tv", "exact_sigma", "certify", "verify", "require_verified",
-           "ExactTV", "Certificate", "Verification", "SigmacertError", "ParameterError", "CannotCertifyError",
+           "ExactTV", "Stage", "Certificate", "Verification", "SigmacertError", "ParameterError", "CannotCertifyError",
            "NumericsUnreliableError", "KeyFileError", "EnvelopeError", "RefusedError", "CertificateRefusedError",
            "CannotCertify", "NumericsUnreliable", "SCHEMES", "DEFAULT_SCHEME"]
