@@ -40,8 +40,10 @@ from sigmacert.errors import (
                            RefusedError,
                            SigmacertError,
 )
+from sigmacert.pld import pld, read_pld
 
 __all__ = ["__version__", "closed_form_sigma", "exact_tv", "exact_sigma", "certify", "verify", "require_verified",
-           "ExactTV", "Stage", "Certificate", "Verification", "SigmacertError", "ParameterError", "CannotCertifyError",
+           "pld", "read_pld", "ExactTV", "Stage", "Certificate", "Verification", "SigmacertError", "ParameterError",
+           "CannotCertifyError",
            "NumericsUnreliableError", "KeyFileError", "EnvelopeError", "RefusedError", "CertificateRefusedError",
            "CannotCertify", "NumericsUnreliable", "SCHEMES", "DEFAULT_SCHEME"]

@@ -30,7 +30,7 @@ from scipy.special import erf
 from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.numerics import exact as _exact
 from certifier.numerics.laplace_moments import FIRST, SECOND, Discretization, moment_line
-from certifier.numerics.log_convolution import MAX_WORK, _work, lattice_step, mean_density, moments
+from certifier.numerics.log_convolution import MAX_WORK, lattice_step, logconv_work, mean_density, moments
 from certifier.numerics.one_epoch import bulk_sd
 from certifier.numerics.tv_laplace import ALIASING, DU, MAX_TRIES, TAIL_LEVEL, formula14
 from certifier.params import MAX_EPOCHS, MAX_STEPS, as_decimal_text, decimal_str, parse_positive_decimal, parse_sigma
@@ -220,7 +220,7 @@ def tv_laplace_stages(runs, disc: Discretization = FIRST) -> StagesTV:
 
 def logconv_stages_affordable(runs) -> bool:
     h = min(lattice_step(m, s) for m, _, s in runs if m > 1)
-    return sum(_work(m, s, h) for (m, s) in _groups(runs) if m > 1) <= MAX_WORK
+    return sum(logconv_work(m, s, h) for (m, s) in _groups(runs) if m > 1) <= MAX_WORK
 
 
 def tv_logconv_stages(runs) -> tuple[float, float]:
@@ -288,8 +288,8 @@ def exact_tv_stages(stages, check: bool = True) -> _exact.ExactTV:
 
 def _log1p_chi2(runs) -> float:
     """ln(1 + chi^2) of the product pair = sum_s E_s ln(1 + (e^{1/sigma_s^2} - 1)/M_s) (eq. 9, a product)."""
-    from certifier.numerics.closed_form import _log1p_b_over_m
-    return sum(e * _log1p_b_over_m(s, m) for m, e, s in runs)
+    from certifier.numerics.closed_form import log1p_b_over_m
+    return sum(e * log1p_b_over_m(s, m) for m, e, s in runs)
 
 
 def closed_form_sigma_stages(stages, lam: float) -> float:
@@ -354,7 +354,7 @@ def exact_sigma_stages(stages, lam, resolution="1e-6") -> str:
         return memo[sigma]
 
     closed = closed_form_sigma_stages(stages, lam) * (1 + 1e-12)
-    lo, hi = _exact._bracket(f, min(gdp_limit_sigma_stages(stages, lam), closed), closed)
+    lo, hi = _exact.bracket(f, min(gdp_limit_sigma_stages(stages, lam), closed), closed)
     root = brentq(f, lo, hi, xtol=0.05 * step, rtol=1e-15)
     k = math.ceil(root / step)
     while f(step * (k - 1)) <= 0:
