@@ -40,7 +40,7 @@ from sigmacert.errors import (
                            RefusedError,
                            SigmacertError,
 )
-from sigmacert.pld import pld, read_pld
+from sigmacert.pld_export import pld, read_pld
 
 __all__ = ["__version__", "closed_form_sigma", "exact_tv", "exact_sigma", "certify", "verify", "require_verified",
            "pld", "read_pld", "ExactTV", "Stage", "Certificate", "Verification", "SigmacertError", "ParameterError",

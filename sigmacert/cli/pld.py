@@ -7,7 +7,7 @@ from certifier.params import ParameterError
 
 
 def run_pld(args) -> int:
-    from sigmacert.pld import dominating_run, to_dp_accounting, write_pld
+    from sigmacert.pld_export import dominating_run, to_dp_accounting, write_pld
     try:
         interval = float(args.interval)
     except ValueError:

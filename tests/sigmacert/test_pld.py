@@ -1,4 +1,4 @@
-"""The certified dominating PLD (sigmacert.pld, certifier.bounds.dominating)."""
+"""The certified dominating PLD (sigmacert.pld_export, certifier.bounds.dominating)."""
 import json
 
 import numpy as np
@@ -12,7 +12,7 @@ from certifier.bounds.privacy import Masses
 from certifier.numerics.log_convolution import lattice_step, mean_density
 from certifier.params import parse_decimal
 from sigmacert.cli import main
-from sigmacert.pld import dominating_run, read_pld, to_dp_accounting, write_pld
+from sigmacert.pld_export import dominating_run, read_pld, to_dp_accounting, write_pld
 
 pytest.importorskip("dp_accounting")
 from dp_accounting.pld import privacy_loss_distribution as dpl  # noqa: E402
