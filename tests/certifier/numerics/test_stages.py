@@ -141,3 +141,24 @@ def test_parse_forms():
         parse_stages([(100,)])
     with pytest.raises(ParameterError):
         Stage(True, 5)
+
+
+def test_heavy_tailed_stages_against_monte_carlo():
+    runs = [(10, 2, 0.4), (5, 3, 0.6)]  # sigma < 1/2: the lognormal tails the laplace route exists for
+    mean, se = _mc(runs, seed=7)
+    r = exact_tv_stages([(m, e, str(s)) for m, e, s in runs])
+    assert abs(r.tv - mean) <= 4.0 * se
+
+
+@pytest.mark.parametrize("m,sigma", [(10_000, "0.5"), (3, "5"), (2, "0.3")])
+def test_splits_at_the_corners_of_m_and_sigma(m, sigma):
+    whole = exact_tv(m, 3, float(sigma))
+    parts = exact_tv_stages([(m, 1, sigma), (m, 2, sigma)])
+    assert abs(parts.tv - whole.tv) <= 1e-9
+
+
+def test_many_epochs_beside_a_heavy_stage_is_below_one_and_monotone():
+    a = exact_tv_stages([(3, 1000, "5"), (7, 1, "0.2")])
+    b = exact_tv_stages([(3, 1000, "5"), (7, 1, "0.25")])
+    c = exact_tv(7, 1, 0.2)
+    assert b.tv < a.tv < 1.0 and a.tv > c.tv  # adding a stage can only add information
