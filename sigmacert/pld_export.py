@@ -37,6 +37,7 @@ class DominatingRun:
     remove: DominatingPmf      # Q'||P': losses k eta (ln Lambda under Q)
     add: DominatingPmf         # P'||Q': losses -k eta (under P)
     privacy: dict | None       # the certified (eps, delta) rows from the same law
+    stages: str | None = None  # a run in stages: "100x5@1.2,400x5@1.5" (steps, epochs 0; sigma "-")
 
     def to_json(self) -> dict:
         def side(p: DominatingPmf) -> dict:
@@ -44,7 +45,8 @@ class DominatingRun:
             hi = max(p.probs) + 1 if p.probs else 0
             return {"lower_loss": lo, "probs": [p.probs.get(i, 0.0) for i in range(lo, hi)],
                     "infinity_mass": p.infinity_mass}
-        return {"format": FORMAT, "steps": self.steps, "epochs": self.epochs, "sigma": self.sigma,
+        return {"format": FORMAT, "stages": self.stages, "steps": self.steps, "epochs": self.epochs,
+                "sigma": self.sigma,
                 "target": self.target, "bound": self.bound, "method": self.method,
                 "value_discretization_interval": self.remove.interval, "privacy": self.privacy,
                 "remove": side(self.remove), "add": side(self.add)}
@@ -68,12 +70,7 @@ def dominating_run(steps, epochs, sigma, *, target=None, value_discretization_in
     s = parse_sigma(as_decimal_text("sigma", sigma))
     if m == 1:
         raise ParameterError("M = 1 is the Gaussian mechanism: use dp_accounting's from_gaussian_mechanism")
-    try:
-        interval = float(value_discretization_interval)
-    except (TypeError, ValueError):
-        raise ParameterError(f"the loss interval must be a number, got {value_discretization_interval!r}") from None
-    if not (math.isfinite(interval) and 1e-7 <= interval <= 1.0):
-        raise ParameterError(f"the loss interval must lie in [1e-7, 1], got {value_discretization_interval!r}")
+    interval = _interval(value_discretization_interval)
     text = as_decimal_text("target", target) if target is not None else _default_target(exact_tv(m, e, float(s)).tv)
     out = certify(m, e, parse_target(text), s, progress=progress)
     if not out.success or out.law is None:
@@ -81,6 +78,50 @@ def dominating_run(steps, epochs, sigma, *, target=None, value_discretization_in
     remove, add = dominating_pmfs(out.law, interval)
     privacy = out.privacy if out.privacy is not None else out.law.privacy_rows()[0]
     return DominatingRun(m, e, decimal_str(s), text, out.bound, out.method, remove, add, privacy)
+
+
+def dominating_stages(stages, sigma=None, *, value_discretization_interval=DEFAULT_INTERVAL) -> DominatingRun:
+    """The dominating pair of a run in stages, from certifier.bounds.stages_v2 (method v2, one eta grid).
+
+    The grid is the one certify would choose for one block of the total epochs at the largest M and
+    the smallest sigma, with a TV margin of MARGIN x the exact TV (a valid grid for any stages: only
+    its tightness depends on the choice). Not a certificate: no claim or verifier names stages yet.
+    """
+    from certifier.bounds.grids_v2 import choose_v2, eps_gaussian
+    from certifier.bounds.privacy import rounded_law
+    from certifier.bounds.stages_v2 import rounding_bound_v2_stages, t2_of
+    from certifier.numerics.stages import exact_tv_stages, parse_stages
+    run = parse_stages(stages)
+    if sigma is not None:
+        if run[0].sigma is not None:
+            raise ParameterError("the stages carry their sigma already: drop sigma")
+        run = tuple(st.with_sigma(as_decimal_text("sigma", sigma)) for st in run)
+    elif run[0].sigma is None:
+        raise ParameterError("give sigma or a sigma on every stage")
+    interval = _interval(value_discretization_interval)
+    tv = exact_tv_stages(run, check=False).tv
+    if tv >= 0.999:
+        raise CannotCertifyError("the TV of this run is too close to 1 for a dominating PLD")
+    sigmas = [parse_sigma(st.sigma) for st in run]
+    top_m, low_s = max(st.steps for st in run), min(sigmas)
+    total_e = min(sum(st.epochs for st in run), 10**6)
+    plan = choose_v2(top_m, total_e, t2_of(low_s), max(MARGIN * tv, 1e-7), tv, need_eps=2 * eps_gaussian(tv) + 5)
+    res = rounding_bound_v2_stages([(st.steps, st.epochs, t2_of(s)) for st, s in zip(run, sigmas)], plan.method)
+    law = rounded_law(res.b, plan.method.eta, plan.method.fixed_point_bits)
+    remove, add = dominating_pmfs(law, interval)
+    name = ",".join(map(str, run))
+    return DominatingRun(0, 0, "-", "-", res.bound, "lemma-c5-rounding v2 (stages)", remove, add,
+                         law.privacy_rows()[0], name)
+
+
+def _interval(value) -> float:
+    try:
+        interval = float(value)
+    except (TypeError, ValueError):
+        raise ParameterError(f"the loss interval must be a number, got {value!r}") from None
+    if not (math.isfinite(interval) and 1e-7 <= interval <= 1.0):
+        raise ParameterError(f"the loss interval must lie in [1e-7, 1], got {value!r}")
+    return interval
 
 
 def to_dp_accounting(run: DominatingRun):
@@ -95,12 +136,23 @@ def to_dp_accounting(run: DominatingRun):
         symmetric=False)
 
 
-def pld(steps, epochs, sigma, *, target=None, value_discretization_interval=DEFAULT_INTERVAL, progress=None):
+def pld(steps=None, epochs=None, sigma=None, *, stages=None, target=None,
+        value_discretization_interval=DEFAULT_INTERVAL, progress=None):
     """The certified dominating PLD of the run (both directions) as a dp_accounting PrivacyLossDistribution.
+
+    stages=[(100, 5), (400, 5)] with sigma, or [(100, 5, "1.2"), (400, 5, "1.5")]: the run in stages
+    (its law from certifier.bounds.stages_v2; docs/compose.md).
 
     >>> p = pld(100, 10, "1.426215")                              # doctest: +SKIP
     >>> p.compose(from_gaussian_mechanism(2.0)).get_epsilon_for_delta(1e-5)  # doctest: +SKIP
     """
+    if stages is not None:
+        if steps is not None or epochs is not None or target is not None:
+            raise ParameterError("stages= replaces steps, epochs and target")
+        return to_dp_accounting(dominating_stages(stages, sigma,
+                                                  value_discretization_interval=value_discretization_interval))
+    if steps is None or epochs is None or sigma is None:
+        raise ParameterError("give steps, epochs and sigma (or stages=)")
     return to_dp_accounting(dominating_run(steps, epochs, sigma, target=target,
                                            value_discretization_interval=value_discretization_interval,
                                            progress=progress))
@@ -135,7 +187,7 @@ def read_pld(path: str):
             return DominatingPmf(probs, inf, interval)
         run = DominatingRun(int(obj["steps"]), int(obj["epochs"]), str(obj["sigma"]), str(obj["target"]),
                             str(obj["bound"]), str(obj["method"]), side(obj["remove"]), side(obj["add"]),
-                            obj.get("privacy"))
+                            obj.get("privacy"), obj.get("stages"))
     except (KeyError, TypeError, ValueError) as err:
         raise ParameterError(f"{path} is not a valid {FORMAT} file: {err}") from None
     return to_dp_accounting(run)

@@ -129,3 +129,56 @@ def test_read_pld_rejects_other_files(tmp_path):
     bad.write_text("not json")
     with pytest.raises(sigmacert.ParameterError):
         read_pld(str(bad))
+
+
+def _numerical_profile_stages(runs, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The same numerical profile for a run in stages: the product's ln Lambda density on one lattice."""
+    h = min(lattice_step(m, s) for m, _, s in runs) / 2
+    f, lo = np.ones(1), 0
+    for m, e, s in runs:
+        d = mean_density(m, s, h)
+        for _ in range(e):
+            f, lo = np.convolve(f, d.f * h), lo + d.lo
+    s = h * (lo + np.arange(f.size))
+    qp = np.array([np.sum(f * np.maximum(np.exp(s) - np.exp(x), 0.0)) for x in eps])
+    pq = np.array([np.sum(f * np.maximum(1.0 - np.exp(x + s), 0.0)) for x in eps])
+    return qp, pq
+
+
+def test_stages_pld_of_a_split_is_the_blocks(run):
+    from sigmacert.pld_export import dominating_stages
+    split = to_dp_accounting(dominating_stages([(100, 3), (100, 7)], SIGMA)).get_epsilon_for_delta(1e-5)
+    block = to_dp_accounting(run).get_epsilon_for_delta(1e-5)
+    assert block - 1e-4 <= split <= block * 1.01  # a coarser grid (margin 1e-3 x TV) than the certificate's
+
+
+def test_stages_pld_dominates_the_numerical_profile_and_composes():
+    from sigmacert.pld_export import dominating_stages
+    r = dominating_stages("100x5@1.2,400x5@1.5")
+    p = to_dp_accounting(r)
+    eps = p.get_epsilon_for_delta(1e-5)
+    grid = np.arange(0.80, 1.00, 1e-5)
+    qp, pq = _numerical_profile_stages([(100, 5, 1.2), (400, 5, 1.5)], grid)
+    exact_eps = grid[np.argmax(np.maximum(qp, pq) <= 1e-5)]
+    assert 0.85 < exact_eps <= eps + 1e-5 and eps <= exact_eps * 1.01
+    assert abs(eps - float(r.privacy["epsilon_at_delta"]["1e-05"]["epsilon"])) <= 2e-4
+    both = p.compose(dpl.from_gaussian_mechanism(3.0, value_discretization_interval=1e-4))
+    assert both.get_epsilon_for_delta(1e-5) > eps
+    assert abs(sigmacert.pld(stages=[(100, 5, "1.2"), (400, 5, "1.5")]).get_epsilon_for_delta(1e-5) - eps) <= 1e-12
+
+
+@pytest.mark.parametrize("kwargs", [dict(stages=[(100, 5)]), dict(stages=[(100, 5, "1")], sigma="1"),
+                                    dict(stages=[(100, 5)], steps=100, sigma="1"), dict(stages="100x")])
+def test_stages_pld_bad_calls(kwargs):
+    with pytest.raises(sigmacert.ParameterError):
+        sigmacert.pld(**kwargs)
+
+
+def test_cli_stages_file_round_trip(tmp_path, capsys):
+    out = str(tmp_path / "stages.json")
+    assert main(["pld", "--stages", "10x2@1.2,40x2@1.5", "-o", out, "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["stages"] == "10x2@1.2,40x2@1.5"
+    assert read_pld(out).get_epsilon_for_delta(1e-5) == obj["dp_accounting_epsilon"]["1e-05"]
+    assert main(["pld", "--stages", "10x2,40x2", "-o", out]) == 2        # no sigma anywhere
+    assert main(["pld", "--stages", "10x2@1", "-M", "3", "-o", out]) == 2
