@@ -71,6 +71,7 @@ CERT ?= artifacts/certificates/M100_E10.json
 OUT  ?= build/opacus-digits
 example-opacus: install
 	$(BIN)/python examples/opacus_digits.py --certificate $(CERT) --key artifacts/keys/public.pem -o $(OUT)
+	$(BIN)/python examples/opacus_digits.py --epsilon 1 --delta 1e-5 --steps 100 --epochs 10 -o $(OUT)
 
 bench: install-demo
 	$(BIN)/python benchmarks/bench_sigma.py

@@ -2,6 +2,15 @@
 
     python benchmarks/bench_coverage.py [--quick | --small | --cells M,E,L ...] [--json out.json] [--timeout S]
     python benchmarks/bench_coverage.py --markdown out.json   # the table of docs/coverage.md
+    python benchmarks/bench_coverage.py --edges [--cells M,E,L ...] [--json out.json]   # the domain's corners
+
+--edges: the cells of the edges issue, four cells just outside the domain and 23 corners of the stated domain
+(--full-grid: all of M in {1, 2, 3, 100, 10^4, 10^6, 10^7} x E in {1, 100, 10^4} x lambda in {1e-4, 1e-3, 0.1,
+0.999});
+each cell runs `certify` as a user does (exact sigma found, two-sided) in its own subprocess and prints the
+method, the tries (upper/lower, and the sigma steps), seconds, peak MB, the verifier's seconds and verdict --
+or the one-line refusal. Goals (docs/coverage.md): every cell inside the domain two-sided in <= 300 s and
+<= 4 GB on one core, the verifier within 1.2x of certify; every cell outside refused in one line.
 
 Grid: M in {1, 3, 10, 100, 1000, 10^4} x E in {1, 10, 100} x lambda in {0.05, 0.1, 0.3, 0.5, 0.9}
 (--quick: 15 cells spread over it; --small: 2 tiny cells, seconds, to check the benchmark runs). Each cell runs in its own subprocess (peak memory per cell) and
@@ -69,6 +78,134 @@ print("ROW " + json.dumps(row))
 """
 
 
+EDGE_STEPS = (1, 2, 3, 100, 10**4, 10**6, 10**7)
+EDGE_EPOCHS = (1, 100, 10**4)
+EDGE_TARGETS = ("0.0001", "0.001", "0.1", "0.999")
+ISSUE = [(100, 10, "0.001"), (100, 10, "0.005"), (1000, 10, "0.002"), (100, 1000, "0.1"), (100, 10, "0.999"),
+         (10**6, 1, "0.1"), (100, 10, "0.01"), (10**5, 100, "0.1")]
+OUTSIDE = [(2 * 10**7, 1, "0.1"), (100, 2 * 10**4, "0.1"), (100, 10, "0.00001"), (100, 10, "0.9995")]
+# the corners run by default (--full-grid: every cell of EDGE_STEPS x EDGE_EPOCHS x EDGE_TARGETS)
+CORNERS = [(1, 1, "0.0001"), (1, 10**4, "0.999"), (1, 10**4, "0.0001"), (2, 1, "0.999"), (2, 10**4, "0.0001"),
+           (2, 100, "0.001"), (3, 1, "0.0001"), (3, 10**4, "0.999"), (3, 100, "0.1"), (100, 10**4, "0.0001"),
+           (100, 10**4, "0.999"), (100, 1, "0.0001"), (100, 1, "0.999"), (10**4, 1, "0.999"), (10**4, 10**4, "0.1"),
+           (10**4, 100, "0.0001"), (10**6, 1, "0.999"), (10**6, 100, "0.1"), (10**6, 10**4, "0.0001"),
+           (10**7, 1, "0.999"), (10**7, 1, "0.5"), (10**7, 100, "0.001"), (10**7, 10**4, "0.0001")]
+
+EDGE_CHILD = r"""
+import json, resource, sys, time
+from certifier.certify import certify
+from certifier.errors import SigmacertError
+from certifier.certificate.envelope import canonical_json, claim_subject, sign_envelope, statement
+from certifier.certificate.keys import load_private
+from certifier.params import parse_decimal
+M, E, lam, key, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+t0 = time.perf_counter()
+row = {"M": M, "E": E, "lambda": lam}
+try:
+    res = certify(M, E, parse_decimal("target", lam), None, two_sided=True)
+except SigmacertError as err:
+    row.update(refused=str(err), certify_s=round(time.perf_counter() - t0, 2))
+    print("ROW " + json.dumps(row))
+    sys.exit(0)
+row.update(certify_s=round(time.perf_counter() - t0, 2), sigma=res.sigma, certified=res.success,
+           two_sided=res.two_sided, method=res.method, bound=res.bound, sigma_low=res.sigma_low,
+           sigma_steps=res.sigma_steps, rows_missing=res.rows_missing,
+           upper_tries=sum(1 for t in res.tries if "calibration" not in t),
+           lower_tries=sum(1 for t in res.lower_tries if "calibration" not in t and "sigma_low" in t))
+row["certify_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+if res.success:
+    env = sign_envelope(statement(claim_subject(res.predicate["claim"]), res.predicate), load_private(key))
+    with open(out, "wb") as f:
+        f.write(canonical_json(env))
+print("ROW " + json.dumps(row))
+"""
+
+VERIFY_CHILD = r"""
+import json, resource, sys, time
+from verifier import verify_file
+t0 = time.perf_counter()
+v = verify_file(sys.argv[1], [sys.argv[2]])
+print("ROW " + json.dumps({"verify_s": round(time.perf_counter() - t0, 2), "verdict": v.reason,
+                           "verify_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}))
+"""
+
+
+def _child(code, args, timeout):
+    try:
+        p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timeout after {timeout} s"}
+    for line in p.stdout.splitlines():
+        if line.startswith("ROW "):
+            return json.loads(line[4:])
+    return {"error": (p.stderr.strip().splitlines() or ["no output"])[-1]}
+
+
+def run_edge(M, E, lam, key, outdir, timeout):
+    """One cell as a user runs it (certify finds sigma), then the verifier in a process of its own."""
+    out = os.path.join(outdir, f"M{M}_E{E}_L{lam}.json")
+    row = {"M": M, "E": E, "lambda": lam, **_child(EDGE_CHILD, [str(M), str(E), lam, key, out], timeout)}
+    if row.get("certified"):
+        row.update(_child(VERIFY_CHILD, [out, key.replace("private.pem", "public.pem")], timeout))
+    row["load"] = os.getloadavg()[0]
+    return row
+
+
+def fmt_edge(r) -> str:
+    head = f"{r['M']:>8} {r['E']:>5} {r['lambda']:>7}"
+    if "error" in r:
+        return f"{head}  ERROR {r['error']}"
+    if "refused" in r:
+        return f"{head}  refused in {r['certify_s']:.1f} s: {r['refused']}"
+    f = lambda x, spec: "-" if x is None else format(x, spec)
+    return (f"{head} {r['sigma']:>13} {_m(r['method'])} {'2-sided' if r['two_sided'] else '1-sided'} "
+            f"{r['upper_tries']}/{r['lower_tries']}/{r['sigma_steps']} {r['certify_s']:>7.1f} {r['certify_mb']:>7.0f} "
+            f"{f(r.get('verify_s'), '7.1f')} {f(r.get('verify_mb'), '7.0f')} {str(r.get('verdict'))[:12]:>12} "
+            f"{r['load']:>5.2f}" + ("  rows missing: " + json.dumps(r["rows_missing"]) if r["rows_missing"] else ""))
+
+
+def markdown_edges(rows) -> str:
+    out = ["| M | E | λ | σ | method | sides | tries u/l/σ-steps | certify s | MB | verify s | verify MB | verdict "
+           "| load |", "|" + " --- |" * 13]
+    for r in rows:
+        if "error" in r or "refused" in r:
+            out.append(f"| {r['M']} | {r['E']} | {r['lambda']} | " + (f"error: {r['error']}" if "error" in r else
+                       f"refused ({r['certify_s']:.1f} s): {r['refused']}") + " |" * 10)
+            continue
+        f = lambda x, spec: "–" if x is None else format(x, spec)
+        out.append(f"| {r['M']} | {r['E']} | {r['lambda']} | {r['sigma']} | {_m(r['method'])} "
+                   f"| {2 if r['two_sided'] else 1} | {r['upper_tries']}/{r['lower_tries']}/{r['sigma_steps']} "
+                   f"| {r['certify_s']:.1f} | {r['certify_mb']:.0f} | {f(r.get('verify_s'), '.1f')} "
+                   f"| {f(r.get('verify_mb'), '.0f')} | {r.get('verdict')} | {r['load']:.2f} |")
+    return "\n".join(out)
+
+
+def edges(args) -> int:
+    if args.cells:
+        cells = [(int(float(c.split(",")[0])), int(c.split(",")[1]), c.split(",")[2]) for c in args.cells]
+    elif args.full_grid:
+        cells = ISSUE + OUTSIDE + [(m, e, lam) for m in EDGE_STEPS for e in EDGE_EPOCHS for lam in EDGE_TARGETS]
+    else:
+        cells = ISSUE + OUTSIDE + CORNERS
+    rows = []
+    with tempfile.TemporaryDirectory() as d:
+        from certifier.certificate.keys import keygen
+        keygen(os.path.join(d, "keys"))
+        key = os.path.join(d, "keys", "private.pem")
+        print(f"{'M':>8} {'E':>5} {'lambda':>7} {'sigma':>13} mth sides   u/l/s {'cert_s':>7} {'MB':>7} "
+              f"{'verif_s':>7} {'MB':>7} {'verdict':>12} {'load':>5}", flush=True)
+        for M, E, lam in cells:
+            r = run_edge(M, E, lam, key, d, args.timeout)
+            rows.append(r)
+            print(fmt_edge(r), flush=True)
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump({"rows": rows, "load": os.getloadavg()}, f, indent=1)
+    if args.json:
+        print("\n" + markdown_edges(rows))
+    return 0
+
+
 def run_cell(M, E, lam, key, outdir, timeout):
     out = os.path.join(outdir, f"M{M}_E{E}_L{lam}.json")
     t0 = time.perf_counter()
@@ -127,7 +264,11 @@ def main() -> int:
     ap.add_argument("--json", help="write all rows to this file")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per cell")
     ap.add_argument("--markdown", metavar="JSON", help="print the rows of an earlier --json file as markdown")
+    ap.add_argument("--edges", action="store_true", help="the corners of the stated domain (see the docstring)")
+    ap.add_argument("--full-grid", action="store_true", help="with --edges: every cell of the corner grid")
     args = ap.parse_args()
+    if args.edges:
+        return edges(args)
     if args.markdown:
         print(markdown(args.markdown))
         return 0

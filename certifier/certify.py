@@ -23,12 +23,16 @@ from certifier.bounds.grids_v1 import budget, choose_grid, choose_lower_grid, tr
 from certifier.bounds.grids_v2 import choose_v2
 from certifier.certificate import predicate as pred_
 from certifier.certificate.claim import RANDOM_ALLOCATION, Claim
+from certifier.domain import OutsideDomainError, check_cell, check_sigma
 from certifier.errors import CannotCertifyError, NumericsUnreliableError, ParameterError
 from certifier.params import decimal_str, parse_decimal
-from certifier.targets import SEARCH_RESOLUTION, TargetKind, kind
+from certifier.resolution import issued, round_up, sigma_resolution, step_up
+from certifier.targets import TargetKind, kind
 
 SAFETY = (0.6, 0.3, 0.12)          # share of the margin the grid may lose, per try
 MAX_PREDICTED_SECONDS = 3600.0     # refuse automatic grids predicted to run longer than this
+STEP_SECONDS = 300.0               # automatic sigma: a thinner margin than this buys goes to the next sigma step
+NEAREST_TARGETS = tuple(fmpq(k, 100) for k in (98, 95, 90, 50))   # tried when the search fails
 LOWER_SAFETY = (0.8, 0.45, 0.2)    # share of TV(sigma_low) - target the lower side may lose, per try
 V2_LOWER_LOSS_RATIO = 2.5          # measured (lower-side loss) / (upper-side loss) on the same grid
 V2_CEILING = 1e-6                  # method v2 may use margins up to this (v1: 1e-7)
@@ -61,16 +65,13 @@ class Outcome:
     need_eps: float = 0.0             # method v2: estimated eps(1e-6), the range the rows need
     kind: str = "tv"                  # the target kind (certifier.targets)
     law: object = None                # the upper bound's rounded law of Lambda (bounds.privacy.RoundedLaw)
+    rows_missing: dict | None = None  # rows that could not be certified: {"privacy"|"tpr": {key: reason}}
+    sigma_steps: int = 0              # automatic sigma: resolution steps taken above the exact sigma
 
 
 def _say(progress, t_start):
     report = progress or (lambda stage, pct, el: None)
     return lambda stage, frac: report(stage, 100.0 * frac, time.perf_counter() - t_start)
-
-
-def exact_sigma_for(claim_like: Claim, target: fmpq, target_kind: str = "tv") -> fmpq:
-    """The exact sigma on the 1e-6 grid for the claim's scheme (numerical; the target kind's search)."""
-    return kind(target_kind).exact_sigma(claim_like, target)
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ class Search:
     rows_one_sided: bool               # the rows come with a one-sided certificate too
     lowers: tuple                      # (lower method, its search) to try at each sigma_low, in order
     screen_lower: bool = True          # skip a sigma_low whose numerical value does not miss the target
+    grid_search: bool = True           # its grid follows the margin (no margin: no grid can decide it)
 
 
 @dataclass
@@ -100,6 +102,7 @@ class Ctx:
     max_tries: int
     out: Outcome
     say: object
+    limit: float = MAX_PREDICTED_SECONDS   # refuse grids predicted to take longer
 
 
 def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *, scheme: str = RANDOM_ALLOCATION,
@@ -109,38 +112,44 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
 
     progress(stage, percent, elapsed_seconds) is called throughout; every try is recorded in
     Outcome.tries. After the upper side succeeds, the certified (eps, delta) and TPR rows are added
-    whenever they can be certified, and with two_sided the lower side at sigma - 1e-6 (1e-6, then
-    2e-6) when the numerics say it can succeed. method: "auto" or an alias of SEARCHES ("v1", "v2").
+    whenever they can be certified (a row that cannot is left out with its reason), and with two_sided
+    the lower side at sigma - res(sigma) (then 2 res) when the numerics say it can succeed. Outside the
+    stated domain (certifier.domain) it refuses at once; an automatic sigma whose margin allows no grid
+    within STEP_SECONDS moves one resolution step up (certifier.resolution).
+    method: "auto" or an alias of SEARCHES ("v1", "v2").
     """
     t_start = time.perf_counter()
     say = _say(progress, t_start)
     target_kind = kind(kind_name)
+    check_cell(steps, epochs, target)                 # the stated domain, before any computation
     probe = Claim(scheme, steps, epochs, sigma or fmpq(1), target, iterations)
     forced = _forced(method, scheme)
+    given = sigma is not None
     if sigma is None:
         say("exact sigma", 0.0)
-        sigma = target_kind.exact_sigma(probe, target)
+        sigma = _exact_sigma(target_kind, probe, target)
         say("exact sigma", 1.0)
-    claim = Claim(scheme, steps, epochs, sigma, target, iterations)
-    say("exact tv", 0.0)
-    tv, tv_err = target_kind.numerics(claim, sigma)
-    say("exact tv", 1.0)
-    out = Outcome(False, steps, epochs, decimal_str(sigma), decimal_str(target), None, tv=tv, tv_error=tv_err,
-                  scheme=scheme, kind=target_kind.name)
+    check_sigma(probe.sigma_of_pair(float(sigma)), *probe.pair(), target, given)
     grid = {k: v for k, v in (("h", h), ("eta", eta), ("cap", cap)) if v is not None}
-    ctx = Ctx(claim, sigma, target_kind, tv, tv_err, grid, prec, max_tries, out, say)
-    candidates = [forced] if forced else [s for s in SEARCHES if s.fits(claim, sigma, bool(grid))]
-    strict = forced is not None or bool(grid)
-    found = None
-    for k, search in enumerate(candidates):
+    spare = 0 if given or grid else 1                 # automatic sigma: one more resolution step if needed
+    earlier: list = []
+    while True:
+        ctx = _context(scheme, steps, epochs, sigma, target, iterations, target_kind, grid, prec, max_tries, say,
+                       STEP_SECONDS if spare else MAX_PREDICTED_SECONDS)
         try:
-            found = search.prove(ctx)
-            break
+            search, found = _upper(ctx, forced)
         except CannotCertifyError as err:
-            if strict or k == len(candidates) - 1:
+            if not spare:
                 raise
-            v = search.method.version                 # auto: this grid model found nothing; the next covers more
-            out.tries.append({"try": 0, "method": v, "skipped": f"method v{v}: {err}"})
+            earlier.append({"try": len(earlier) + 1, "sigma": decimal_str(sigma), "skipped": str(err)})
+        else:
+            if found is not None or not spare:
+                break
+            earlier += [{"sigma": decimal_str(sigma), **t} for t in ctx.out.tries]
+        spare, sigma = spare - 1, step_up(sigma)
+        say(f"next sigma step {decimal_str(sigma)}", 0.0)
+    claim, out = ctx.claim, ctx.out
+    out.tries, out.sigma_steps = earlier + out.tries, (1 if earlier else 0)
     if found is None:
         say("done", 1.0)
         return out
@@ -152,6 +161,64 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
     rows = search.rows(ctx, res, meth) if two_sided or search.rows_one_sided else None
     low = _lower(ctx, search, meth) if two_sided else None
     return _finish(out, claim, search.method.to_json(meth, claim), res, low, rows, say)
+
+
+def _exact_sigma(target_kind: TargetKind, probe: Claim, target: fmpq) -> fmpq:
+    """The exact sigma on the res(sigma) grid (certifier.resolution; numerical, the kind's search); a search
+    that fails because sigma lies below what the numerics cover is a domain refusal naming a nearer target."""
+    try:
+        found = target_kind.exact_sigma(probe, target)
+    except NumericsUnreliableError as err:
+        raise OutsideDomainError(f"the exact sigma of M={probe.steps}, E={probe.epochs}, lambda="
+                                 f"{decimal_str(target)} is outside what the numerics cover ({err}); "
+                                 f"{_nearest_target(target_kind, probe, target)}") from None
+    return round_up(found)
+
+
+def _nearest_target(target_kind: TargetKind, probe: Claim, target: fmpq) -> str:
+    """The nearest of a few targets whose exact sigma the numerics find (a few seconds at most): smaller
+    ones where sigma is small (large lambda, heavy tails), larger ones where it is huge (tiny lambda)."""
+    big = target >= fmpq(1, 2)
+    for lam in (NEAREST_TARGETS if big else tuple(target * k for k in (2, 5, 10))):
+        if (lam < target) == big and lam < 1:
+            try:
+                s = target_kind.exact_sigma(probe, lam)
+            except NumericsUnreliableError:
+                continue
+            return (f"the nearest target that works is lambda = {decimal_str(lam)} "
+                    f"(exact sigma {issued(decimal_str(s))})")
+    return ("a smaller target lambda gives a larger sigma" if big else
+            "a larger target lambda gives a smaller sigma")
+
+
+def _context(scheme, steps, epochs, sigma, target, iterations, target_kind, grid, prec, max_tries, say, limit) -> Ctx:
+    """The claim at sigma, its numerics and a fresh record."""
+    claim = Claim(scheme, steps, epochs, sigma, target, iterations)
+    say("exact tv", 0.0)
+    tv, tv_err = target_kind.numerics(claim, sigma)
+    say("exact tv", 1.0)
+    out = Outcome(False, steps, epochs, decimal_str(sigma), decimal_str(target), None, tv=tv, tv_error=tv_err,
+                  scheme=scheme, kind=target_kind.name)
+    return Ctx(claim, sigma, target_kind, tv, tv_err, grid, prec, max_tries, out, say, limit)
+
+
+def _upper(ctx: Ctx, forced):
+    """The upper side at ctx.sigma: (search, (result, params) or None) by the first search that finds a grid."""
+    candidates = [forced] if forced else [s for s in SEARCHES if s.fits(ctx.claim, ctx.sigma, bool(ctx.grid))]
+    margin = ctx.kind.upper_margin(ctx.claim.target, ctx.tv, ctx.tv_err)
+    if ctx.limit < MAX_PREDICTED_SECONDS and candidates[0].grid_search and margin is not None and margin <= 0:
+        raise CannotCertifyError(f"the margin target - TV - error at sigma {decimal_str(ctx.sigma)} is "
+                                 f"{margin:.3g}: no grid can decide it")
+    strict = forced is not None or bool(ctx.grid)
+    for k, search in enumerate(candidates):
+        try:
+            return search, search.prove(ctx)
+        except CannotCertifyError as err:
+            if strict or k == len(candidates) - 1:
+                raise
+            v = search.method.version                 # auto: this grid model found nothing; the next covers more
+            ctx.out.tries.append({"try": 0, "method": v, "skipped": f"method v{v}: {err}"})
+    raise AssertionError("the last search either returns or raises")
 
 
 def _forced(method: str, scheme: str):
@@ -167,7 +234,7 @@ def _forced(method: str, scheme: str):
 
 def _finish(out: Outcome, claim: Claim, method_json: dict, res, low: dict | None, rows, say) -> Outcome:
     """Record the lower side and build the predicate of a successful upper bound."""
-    out.predicate = pred_.build(claim, method_json, res, low, rows, out.tv, out.tv_error)
+    out.predicate = pred_.build(claim, method_json, res, low, rows, out.tv, out.tv_error, missing=out.rows_missing)
     if low is not None:
         out.two_sided, out.sigma_low, out.tv_lower = True, low["sigma_low"], low["tv_lower"]
     say("done", 1.0)
@@ -230,14 +297,15 @@ class Side:
     run: object
     proves: object
     row: object
+    limit: float = MAX_PREDICTED_SECONDS
 
 
-def _refuse_if_slow(plan, margin: float) -> None:
+def _refuse_if_slow(plan, margin: float, limit: float = MAX_PREDICTED_SECONDS) -> None:
     """Fail fast, before any long computation, when the grid the margin needs is predicted to be too slow."""
-    if plan.predicted_seconds > MAX_PREDICTED_SECONDS:
+    if plan.predicted_seconds > limit:
         raise CannotCertifyError(f"the margin target - TV = {margin:.3g} needs a grid predicted to take "
-                            f"{plan.predicted_seconds:.0f} s (more than {MAX_PREDICTED_SECONDS:.0f} s); a slightly "
-                            "larger sigma gives a larger margin")
+                                 f"{plan.predicted_seconds:.0f} s (more than {limit:.0f} s); a slightly "
+                                 "larger sigma gives a larger margin")
 
 
 def _prove(side: Side, max_tries: int, tries: list, say, single: bool = False):
@@ -248,7 +316,7 @@ def _prove(side: Side, max_tries: int, tries: list, say, single: bool = False):
         try:
             plan = side.plan(b)
             if not single:
-                _refuse_if_slow(plan, side.margin or 0.0)
+                _refuse_if_slow(plan, side.margin or 0.0, side.limit)
         except CannotCertifyError as err:
             if k == 0 and side.label == "upper":
                 raise
@@ -296,7 +364,7 @@ def _upper_v1(ctx: Ctx):
                 lambda b: choose_grid(claim.steps, claim.epochs, sigma, b, h=h, eta=eta, cap=cap,
                                       prec=ctx.prec or 100),
                 lambda m, prog: mt.UPPER_V1.run(claim, sigma, m, progress=prog),
-                lambda r: ctx.kind.upper_proves(r, claim.target), row)
+                lambda r: ctx.kind.upper_proves(r, claim.target), row, ctx.limit)
     return _prove(side, ctx.max_tries, out.tries, say, single=bool(ctx.grid))
 
 
@@ -327,16 +395,16 @@ def _upper_v2(ctx: Ctx):
     With the numerical TV known, a calibration run on a grid 8x coarser first measures how far the
     loss model is off at this cell (k_scale) and estimates eps(1e-6) for the privacy rows' range.
     """
-    from certifier.bounds.grids_v2 import eps_gaussian
+    from certifier.bounds.grids_v2 import EPS_CEILING, eps_gaussian, eps_tail
     claim, sigma, tv, prec, out, say = ctx.claim, ctx.sigma, ctx.tv, ctx.prec, ctx.out, ctx.say
     M, E = claim.pair()
     t2 = claim.t2_at(sigma)
     run = lambda m, prog: mt.UPPER_V2.run(claim, sigma, m, progress=prog)
     margin = ctx.kind.upper_margin(claim.target, tv, ctx.tv_err)
     if margin is not None and margin > 0:
-        guess = 2 * eps_gaussian(tv) + 5                  # heavy tails: well beyond the Gaussian pair's eps
+        guess = min(max(2 * eps_gaussian(tv) + 5, eps_tail(M, E, float(t2)) + 3), EPS_CEILING)   # heavy tails
         first = choose_v2(M, E, t2, budget(margin, SAFETY[0], V2_CEILING), tv, prec=prec or 100, need_eps=guess)
-        _refuse_if_slow(first, margin)
+        _refuse_if_slow(first, margin, ctx.limit)
         scale, est = _calibrate(M, E, t2, first, tv, run, lambda r: float(r.bound) - tv, out, say, "upper")
         out.k_scale, out.need_eps = scale, (min(est, guess) + 3 if est < 100 else guess)
 
@@ -345,21 +413,22 @@ def _upper_v2(ctx: Ctx):
         return _row_v2(plan, "bound", r.bound)
     side = Side("upper", margin, SAFETY, V2_CEILING,
                 lambda b: choose_v2(M, E, t2, b, tv, prec=prec or 100, k_scale=out.k_scale, need_eps=out.need_eps),
-                run, lambda r: ctx.kind.upper_proves(r, claim.target), row)
+                run, lambda r: ctx.kind.upper_proves(r, claim.target), row, ctx.limit)
     return _prove(side, ctx.max_tries, out.tries, say)
 
 
 def _privacy(ctx: Ctx, res, meth):
-    """The certified (eps, delta) and TPR rows from the upper bound's masses b, or None."""
-    from certifier.bounds.privacy import privacy_rows
+    """The certified (eps, delta) and TPR rows from the upper bound's masses b; a row that cannot be
+    certified is left out with its reason (out.rows_missing), the others are kept."""
+    from certifier.bounds.privacy import privacy_rows_partial
     out, say = ctx.out, ctx.say
     t1 = time.perf_counter()
     say("privacy rows", 0.0)
-    try:
-        priv, tpr = privacy_rows(res.b, meth.eta, meth.fixed_point_bits, meth.prec)
-    except NumericsUnreliableError as err:
-        out.lower_tries.append({"try": 0, "skipped": f"privacy rows: {err}"})
-        return None
+    priv, tpr, missing = privacy_rows_partial(res.b, meth.eta, meth.fixed_point_bits, meth.prec)
+    for what, why in missing.items():
+        for key, reason in why.items():
+            out.lower_tries.append({"try": 0, "skipped": f"{what} row {key}: {reason}"})
+    out.rows_missing = missing or None
     say("privacy rows", 1.0)
     out.privacy_seconds = round(time.perf_counter() - t1, 3)
     out.privacy, out.tpr = priv, tpr
@@ -367,8 +436,8 @@ def _privacy(ctx: Ctx, res, meth):
 
 
 def _sigma_lows(sigma: fmpq):
-    """sigma - 1e-6, then sigma - 2e-6 (docs/two-sided.md §1), while positive."""
-    res = parse_decimal("resolution", SEARCH_RESOLUTION)
+    """sigma - res, then sigma - 2 res (res = res(sigma), docs/two-sided.md §1), while positive."""
+    res = sigma_resolution(sigma)
     for k in (1, 2):
         if sigma - res * k <= 0:
             return
@@ -376,7 +445,7 @@ def _sigma_lows(sigma: fmpq):
 
 
 def _lower(ctx: Ctx, search, meth) -> dict | None:
-    """The lower side: sigma_low = sigma - k 1e-6 (k = 1, 2) certified to miss the target, or None."""
+    """The lower side: sigma_low = sigma - k res(sigma) (k = 1, 2) certified to miss the target, or None."""
     claim, out = ctx.claim, ctx.out
     t0 = time.perf_counter()
     for s_low in _sigma_lows(ctx.sigma):
@@ -420,8 +489,12 @@ def _lower_v2(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
     margin = ctx.kind.lower_margin(low_claim.target, tv_low, err)
     scale = out.k_scale * V2_LOWER_LOSS_RATIO
     if margin is not None and margin > 0:
-        first = choose_v2(M, E, t2, budget(margin, LOWER_SAFETY[0], V2_CEILING), tv_low, prec=meth.prec,
-                          k_scale=scale, need_eps=out.need_eps)
+        try:
+            first = choose_v2(M, E, t2, budget(margin, LOWER_SAFETY[0], V2_CEILING), tv_low, prec=meth.prec,
+                              k_scale=scale, need_eps=out.need_eps)
+        except CannotCertifyError as err:
+            out.lower_tries.append({"sigma_low": decimal_str(s_low), "try": 1, "method": 2, "skipped": str(err)})
+            return None
         scale, _ = _calibrate(M, E, t2, first, tv_low, run, lambda L: tv_low - float(L.exact), out, say, "lower")
     side = Side("lower", margin, LOWER_SAFETY, V2_CEILING,
                 lambda b: choose_v2(M, E, t2, b, tv_low, prec=meth.prec, k_scale=scale, need_eps=out.need_eps),
@@ -436,7 +509,7 @@ LOWERS_V2 = ((mt.LOWER_V2, _lower_v2),)
 SEARCHES = (
     Search(mt.GAUSSIAN_SHIFT_UPPER, None, lambda c, s, user_grid: c.pair()[0] == 1 and not user_grid,
            _gaussian_shift, _gaussian_shift_rows, True, ((mt.GAUSSIAN_SHIFT_LOWER, _gaussian_shift_lower),),
-           screen_lower=False),
+           screen_lower=False, grid_search=False),
     Search(mt.UPPER_V1, "v1", _v1_fits, _upper_v1, _privacy, False, ((mt.LOWER_V1, _lower_v1),) + LOWERS_V2),
     Search(mt.UPPER_V2, "v2", lambda c, s, user_grid: True, _upper_v2, _privacy, True, LOWERS_V2),
 )

@@ -3,6 +3,13 @@
     python examples/opacus_digits.py [--certificate artifacts/certificates/M100_E10.json]
                                      [--key artifacts/keys/public.pem] [-o build/opacus-digits]
                                      [--clip 1.0] [--lr 0.25] [--seed S] [--json]
+    python examples/opacus_digits.py --epsilon 1 --delta 1e-5 [--steps 100 --epochs 10] [-o DIR] [--json]
+
+The second form is Opacus's own calibration: `PrivacyEngine(accountant="random_allocation")
+.make_private_with_epsilon(..., poisson_sampling=False)` with `sigmacert.torch.random_allocation_loader`
+(Algorithm 1's batches, one epoch per pass) picks the sigma for (eps, delta)-DP of the pair (numerical,
+the exact sigma within Opacus's bisection tolerance; docs/targets.md), trains E epochs and reports
+`get_epsilon(delta)` from the accountant's history; it writes DIR/epsilon-run.json.
 
 `sigmacert.torch.make_private` verifies the certificate with the independent verifier, takes M, E
 and sigma from it and wires Opacus (Algorithm 1: random allocation, N(0, sigma^2 C^2 I) noise on
@@ -78,6 +85,44 @@ def run(certificate: str, key: str, outdir: str, clip: float = 1.0, lr: float = 
     return dict(manifest, seconds=round(time.perf_counter() - start, 2))
 
 
+def run_epsilon(epsilon: float, delta: float, steps: int, epochs: int, outdir: str, clip: float = 1.0,
+                lr: float = 0.25, seed=None) -> dict:
+    """Opacus's make_private_with_epsilon with the random_allocation accountant; returns the manifest."""
+    from opacus import PrivacyEngine
+
+    from sigmacert.torch import random_allocation_loader
+    start = time.perf_counter()
+    ds = data.load("digits")
+    train = TensorDataset(torch.tensor(ds.X_train, dtype=torch.float32), torch.tensor(ds.y_train))
+    model = mlp(ds.n_features, ds.n_classes)
+    loader = random_allocation_loader(train, steps, epochs, seed=seed)
+    engine = PrivacyEngine(accountant="random_allocation")
+    model, optimizer, loader = engine.make_private_with_epsilon(
+        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=lr), data_loader=loader,
+        target_epsilon=epsilon, target_delta=delta, epochs=epochs, max_grad_norm=clip, poisson_sampling=False,
+        epsilon_tolerance=1e-4)
+    optimizer.expected_batch_size = loader.batch_sampler.b0   # line 7: divide by the public B0 = N0/M
+    criterion = nn.CrossEntropyLoss()
+    for _ in range(epochs):
+        for x, y in loader:      # one epoch per pass; an empty batch still adds noise and steps
+            optimizer.zero_grad()
+            criterion(model(x), y).backward()
+            optimizer.step()
+    net = model._module
+    with torch.no_grad():
+        pred = net(torch.tensor(ds.X_test, dtype=torch.float32)).argmax(dim=1).numpy()
+    manifest = {"algorithm": "Algorithm 1 (DP-SGD, random allocation) via Opacus 1.6, accountant random_allocation",
+                "target_epsilon": epsilon, "target_delta": delta, "steps": steps, "epochs": epochs,
+                "sigma": optimizer.noise_multiplier, "updates": len(engine.accountant),
+                "empty_steps": loader.batch_sampler.empty_steps, "epsilon_spent": engine.get_epsilon(delta),
+                "clip": clip, "lr": lr, "test_accuracy": float((pred == ds.y_test).mean()),
+                "seconds": round(time.perf_counter() - start, 2)}
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "epsilon-run.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return manifest
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--certificate", default=str(ROOT / "artifacts/certificates/M100_E10.json"))
@@ -87,8 +132,24 @@ def main(argv=None) -> int:
     ap.add_argument("--lr", type=float, default=0.25, help="SGD learning rate")
     ap.add_argument("--seed", type=int, default=None, help="allocation seed (default: a secret one)")
     ap.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    ap.add_argument("--epsilon", type=float, help="calibrate with Opacus to (eps, delta) instead of a certificate")
+    ap.add_argument("--delta", type=float, default=1e-5, help="delta of the --epsilon run")
+    ap.add_argument("--steps", type=int, default=100, help="steps per epoch M of the --epsilon run")
+    ap.add_argument("--epochs", type=int, default=10, help="epochs E of the --epsilon run")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)   # batches of ~N0/M records: one intra-op thread is the fastest
+    if args.epsilon is not None:
+        try:
+            m = run_epsilon(args.epsilon, args.delta, args.steps, args.epochs, args.output, args.clip, args.lr,
+                            args.seed)
+        except (SigmacertError, ValueError) as err:
+            print(f"opacus_digits: error: {err}", file=sys.stderr)
+            return 2
+        print(json.dumps(m, indent=2, sort_keys=True) if args.json else
+              f"trained {m['updates']} steps (M={m['steps']}, E={m['epochs']}, {m['empty_steps']} empty) at "
+              f"sigma={m['sigma']:.6f} calibrated by Opacus for ({m['target_epsilon']}, {m['target_delta']})-DP: "
+              f"get_epsilon = {m['epsilon_spent']:.6f}, test accuracy {m['test_accuracy']:.4f} in {m['seconds']} s")
+        return 0
     try:
         m = run(args.certificate, args.key, args.output, args.clip, args.lr, args.seed)
     except SigmacertError as err:

@@ -10,7 +10,7 @@ Run ``python -m proofs`` (add ``--json`` for machine-readable output).
 """
 from __future__ import annotations
 
-from . import bound, chi2, implementation, integrals, lognormal, moves, schemes  # noqa: F401  (registration)
+from . import bound, chi2, implementation, integrals, lognormal, moves, schemes, targets  # noqa: F401  (registration)
 from ._core import NUMERIC, REGISTRY, SYMBOLIC, Result, run_check
 
 __all__ = ["REGISTRY", "Result", "run_check", "run_all", "SYMBOLIC", "NUMERIC"]

@@ -19,6 +19,7 @@ import time
 import urllib.parse
 
 from certifier.certificate.envelope import canonical_json
+from certifier.errors import RefusedError
 
 MAX_ATTEMPTS = 5  # a job whose worker died this many times fails instead of looping forever
 ACTIVE = ("queued", "running")
@@ -27,7 +28,7 @@ RETRYABLE = ("error", "crashed", "rejected", "limit")  # error kinds an identica
 # the answer, computing it again would give it again)
 
 
-class Refused(Exception):
+class RefusedSubmissionError(RefusedError):
     """A submission the store does not queue: `status` (409, 429) and a one-line reason."""
 
     def __init__(self, status: int, reason: str, retry_after: int | None = None):
@@ -153,8 +154,8 @@ class Store:
 
         A cancelled job, or one that failed for a retryable reason (RETRYABLE), is queued again by its
         owner's team (or an admin), a failed one at most `max_resubmits` times; another team gets
-        Refused(409). A new or re-queued job beyond `max_queued` active jobs, or `max_per_team` of
-        this team's, is Refused(429)."""
+        RefusedSubmissionError(409). A new or re-queued job beyond `max_queued` active jobs, or `max_per_team` of
+        this team's, is RefusedSubmissionError(429)."""
         key, now, team = request_key(req), time.time(), team or requested_by
         with self._tx() as c:
             row = c.execute("SELECT * FROM jobs WHERE request_key=?", (key,)).fetchone()
@@ -165,8 +166,9 @@ class Store:
             if requeue:
                 owner = row["team"] or row["requested_by"]
                 if owner != team and not admin:
-                    raise Refused(409, f"job {row['id']} is {row['status']} and belongs to another team; only "
-                                       "its team or an admin can submit it again")
+                    raise RefusedSubmissionError(
+                        409, f"job {row['id']} is {row['status']} and belongs to another team; only "
+                        "its team or an admin can submit it again")
                 if row["status"] == "failed" and row["resubmits"] >= max_resubmits:
                     return dict(row), False  # the archived failure: not retried forever
             self._admit(c, team, max_queued, max_per_team)
@@ -189,12 +191,14 @@ class Store:
         active = "status IN ('queued', 'running')"
         n = c.execute(f"SELECT COUNT(*) FROM jobs WHERE {active}").fetchone()[0]
         if max_queued is not None and n >= max_queued:
-            raise Refused(429, f"the queue is full ({max_queued} jobs queued or running); retry later", 60)
+            raise RefusedSubmissionError(
+                429, f"the queue is full ({max_queued} jobs queued or running); retry later", 60)
         if max_per_team is not None and team is not None and c.execute(
                 f"SELECT COUNT(*) FROM jobs WHERE {active} AND COALESCE(team, requested_by)=?",
                 (team,)).fetchone()[0] >= max_per_team:
-            raise Refused(429, f"team {team} has {max_per_team} jobs queued or running, its quota; retry when "
-                               "one has finished", 60)
+            raise RefusedSubmissionError(
+                429, f"team {team} has {max_per_team} jobs queued or running, its quota; retry when "
+                "one has finished", 60)
 
     def ping(self) -> None:
         """A write in a transaction: raises sqlite3.Error (or OSError) when the archive cannot be written,

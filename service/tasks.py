@@ -40,18 +40,22 @@ def certify_job(req: dict, progress) -> dict:
 
 
 def exact_sigma(payload: dict, progress) -> dict:
-    """GET /v1/sigma: the exact sigma of a cell (Theorem 4.1) for its scheme, rounded up to 1e-6."""
+    """GET /v1/sigma: the exact sigma of a cell (Theorem 4.1) for its scheme, rounded up to res(sigma)
+    (1e-6 below 10, six significant digits from 10 on: certifier.resolution)."""
     from certifier.certificate.claim import RANDOM_ALLOCATION
     from certifier.errors import SigmacertError
     from certifier.numerics.schemes import exact_sigma as search
-    from certifier.params import parse_target
+    from certifier.params import parse_decimal, parse_target
     t0 = time.perf_counter()
     try:
         s = search(payload["steps"], payload["epochs"], parse_target(payload["target"]),
                    payload.get("scheme", RANDOM_ALLOCATION))
     except (SigmacertError, ValueError, ArithmeticError, OverflowError) as err:
         return {"exact": None, "exact_status": "error", "exact_error": f"{type(err).__name__}: {err}"[:300]}
-    return {"exact": s, "exact_status": "done", "exact_seconds": round(time.perf_counter() - t0, 3)}
+    from certifier.resolution import issued, resolution_str
+    s = issued(s)
+    return {"exact": s, "exact_status": "done", "exact_seconds": round(time.perf_counter() - t0, 3),
+            "resolution": resolution_str(parse_decimal("sigma", s))}
 
 
 def verify_certificate(payload: dict, progress) -> dict:

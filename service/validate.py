@@ -66,15 +66,11 @@ class CertificateRequest(BaseModel):
                                                           "(default: the claim itself)")
 
 
-class _Duplicate(ValueError):
-    pass
-
-
 def _no_duplicates(pairs):
     out = {}
     for k, v in pairs:
         if k in out:
-            raise _Duplicate(k)
+            raise ParameterError(f"body: duplicate key {str(k)[:40]!r}")
         out[k] = v
     return out
 
@@ -88,8 +84,8 @@ def strict_json(data: bytes):
     (ParameterError); every JSON number with a fraction or exponent kept as its exact text."""
     try:
         return json.loads(data, object_pairs_hook=_no_duplicates, parse_float=str, parse_constant=_no_constant)
-    except _Duplicate as err:
-        raise ParameterError(f"body: duplicate key {str(err)[:40]!r}") from None
+    except ParameterError:
+        raise
     except RecursionError:
         raise ParameterError("body: JSON nested too deeply") from None
     except (ValueError, UnicodeDecodeError):

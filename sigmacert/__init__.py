@@ -23,6 +23,7 @@ from sigmacert.api import (
                            Verification,
                            certify,
                            closed_form_sigma,
+                           exact_privacy,
                            exact_sigma,
                            exact_tv,
                            require_verified,
@@ -42,8 +43,8 @@ from sigmacert.errors import (
 )
 from sigmacert.pld_export import pld, read_pld
 
-__all__ = ["__version__", "closed_form_sigma", "exact_tv", "exact_sigma", "certify", "verify", "require_verified",
-           "pld", "read_pld", "ExactTV", "Stage", "Certificate", "Verification", "SigmacertError", "ParameterError",
-           "CannotCertifyError",
-           "NumericsUnreliableError", "KeyFileError", "EnvelopeError", "RefusedError", "CertificateRefusedError",
-           "CannotCertify", "NumericsUnreliable", "SCHEMES", "DEFAULT_SCHEME"]
+__all__ = ["__version__", "closed_form_sigma", "exact_tv", "exact_sigma", "exact_privacy", "certify", "verify",
+           "require_verified", "pld", "read_pld", "ExactTV", "Stage", "Certificate", "Verification", "SigmacertError",
+           "ParameterError", "CannotCertifyError", "NumericsUnreliableError", "KeyFileError", "EnvelopeError",
+           "RefusedError", "CertificateRefusedError", "CannotCertify", "NumericsUnreliable", "SCHEMES",
+           "DEFAULT_SCHEME"]

@@ -82,28 +82,50 @@ def exact_tv(steps=None, epochs=None, sigma=None, *, stages=None, scheme=DEFAULT
     return _schemes.exact_tv(m, e, float(s), scheme)
 
 
-def exact_sigma(steps=None, epochs=None, target=None, *, stages=None, resolution="1e-6", scheme=DEFAULT_SCHEME,
-                iterations=None) -> Decimal:
-    """The exact sigma (Appendix C.4): the least sigma on the `resolution` grid whose exact TV is
-    <= target, i.e. sigma_lambda rounded up to the grid. Numerical; `certify` proves it.
-    For scheme="fixed-bins" the grid is searched on TV(M, 1, sigma/sqrt(E)).
+def exact_sigma(steps=None, epochs=None, target=None, *, stages=None, epsilon=None, delta=None, fpr=None, tpr=None,
+                resolution="auto", scheme=DEFAULT_SCHEME, iterations=None) -> Decimal:
+    """The exact sigma: the least sigma on the `resolution` grid whose pair meets the target, for
+    exactly one target kind (docs/targets.md):
+
+      target=lambda          TV <= lambda (Appendix C.4: sigma_lambda rounded up to the grid);
+      epsilon=, delta=       (eps, delta)-DP in both directions, max(delta_{Q||P}, delta_{P||Q})(eps) <= delta;
+      fpr=, tpr=             every membership test with FPR fpr has TPR <= tpr.
+
+    resolution "auto": 1e-6 below sigma = 10, six significant digits from 10 on (certifier.resolution,
+    what `certify` issues). Numerical; `certify` proves the TV kind. For scheme="fixed-bins" the pair
+    is TV(M, 1, sigma/sqrt(E)).
 
     >>> exact_sigma(100, 10, "0.1")
     Decimal('1.426215')
 
     stages=[(100, 5), (400, 5)]: the least sigma, shared by the stages, on the same grid.
     """
-    if target is None:
-        raise ParameterError("give the target lambda")
-    if stages is not None:
+    if stages is not None:  # the TV kind only, on the 1e-6 grid (docs/compose.md)
+        if target is None or any(x is not None for x in (epsilon, delta, fpr, tpr)):
+            raise ParameterError("stages= takes the TV target lambda only")
         run = _stages(stages, steps, epochs, scheme, iterations, False)
         lam = parse_target(as_decimal_text("target", target))
-        return Decimal(_stage_math.exact_sigma_stages(run, lam, resolution=as_decimal_text("resolution", resolution)))
+        res = "1e-6" if resolution == "auto" else as_decimal_text("resolution", resolution)
+        return Decimal(_stage_math.exact_sigma_stages(run, lam, resolution=res))
     if steps is None or epochs is None and iterations is None:
         raise ParameterError("give steps and epochs (or stages=)")
+    from sigmacert import kinds
     m, e, scheme, _ = _run(steps, epochs, scheme, iterations)
-    lam = parse_target(as_decimal_text("target", target))
-    return Decimal(_schemes.exact_sigma(m, e, lam, scheme, resolution=as_decimal_text("resolution", resolution)))
+    kind = kinds.parse_kind(target, epsilon=epsilon, delta=delta, fpr=fpr, tpr=tpr)
+    res = resolution if resolution == "auto" else as_decimal_text("resolution", resolution)
+    return Decimal(kinds.exact_sigma(m, e, kind, scheme, res))
+
+
+def exact_privacy(steps, epochs, sigma, *, delta=(), epsilon=(), fpr=(), scheme=DEFAULT_SCHEME, iterations=None):
+    """The pair's privacy profile and trade-off curve at sigma (numerical, with error estimates):
+    eps at each `delta`, delta(eps) = max of both directions at each `epsilon`, and the largest TPR
+    of a test with FPR `fpr` (each a number or a list). Returns a PrivacyProfile whose dicts map
+    each float parameter to a Value(value, error); `.tv` is the exact TV."""
+    from sigmacert import kinds
+    m, e, scheme, _ = _run(steps, epochs, scheme, iterations)
+    s = parse_sigma(as_decimal_text("sigma", sigma))
+    many = lambda x: list(x) if isinstance(x, (list, tuple)) else [x]  # noqa: E731
+    return kinds.privacy_at(m, e, float(s), scheme, deltas=many(delta), epsilons=many(epsilon), fprs=many(fpr))
 
 
 @dataclass(frozen=True)
@@ -273,6 +295,5 @@ def require_verified(certificate, public_key, *, subject=None) -> Verification:
     return v
 
 
-__all__ = ["ExactTV", "Stage", "Certificate", "Issued", "issue",
-           "Verification", "closed_form_sigma", "exact_tv", "exact_sigma",
-           "certify", "verify", "require_verified", "SCHEMES", "DEFAULT_SCHEME"]
+__all__ = ["ExactTV", "Stage", "Certificate", "Issued", "issue", "Verification", "closed_form_sigma", "exact_tv",
+           "exact_sigma", "exact_privacy", "certify", "verify", "require_verified", "SCHEMES", "DEFAULT_SCHEME"]

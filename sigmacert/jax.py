@@ -4,6 +4,8 @@
     import sigmacert.jax
     strategy = BallsInBinsSampling(iterations=1000, cycle_length=100)
     sigmacert.jax.sigma_for(strategy, "0.1")                       # exact sigma, fixed-bins scheme
+    sigmacert.jax.sigma_for(strategy, epsilon=1, delta="1e-5")     # ... for (eps, delta)-DP both ways
+    sigmacert.jax.epsilon_for(strategy, sigma, delta="1e-5")       # eps of the run at sigma
     cert = sigmacert.jax.certify_for(strategy, "0.1", key="keys/private.pem")
     sigma = sigmacert.jax.noise_multiplier("cert.json", "keys/public.pem", strategy)  # verify, then read
 
@@ -21,10 +23,21 @@ from trainer.certificates import CertificateRefusedError, verified_run
 from trainer.jax_glue import StrategyRun, strategy_run
 
 
-def sigma_for(strategy, target, *, resolution="1e-6") -> Decimal:
-    """The exact sigma for the strategy's run at TV target lambda (numerical; `certify_for` proves it)."""
+def sigma_for(strategy, target=None, *, epsilon=None, delta=None, fpr=None, tpr=None, resolution="1e-6") -> Decimal:
+    """The exact sigma for the strategy's run at one target kind: TV target lambda, or epsilon= with
+    delta= ((eps, delta)-DP both ways), or fpr= with tpr= (docs/targets.md). Numerical; `certify_for`
+    proves a TV target."""
     r = strategy_run(strategy)
-    return api.exact_sigma(r.steps, r.epochs, target, resolution=resolution, scheme=r.scheme, iterations=r.iterations)
+    return api.exact_sigma(r.steps, r.epochs, target, epsilon=epsilon, delta=delta, fpr=fpr, tpr=tpr,
+                           resolution=resolution, scheme=r.scheme, iterations=r.iterations)
+
+
+def epsilon_for(strategy, sigma, *, delta) -> float:
+    """eps(delta) of the strategy's run at sigma (both directions; numerical, with its error estimate added)."""
+    r = strategy_run(strategy)
+    p = api.exact_privacy(r.steps, r.epochs, sigma, delta=delta, scheme=r.scheme, iterations=r.iterations)
+    (v,) = p.epsilon.values()
+    return v.value + v.error
 
 
 def closed_form_sigma_for(strategy, target) -> Decimal:
@@ -55,6 +68,6 @@ def noise_multiplier(certificate, public_key, strategy) -> float:
     return run.sigma
 
 
-__all__ = ["sigma_for", "closed_form_sigma_for", "certify_for", "noise_multiplier", "strategy_run", "StrategyRun",
-           "CertificateRefusedError", "CertificateRefused"]
+__all__ = ["sigma_for", "epsilon_for", "closed_form_sigma_for", "certify_for", "noise_multiplier", "strategy_run",
+           "StrategyRun", "CertificateRefusedError", "CertificateRefused"]
 CertificateRefused = CertificateRefusedError  # the name before it ended in Error (public API of sigmacert.jax)

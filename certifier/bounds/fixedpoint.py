@@ -65,8 +65,14 @@ def round_up_sig(x: arb, digits: int = 10) -> str:
     return decimal_str(fmpq(r.numerator, r.denominator))
 
 
+TINY = arb(2) ** -3000      # balls inside [-TINY, TINY] are written as [+/- TINY]: readers refuse huge exponents
+
+
 def arb_str(x: arb) -> str:
-    """A '[mid +/- rad]' string whose ball contains x (FLINT's printing guarantees it)."""
+    """A '[mid +/- rad]' string whose ball contains x (FLINT's printing guarantees it); a ball of
+    magnitude below 2^-3000 (e.g. a lognormal tail mass of 1e-462661) is widened to [+/- 2^-3000]."""
+    if x.is_finite() and not x.is_zero() and bool(abs(x).upper() < TINY):
+        return arb(0, TINY).str(20, radius=True)
     return x.str(20, radius=True)
 
 

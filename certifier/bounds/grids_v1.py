@@ -26,6 +26,7 @@ at most a safety fraction of the budget min(lambda - TV, 1e-7).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -191,12 +192,26 @@ def predict_seconds(mod: Model, h: float, g: list[int], cap: float, eta: float, 
     return t
 
 
+LARGE_SIGMA, LARGE_SIGMA_BITS = 10.0, 128   # the lower side's fixed point above this sigma
+FLOORS = ((1e-5, 1e-6), (2e-6, 1e-7))   # (h, eta) floors: the usual ones, then finer (large sigma, small lambda)
+
+
 def choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h=None, eta=None, cap=None,
                 prec: int = 100) -> Plan:
-    """The fastest grid (by the cost model) whose predicted loss is at most `budget`.
-
-    Any of h, eta, cap (exact decimal strings) fixed by the user is kept as given.
+    """The fastest grid (by the cost model) whose predicted loss is at most `budget`; finer h and eta
+    (FLOORS) only where the usual ones fit nothing. Any of h, eta, cap fixed by the user is kept as given.
     """
+    for i, floors in enumerate(FLOORS):
+        try:
+            return _choose_grid(steps, epochs, sigma, budget, h=h, eta=eta, cap=cap, prec=prec, floors=floors)
+        except CannotCertifyError:
+            if i == len(FLOORS) - 1 or (h and eta):
+                raise
+    raise AssertionError("unreachable")
+
+
+def _choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h, eta, cap, prec: int,
+                 floors: tuple) -> Plan:
     mod = Model.at(steps, epochs, float(sigma))
     M, E = steps, epochs
     K = mod.K
@@ -204,12 +219,12 @@ def choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h=None, 
     fixed = E * n_products * float(TRIM) + 1e-15
     # step (ii) deletes epoch sums above 8M: a single Y above ~7M already loses its mass
     trunc_loss = truncation_loss(M, E, float(sigma))
-    hs_list = [(float(_q(h)), h)] if h else nice_values(1e-5, 0.05)
+    hs_list = [(float(_q(h)), h)] if h else nice_values(floors[0], 0.05)
     if cap:  # a user cap must be a multiple of h
         hs_list = [(hv, hs) for hv, hs in hs_list if (_q(cap) / _q(hs)).q == 1]
         if not hs_list:
             raise ParameterError(f"cap {cap} is not a multiple of h")
-    eta_list = [(float(_q(eta)), eta)] if eta else nice_values(1e-6, 2e-3)
+    eta_list = [(float(_q(eta)), eta)] if eta else nice_values(floors[1], 2e-3)
     best = None
     for share in ((None,) if cap else DELETE_SHARES):
         cap_t = float(_q(cap)) if cap else min(max(mod.cap_for(share * budget), 2.0), 8.0 * M)
@@ -332,6 +347,8 @@ def choose_lower_grid(steps: int, epochs: int, sigma: fmpq, budget: float, prec:
     cap_f = lower_cap(mod, budget)
     cap = h * int(math.ceil(cap_f / float(h)))
     method = LowerV1.from_v1(plan.method, cap)
+    if float(sigma) >= LARGE_SIGMA:     # measured: at sigma 90-126 the 2^-80 floors lose 10 % of TV
+        method = dataclasses.replace(method, fixed_point_bits=LARGE_SIGMA_BITS)
     points = float(cap / h)
     base = predict_seconds(mod, float(h), list(plan.method.lattice_schedule), float(cap), float(plan.method.eta), 0.0)
     secs = points * 16e-6 + 2.2 * base

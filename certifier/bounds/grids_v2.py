@@ -40,6 +40,8 @@ REF_CELL = 5e-4         # step (iii): per log-grid cell (its edge and the cell's
 REF_COEFF = 3e-5        # step (iv): per output coefficient of a product
 LOWER_FACTOR = 3.0      # the lower side: three sums per level, two powers
 Q_MOVED = 1e-9          # with privacy rows: the Q-mass moved down by the cap and the top octave
+MAX_TOP = 200           # the largest top_octave docs/method-v2.md allows
+EPS_CEILING = 99.0      # the rows search eps <= 100 (certifier.privacy.EPS_MAX): no range beyond it
 
 
 @dataclass
@@ -178,6 +180,7 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
 
     k_scale multiplies K (E f(0)/2) where a calibration run measured the loss (see `calibrate`).
     """
+    need_eps = min(need_eps, EPS_CEILING)
     cm = CellModel.at(steps, epochs, float(t2), tv)
     cm.K *= k_scale
     N = 1 << n
@@ -206,8 +209,8 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     cap = 2 * Nh
     while (cm.move_cost(cap) > share / 2 or q_tail(cap) > Q_MOVED) and cap < top_val:
         cap *= 2
-    K_y = max(0, _octave_of(cap, Nh) - 1)
-    top = max(K_y + 1, _octave_of(top_val, Nh) - 1)
+    K_y = min(max(0, _octave_of(cap, Nh) - 1), MAX_TOP - 1)          # the format: len(y bits) <= top <= 200
+    top = min(max(K_y + 1, _octave_of(top_val, Nh) - 1), MAX_TOP)   # what lies above is moved (and costed)
     y_bits, y_loss = _y_bits(cm, n, Nh, K_y, Y_SHARE * budget)
     if need_eps > 0:
         y_bits[0] = n                           # the first grid point above 0 is h
@@ -219,10 +222,14 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     mean_rest = (epochs - 1) * s1 * s1 / 2
     k_top = math.ceil(max(mean_rest + 8 * cm.s, need_eps + 8 * cm.s + cm.s**2 / 2, 1.0) / ev)
     trim = fmpq(1, 10**14)
+    if epochs == 1:
+        k_top = max(k_top, k_plus)              # no product follows: a clamp below k_plus would only move Q-mass
     shift = parse_decimal("shift", str(math.ceil(need_eps))) if need_eps > 0 else fmpq(0)
     # a mass unit 2^-F at Lambda = e^x weighs e^x 2^-F under Q: where the rows need Lambda up to
     # e^(k_top eta), the fixed point must resolve Q-masses there to ~1e-20
     bits = max(80, math.ceil((min(k_top * ev, epochs * (k_plus * ev)) + 46) / math.log(2))) if need_eps > 0 else 80
+    if t2 < fmpq(1, 100):                   # sigma > 10: 2^-80 floors lose a visible part of a small TV
+        bits = max(bits, 128)
     method = UpperV2(h=parse_decimal("h", hs), mantissa_bits=n, y_mantissa_bits=tuple(y_bits), top_octave=top,
                       eta=eq, k_minus=k_minus, k_plus=k_plus, k_top=k_top, prec=max(prec, bits + 20),
                       fixed_point_bits=min(bits, 1024), trim=trim, trim_shift=shift)
@@ -249,19 +256,24 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
 ETAS = ("1e-6", "2e-6", "5e-6", "1e-5", "2e-5", "5e-5", "1e-4", "2e-4", "5e-4", "1e-3", "2e-3")
 
 
+ETAS_FINE = ("1e-7", "2e-7", "5e-7")     # only where ETAS fit nothing (small lambda: the sd of ln Lambda ~ lambda)
+
+
 def choose_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, *, need_eps: float = 0.0,
               prec: int = 100, k_scale: float = 1.0) -> Plan:
     """The cheapest (by the cost model) method-v2 parameters whose predicted loss is <= budget."""
-    best = None
-    for n in range(6, 23):
-        for eta in ETAS:
-            p = plan_v2(steps, epochs, t2, budget, tv, n=n, eta=eta, need_eps=need_eps, prec=prec, k_scale=k_scale)
-            if p.predicted_loss <= budget and (best is None or p.predicted_seconds < best.predicted_seconds):
-                best = p
-    if best is None:
-        raise CannotCertifyError(f"no method-v2 grid fits the margin {budget:.2g} (mantissa up to 22 bits, eta down to "
-                            "1e-6); a larger sigma gives a larger margin")
-    return best
+    for etas in (ETAS, ETAS_FINE):
+        best = None
+        for n in range(6, 23):
+            for eta in etas:
+                p = plan_v2(steps, epochs, t2, budget, tv, n=n, eta=eta, need_eps=need_eps, prec=prec,
+                            k_scale=k_scale)
+                if p.predicted_loss <= budget and (best is None or p.predicted_seconds < best.predicted_seconds):
+                    best = p
+        if best is not None:
+            return best
+    raise CannotCertifyError(f"no method-v2 grid fits the margin {budget:.2g} (mantissa up to 22 bits, eta down to "
+                             "1e-7); a larger sigma gives a larger margin")
 
 
 def coarse(plan: Plan, steps: int, epochs: int, t2: fmpq, tv: float | None, drop: int = 2) -> Plan:
@@ -297,6 +309,14 @@ def eps_gaussian(tv: float, delta: float = 1e-6) -> float:
     mu = max(2.0 * float(ndtri(0.5 + 0.5 * tv)), 1e-6)
     d = lambda e: float(ndtr(-e / mu + mu / 2) - math.exp(e) * ndtr(-e / mu - mu / 2)) - delta
     return brentq(d, 0.0, 200.0) if d(0.0) > 0 else 0.0
+
+
+def eps_tail(steps: int, epochs: int, t2: float, delta: float = 1e-6) -> float:
+    """eps from the lognormal tail of the shifted step (heavy tails, where the Gaussian guess fails): under Q
+    one step per epoch has ln Y ~ N(t^2/2, t^2), and L >= Y/M; the Q-quantile of ln(1 + Y/M) at delta/E."""
+    t = math.sqrt(t2)
+    z = float(ndtri(1.0 - delta / epochs))
+    return math.log1p(math.exp(min(t2 / 2 + t * z, 700.0)) / steps)
 
 
 def eps_estimate(b, eta: fmpq, F: int, delta: float = 1e-6) -> float:

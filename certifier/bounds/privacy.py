@@ -175,3 +175,28 @@ class RoundedLaw:
 def rounded_law(b: Poly, eta: fmpq, F: int) -> RoundedLaw:
     """The public view of an upper bound's step-(iv) masses (UpperResult.b) as a law of Lambda."""
     return RoundedLaw(b, eta, F)
+
+
+def privacy_rows_partial(b: Poly, eta: fmpq, F: int, prec: int = 128,
+                         grid: str = EPSILON_GRID) -> tuple[dict, dict, dict]:
+    """`privacy_rows`, row by row: (privacy, tpr, not_certified) where not_certified maps "privacy" and
+    "tpr" to {row key: reason} for the rows that could not be certified (docs/two-sided.md §4)."""
+    gq = parse_decimal("epsilon_grid", grid)
+    eps, tpr, missing = {}, {}, {"privacy": {}, "tpr": {}}
+    try:
+        ms = Masses(b, eta, F, prec)
+    except (ArithmeticError, ValueError, OverflowError) as err:
+        reason = f"the masses could not be read: {err}"
+        return ({"epsilon_grid": grid, "epsilon_at_delta": {}}, {},
+                {"privacy": dict.fromkeys(DELTAS, reason), "tpr": dict.fromkeys(ALPHAS, reason)})
+    for k in DELTAS:
+        try:
+            eps[k] = epsilon_at_delta(ms, parse_decimal("delta", k), gq)
+        except (NumericsUnreliableError, ArithmeticError, ValueError) as err:
+            missing["privacy"][k] = str(err) or type(err).__name__
+    for k in ALPHAS:
+        try:
+            tpr[k] = tpr_at_fpr(ms, parse_decimal("alpha", k), gq)
+        except (ArithmeticError, ValueError) as err:
+            missing["tpr"][k] = str(err) or type(err).__name__
+    return {"epsilon_grid": grid, "epsilon_at_delta": eps}, tpr, {k: v for k, v in missing.items() if v}

@@ -15,6 +15,7 @@ from certifier import __version__
 from certifier.certificate.claim import SCHEME_RULES, Claim
 from certifier.errors import NumericsUnreliableError
 from certifier.params import decimal_str
+from certifier.resolution import FLOOR, sigma_resolution
 
 SEARCH_RESOLUTION = "1e-6"
 
@@ -27,21 +28,31 @@ def _now() -> str:
 PARTS_FORMAT = {(False, False): 1, (True, True): 2, (True, False): 3, (False, True): 3}
 
 
-def format_version(claim: Claim, method_json: dict, low: dict | None, rows) -> int:
+def _resolution_text(sigma) -> str:
+    """numerics.search_resolution: "1e-6" as every earlier certificate has it, else res(sigma) in decimals."""
+    res = sigma_resolution(sigma)
+    return SEARCH_RESOLUTION if res == FLOOR else decimal_str(res)
+
+
+def format_version(claim: Claim, method_json: dict, low: dict | None, rows, missing: dict | None = None) -> int:
     """The least format version that expresses this certificate: the largest of what its scheme, its
-    methods (certifier.methods) and its optional parts each need."""
+    methods (certifier.methods) and its optional parts each need (v2 knows neither a sigma resolution
+    other than 1e-6 nor rows left out with a reason)."""
     from certifier.methods import LOWER, UPPER, of_json
     needs = [SCHEME_RULES[claim.scheme].least_format, of_json(method_json, UPPER).least_format,
              PARTS_FORMAT[(low is not None, rows is not None)]]
     needs += [of_json(low["method"], LOWER).least_format] if low is not None else []
+    needs += [3] if missing or (low is not None and sigma_resolution(claim.sigma) != FLOOR) else []
     return max(needs)
 
 
-def build(claim: Claim, method_json: dict, res, low: dict | None, rows, tv, tv_err) -> dict:
+def build(claim: Claim, method_json: dict, res, low: dict | None, rows, tv, tv_err,
+          missing: dict | None = None) -> dict:
     """The predicate for a successful upper bound `res` (its method's JSON `method_json`), with the optional
-    lower side (the `lower` object: sigma_low, method, tv_lower, enclosures) and (privacy, tpr) rows."""
+    lower side (the `lower` object: sigma_low, method, tv_lower, enclosures), (privacy, tpr) rows and the
+    rows left out with their reasons (`missing`: {"privacy"|"tpr": {key: reason}}, format v3)."""
     from certifier.numerics.schemes import closed_form_sigma_up
-    version = format_version(claim, method_json, low, rows)
+    version = format_version(claim, method_json, low, rows, missing)
     try:  # Corollary 3.4 rounded up to 1e-6, the decimal every face prints
         cfs = str(closed_form_sigma_up(claim.steps, claim.epochs, claim.target, claim.scheme))
     except (ValueError, ArithmeticError, OverflowError, NumericsUnreliableError):
@@ -53,7 +64,7 @@ def build(claim: Claim, method_json: dict, res, low: dict | None, rows, tv, tv_e
         "bound": res.bound,
         "numerics": {"tv_exact": "n/a" if tv is None else f"{tv:.12g}",
                      "tv_error": "n/a" if tv_err is None else f"{tv_err:.3g}",
-                     "closed_form_sigma": cfs, "search_resolution": SEARCH_RESOLUTION},
+                     "closed_form_sigma": cfs, "search_resolution": _resolution_text(claim.sigma)},
         "software": {"sigmacert": __version__, "python-flint": flint.__version__, "flint": flint.__FLINT_VERSION__},
         "issued_at": _now(),
         "timings": {k: res.timings[k] for k in ("step_i", "step_ii", "step_iii", "step_iv", "total")},
@@ -61,6 +72,10 @@ def build(claim: Claim, method_json: dict, res, low: dict | None, rows, tv, tv_e
     if low is not None:
         pred["lower"] = {"sigma_low": low["sigma_low"], "target": decimal_str(claim.target),
                          "method": low["method"], "tv_lower": low["tv_lower"], "enclosures": low["enclosures"]}
+        if version >= 3:                     # two-sided.md §1: sigma_low = sigma - k resolution, k in {1, 2}
+            pred["lower"]["resolution"] = decimal_str(sigma_resolution(claim.sigma))
     if rows is not None:
         pred["privacy"], pred["tpr"] = rows
+        if missing and version >= 3:
+            pred["rows_not_certified"] = {"privacy": missing.get("privacy", {}), "tpr": missing.get("tpr", {})}
     return pred

@@ -35,6 +35,7 @@ __all__ = ["ExactTV", "exact_tv", "exact_sigma", "tv_m1", "LogLambdaDensity", "d
            "log_lambda_density", "MIN_SIGMA", "MAX_ERROR", "one_minus_tv_bound"]
 
 MIN_SIGMA = 0.05        # below, refused (NumericsUnreliableError) with the bound on 1 - TV in the message
+MAX_STEP_DOWN = 0.16    # the search's largest relative step down from the seed
 MAX_ERROR = 1e-9        # an error estimate above this is refused, not returned
 ONE_LEVEL = 1e-17       # 1 - TV below this (proven): TV = 1 is returned
 VFFT_MAX_POINTS = 1 << 18  # the V grid of the check route (larger grids are slow and tilted)
@@ -78,7 +79,7 @@ def one_minus_tv_bound(steps: int, epochs: int, sigma: float) -> float:
     min{1, x} <= x^{1/2}; E Lambda^{1/2} = F_M(1/2)^E (Theorem 4.1); and
     F_M(1/2) = E (sum_j Y_j / M)^{1/2} <= M^{-1/2} sum_j E Y_j^{1/2} = sqrt(M) e^{-t^2/8}.
     """
-    log_f = 0.5 * math.log(steps) - 1.0 / (8.0 * sigma * sigma)
+    log_f = 0.5 * math.log(steps) - (1.0 / (8.0 * sigma * sigma) if sigma * sigma > 1e-300 else math.inf)
     return math.exp(epochs * log_f) if log_f < 0 else 1.0
 
 
@@ -182,7 +183,12 @@ class _TvCurve:
                 if sigma < MIN_SIGMA:
                     raise NumericsUnreliableError(f"the exact sigma lies below {MIN_SIGMA} (M={self.steps}, "
                                              f"E={self.epochs}, lambda={self.lam:g})")
-                r = primary(self.steps, self.epochs, sigma, self.u_hint)
+                try:
+                    r = primary(self.steps, self.epochs, sigma, self.u_hint)
+                except NumericsUnreliableError:
+                    if self.u_hint is None:
+                        raise
+                    r = primary(self.steps, self.epochs, sigma)   # a hint carried from a far sigma can overshoot
                 if r.error > MAX_ERROR:
                     raise NumericsUnreliableError(f"the exact TV at sigma={sigma:g} is not reliable "
                                              f"(error estimate {r.error:.1e})")
@@ -204,7 +210,7 @@ def _bracket(f: _TvCurve, seed: float, ceiling: float) -> tuple[float, float]:
         return lo, hi
     hi, lo = seed, seed / (1 + step)
     while f(lo) <= 0:
-        step *= 2.0
+        step = min(2.0 * step, MAX_STEP_DOWN)      # toward small sigma the numerics get costly: no big jumps
         hi, lo = lo, lo / (1 + step)
     return lo, hi
 

@@ -19,7 +19,7 @@ from service.admission import admit
 from service.auth import Caller
 from service.errors import ApiError
 from service.state import ServiceState, caller, get_state, viewer
-from service.store import ACTIVE, RETRYABLE, Refused
+from service.store import ACTIVE, RETRYABLE, RefusedSubmissionError
 from service.validate import CertificateRequest, describe_errors, epochs_of, normalise, steps_of, strict_json, target_of
 from service.views import envelope_file, job_view
 
@@ -55,7 +55,7 @@ async def submit(request: Request, who: Caller = Depends(caller), state: Service
         row, created = await asyncio.to_thread(
             state.store.submit, req, who.name, who.team, admin=who.admin, max_queued=cfg.max_queued,
             max_per_team=cfg.max_queued_per_team, max_resubmits=cfg.max_resubmits)
-    except Refused as r:
+    except RefusedSubmissionError as r:
         headers = {"Retry-After": str(r.retry_after)} if r.retry_after else None
         raise ApiError(r.status, r.reason, headers) from None
     if row["status"] in ("done", "failed"):  # the archived answer, at once

@@ -24,7 +24,7 @@ async def sigma(steps: str, target: str, epochs: str | None = None, scheme: str 
     except (ValueError, ArithmeticError, OverflowError, NumericsUnreliable) as err:
         raise ApiError(422, f"closed form undefined for this cell: {err}") from None
     ex = await state.sigma.exact(m, e, t, sch)  # Theorem 4.1
-    body = {**shape, "target": t, "closed_form": closed, **ex, "resolution": "1e-6"}
+    body = {**shape, "target": t, "closed_form": closed, **ex, "resolution": ex.get("resolution", "1e-6")}
     if shape["iterations"] is None:
         del body["iterations"]
     if ex.get("exact_status") == "pending":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from certifier import __version__
@@ -17,7 +18,7 @@ from certifier.errors import RefusedError, SigmacertError
 # One module per group of sub-commands; add a module here to add commands.
 COMMAND_MODULES = (
     "sigmacert.cli.core", "sigmacert.cli.certify", "sigmacert.cli.train", "sigmacert.cli.service",
-    "sigmacert.cli.report", "sigmacert.cli.atlas", "sigmacert.cli.pld",
+    "sigmacert.cli.report", "sigmacert.cli.atlas", "sigmacert.cli.targets", "sigmacert.cli.pld",
 )
 
 
@@ -78,3 +79,8 @@ def main(argv=None) -> int:
     except MemoryError:
         print("sigmacert: error: out of memory", file=sys.stderr)
         return 2
+    except Exception as err:  # last resort: a bug is still one line (SIGMACERT_DEBUG=1 shows the traceback)
+        if os.environ.get("SIGMACERT_DEBUG") == "1":
+            raise
+        print(f"sigmacert: internal error: {type(err).__name__}: {err}", file=sys.stderr)
+        return 70

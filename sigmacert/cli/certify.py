@@ -71,12 +71,13 @@ def _grid(t: dict) -> str:
 
 
 def _try_line(t: dict) -> str:
+    at = f" at sigma {t['sigma']}" if "sigma" in t else ""
     if "skipped" in t:
-        return f"try {t['try']}: not run: {t['skipped']}"
+        return f"try {t['try']}{at}: not run: {t['skipped']}"
     if "calibration" in t:
         return (f"calibration ({t['calibration']}): mantissa_bits={t['mantissa_bits']} eta={t['eta']} -> loss model "
                 f"x {t['k_scale']} ({t['seconds']} s)")
-    return f"try {t['try']}: {_grid(t)} -> bound {t['bound']} ({t['seconds']} s)"
+    return f"try {t['try']}{at}: {_grid(t)} -> bound {t['bound']} ({t['seconds']} s)"
 
 
 def _lower_line(t: dict) -> str:
@@ -130,7 +131,8 @@ def run_certify(args) -> int:
                "lower_seconds": res.lower_seconds,
                "epsilon_at_delta": ({k: v["epsilon"] for k, v in res.privacy["epsilon_at_delta"].items()}
                                     if res.privacy else None),
-               "tpr_at_fpr": {k: v["tpr"] for k, v in res.tpr.items()} if res.tpr else None}
+               "tpr_at_fpr": {k: v["tpr"] for k, v in res.tpr.items()} if res.tpr else None,
+               "rows_not_certified": res.rows_missing, "sigma_steps": res.sigma_steps}
     if not res.success:
         if args.json:
             print(json.dumps(summary))
@@ -154,12 +156,15 @@ def run_certify(args) -> int:
         if res.two_sided:
             print(f"certified: TV >= {res.tv_lower} > {res.target} at sigma_low {res.sigma_low}, so "
                   f"{res.sigma_low} < sigma_lambda <= {res.sigma}")
-            for d, row in res.privacy["epsilon_at_delta"].items():
-                print(f"  certified ({row['epsilon']}, {d})-DP (both directions)")
-            for a, row in res.tpr.items():
-                print(f"  certified TPR <= {row['tpr']} at FPR {a}")
         elif not args.one_sided:
-            print("  two-sided: no sigma_low could be certified to miss the target; certificate is v1 (one-sided)")
+            print("  two-sided: no sigma_low could be certified to miss the target; the certificate is one-sided")
+        for d, row in ((res.privacy or {}).get("epsilon_at_delta") or {}).items():
+            print(f"  certified ({row['epsilon']}, {d})-DP (both directions)")
+        for a, row in (res.tpr or {}).items():
+            print(f"  certified TPR <= {row['tpr']} at FPR {a}")
+        for kind, why in (res.rows_missing or {}).items():
+            for k, reason in why.items():
+                print(f"  not certified: the {kind} row at {k} ({reason}); recorded in the certificate")
         print(f"  certificate: {args.output}  (key id {summary['keyid']})")
     return 0
 
@@ -184,7 +189,8 @@ def _flat(env: dict, stmt: dict) -> dict:
                              if "lower" in p else None),
             "epsilon_at_delta": ({k: v["epsilon"] for k, v in p["privacy"]["epsilon_at_delta"].items()}
                                  if "privacy" in p else None),
-            "tpr_at_fpr": {k: v["tpr"] for k, v in p["tpr"].items()} if "tpr" in p else None}
+            "tpr_at_fpr": {k: v["tpr"] for k, v in p["tpr"].items()} if "tpr" in p else None,
+            "rows_not_certified": p.get("rows_not_certified")}
 
 
 def run_show(args) -> int:
@@ -225,6 +231,9 @@ def run_show(args) -> int:
         print(f"  privacy : ({eps}, {d})-DP, both directions (hockey-stick bounds from the same computation)")
     for a, tpr in (f["tpr_at_fpr"] or {}).items():
         print(f"  tpr     : every test with FPR {a} has TPR <= {tpr}")
+    for kind, why in (f["rows_not_certified"] or {}).items():
+        for k, reason in why.items():
+            print(f"  missing : the {kind} row at {k} is not certified ({reason})")
     params = " ".join(f"{k}={v}" for k, v in f["method_object"].items() if k not in ("name", "version"))
     print(f"  method  : {f['method']}: {params}")
     print(f"  issuer  : key id {f['keyid']}, issued {f['issued_at']}, subject {f['subject']!r}")

@@ -12,11 +12,13 @@ from certifier.params import (
     ParameterError,
     decimal_str,
     parse_count,
+    parse_decimal,
     parse_epochs,
     parse_sigma,
     parse_steps,
     parse_target,
 )
+from certifier.resolution import issued, resolution_label
 
 
 def _emit(args, obj: dict, lines: list[str]) -> int:
@@ -116,6 +118,9 @@ def run_tv_stages(args, stages) -> int:
 
 
 def run_sigma(args) -> int:
+    if args.target is None:  # --epsilon/--delta and --fpr/--tpr are sigmacert.cli.targets' (it wraps this)
+        from sigmacert.kinds import ONE_KIND
+        raise ParameterError(ONE_KIND)
     stages = _stages_of(args, False)
     if stages is not None:
         return run_sigma_stages(args, stages)
@@ -124,7 +129,9 @@ def run_sigma(args) -> int:
     lam = float(lam_q)
     closed = schemes.closed_form_sigma_up(m, e, lam_q, scheme)  # rounded up to 1e-6: still a proven bound
     gdp = schemes.gdp_limit_sigma(m, e, lam, scheme)
-    exact = schemes.exact_sigma(m, e, lam_q, scheme)
+    exact = issued(schemes.exact_sigma(m, e, lam_q, scheme))     # res(sigma): certifier.resolution
+    label = resolution_label(parse_decimal("sigma", exact))
+    pad = " " * max(0, 11 - len(label))
     obj = {**_shape_json(m, e, scheme, t), "target": args.target, "closed_form": str(closed), "exact": exact,
            "gdp_limit": gdp}
     if args.json:
@@ -137,7 +144,7 @@ def run_sigma(args) -> int:
         f"  closed-form sigma (Cor. 3.4, a proven bound)    : {closed}  "
         f"(+{100 * (float(closed) / float(exact) - 1):.2f} % noise; exact TV {_tv_text(tv_c, 6)}, "
         f"accuracy <= {_accuracy_up(tv_c, 6)})",
-        f"  exact sigma (Thm 4.1, rounded up to 1e-6)       : {exact}  "
+        f"  exact sigma (Thm 4.1, rounded up to {label}){pad}: {exact}  "
         f"(exact TV {_tv_text(tv_x, 10)}, accuracy <= {_accuracy_up(tv_x, 10)}; "
         f"certify it with `sigmacert certify`)",
         f"  GDP-limit sigma (App. B.3, a limit, NOT a bound): {gdp:.6f}",
@@ -178,11 +185,12 @@ def add_scheme_arguments(p) -> None:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("sigma", help="closed-form, exact and GDP-limit sigma for a target lambda")
+    p = sub.add_parser("sigma", help="closed-form, exact and GDP-limit sigma for a target lambda "
+                                     "(or --epsilon/--delta, or --fpr/--tpr)")
     p.add_argument("--steps", "-M", help="steps per epoch M (fixed-bins: number of bins)")
     p.add_argument("--stages", help="a run in stages M x E, one sigma shared: 100x5,400x5 (instead of -M/-E)")
     p.add_argument("--epochs", "-E", help="epochs E (fixed-bins: rounds per bin)")
-    p.add_argument("--target", "-l", required=True, help="TV target lambda in (0, 1)")
+    p.add_argument("--target", "-l", help="TV target lambda in (0, 1)")
     add_scheme_arguments(p)
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.set_defaults(run=run_sigma)

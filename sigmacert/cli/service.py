@@ -28,8 +28,9 @@ def run_token_create(args) -> int:
     if args.json:  # the token is shown this once either way: only its SHA-256 is stored
         from service.auth import digest, load_hashes
         h = digest(token)
-        name = next(n for d, n in reversed(load_hashes(args.tokens)) if d == h)
-        print(json.dumps({"token": token, "name": name, "sha256": h.hex(), "tokens": os.path.abspath(args.tokens)}))
+        caller = next(c for d, c in reversed(load_hashes(args.tokens)) if d == h)
+        print(json.dumps({"token": token, "name": caller.name, "team": caller.team, "admin": caller.admin,
+                          "sha256": h.hex(), "tokens": os.path.abspath(args.tokens)}))
     else:
         print(token)  # the only time it is shown: only its SHA-256 is stored
     return 0

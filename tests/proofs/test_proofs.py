@@ -14,6 +14,8 @@ from certifier.numerics import schemes
 from proofs import REGISTRY, run_all, run_check
 from proofs.__main__ import main
 from proofs._core import Phi, Steps, is_zero, nonneg
+from proofs.chi2 import t as _t
+from proofs.targets import _partition_sum
 
 I = sp.I
 
@@ -82,6 +84,9 @@ PERTURBED = [
         closed_form_sigma=lambda M, E, lam, scheme: (E + 1) ** 0.5 * cf.closed_form_sigma(M, 1, lam)))),
     ("fixed_bins_implementation", dict(impl=_schemes_impl(
         chi2=lambda M, E, sigma, scheme: cf.c_E(M, E, sigma)))),   # the random-allocation chi-square
+    ("integer_moments", dict(formula=lambda m, q: _partition_sum(m, q, exponent=lambda a: a * _t ** 2 / 3))),
+    ("integer_moments", dict(coefficients=lambda m, q: ((0, m ** q),))),   # F = 1: the moments dropped
+    ("rdp_tangent", dict(constant=lambda K, q: K ** (1 - q) * sp.Integer(q - 1) ** (q - 1) / sp.Integer(q) ** (q + 1))),
 ]
 
 

@@ -23,7 +23,7 @@ from certifier.numerics import schemes
 ROOT = Path(__file__).resolve().parents[2]
 RES = Decimal("0.000001")
 CLOSED_LINE = re.compile(r"closed-form sigma \(Cor\. 3\.4, a proven bound\)\s*: (\d+\.\d{6})\s")
-EXACT_LINE = re.compile(r"exact sigma \(Thm 4\.1, rounded up to 1e-6\)\s*: (\d+\.\d{6})\s")
+EXACT_LINE = re.compile(r"exact sigma \(Thm 4\.1, rounded up to 1e-?\d+\)\s*: (\d+(?:\.\d+)?)\s")  # res(sigma)
 
 
 def run(*args, timeout=300):
@@ -228,7 +228,8 @@ def test_token_create_json(tmp_path):
     r = run("token", "create", "--tokens", tokens, "--name", "team-a", "--json")
     assert r.returncode == 0, r.stderr
     obj = json.loads(r.stdout)
-    assert set(obj) == {"token", "name", "sha256", "tokens"} and obj["name"] == "team-a"
+    assert set(obj) == {"token", "name", "team", "admin", "sha256", "tokens"} and obj["name"] == "team-a"
+    assert obj["team"] == "team-a" and obj["admin"] is False  # the team defaults to the name
     import hashlib
     assert hashlib.sha256(obj["token"].encode()).hexdigest() == obj["sha256"]
     assert tokens.read_text() == f"{obj['sha256']} team-a\n" and obj["tokens"] == str(tokens)

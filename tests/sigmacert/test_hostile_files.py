@@ -89,11 +89,11 @@ def certify_argv(w, key=None, subject=None, output=None):
 COMMANDS = {  # name -> (argv builder given the hostile path, hostile kinds)
     "show CERT": (lambda w, p: [*SIGMACERT, "show", p], CERT_KINDS),
     "report CERT": (lambda w, p: [*SIGMACERT, "report", p, "--key", w["pub"], "--quiet",
-                                  "-o", str(w["dir"] / "r.html")], CERT_KINDS),
+                                  "-o", str(w["dir"] / "r.html"), "--force"], CERT_KINDS),
     "report --key": (lambda w, p: [*SIGMACERT, "report", w["cert"], "--key", p, "--quiet",
-                                   "-o", str(w["dir"] / "r.html")], [*FILE_KINDS, "huge-key"]),
+                                   "-o", str(w["dir"] / "r.html"), "--force"], [*FILE_KINDS, "huge-key"]),
     "report --subject": (lambda w, p: [*SIGMACERT, "report", w["cert"], "--key", w["pub"], "--subject", p,
-                                       "--quiet", "-o", str(w["dir"] / "r.html")], FILE_KINDS),
+                                       "--quiet", "-o", str(w["dir"] / "r.html"), "--force"], FILE_KINDS),
     # -o: never a real device path (a writer that replaced it would destroy the machine's /dev/zero)
     "report -o": (lambda w, p: [*SIGMACERT, "report", w["cert"], "--key", w["pub"], "--quiet", "-o", p],
                   ["fifo", "device", "zero-link", "dir-arg"]),

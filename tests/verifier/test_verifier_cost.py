@@ -111,11 +111,11 @@ def test_size_parser():
 
 
 def test_model_range_and_huge_parameters():
-    """M beyond 10^6 is outside the model; astronomically large parameters are finite predictions."""
+    """M beyond 10^7 is outside the model; astronomically large parameters are finite predictions."""
     p = copy.deepcopy(predicate())
-    p["claim"]["steps"] = 10**6 + 1
-    p["method"]["lattice_schedule"] = [1] * 20
+    p["claim"]["steps"] = 10**7 + 1
+    p["method"]["lattice_schedule"] = [1] * (10**7 + 1).bit_length()
     r = verifier.verify_bytes(sign_statement(statement(p), KEY), [KEY.public_key()])
-    assert r.reason == "cost-exceeds-limit" and "10^6" in r.detail
+    assert r.reason == "cost-exceeds-limit" and "10^7" in r.detail
     c = method_cost(h="1e-900", tail_start="1e-899", cap="1e-898", truncation="1e900", eta="9e999", k_plus=10**30)
     assert c.seconds > 1e6 and json.dumps(c.as_dict())

@@ -2,7 +2,7 @@
 privacy and TPR rows, all three."""
 from __future__ import annotations
 
-from flint import arb
+from flint import arb, fmpq
 
 from .schema import BALLS, SD, B, D, I, Rows, S, is_int, typed
 from .strict import Reject, decimal, working_prec
@@ -60,6 +60,12 @@ def check_lower(p):
                      f"{lo['sigma_low']} and sigma {c['sigma']}")
     if lo["target"] != c["target"]:
         raise Reject("lower-target", "lower.target differs from claim.target")
+    if "resolution" in lo:  # two-sided.md §1: sigma_low = sigma - k res(sigma), k in {1, 2}
+        res = lo["resolution"]
+        if res != resolution_of(c["sigma"]) or lo["sigma_low"] not in (c["sigma"] - res, c["sigma"] - 2 * res):
+            raise Reject("lower-resolution", f"need resolution = res(sigma) = {resolution_of(c['sigma'])} and "
+                         f"sigma_low = sigma - k resolution (k = 1, 2); got resolution {res}, sigma_low "
+                         f"{lo['sigma_low']}")
     if lo["tv_lower"] <= c["target"]:
         raise Reject("lower-recorded-not-above-target", f"recorded tv_lower {lo['tv_lower']} <= target")
     e = lo["enclosures"]
@@ -69,13 +75,32 @@ def check_lower(p):
             raise Reject("lower-inconsistent", "tv_lower is above the lower end of the recorded enclosures")
 
 
+def resolution_of(sigma: fmpq) -> fmpq:
+    """res(sigma) of two-sided.md §5: 1e-6 below 10, else 10^(d - 6), d the number of integer digits."""
+    if sigma < 10:
+        return fmpq(1, 10**6)
+    d = 2
+    while sigma >= fmpq(10) ** d:
+        d += 1
+    return fmpq(10) ** (d - 6) if d >= 6 else fmpq(1, 10 ** (6 - d))
+
+
 def check_rows(p):
-    """The privacy and TPR rows: keys, grids, recorded deltas within their delta."""
+    """The privacy and TPR rows: keys, grids, recorded deltas within their delta; a row may be left out
+    only with a recorded reason (rows_not_certified, format v3)."""
+    gone = p.get("rows_not_certified", {"privacy": {}, "tpr": {}})
     for name, rows, keys in (("privacy", p["privacy"]["epsilon_at_delta"], DELTAS), ("tpr", p["tpr"], ALPHAS)):
-        if set(rows) - set(keys):
-            raise Reject(f"{name}-grid", f"{name} rows {sorted(set(rows) - set(keys))} are not in {list(keys)}")
-        if set(keys) - set(rows):
-            raise Reject("schema-missing-row", f"{name} rows {sorted(set(keys) - set(rows))} are missing")
+        if set(rows) - set(keys) or set(gone[name]) - set(keys):
+            raise Reject(f"{name}-grid", f"{name} rows {sorted((set(rows) | set(gone[name])) - set(keys))} are "
+                         f"not in {list(keys)}")
+        if set(rows) & set(gone[name]):
+            raise Reject("rows-not-certified-conflict", f"{name} rows {sorted(set(rows) & set(gone[name]))} are "
+                         "both certified and recorded as not certified")
+        if set(keys) - set(rows) - set(gone[name]):
+            raise Reject("schema-missing-row", f"{name} rows {sorted(set(keys) - set(rows) - set(gone[name]))} are "
+                         "missing (a row may be left out only with its reason in rows_not_certified)")
+        if any(not r.strip() for r in gone[name].values()):
+            raise Reject("rows-not-certified-reason", f"a {name} row is left out without a reason")
     grid = p["privacy"]["epsilon_grid"]
     for d, row in p["privacy"]["epsilon_at_delta"].items():
         if not (grid > 0 and is_int(row["epsilon"] / grid) and row["epsilon"] <= 100):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from flint import fmpq
 
 from ..replay import gaussian_shift as gs
-from .schema import B, D, I, S
+from .schema import B, D, I, Rows, S
 from .schema import typed as typed_as
 from .strict import Reject
 from .v1 import ADJACENCY, MECHANISM, SCHEMA, STATEMENT, check_claim_and_method
@@ -107,12 +107,18 @@ def schema(raw) -> dict:
             raise Reject("lower-method-unknown", f"lower method {lv[0]!r} v{lv[1]} {UNKNOWN_LOWER}")
         method_schema, enclosures_schema, _ = LOWER.get(lv, LOWER[("data-processing-lower", 1)])
         sch["lower"] = {**SCHEMA_V2["lower"], "method": method_schema, "enclosures": enclosures_schema}
+        if isinstance(lower, dict) and "resolution" in lower:  # two-sided.md §1: optional in v3
+            sch["lower"] = {**sch["lower"], "resolution": D}
     rows = [k for k in ("privacy", "tpr") if isinstance(raw, dict) and k in raw]
     if len(rows) == 1:
         raise Reject("schema-missing-field", f"predicate has {rows[0]} without "
                      f"{({'privacy', 'tpr'} - set(rows)).pop()} (the rows go together)")
     for k in rows:
         sch[k] = SCHEMA_V2[k]
+    if isinstance(raw, dict) and "rows_not_certified" in raw:  # two-sided.md §4: rows left out, with reasons
+        if not rows:
+            raise Reject("schema-missing-field", "predicate has rows_not_certified without privacy and tpr")
+        sch["rows_not_certified"] = {"privacy": Rows(S), "tpr": Rows(S)}
     return sch
 
 
@@ -170,7 +176,7 @@ def check_method_v2(m: dict, c: dict, code: str) -> None:
             "log-grid cells": m["k_plus"] - m["k_minus"],
             "epoch product length": min(m["k_top"], E * m["k_plus"]) - E * m["k_minus"]}
     for k, v in work.items():
-        if v > LIMITS_V2[k] or c["steps"] > 10**6 or c["epochs"] > 10**5:
+        if v > LIMITS_V2[k] or c["steps"] > 10**7 or c["epochs"] > 10**5:
             raise Reject("method-too-expensive", f"{k} {v} or M, E beyond the verifier's limits")
     if m["eta"] > 1:  # cell edges M e^{j eta}/h are integers of about 1.44 j eta bits
         raise Reject("method-too-expensive", f"eta {m['eta']} > 1")

@@ -1,0 +1,199 @@
+"""The privacy profile delta(eps) and the trade-off curve T(alpha) of (P_M^E, Q_M^E), numerically.
+
+With Lambda = dQ/dP of E epochs (Theorem 4.1) and G(K) = E_P min{Lambda, K}:
+
+    delta_{Q||P}(eps) = E_P (Lambda - e^eps)_+   = 1 - G(e^eps)            (B.4, E_P Lambda = 1)
+    delta_{P||Q}(eps) = E_P (1 - e^eps Lambda)_+ = 1 - e^eps G(e^-eps)
+    1 - T(alpha)      = min_K [1 - G(K) + K alpha]                          (Neyman-Pearson)
+
+(every test with FPR alpha has TPR <= Q(S) - K P(S) + K alpha <= 1 - G(K) + K alpha, with
+equality at the likelihood-ratio test whose threshold K has P_P(Lambda > K) = alpha). G comes
+from the moment line as formula (14) does at K = 1: min{x, K} = K min{x/K, 1} and
+E_P (Lambda/K)^q = F_M(q)^E K^{-q}, so
+
+    G(e^s) = (1/pi) int_0^inf Re[F_M(1/2 + iu)^E e^{s(1/2 - iu)}] / (u^2 + 1/4) du.      (P1)
+
+The integrand is analytic for |Im u| < 1/2 and bounded by e^{s/2 + 0.45|s|} |u^2 + 1/4|^{-1} on
+|Im u| = 0.45, so the trapezoid's aliasing bound of certifier.tv_laplace carries over with that
+factor. Each line (route) gives G, hence every functional; a route's error for a functional is
+its per-node floor (cut tails, round-off, mass defect) plus the change to its coarse sums.
+Floating point with a-posteriori estimates, not a certificate.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import brentq, minimize_scalar
+
+from certifier.errors import NumericsUnreliableError
+from certifier.numerics.tv_laplace import ALIASING, STRIP
+
+S_LOW = -60.0   # ln K searched for the Neyman-Pearson threshold: K in [e^-60, 1/alpha]
+
+
+@dataclass(frozen=True)
+class MomentLineE:
+    """F_M(1/2 + i u_j)^E, u_j = j du, with a per-node error floor, a scalar defect and the tail."""
+    du: float
+    fe: np.ndarray
+    floor: np.ndarray | None = None  # per-node bound/estimate of |error of fe|
+    defect: float = 0.0              # error of G in units of e^{s/2} (e.g. E x the missing mass)
+    tail: float = 0.0                # |F^E| at the last node: beyond, as if it stayed there
+
+    @property
+    def weight(self) -> np.ndarray:
+        u = self.du * np.arange(self.fe.size)
+        w = np.full(self.fe.size, self.du / math.pi) / (u * u + 0.25)
+        w[0] *= 0.5
+        return w
+
+    def g(self, s: float) -> float:
+        """(P1) by the trapezoid."""
+        u = self.du * np.arange(self.fe.size)
+        return math.exp(0.5 * s) * float(self.weight @ np.real(self.fe * np.exp(-1j * s * u)))
+
+    def floor_error(self, s: float) -> float:
+        """|G - g| from the floor, the defect, the tail and the aliasing of the trapezoid."""
+        u_last = max(self.du * (self.fe.size - 1), self.du)
+        e = self.defect + self.tail * (2.0 / math.pi) * math.atan(1.0 / (2.0 * u_last))
+        if self.floor is not None:
+            e += float(self.weight @ self.floor)
+        return math.exp(0.5 * s) * e + ALIASING * math.exp(0.5 * s + STRIP * abs(s))
+
+    def dqp(self, eps: float) -> float:
+        return 1.0 - self.g(eps)
+
+    def dpq(self, eps: float) -> float:
+        return 1.0 - math.exp(eps) * self.g(-eps)
+
+    def tpr(self, alpha: float) -> tuple[float, float]:
+        """(1 - T(alpha), ln K at the minimum)."""
+        return _np_min(self.g, alpha)
+
+
+def _np_min(g, alpha: float) -> tuple[float, float]:
+    """min over s of 1 - G(e^s) + e^s alpha (unimodal in s: convex in K = e^s); the minimiser
+    has P_P(Lambda > K) = alpha <= 1/K (Markov), so s <= ln(1/alpha)."""
+    h = lambda s: 1.0 - g(s) + math.exp(s) * alpha  # noqa: E731
+    hi = math.log(1.0 / alpha) + 1e-9
+    r = minimize_scalar(h, bounds=(S_LOW, hi), method="bounded", options={"xatol": 1e-10})
+    best = min((float(r.fun), float(r.x)), (h(hi), hi), (h(S_LOW), S_LOW))
+    return min(1.0, best[0]), best[1]
+
+
+@dataclass(frozen=True)
+class DensityLine:
+    """The density of ln Lambda on a grid (route vfft, C.4): the same functionals as sums over it,
+    each with the kink correction of Euler-Maclaurin: a function whose derivative jumps by J at
+    s0 = s_j + theta h has integral = sum h g(s_k) + J f(s0) h^2 B2(theta) / 2, B2(x) = x^2 - x + 1/6
+    (at theta = 0 this is C.4's h^2 f(0)/12 for the TV)."""
+    density: object            # certifier.numerics.tv_vfft.LogLambdaDensity
+    defect: float = 0.0
+
+    def _masses(self):
+        p = np.clip(self.density.f, 0.0, None) * self.density.h
+        return p, np.exp(self.density.s)
+
+    def _kink(self, s0: float, jump: float) -> float:
+        d = self.density
+        x = (s0 - float(d.s[0])) / d.h
+        j = int(math.floor(x))
+        if not 0 <= j < d.s.size - 1:
+            return 0.0
+        theta = x - j
+        f0 = (1.0 - theta) * d.f[j] + theta * d.f[j + 1]
+        return jump * float(f0) * d.h * d.h * (theta * theta - theta + 1.0 / 6.0) / 2.0
+
+    def g(self, s: float) -> float:
+        p, x = self._masses()
+        k = math.exp(s)
+        return float(p @ np.minimum(x, k)) + self._kink(s, -k)   # min{e^s, K}: slope e^s = K -> 0
+
+    def floor_error(self, s: float) -> float:
+        return self.defect * max(1.0, math.exp(s))
+
+    def dqp(self, eps: float) -> float:
+        p, x = self._masses()
+        k = math.exp(eps)
+        return float(p @ np.clip(x - k, 0.0, None)) + self._kink(eps, k)   # slope 0 -> K
+
+    def dpq(self, eps: float) -> float:
+        p, x = self._masses()
+        return float(p @ np.clip(1.0 - math.exp(eps) * x, 0.0, None)) + self._kink(-eps, 1.0)  # -1 -> 0
+
+    def tpr(self, alpha: float) -> tuple[float, float]:
+        return _np_min(self.g, alpha)
+
+
+@dataclass(frozen=True)
+class Value:
+    """A number with an error estimate (numerical, not certified)."""
+    value: float
+    error: float
+
+    def __post_init__(self):
+        object.__setattr__(self, "value", float(self.value))
+        object.__setattr__(self, "error", float(self.error))
+
+
+@dataclass
+class Route:
+    """A primary line and its coarse variants: value from `main`, error = main's floor + the largest
+    change to a variant (a-posteriori: the coarse rule's error over-estimates the fine one's)."""
+    name: str
+    main: object
+    variants: tuple = ()
+    u_max: float | None = None  # the laplace route's u-range, a hint for a nearby sigma
+    _cache: dict = field(default_factory=dict)
+
+    def _combine(self, key, fn, s_err) -> Value:
+        if key not in self._cache:
+            v = fn(self.main)
+            err = self.main.floor_error(s_err(v)) + max((abs(fn(x) - v) for x in self.variants), default=0.0)
+            self._cache[key] = Value(v, err)
+        return self._cache[key]
+
+    def delta_qp(self, eps: float) -> Value:
+        return self._combine(("qp", eps), lambda x: x.dqp(eps), lambda v: eps)
+
+    def delta_pq(self, eps: float) -> Value:
+        # 1 - e^eps G(e^-eps): the error of G at -eps times e^eps
+        v = self._combine(("pq", eps), lambda x: x.dpq(eps), lambda v: -eps)
+        extra = (math.exp(eps) - 1.0) * self.main.floor_error(-eps)
+        return Value(v.value, v.error + extra)
+
+    def delta(self, eps: float) -> Value:
+        """max of the two directions (both-ways (eps, delta)-DP)."""
+        a, b = self.delta_qp(eps), self.delta_pq(eps)
+        return Value(min(1.0, max(0.0, a.value, b.value)), max(a.error, b.error))  # round-off may dip below 0
+
+    def tpr(self, alpha: float) -> Value:
+        """1 - T(alpha): the largest TPR of a test with FPR alpha."""
+        key = ("tpr", alpha)
+        if key not in self._cache:
+            v, s = self.main.tpr(alpha)
+            err = self.main.floor_error(s if math.isfinite(s) else 0.0)
+            err += max((abs(x.tpr(alpha)[0] - v) for x in self.variants), default=0.0)
+            self._cache[key] = Value(v, err)
+        return self._cache[key]
+
+    def tv(self) -> Value:
+        return self.delta_qp(0.0)
+
+    def epsilon(self, delta: float) -> Value:
+        """Least eps >= 0 with both hockey-stick divergences <= delta (each decreases in eps)."""
+        f = lambda e: self.delta(e).value - delta  # noqa: E731
+        if f(0.0) <= 0:
+            return Value(0.0, 0.0)
+        hi = 1.0
+        while f(hi) > 0:
+            hi *= 2.0
+            if hi > 512:
+                raise NumericsUnreliableError(f"eps at delta = {delta:g} exceeds 512")
+        eps = brentq(f, 0.0 if hi == 1.0 else hi / 2.0, hi, xtol=1e-12, rtol=1e-14)
+        d = self.delta(eps)
+        h = max(1e-6, 1e-4 * eps)
+        slope = abs(self.delta(eps + h).value - self.delta(max(0.0, eps - h)).value) / (eps + h - max(0.0, eps - h))
+        return Value(eps, d.error / slope if slope > 0 else math.inf)

@@ -1,0 +1,174 @@
+"""Proven closed-form bounds for the dp and tpr kinds, and the sigma they give (docs/targets.md §4).
+
+Integer moments of the one-epoch likelihood ratio. With E Y^k = e^{k(k-1)t^2/2} (Y lognormal,
+Section 3) and the multinomial expansion of L_M^q = M^{-q} (sum_j Y_j)^q over the partitions
+lambda of q into l <= M parts (m_i parts of size i):
+
+    F_M(q) = E L_M^q = M^{-q} sum_lambda  M!/(M-l)!/prod_i m_i!  *  q!/prod_j lambda_j!
+                                          * exp(t^2/2 * sum_j lambda_j (lambda_j - 1)),           (R1)
+
+so E_P Lambda^q = F_M(q)^E (Theorem 4.1); q = 2 is 1 + (e^{t^2} - 1)/M, the chi-square of (9).
+
+  * TPR (Proposition B.2): every test with FPR alpha <= 1/2 has TPR <= alpha + sqrt(c_E alpha(1-alpha)).
+  * delta_{Q||P}(eps) = E_P (Lambda - K)_+ with K = e^eps; (x - K)_+ <= x^q K^{1-q} (q-1)^{q-1}/q^q
+    (the tangent from the origin touches x^q at x = qK/(q-1)), so
+        delta_{Q||P}(eps) <= F_M(q)^E e^{(1-q) eps} (q-1)^{q-1} / q^q      for every integer q >= 2 (R2)
+    (the RDP-to-DP conversion of Canonne, Kamath and Steinke, Prop. 12, with D_q = E ln F_M(q)/(q-1)).
+  * T(alpha): every test has TPR <= delta_{Q||P}(eps') + e^{eps'} FPR, so with B_i the bound (R2)
+    at eps'_i,  1 - T(alpha) <= min_i B_i + e^{eps'_i} alpha                                     (R3)
+    (a min over finitely many eps' is still a bound), usually far below Proposition B.2's.
+(R2) bounds one direction only: delta_{P||Q} needs D_q(P||Q) = ln E_P Lambda^{1-q}/(q-1), a
+negative moment of L_M without a closed form; docs/targets.md §4 says what is known about it.
+Each bound decreases in sigma: F_M(q)^E - 1 (q >= 2) is the f-divergence E_P g(Lambda) with the
+convex g(x) = x^q - 1, and the pair at a larger sigma is a post-processing of the pair at a
+smaller one (docs/targets.md §2). The sigma is the least grid point where the float (R2)/(R3)
+evaluation of the bound meets the target.
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+
+from certifier.errors import ParameterError
+from certifier.numerics.closed_form import c_E
+from certifier.params import decimal_str, parse_positive_decimal
+
+Q_MAX = 40           # orders q tried in (R2)
+
+
+def _partitions(q: int, largest: int | None = None):
+    """Partitions of q as non-increasing tuples."""
+    largest = q if largest is None else largest
+    if q == 0:
+        yield ()
+        return
+    for first in range(min(q, largest), 0, -1):
+        for rest in _partitions(q - first, first):
+            yield (first,) + rest
+
+
+@lru_cache(maxsize=256)
+def moment_coefficients(steps: int, q: int) -> tuple[tuple[int, int], ...]:
+    """(a, C) with F_M(q) = M^{-q} sum C e^{a t^2/2} (R1); exact integers, grouped by a."""
+    out: dict[int, int] = {}
+    fq = math.factorial(q)
+    for lam in _partitions(q):
+        parts = len(lam)
+        if parts > steps:
+            continue
+        ways = math.perm(steps, parts)
+        for size in set(lam):
+            ways //= math.factorial(lam.count(size))
+        multinomial = fq
+        for part in lam:
+            multinomial //= math.factorial(part)
+        a = sum(part * (part - 1) for part in lam)
+        out[a] = out.get(a, 0) + ways * multinomial
+    return tuple(sorted(out.items()))
+
+
+def log_moment(steps: int, q: int, sigma: float) -> float:
+    """ln F_M(q) by (R1), as a log-sum of positive terms (no cancellation)."""
+    t2 = 1.0 / (sigma * sigma)
+    terms = [math.log(c) + 0.5 * a * t2 for a, c in moment_coefficients(steps, q)]
+    top = max(terms)
+    return top + math.log(sum(math.exp(x - top) for x in terms)) - q * math.log(steps)
+
+
+def delta_qp_bound(steps: int, epochs: int, sigma: float, eps: float) -> tuple[float, int]:
+    """min over q of (R2), with the minimising q."""
+    best = (math.inf, 0)
+    for q in range(2, Q_MAX + 1):
+        log_b = epochs * log_moment(steps, q, sigma) + (1 - q) * eps + (q - 1) * math.log(q - 1) - q * math.log(q)
+        best = min(best, (math.exp(min(log_b, 0.0)), q))
+    return best
+
+
+EPS_LINES = np.linspace(-3.0, 30.0, 166)  # the eps' of the lines behind the lower bound on T (step 0.2)
+
+
+def _lines(steps: int, epochs: int, sigma: float) -> tuple[np.ndarray, np.ndarray]:
+    """(K_i, B_i): K_i = e^{eps'_i} and B_i >= delta_{Q||P}(eps'_i) by (R2), min over q, capped at 1."""
+    qs = np.arange(2, Q_MAX + 1)
+    log_f = np.array([epochs * log_moment(steps, int(q), sigma) for q in qs])
+    const = log_f + (qs - 1) * np.log(qs - 1) - qs * np.log(qs)
+    log_b = (const[:, None] + np.outer(1 - qs, EPS_LINES)).min(axis=0)
+    return np.exp(EPS_LINES), np.exp(np.minimum(log_b, 0.0))
+
+
+def tradeoff_lower(steps: int, epochs: int, sigma: float, alpha: np.ndarray) -> np.ndarray:
+    """f(alpha) = max(0, max_i 1 - B_i - K_i alpha) <= T(P, Q)(alpha), the complement of (R3)."""
+    k, b = _lines(steps, epochs, sigma)
+    return np.maximum(0.0, (1.0 - b[None, :] - np.outer(alpha, k)).max(axis=1))
+
+
+def rdp_tpr_bound(steps: int, epochs: int, sigma: float, alpha: float) -> float:
+    """1 - f(alpha) of (R3): min over the lines of B_i + K_i alpha."""
+    return float(1.0 - tradeoff_lower(steps, epochs, sigma, np.array([alpha]))[0])
+
+
+def chi2_tpr_bound(steps: int, epochs: int, sigma: float, alpha: float) -> float:
+    """alpha + sqrt(c_E alpha (1 - alpha)) (Proposition B.2; alpha <= 1/2)."""
+    c = c_E(steps, epochs, sigma)
+    return min(1.0, alpha + math.sqrt(c * alpha * (1.0 - alpha))) if math.isfinite(c) else 1.0
+
+
+def tpr_bound_sigma(steps: int, epochs: int, fpr: float, tpr: float, resolution="1e-6", scale2: int = 1) -> str:
+    """The least grid sigma with c_E <= (beta - alpha)^2 / (alpha (1 - alpha)) (Prop. B.2 solved for
+    sigma as Corollary 3.4 solves U(c_E) = lambda), rounded up and re-checked in floats.
+    scale2 = E for the fixed-bins pair (M, 1, sigma / sqrt(E)), whose epochs argument is 1."""
+    if not (0.0 < fpr <= 0.5 and fpr < tpr < 1.0):
+        raise ParameterError("Proposition B.2 needs 0 < fpr <= 1/2 and fpr < tpr < 1")
+    c_star = (tpr - fpr) ** 2 / (fpr * (1.0 - fpr))
+    per_epoch = math.expm1(math.log1p(c_star) / epochs)
+    sigma = math.sqrt(scale2) * math.log1p(steps * per_epoch) ** -0.5
+    root = math.sqrt(scale2)
+    return _round_up(lambda s: chi2_tpr_bound(steps, epochs, s / root, fpr) <= tpr, sigma, resolution)
+
+
+def _grid_bisect(ok, seed: float, resolution) -> str:
+    """The least grid point k res with ok(k res), for ok monotone (False below, True above)."""
+    res = parse_positive_decimal("resolution", resolution)
+    step = float(res)
+    hi = max(1, math.ceil(seed / step))
+    while not ok(step * hi):
+        hi = math.ceil(hi * 1.5)
+        if hi * step > 1e6:
+            raise ParameterError("no sigma below 1e6 meets the bound")
+    lo = hi
+    while lo > 1 and ok(step * lo):
+        lo = max(1, lo // 2)
+    if ok(step * lo):
+        return decimal_str(res * lo)
+    while hi - lo > 1:  # invariant: lo misses, hi meets
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(step * mid) else (mid, hi)
+    return decimal_str(res * hi)
+
+
+def rdp_sigma(steps: int, epochs: int, eps: float, delta: float, resolution="1e-6", seed: float = 1.0,
+              scale2: int = 1) -> str:
+    """The least grid sigma where (R2) <= delta: a proven bound on delta_{Q||P}(eps) only."""
+    root = math.sqrt(scale2)
+    return _grid_bisect(lambda s: delta_qp_bound(steps, epochs, s / root, eps)[0] <= delta, seed, resolution)
+
+
+def rdp_tpr_sigma(steps: int, epochs: int, fpr: float, tpr: float, resolution="1e-6", seed: float = 1.0,
+                  scale2: int = 1) -> str:
+    """The least grid sigma where (R3) <= beta: a proven TPR bound (usually far below Prop. B.2's)."""
+    root = math.sqrt(scale2)
+    return _grid_bisect(lambda s: rdp_tpr_bound(steps, epochs, s / root, fpr) <= tpr, seed, resolution)
+
+
+def _round_up(ok, sigma: float, resolution) -> str:
+    """The least grid point k res >= about sigma with ok(k res), walking up (and down while ok)."""
+    res = parse_positive_decimal("resolution", resolution)
+    step = float(res)
+    k = max(1, math.ceil(sigma / step))
+    while not ok(step * k):
+        k += 1
+    while k > 1 and ok(step * (k - 1)):
+        k -= 1
+    return decimal_str(res * k)

@@ -1,0 +1,311 @@
+"""The exact privacy profile, trade-off curve and exact sigma for the target kinds dp and tpr.
+
+Kinds (docs/targets.md):
+  tv   d_TV(P, Q) <= lambda                                   (certifier.exact, unchanged)
+  dp   max(delta_{Q||P}(eps), delta_{P||Q}(eps)) <= delta     ((eps, delta)-DP in both directions, B.4)
+  tpr  1 - T(P, Q)(alpha) <= beta                              (every test with FPR alpha has TPR <= beta)
+for the pair (P_M^E, Q_M^E) of (6) (fixed-bins: the one-epoch pair at sigma / sqrt(E)).
+
+`exact_privacy` evaluates them at a sigma with an error estimate and a second route (as
+certifier.exact.exact_tv does for the TV); `exact_sigma_dp` / `exact_sigma_tpr` return the least
+sigma on the resolution grid meeting the target. Every quantity is monotone in sigma (the pair at
+a larger sigma is a post-processing of the pair at a smaller one), so the feasible sigma form a
+half-line and the grid search is a bisection. Floating point, not a certificate.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from scipy.optimize import brentq
+from scipy.special import ndtr, ndtri
+
+from certifier.errors import NumericsUnreliableError, ParameterError
+from certifier.numerics import pair_routes
+from certifier.numerics.exact import MIN_SIGMA, one_minus_tv_bound
+from certifier.numerics.profile import Route, Value
+from certifier.params import decimal_str, parse_positive_decimal
+
+MAX_ERROR = 1e-7        # an evaluation whose estimate exceeds this (and 1 % of the value) is refused
+ONE_LEVEL = 1e-17       # E_P Lambda^{1/2} below this: every quantity is 1 within it
+SEARCH_REL_ERROR = 1e-2  # the sigma search refuses values whose error exceeds 1 % of the target
+EPS_REL_ERROR = 1e-4    # eps(delta) whose error exceeds this (relative, or absolute below 1) is refused
+
+
+# ---------------------------------------------------------------- M = 1 and tiny sigma
+
+def _isf(alpha: float) -> float:
+    return -float(ndtri(alpha))
+
+
+def gaussian_delta(eps: float, mu: float) -> float:
+    """delta(eps) of N(0,1) vs N(mu,1): Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2) (symmetric)."""
+    return float(ndtr(-eps / mu + mu / 2.0) - math.exp(eps) * ndtr(-eps / mu - mu / 2.0))
+
+
+def gaussian_tpr(alpha: float, mu: float) -> float:
+    """1 - T(alpha) = 1 - Phi(Phi^-1(1 - alpha) - mu) (Dong et al., G_mu)."""
+    return float(ndtr(mu - _isf(alpha)))
+
+
+@dataclass(frozen=True)
+class GaussianLine:
+    """M = 1: the pair is N(0, I_E) vs N(t 1, I_E), i.e. the Gaussian shift mu = sqrt(E)/sigma."""
+    mu: float
+
+    def g(self, s: float) -> float:
+        mu = self.mu
+        return float(ndtr(s / mu - mu / 2.0) + math.exp(s) * ndtr(-s / mu - mu / 2.0))
+
+    def floor_error(self, s: float) -> float:
+        return 1e-15 * max(1.0, math.exp(s))
+
+    def dqp(self, eps: float) -> float:
+        return gaussian_delta(eps, self.mu)
+
+    def dpq(self, eps: float) -> float:
+        return gaussian_delta(eps, self.mu)
+
+    def tpr(self, alpha: float) -> tuple[float, float]:
+        return gaussian_tpr(alpha, self.mu), math.nan
+
+
+@dataclass(frozen=True)
+class OneLine:
+    """Tiny sigma: G(e^s) <= e^{s/2} E Lambda^{1/2} = e^{s/2} b (min{x, K} <= sqrt(xK)), b below
+    ONE_LEVEL; so both deltas are 1 - O(e^{|eps|/2} b) and 1 - T(alpha) >= 1 - b^2/(4 alpha)."""
+    b: float
+
+    def g(self, s: float) -> float:
+        return 0.0
+
+    def floor_error(self, s: float) -> float:
+        return self.b * math.exp(0.5 * abs(s))
+
+    def dqp(self, eps: float) -> float:
+        return 1.0
+
+    def dpq(self, eps: float) -> float:
+        return 1.0
+
+    def tpr(self, alpha: float) -> tuple[float, float]:
+        return 1.0, 0.0
+
+
+def _validate(steps, epochs, sigma) -> float:
+    """M, E integers >= 1 and sigma a finite positive number (as certifier.numerics.exact checks them)."""
+    for name, n in (("steps M", steps), ("epochs E", epochs)):
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ParameterError(f"{name} must be an integer >= 1, got {n!r}")
+    try:
+        s = float(sigma)
+    except (TypeError, ValueError):
+        raise ParameterError(f"sigma must be a number, got {sigma!r}") from None
+    if not (math.isfinite(s) and s > 0.0):
+        raise ParameterError(f"sigma must be finite and > 0, got {sigma!r}")
+    return s
+
+
+def route_at(steps: int, epochs: int, sigma: float, check: bool = True,
+             u_hint: float | None = None) -> tuple[Route, Route | None]:
+    """The primary route and (check=True) the second one for the pair at (M, E, sigma)."""
+    if steps == 1:
+        return Route("closed-form M=1", GaussianLine(math.sqrt(epochs) / sigma)), None
+    b = one_minus_tv_bound(steps, epochs, sigma)
+    if sigma < MIN_SIGMA:
+        raise NumericsUnreliableError(f"the exact privacy profile is computed for sigma >= {MIN_SIGMA}; at sigma = "
+                                 f"{sigma:g} E Lambda^(1/2) <= (sqrt(M) e^(-1/(8 sigma^2)))^E = {b:.1e}")
+    if b <= ONE_LEVEL:
+        return Route("bound E Lambda^{1/2} <= (sqrt(M) e^{-1/(8 sigma^2)})^E", OneLine(b)), None
+    first = pair_routes.primary(steps, epochs, sigma, u_hint)
+    return first, (pair_routes.second(steps, epochs, sigma, first) if check else None)
+
+
+def _checked(first: Value, other: Value | None) -> Value:
+    """error_1 + the disagreement beyond both estimates (certifier.exact's rule)."""
+    if other is None:
+        return first
+    return Value(first.value, first.error + max(0.0, abs(first.value - other.value) - first.error - other.error))
+
+
+# ---------------------------------------------------------------- evaluation
+
+@dataclass(frozen=True)
+class PrivacyProfile:
+    """Exact (numerical) quantities of the pair at one sigma, each a Value(value, error)."""
+    steps: int
+    epochs: int
+    sigma: float
+    method: str
+    tv: Value
+    epsilon: dict      # delta -> eps(delta): least eps >= 0 with both hockey-sticks <= delta
+    delta: dict        # eps -> max(delta_{Q||P}(eps), delta_{P||Q}(eps))
+    tpr: dict          # alpha -> 1 - T(alpha)
+
+
+def _check_unit(name: str, x: float) -> float:
+    x = float(x)
+    if not (0.0 < x < 1.0):
+        raise ParameterError(f"{name} must lie strictly between 0 and 1, got {x!r}")
+    return x
+
+
+def _check_eps(eps) -> float:
+    e = float(eps)
+    if not (math.isfinite(e) and 0.0 <= e <= 100.0):
+        raise ParameterError(f"epsilon must lie in [0, 100], got {eps!r}")
+    return e
+
+
+def exact_privacy(steps: int, epochs: int, sigma, *, deltas=(), epsilons=(), fprs=(),
+                  check: bool = True) -> PrivacyProfile:
+    """eps at each delta, delta at each eps, and the TPR at each FPR of the pair, with error estimates.
+
+    With check=True a second route runs and every error grows by any disagreement beyond the two
+    estimates. Raises NumericsUnreliableError when an estimate exceeds MAX_ERROR (and 1 % of its value)."""
+    s = _validate(steps, epochs, sigma)
+    deltas = [_check_unit("delta", d) for d in deltas]
+    epsilons = [_check_eps(e) for e in epsilons]
+    fprs = [_check_unit("false-positive rate", a) for a in fprs]
+    first, other = route_at(steps, epochs, s, check)
+    method = first.name + ("+" + other.name if other is not None else "")
+    tv = _checked(first.tv(), other.tv() if other else None)
+    eps_at = {d: _checked(first.epsilon(d), other.epsilon(d) if other else None) for d in deltas}
+    delta_at = {e: _checked(first.delta(e), other.delta(e) if other else None) for e in epsilons}
+    tpr_at = {a: _checked(first.tpr(a), other.tpr(a) if other else None) for a in fprs}
+    for name, v in [("TV", tv)] + [(f"delta({e:g})", v) for e, v in delta_at.items()] + \
+            [(f"TPR({a:g})", v) for a, v in tpr_at.items()]:
+        if not (math.isfinite(v.value) and (v.error <= MAX_ERROR or v.error <= 0.01 * abs(v.value))):
+            raise NumericsUnreliableError(f"the exact {name} at M={steps}, E={epochs}, sigma={s:g} is not reliable "
+                                     f"(error estimate {v.error:.1e})")
+    for d, v in eps_at.items():  # (P1) carries e^{eps/2} x the line's error: large eps loses digits
+        if not (math.isfinite(v.value) and v.error <= EPS_REL_ERROR * max(1.0, v.value)):
+            raise NumericsUnreliableError(f"eps at delta={d:g} (about {v.value:.3g}) at M={steps}, E={epochs}, "
+                                     f"sigma={s:g} is not reliable (error estimate {v.error:.1e}): the profile "
+                                     "is computed to eps of about 25 at delta = 1e-5")
+    return PrivacyProfile(steps, epochs, s, method, tv, eps_at, delta_at, tpr_at)
+
+
+# ---------------------------------------------------------------- the exact sigma
+
+class _Curve:
+    """sigma -> value - target on the primary route, cached, with the laplace u-range carried along."""
+
+    def __init__(self, steps: int, epochs: int, scale2: int, functional, target: float, what: str):
+        self.steps, self.epochs, self.scale2 = steps, epochs, scale2
+        self.functional, self.target, self.what = functional, target, what
+        self.u_hint = None
+        self.values: dict[float, float] = {}
+        self.raw: dict[float, float] = {}
+
+    def __call__(self, sigma: float) -> float:
+        if sigma not in self.values:
+            s = sigma / math.sqrt(self.scale2)
+            if s < MIN_SIGMA and self.steps > 1:
+                raise NumericsUnreliableError(f"the exact sigma for {self.what} lies below {MIN_SIGMA} "
+                                         f"(M={self.steps}, E={self.epochs})")
+            route, _ = route_at(self.steps, self.epochs, s, check=False, u_hint=self.u_hint)
+            v = self.functional(route)
+            if not (math.isfinite(v.value) and v.error <= SEARCH_REL_ERROR * self.target):
+                raise NumericsUnreliableError(f"{self.what} at sigma={s:g} is not reliable "
+                                              f"(error estimate {v.error:.1e})")
+            if route.u_max:
+                self.u_hint = 1.25 * route.u_max
+            self.values[sigma] = v.value - self.target
+            self.raw[sigma] = v.value
+        return self.values[sigma]
+
+    def log_gap(self, sigma: float) -> float:
+        """ln(value / target), nearly linear in ln sigma, with the sign of self(sigma) (<= 0: meets)."""
+        gap = self(sigma)
+        g = math.log(max(self.raw[sigma], 1e-300) / self.target)
+        return max(g, 1e-300) if gap > 0 else min(g, 0.0)
+
+
+def _bracket(f: _Curve, seed: float) -> tuple[float, float]:
+    """(lo, hi) with f(lo) > 0 >= f(hi), by secant steps on g = ln(value) - ln(target) against ln sigma
+    (nearly linear), each step a factor in [1.01, 2] from the last point (the GDP-limit seed lies
+    0.1 - 25 % below the exact sigma at E = 1, closer for more epochs)."""
+    x0 = math.log(seed)
+    g0 = f.log_gap(math.exp(x0))  # every point is exp(x): lo and hi below are points evaluated here
+    x1 = x0 + (0.03 if g0 > 0 else -0.03)
+    for _ in range(60):
+        g1 = f.log_gap(math.exp(x1))
+        if (g0 > 0) != (g1 > 0):
+            lo, hi = sorted((x0, x1))
+            return math.exp(lo), math.exp(hi)
+        slope = (g1 - g0) / (x1 - x0) if x1 != x0 else 0.0
+        step = -g1 / slope * 1.05 if slope < 0 else (0.3 if g1 > 0 else -0.3)  # g decreases in sigma
+        step = math.copysign(min(max(abs(step), 0.01), math.log(2.0)), 1.0 if g1 > 0 else -1.0)
+        x0, g0, x1 = x1, g1, x1 + step
+        if x1 > math.log(1e6):
+            raise NumericsUnreliableError(f"no sigma below 1e6 meets {f.what}")
+    raise NumericsUnreliableError(f"could not bracket the sigma for {f.what}")
+
+
+def _grid_search(f: _Curve, seed: float, resolution) -> str:
+    res = parse_positive_decimal("resolution", resolution)
+    step = float(res)
+    lo, hi = _bracket(f, seed)
+    root = brentq(lambda x: f.log_gap(x), lo, hi, xtol=0.3 * step, rtol=1e-15)  # the walk settles the grid
+    k = max(1, math.ceil(root / step))
+    while k > 1 and f(step * (k - 1)) <= 0:  # round up: the grid point below must miss
+        k -= 1
+    while f(step * k) > 0:
+        k += 1
+    return decimal_str(res * k)
+
+
+def _reduce(steps: int, epochs: int, scheme: str | None) -> tuple[int, int, int]:
+    from certifier.numerics.schemes import reduce
+    r = reduce(scheme or "random-allocation", steps, epochs)
+    return r.steps, r.epochs, r.scale2
+
+
+def gdp_mu_for_delta(eps: float, delta: float) -> float:
+    """mu with gaussian_delta(eps, mu) = delta (the GDP limit's seed, Theorem 3.5)."""
+    return brentq(lambda m: gaussian_delta(eps, m) - delta, 1e-6, 80.0, xtol=1e-12)
+
+
+def _gdp_sigma(steps: int, epochs: int, mu: float) -> float:
+    """mu^2 = (E/M)(e^{1/sigma^2} - 1) solved for sigma (B.3, a limit, not a bound); M = 1: sqrt(E)/mu."""
+    if steps == 1:
+        return math.sqrt(epochs) / mu
+    return math.log1p(mu * mu * steps / epochs) ** -0.5
+
+
+def exact_sigma_dp(steps: int, epochs: int, epsilon, delta, resolution="1e-6", scheme: str | None = None) -> str:
+    """Least sigma on the resolution grid with max(delta_{Q||P}, delta_{P||Q})(eps) <= delta, as a decimal."""
+    _validate(steps, epochs, 1.0)
+    eps, dlt = _check_eps(epsilon), _check_unit("delta", delta)
+    m, e, scale2 = _reduce(steps, epochs, scheme)
+    f = _Curve(m, e, scale2, lambda r: r.delta(eps), dlt, f"delta({eps:g}) <= {dlt:g}")
+    seed = math.sqrt(scale2) * _gdp_sigma(m, e, gdp_mu_for_delta(eps, dlt))
+    return _grid_search(f, seed, resolution)
+
+
+def exact_sigma_tpr(steps: int, epochs: int, fpr, tpr, resolution="1e-6", scheme: str | None = None) -> str:
+    """Least sigma on the resolution grid with 1 - T(alpha) <= beta, as a decimal."""
+    _validate(steps, epochs, 1.0)
+    alpha, beta = _check_unit("false-positive rate", fpr), _check_unit("true-positive rate", tpr)
+    if beta <= alpha:
+        raise ParameterError(f"the TPR target must exceed the FPR (a coin with bias alpha has TPR = alpha); "
+                             f"got fpr={alpha:g}, tpr={beta:g}")
+    m, e, scale2 = _reduce(steps, epochs, scheme)
+    f = _Curve(m, e, scale2, lambda r: r.tpr(alpha), beta, f"TPR({alpha:g}) <= {beta:g}")
+    seed = math.sqrt(scale2) * _gdp_sigma(m, e, _isf(alpha) - _isf(beta))
+    return _grid_search(f, seed, resolution)
+
+
+def exact_privacy_scheme(steps: int, epochs: int, sigma, scheme: str | None = None, **kw) -> PrivacyProfile:
+    """exact_privacy of the scheme's pair (fixed-bins: the one-epoch pair at sigma / sqrt(E))."""
+    m, e, scale2 = _reduce(steps, epochs, scheme)
+    p = exact_privacy(m, e, float(sigma) / math.sqrt(scale2), **kw)
+    if scale2 == 1:
+        return p
+    return PrivacyProfile(steps, epochs, float(sigma), f"{p.method} on (M, 1, sigma/sqrt({scale2}))",
+                          p.tv, p.epsilon, p.delta, p.tpr)
+
+
+__all__ = ["PrivacyProfile", "exact_privacy", "exact_privacy_scheme", "exact_sigma_dp", "exact_sigma_tpr",
+           "gaussian_delta", "gaussian_tpr"]

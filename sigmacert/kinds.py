@@ -1,0 +1,144 @@
+"""Target kinds on the face: tv (TV <= lambda), dp ((eps, delta) both ways), tpr (TPR <= beta at FPR alpha).
+
+One parser (`parse_kind`) for the API and the command line: exactly one kind per call, every
+parameter parsed from its exact decimal text (certifier.params). `sigma_for` returns the exact
+sigma and the proven quick bounds beside it; `privacy_at` evaluates the pair at a sigma
+(docs/targets.md).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from flint import fmpq
+
+from certifier.errors import ParameterError
+from certifier.numerics import quick_bounds as qb
+from certifier.numerics import schemes
+from certifier.numerics import targets as nt
+from certifier.params import as_decimal_text, decimal_str, parse_decimal, parse_target
+
+KINDS = ("tv", "dp", "tpr")
+ONE_KIND = "give exactly one target: a TV target lambda, or epsilon with delta, or fpr with tpr"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A parsed target: kind and its parameters as exact decimal strings (and floats for numerics)."""
+    kind: str
+    params: dict  # name -> exact decimal text
+
+    def f(self, name: str) -> float:
+        return float(parse_decimal(name, self.params[name]))
+
+    def describe(self) -> str:
+        if self.kind == "tv":
+            return f"TV <= {self.params['target']}"
+        if self.kind == "dp":
+            return f"({self.params['epsilon']}, {self.params['delta']})-DP, both directions"
+        return f"TPR <= {self.params['tpr']} at FPR {self.params['fpr']}"
+
+
+def _unit(name: str, value) -> str:
+    text = as_decimal_text(name, value)
+    q = parse_decimal(name, text)
+    if not 0 < q < 1:
+        raise ParameterError(f"{name} must lie strictly between 0 and 1, got {text}")
+    return text
+
+
+def parse_epsilon(value) -> str:
+    text = as_decimal_text("epsilon", value)
+    q = parse_decimal("epsilon", text)
+    if not 0 <= q <= 100:
+        raise ParameterError(f"epsilon must lie in [0, 100], got {text}")
+    return text
+
+
+def parse_kind(target=None, *, epsilon=None, delta=None, fpr=None, tpr=None) -> Kind:
+    """The one target kind the arguments name, or ParameterError (one line)."""
+    given = {"target": target, "epsilon": epsilon, "delta": delta, "fpr": fpr, "tpr": tpr}
+    named = {k for k, v in given.items() if v is not None}
+    if named == {"target"}:
+        return Kind("tv", {"target": decimal_str(parse_target(as_decimal_text("target", target)))})
+    if named == {"epsilon", "delta"}:
+        return Kind("dp", {"epsilon": parse_epsilon(epsilon), "delta": _unit("delta", delta)})
+    if named == {"fpr", "tpr"}:
+        a, b = _unit("fpr", fpr), _unit("tpr", tpr)
+        if parse_decimal("tpr", b) <= parse_decimal("fpr", a):
+            raise ParameterError(f"tpr must exceed fpr (the coin that rejects with probability fpr has "
+                                 f"TPR = fpr); got fpr={a}, tpr={b}")
+        return Kind("tpr", {"fpr": a, "tpr": b})
+    if not named:
+        raise ParameterError(ONE_KIND)
+    half = {"epsilon": "delta", "delta": "epsilon", "fpr": "tpr", "tpr": "fpr"}
+    if len(named) == 1 and next(iter(named)) in half:
+        only = next(iter(named))
+        raise ParameterError(f"{only} needs {half[only]} ({ONE_KIND})")
+    raise ParameterError(f"{ONE_KIND}; got {', '.join(sorted(named))}")
+
+
+def exact_sigma(steps: int, epochs: int, kind: Kind, scheme: str, resolution: str = "auto") -> str:
+    """The least sigma on the grid meeting the target (numerical), as a decimal; resolution "auto" is
+    res(sigma) of certifier.resolution (1e-6 below 10, six significant digits above), what certify issues."""
+    if resolution == "auto":
+        from certifier.resolution import issued
+        return issued(exact_sigma(steps, epochs, kind, scheme, "1e-6"))
+    if kind.kind == "tv":
+        return schemes.exact_sigma(steps, epochs, fmpq_target(kind), scheme, resolution=resolution)
+    if kind.kind == "dp":
+        return nt.exact_sigma_dp(steps, epochs, kind.f("epsilon"), kind.f("delta"), resolution, scheme)
+    return nt.exact_sigma_tpr(steps, epochs, kind.f("fpr"), kind.f("tpr"), resolution, scheme)
+
+
+def fmpq_target(kind: Kind) -> fmpq:
+    return parse_decimal("target", kind.params["target"])
+
+
+def quick_bounds(steps: int, epochs: int, kind: Kind, scheme: str, exact: str) -> dict:
+    """The proven quick bounds for a dp or tpr target: name -> sigma (decimal text)."""
+    r = schemes.reduce(scheme, steps, epochs)
+    seed = float(exact)
+    if kind.kind == "dp":
+        return {"rdp_qp": qb.rdp_sigma(r.steps, r.epochs, kind.f("epsilon"), kind.f("delta"), seed=seed,
+                                       scale2=r.scale2)}
+    out = {"rdp": qb.rdp_tpr_sigma(r.steps, r.epochs, kind.f("fpr"), kind.f("tpr"), seed=seed, scale2=r.scale2)}
+    if kind.f("fpr") <= 0.5:
+        out["closed_form"] = qb.tpr_bound_sigma(r.steps, r.epochs, kind.f("fpr"), kind.f("tpr"), scale2=r.scale2)
+    return out
+
+
+def value_at(steps: int, epochs: int, sigma: float, kind: Kind, scheme: str) -> nt.Value:
+    """The kind's quantity at sigma (primary and second route)."""
+    if kind.kind == "dp":
+        p = nt.exact_privacy_scheme(steps, epochs, sigma, scheme, epsilons=[kind.f("epsilon")])
+        return p.delta[kind.f("epsilon")]
+    if kind.kind == "tpr":
+        p = nt.exact_privacy_scheme(steps, epochs, sigma, scheme, fprs=[kind.f("fpr")])
+        return p.tpr[kind.f("fpr")]
+    p = nt.exact_privacy_scheme(steps, epochs, sigma, scheme)
+    return p.tv
+
+
+def privacy_at(steps: int, epochs: int, sigma: float, scheme: str, *, deltas=(), epsilons=(), fprs=()):
+    """certifier.numerics.targets.exact_privacy of the scheme's pair (each parameter an exact decimal)."""
+    return nt.exact_privacy_scheme(steps, epochs, sigma, scheme,
+                                   deltas=[float(parse_decimal("delta", _unit("delta", d))) for d in deltas],
+                                   epsilons=[float(parse_decimal("epsilon", parse_epsilon(e))) for e in epsilons],
+                                   fprs=[float(parse_decimal("fpr", _unit("fpr", a))) for a in fprs])
+
+
+def rdp_delta_qp(steps: int, epochs: int, sigma: float, eps: float, scheme: str) -> float:
+    """(R2) at sigma for the scheme's pair (a proven bound on delta_{Q||P}(eps))."""
+    r = schemes.reduce(scheme, steps, epochs)
+    return qb.delta_qp_bound(r.steps, r.epochs, sigma / math.sqrt(r.scale2), eps)[0]
+
+
+def tpr_bounds(steps: int, epochs: int, sigma: float, alpha: float, scheme: str) -> dict:
+    """Proposition B.2 and (R3) at sigma for the scheme's pair."""
+    r = schemes.reduce(scheme, steps, epochs)
+    s = sigma / math.sqrt(r.scale2)
+    out = {"rdp": qb.rdp_tpr_bound(r.steps, r.epochs, s, alpha)}
+    if alpha <= 0.5:
+        out["chi2"] = qb.chi2_tpr_bound(r.steps, r.epochs, s, alpha)
+    return out

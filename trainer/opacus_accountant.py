@@ -1,0 +1,176 @@
+"""Opacus's accountant slot for Algorithm 1: `random_allocation` (extra `torch`; docs/targets.md §6).
+
+Registered in Opacus's registry when `sigmacert.torch` is imported, so that
+
+    get_noise_multiplier(target_epsilon=1, target_delta=1e-5, sample_rate=1/M, epochs=E,
+                         accountant="random_allocation", epsilon_tolerance=1e-4)
+    PrivacyEngine(accountant="random_allocation").make_private_with_epsilon(..., poisson_sampling=False)
+
+calibrate to the exact (eps, delta) of the pair (P_M^E, Q_M^E) (certifier.numerics.targets): the
+history (sigma, sample rate 1/M, steps) is a run of Algorithm 1 with M = 1/q steps per epoch and
+E = ceil(steps / M) epochs; a partial epoch counts as a whole one (the pair of E + 1 epochs is the
+pair of E epochs with one more independent factor, so dropping it is post-processing and eps can only
+grow). `get_epsilon(delta)` returns eps(delta) of the pair at the grid point 1e-6 at or below sigma
+plus its error estimate (eps decreases in sigma), so Opacus's bisection never lands below the exact
+sigma. Numerical, not certified: `sigmacert certify` proves a TV target.
+
+`RandomAllocationEpochSampler` is Algorithm 1's sampler one epoch per pass (E passes, M batches
+each), the shape Opacus's `make_private_with_epsilon` expects (sample rate 1 / len(loader) = 1/M).
+"""
+from __future__ import annotations
+
+import inspect
+import math
+import secrets
+
+import numpy as np
+from opacus.accountants import IAccountant
+from opacus.accountants.registry import _ACCOUNTANTS, register_accountant
+from opacus.data_loader import dtype_safe, shape_safe, wrap_collate_with_empty
+from torch.utils.data import DataLoader, Sampler
+from torch.utils.data._utils.collate import default_collate
+
+from certifier.errors import NumericsUnreliableError, ParameterError, SigmacertError
+from certifier.numerics.targets import exact_privacy
+from trainer.algorithm import streams
+from trainer.allocation import Allocation
+from trainer.torch_sampler import RunExhaustedError
+
+MECHANISM = "random_allocation"
+GRID = 1e-6            # sigma is read at the grid point at or below it: the exact sigma's grid
+
+
+def _positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ParameterError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+class HeterogeneousHistoryError(SigmacertError, ValueError):
+    """The history mixes noise multipliers or sample rates; its composition is not implemented yet."""
+
+
+def _steps_per_epoch(sample_rate: float) -> int:
+    m = round(1.0 / sample_rate) if sample_rate > 0 else 0
+    if m < 1 or abs(m * sample_rate - 1.0) > 1e-9:
+        raise ParameterError(f"random allocation needs a sample rate 1/M with an integer M of steps per "
+                             f"epoch; got {sample_rate!r}")
+    return m
+
+
+def epsilon_of_run(sigma: float, sample_rate: float, steps: int, delta: float) -> float:
+    """eps(delta) of the pair (M = 1/q, E = ceil(steps/M)) at the grid point at or below sigma, plus
+    its error estimate; inf where the numerics give no value (sigma too small, eps > 512)."""
+    m = _steps_per_epoch(sample_rate)
+    epochs = max(1, -(-int(steps) // m))
+    s = math.floor(sigma / GRID + 1e-9) * GRID
+    if s <= 0:
+        return math.inf
+    try:
+        v = exact_privacy(m, epochs, s, deltas=[delta], check=False).epsilon[delta]
+    except NumericsUnreliableError:
+        return math.inf
+    return v.value + v.error if math.isfinite(v.error) else math.inf
+
+
+class RandomAllocationAccountant(IAccountant):
+    """history = [(noise_multiplier, sample_rate, steps)], as Opacus's RDP accountant keeps it."""
+
+    def __init__(self):
+        self.history = []
+
+    def step(self, *, noise_multiplier: float, sample_rate: float):
+        if self.history and self.history[-1][:2] == (noise_multiplier, sample_rate):
+            s, q, n = self.history.pop()
+            self.history.append((s, q, n + 1))
+        else:
+            self.history.append((noise_multiplier, sample_rate, 1))
+
+    def get_epsilon(self, delta: float, *args, **kwargs) -> float:
+        if not self.history:
+            return 0.0
+        if len({(s, q) for s, q, _ in self.history}) > 1:
+            raise HeterogeneousHistoryError("the random_allocation accountant composes one noise multiplier and one "
+                                       f"sample rate only; this history mixes {len(self.history)} settings "
+                                       f"{[(s, q) for s, q, _ in self.history]}")
+        sigma, q, _ = self.history[0]
+        return epsilon_of_run(float(sigma), float(q), sum(n for _, _, n in self.history), float(delta))
+
+    def __len__(self) -> int:
+        return sum(n for _, _, n in self.history)
+
+    @classmethod
+    def mechanism(cls) -> str:
+        return MECHANISM
+
+    def get_optimizer_hook_fn(self, sample_rate: float):
+        _refuse_poisson(inspect.currentframe().f_back)
+        return super().get_optimizer_hook_fn(sample_rate)
+
+
+def _refuse_poisson(frame) -> None:
+    """Called from PrivacyEngine.make_private (Opacus 1.6): refuse Poisson sampling and any loader
+    whose batch sampler is not Algorithm 1's (the accounting would describe another run)."""
+    local = frame.f_locals if frame is not None else {}
+    if "poisson_sampling" not in local:
+        return  # not called by make_private: nothing to check
+    if local.get("poisson_sampling"):
+        raise ParameterError("the random_allocation accountant describes Algorithm 1 (random allocation), not "
+                             "Poisson sampling: pass poisson_sampling=False and a loader from "
+                             "sigmacert.torch.random_allocation_loader")
+    loader = local.get("data_loader")
+    if not isinstance(getattr(loader, "batch_sampler", None), RandomAllocationEpochSampler):
+        raise ParameterError("the random_allocation accountant needs the data loader of "
+                             "sigmacert.torch.random_allocation_loader (Algorithm 1's batches, one epoch per pass)")
+
+
+class RandomAllocationEpochSampler(Sampler):
+    """Algorithm 1's batches one epoch per pass: E passes of M lists of genuine indices (ghosts
+    dropped, so a batch may be empty); a pass beyond E is refused (RunExhaustedError)."""
+
+    def __init__(self, num_examples: int, steps: int, epochs: int, seed: int | None = 0, n0: int | None = None):
+        self.num_examples = _positive_int("num_examples", num_examples)
+        self.steps = _positive_int("steps M", steps)
+        self.epochs = _positive_int("epochs E", epochs)
+        self.n0 = self.num_examples if n0 is None else _positive_int("N0", n0)
+        if self.num_examples > self.n0:
+            raise ParameterError(f"the dataset has {self.num_examples} records, more than N0 = {self.n0}; "
+                                 "refusing to train")
+        seed = secrets.randbits(128) if seed is None else int(seed)
+        self.b0 = self.n0 / self.steps
+        self.epochs_done = 0
+        self.empty_steps = 0
+        self._epochs = Allocation(self.n0, self.steps, self.epochs, streams(seed)[0]).epochs_iter()
+
+    def __len__(self) -> int:
+        return self.steps
+
+    def __iter__(self):
+        members = next(self._epochs, None)
+        if members is None:
+            raise RunExhaustedError(f"all E = {self.epochs} epochs have been yielded; a further epoch is a run the "
+                               "calibration does not cover")
+        self.epochs_done += 1
+        for records in members:
+            genuine = records[records < self.num_examples]
+            self.empty_steps += int(genuine.size == 0)
+            yield [int(i) for i in genuine]
+
+
+def random_allocation_loader(dataset, steps: int, epochs: int, seed: int | None = 0, n0: int | None = None,
+                             collate_fn=None) -> DataLoader:
+    """A DataLoader over Algorithm 1's batches, one epoch per pass; empty batches collate to
+    zero-length tensors (Opacus still clips them to a zero sum and adds the noise)."""
+    sampler = RandomAllocationEpochSampler(len(dataset), steps, epochs, seed, n0)
+    first = dataset[0]
+    first = first if isinstance(first, (tuple, list)) else (first,)
+    collate = wrap_collate_with_empty(collate_fn=collate_fn or default_collate,
+                                      sample_empty_shapes=[(0, *shape_safe(x)) for x in first],
+                                      dtypes=[dtype_safe(x) for x in first])
+    return DataLoader(dataset, batch_sampler=sampler, collate_fn=collate)
+
+
+def register() -> None:
+    """Put the accountant in Opacus's registry under `random_allocation` (idempotent)."""
+    if _ACCOUNTANTS.get(MECHANISM) is not RandomAllocationAccountant:
+        register_accountant(MECHANISM, RandomAllocationAccountant, force=True)
