@@ -182,3 +182,12 @@ def test_cli_stages_file_round_trip(tmp_path, capsys):
     assert read_pld(out).get_epsilon_for_delta(1e-5) == obj["dp_accounting_epsilon"]["1e-05"]
     assert main(["pld", "--stages", "10x2,40x2", "-o", out]) == 2        # no sigma anywhere
     assert main(["pld", "--stages", "10x2@1", "-M", "3", "-o", out]) == 2
+
+
+def test_eps_of_the_pld_is_at_least_the_exact_eps(run):
+    # the exact eps of the target kinds' numerics (sigmacert.exact_privacy), an independent route
+    exact = sigmacert.exact_privacy(M, E, SIGMA, delta=[1e-5, 1e-6]).epsilon
+    p = to_dp_accounting(run)
+    for d in (1e-5, 1e-6):
+        eps = p.get_epsilon_for_delta(d)
+        assert exact[d].value + exact[d].error <= eps <= 1.01 * exact[d].value
