@@ -57,3 +57,13 @@ def test_cli_malformed_stages_one_line_exit_2(argv, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("sigmacert: error:")
+
+
+def test_cli_stages_with_another_target_kind_is_refused(capsys):
+    assert main(["sigma", "--stages", "100x5,400x5", "--epsilon", "1", "--delta", "1e-5"]) == 2
+    assert "--stages" in capsys.readouterr().err
+
+
+def test_api_stages_with_another_target_kind_is_refused():
+    with pytest.raises(sigmacert.ParameterError):
+        sigmacert.exact_sigma(stages=[(100, 5)], epsilon=1, delta=1e-5)
