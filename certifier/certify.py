@@ -64,6 +64,7 @@ class Outcome:
     k_scale: float = 1.0              # method v2: the calibrated factor of the loss model
     need_eps: float = 0.0             # method v2: estimated eps(1e-6), the range the rows need
     kind: str = "tv"                  # the target kind (certifier.targets)
+    law: object = None                # the upper bound's rounded law of Lambda (bounds.privacy.RoundedLaw)
     rows_missing: dict | None = None  # rows that could not be certified: {"privacy"|"tpr": {key: reason}}
     sigma_steps: int = 0              # automatic sigma: resolution steps taken above the exact sigma
 
@@ -154,6 +155,9 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
         return out
     out.success, out.method = True, search.method.label
     res, meth = found
+    if res.b is not None and getattr(meth, "eta", None) is not None:
+        from certifier.bounds.privacy import rounded_law
+        out.law = rounded_law(res.b, meth.eta, meth.fixed_point_bits)
     rows = search.rows(ctx, res, meth) if two_sided or search.rows_one_sided else None
     low = _lower(ctx, search, meth) if two_sided else None
     return _finish(out, claim, search.method.to_json(meth, claim), res, low, rows, say)

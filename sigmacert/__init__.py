@@ -19,6 +19,7 @@ from sigmacert.api import (
                            SCHEMES,
                            Certificate,
                            ExactTV,
+                           Stage,
                            Verification,
                            certify,
                            closed_form_sigma,
@@ -40,8 +41,10 @@ from sigmacert.errors import (
                            RefusedError,
                            SigmacertError,
 )
+from sigmacert.pld_export import pld, read_pld
 
 __all__ = ["__version__", "closed_form_sigma", "exact_tv", "exact_sigma", "exact_privacy", "certify", "verify",
-           "require_verified", "ExactTV", "Certificate", "Verification", "SigmacertError", "ParameterError",
-           "CannotCertifyError", "NumericsUnreliableError", "KeyFileError", "EnvelopeError", "RefusedError",
-           "CertificateRefusedError", "CannotCertify", "NumericsUnreliable", "SCHEMES", "DEFAULT_SCHEME"]
+           "require_verified", "pld", "read_pld", "ExactTV", "Stage", "Certificate", "Verification", "SigmacertError",
+           "ParameterError", "CannotCertifyError", "NumericsUnreliableError", "KeyFileError", "EnvelopeError",
+           "RefusedError", "CertificateRefusedError", "CannotCertify", "NumericsUnreliable", "SCHEMES",
+           "DEFAULT_SCHEME"]

@@ -16,7 +16,9 @@ from typing import Callable, Mapping
 
 from certifier.errors import CannotCertifyError, CertificateRefusedError, KeyFileError, ParameterError
 from certifier.numerics import schemes as _schemes
+from certifier.numerics import stages as _stage_math
 from certifier.numerics.exact import ExactTV
+from certifier.numerics.stages import Stage
 from certifier.params import as_decimal_text, parse_count, parse_epochs, parse_sigma, parse_steps, parse_target
 
 DEFAULT_SCHEME = _schemes.DEFAULT_SCHEME  # "random-allocation" (Algorithm 1); or "fixed-bins"
@@ -45,19 +47,42 @@ def closed_form_sigma(steps, epochs, target, *, scheme=DEFAULT_SCHEME, iteration
     return _schemes.closed_form_sigma_up(m, e, lam, scheme)
 
 
-def exact_tv(steps, epochs, sigma, *, scheme=DEFAULT_SCHEME, iterations=None) -> ExactTV:
+def _stages(stages, steps, epochs, scheme, iterations, sigma_per_stage):
+    """The Stage tuple of a run in stages; refuses a mixture with steps/epochs/iterations/scheme."""
+    if steps is not None or epochs is not None or iterations is not None:
+        raise ParameterError("stages= replaces steps, epochs and iterations")
+    if _schemes.parse_scheme(scheme) != DEFAULT_SCHEME:
+        raise ParameterError("stages are for random allocation (Algorithm 1) only")
+    return _stage_math.parse_stages(stages, sigma_per_stage)
+
+
+def exact_tv(steps=None, epochs=None, sigma=None, *, stages=None, scheme=DEFAULT_SCHEME, iterations=None) -> ExactTV:
     """d_TV(P_M^E, Q_M^E) at sigma (Theorem 4.1, Appendix C.4): a float with an error estimate.
+
+    stages=[(100, 5), (400, 5)] (with sigma shared) or [(100, 5, "1.2"), (400, 5, "1.5")] or
+    Stage values: the run in stages, E Lambda^q = prod_s F_{M_s, sigma_s}(q)^{E_s} (docs/compose.md).
 
     scheme="fixed-bins": TV(M, 1, sigma/sqrt(E)), the same distance (docs/integrations.md).
     Numerical, not certified (use `certify` for a proof). Raises ParameterError for bad
     input and NumericsUnreliableError when the value cannot be computed to its accuracy.
     """
+    if stages is not None:
+        run = _stages(stages, steps, epochs, scheme, iterations, None)
+        if sigma is not None:
+            if run[0].sigma is not None:
+                raise ParameterError("the stages carry their sigma already: drop sigma=")
+            run = tuple(st.with_sigma(sigma) for st in run)
+        elif run[0].sigma is None:
+            raise ParameterError("give sigma= or a sigma on every stage")
+        return _stage_math.exact_tv_stages(run)
+    if steps is None or epochs is None and iterations is None or sigma is None:
+        raise ParameterError("give steps, epochs and sigma (or stages=)")
     m, e, scheme, _ = _run(steps, epochs, scheme, iterations)
     s = parse_sigma(as_decimal_text("sigma", sigma))
     return _schemes.exact_tv(m, e, float(s), scheme)
 
 
-def exact_sigma(steps, epochs, target=None, *, epsilon=None, delta=None, fpr=None, tpr=None,
+def exact_sigma(steps=None, epochs=None, target=None, *, stages=None, epsilon=None, delta=None, fpr=None, tpr=None,
                 resolution="auto", scheme=DEFAULT_SCHEME, iterations=None) -> Decimal:
     """The exact sigma: the least sigma on the `resolution` grid whose pair meets the target, for
     exactly one target kind (docs/targets.md):
@@ -72,7 +97,18 @@ def exact_sigma(steps, epochs, target=None, *, epsilon=None, delta=None, fpr=Non
 
     >>> exact_sigma(100, 10, "0.1")
     Decimal('1.426215')
+
+    stages=[(100, 5), (400, 5)]: the least sigma, shared by the stages, on the same grid.
     """
+    if stages is not None:  # the TV kind only, on the 1e-6 grid (docs/compose.md)
+        if target is None or any(x is not None for x in (epsilon, delta, fpr, tpr)):
+            raise ParameterError("stages= takes the TV target lambda only")
+        run = _stages(stages, steps, epochs, scheme, iterations, False)
+        lam = parse_target(as_decimal_text("target", target))
+        res = "1e-6" if resolution == "auto" else as_decimal_text("resolution", resolution)
+        return Decimal(_stage_math.exact_sigma_stages(run, lam, resolution=res))
+    if steps is None or epochs is None and iterations is None:
+        raise ParameterError("give steps and epochs (or stages=)")
     from sigmacert import kinds
     m, e, scheme, _ = _run(steps, epochs, scheme, iterations)
     kind = kinds.parse_kind(target, epsilon=epsilon, delta=delta, fpr=fpr, tpr=tpr)
@@ -259,5 +295,5 @@ def require_verified(certificate, public_key, *, subject=None) -> Verification:
     return v
 
 
-__all__ = ["ExactTV", "Certificate", "Issued", "issue", "Verification", "closed_form_sigma", "exact_tv", "exact_sigma",
-           "exact_privacy", "certify", "verify", "require_verified", "SCHEMES", "DEFAULT_SCHEME"]
+__all__ = ["ExactTV", "Stage", "Certificate", "Issued", "issue", "Verification", "closed_form_sigma", "exact_tv",
+           "exact_sigma", "exact_privacy", "certify", "verify", "require_verified", "SCHEMES", "DEFAULT_SCHEME"]

@@ -146,6 +146,37 @@ def privacy_rows(b: Poly, eta: fmpq, F: int, prec: int = 128, grid: str = EPSILO
     return {"epsilon_grid": grid, "epsilon_at_delta": eps}, tpr
 
 
+class RoundedLaw:
+    """The certified rounded law of Lambda: P-mass b_k 2^-F at Lambda = e^{k eta}, k = off, off + 1, ...
+
+    The b_k are the step-(iv) masses after Lemma C.5's roundings, moves and recorded deletions
+    (exact integers, lower bounds). Under P they sum to 1 - p_missing, under Q (mass b_k e^{k eta})
+    to 1 - q_missing; a dominating pair puts each missing mass at privacy loss +infinity
+    (docs/compose.md). Both hockey-stick bounds of this module are this law's divergences.
+    """
+
+    def __init__(self, b: Poly, eta: fmpq, F: int):
+        self.off, self.eta, self.F = b.off, eta, F
+        self.masses = [int(c) for c in b.poly.coeffs()] if b.poly.length() else []
+
+    def __len__(self) -> int:
+        return len(self.masses)
+
+    def privacy_rows(self, prec: int = 128) -> tuple[dict, dict]:
+        """The certified (eps, delta) and TPR rows of this law (the certificate's `privacy`, `tpr`)."""
+        from flint import fmpz_poly
+        return privacy_rows(Poly(self.off, fmpz_poly(self.masses)), self.eta, self.F, prec)
+
+    def p_mass(self) -> fmpq:
+        """sum_k b_k 2^-F, exact."""
+        return fmpq(sum(self.masses), 1 << self.F)
+
+
+def rounded_law(b: Poly, eta: fmpq, F: int) -> RoundedLaw:
+    """The public view of an upper bound's step-(iv) masses (UpperResult.b) as a law of Lambda."""
+    return RoundedLaw(b, eta, F)
+
+
 def privacy_rows_partial(b: Poly, eta: fmpq, F: int, prec: int = 128,
                          grid: str = EPSILON_GRID) -> tuple[dict, dict, dict]:
     """`privacy_rows`, row by row: (privacy, tpr, not_certified) where not_certified maps "privacy" and

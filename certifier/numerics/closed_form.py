@@ -144,3 +144,8 @@ def pinsker_renyi2_sigma(steps: int, epochs: int, lam: float) -> float:
     if not 0.0 < lam < 1.0:
         raise ParameterError("target lambda must lie in (0, 1)")
     return math.log1p(steps * math.expm1(2.0 * lam * lam / epochs)) ** -0.5
+
+
+def log1p_b_over_m(sigma: float, steps: int) -> float:
+    """log(1 + (e^{1/sigma^2} - 1)/M), one epoch's log(1 + chi-square) (eq. 9); public for the stages."""
+    return _log1p_b_over_m(sigma, steps)

@@ -240,3 +240,8 @@ def exact_sigma(steps: int, epochs: int, lam, resolution="1e-6") -> str:
     while f(step * k) > 0:
         k += 1
     return decimal_str(res * k)
+
+
+def bracket(f, seed: float, ceiling: float) -> tuple[float, float]:
+    """(lo, hi) with f(lo) > 0 >= f(hi), hi <= ceiling: the exact-sigma search's bracket, for any TV curve."""
+    return _bracket(f, seed, ceiling)

@@ -149,3 +149,8 @@ def tv_logconv(steps: int, epochs: int, sigma: float) -> tuple[float, float]:
         values.append((value.tv, value.tail + epochs * abs(1.0 - float(d.f.sum() * step))))
     (coarse, _), (fine, fine_err) = values
     return fine, abs(fine - coarse) + fine_err
+
+
+def logconv_work(steps: int, sigma: float, h: float) -> float:
+    """The route's cost model at lattice step h (compare with MAX_WORK)."""
+    return _work(steps, sigma, h)

@@ -61,10 +61,69 @@ def _tv_text(tv: float, places: int) -> str:
     return f"{tv:.{places}f}" if tv >= 1e-3 else f"{tv:.{places - 2}e}"
 
 
+def _stages_of(args, per_stage):
+    """The --stages list, or None; refuses --stages together with --steps/--epochs/--iterations/--scheme."""
+    from certifier.numerics.stages import parse_stages
+    if args.stages is None:
+        if args.steps is None:
+            raise ParameterError("give --steps (with --epochs) or --stages")
+        return None
+    if args.steps is not None or args.epochs is not None or args.iterations is not None:
+        raise ParameterError("--stages replaces --steps, --epochs and --iterations")
+    if args.scheme != schemes.DEFAULT_SCHEME:
+        raise ParameterError("--stages is for random allocation (Algorithm 1) only")
+    return parse_stages(args.stages, per_stage)
+
+
+def _stages_json(stages) -> list:
+    return [{"steps": s.steps, "epochs": s.epochs, **({} if s.sigma is None else {"sigma": s.sigma})}
+            for s in stages]
+
+
+def run_sigma_stages(args, stages) -> int:
+    from certifier.numerics.stages import closed_form_sigma_stages, exact_sigma_stages, exact_tv_stages
+    lam_q = parse_target(args.target)
+    exact = exact_sigma_stages(stages, lam_q)
+    closed = closed_form_sigma_stages(stages, float(lam_q))
+    obj = {"stages": _stages_json(stages), "scheme": schemes.DEFAULT_SCHEME, "target": args.target,
+           "exact": exact, "closed_form_estimate": closed}
+    if args.json:
+        return _emit(args, obj, [])
+    tv_x = exact_tv_stages([s.with_sigma(exact) for s in stages], check=False).tv
+    return _emit(args, obj, [
+        f"stages {','.join(map(str, stages))} (M x E each, random allocation), one sigma shared",
+        f"target lambda={args.target} (every membership test: accuracy <= {decimal_str(fmpq(1, 2) + lam_q / 2)})",
+        f"  exact shared sigma (Thm 4.1 with a product, rounded up to 1e-6): {exact}  "
+        f"(exact TV {_tv_text(tv_x, 10)}, numerical, not certified)",
+        f"  chi-square sigma (Thm 3.3 on the product's chi-square, float)  : {closed:.6f}",
+    ])
+
+
+def run_tv_stages(args, stages) -> int:
+    from certifier.numerics.stages import exact_tv_stages
+    if stages[0].sigma is None:
+        if args.sigma is None:
+            raise ParameterError("give a sigma per stage (100x5@1.2,400x5@1.5) or --sigma")
+        stages = tuple(s.with_sigma(args.sigma) for s in stages)
+    elif args.sigma is not None:
+        raise ParameterError("the stages carry their sigma already: drop --sigma")
+    res = exact_tv_stages(stages)
+    obj = {"stages": _stages_json(stages), "scheme": schemes.DEFAULT_SCHEME, "tv_exact": res.tv,
+           "tv_error": res.error, "method": res.method, "accuracy_exact": 0.5 + 0.5 * res.tv}
+    return _emit(args, obj, [
+        f"stages {','.join(map(str, stages))} (M x E @ sigma each, random allocation)",
+        f"  exact TV (Thm 4.1, a product) : {res.tv:.12f}  (error estimate {res.error:.1e}, numerical, not certified)",
+        f"  attack accuracy, exact        : {0.5 + 0.5 * res.tv:.12f}",
+    ])
+
+
 def run_sigma(args) -> int:
     if args.target is None:  # --epsilon/--delta and --fpr/--tpr are sigmacert.cli.targets' (it wraps this)
         from sigmacert.kinds import ONE_KIND
         raise ParameterError(ONE_KIND)
+    stages = _stages_of(args, False)
+    if stages is not None:
+        return run_sigma_stages(args, stages)
     m, e, scheme, t = run_shape(args)
     lam_q = parse_target(args.target)
     lam = float(lam_q)
@@ -93,6 +152,11 @@ def run_sigma(args) -> int:
 
 
 def run_tv(args) -> int:
+    stages = _stages_of(args, None)
+    if stages is not None:
+        return run_tv_stages(args, stages)
+    if args.sigma is None:
+        raise ParameterError("--sigma is required")
     m, e, scheme, t = run_shape(args)
     sigma = float(parse_sigma(args.sigma))
     res = schemes.exact_tv(m, e, sigma, scheme)
@@ -123,16 +187,18 @@ def add_scheme_arguments(p) -> None:
 def register(sub) -> None:
     p = sub.add_parser("sigma", help="closed-form, exact and GDP-limit sigma for a target lambda "
                                      "(or --epsilon/--delta, or --fpr/--tpr)")
-    p.add_argument("--steps", "-M", required=True, help="steps per epoch M (fixed-bins: number of bins)")
+    p.add_argument("--steps", "-M", help="steps per epoch M (fixed-bins: number of bins)")
+    p.add_argument("--stages", help="a run in stages M x E, one sigma shared: 100x5,400x5 (instead of -M/-E)")
     p.add_argument("--epochs", "-E", help="epochs E (fixed-bins: rounds per bin)")
     p.add_argument("--target", "-l", help="TV target lambda in (0, 1)")
     add_scheme_arguments(p)
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.set_defaults(run=run_sigma)
     p = sub.add_parser("tv", help="exact TV and the closed-form bound at a given sigma")
-    p.add_argument("--steps", "-M", required=True, help="steps per epoch M (fixed-bins: number of bins)")
+    p.add_argument("--steps", "-M", help="steps per epoch M (fixed-bins: number of bins)")
+    p.add_argument("--stages", help="a run in stages M x E @ sigma: 100x5@1.2,400x5@1.5 (instead of -M/-E/-s)")
     p.add_argument("--epochs", "-E", help="epochs E (fixed-bins: rounds per bin)")
-    p.add_argument("--sigma", "-s", required=True, help="noise multiplier sigma > 0")
+    p.add_argument("--sigma", "-s", help="noise multiplier sigma > 0")
     add_scheme_arguments(p)
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.set_defaults(run=run_tv)

@@ -41,6 +41,10 @@ def _quantity(kind: kinds.Kind) -> str:
 
 
 def run_sigma_kind(args) -> int:
+    if getattr(args, "stages", None) is not None:
+        from certifier.errors import ParameterError
+        raise ParameterError("--stages takes the TV target (-l) only; the (eps, delta) and TPR kinds are for one "
+                             "block (-M, -E)")
     m, e, scheme, t = run_shape(args)
     kind = kinds.parse_kind(args.target, epsilon=args.epsilon, delta=args.delta, fpr=args.fpr, tpr=args.tpr)
     exact = kinds.exact_sigma(m, e, kind, scheme)

@@ -1,0 +1,89 @@
+"""Benchmark: runs in stages and the certified dominating PLD (docs/compose.md).
+
+    python benchmarks/bench_compose.py [--small] [--markdown]
+
+Part 1: the exact TV (with its check route) and the exact shared sigma (lambda = 0.1) for 1, 2 and 5
+stages of the same total epochs: (M, E) split as E = E_1 + ... + E_S of one M, and heterogeneous
+stages (the batch count changing mid-run). Cost ratios against the one-stage run, in one process.
+Part 2: eps(1e-5), eps(1e-6) that dp_accounting reads from the exported dominating PLD against the
+certified eps rows of the same law (the certificate's rows), with the seconds of the bound and the
+export. --small: tiny cells, to check the benchmark runs (seconds).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+SPLITS = {  # name: stages (M, E), all of the same total epochs per family
+    "100x10": [(100, 10)], "100x5,100x5": [(100, 5), (100, 5)], "100x2 x5": [(100, 2)] * 5,
+    "100x5,400x5": [(100, 5), (400, 5)], "50x2,100x2,200x2,400x2,800x2": [(50, 2), (100, 2), (200, 2), (400, 2),
+                                                                       (800, 2)],
+}
+SMALL_SPLITS = {"10x4": [(10, 4)], "10x2,10x2": [(10, 2), (10, 2)], "10x2,40x2": [(10, 2), (40, 2)]}
+PLD_CELLS = [(100, 10, "1.426215", "0.1"), (250, 10, "1.024495", "0.1"), (100, 20, "1.907073", "0.1")]
+SMALL_PLD = [(20, 3, "1.2", None)]
+SIGMA = "1.3"
+
+
+def load() -> str:
+    return "load average " + open("/proc/loadavg").read().split()[0]
+
+
+def stages_table(splits, md: bool) -> None:
+    from certifier.numerics.stages import exact_sigma_stages, exact_tv_stages
+    exact_tv_stages([(5, 2, "1"), (7, 2, "1")])  # warm-up: imports and first-call costs out of the ratios
+    print(load())
+    head = ("stages", "S", "exact TV", "error", "method", "TV s", "x 1-stage", "sigma(0.1)", "sigma s", "x 1-stage")
+    print("| " + " | ".join(head) + " |\n|" + "---|" * len(head) if md else "  ".join(head))
+    base = None
+    for name, st in splits.items():
+        t0 = time.perf_counter()
+        r = exact_tv_stages([(m, e, SIGMA) for m, e in st])
+        t1 = time.perf_counter()
+        s = exact_sigma_stages(st, 0.1)
+        t2 = time.perf_counter()
+        if base is None:
+            base = (t1 - t0, t2 - t1)
+        row = (name, len(st), f"{r.tv:.12f}", f"{r.error:.1e}", r.method, f"{t1 - t0:.3f}",
+               f"{(t1 - t0) / base[0]:.2f}", s, f"{t2 - t1:.3f}", f"{(t2 - t1) / base[1]:.2f}")
+        print(("| " + " | ".join(map(str, row)) + " |") if md else "  ".join(map(str, row)), flush=True)
+
+
+def pld_table(cells, md: bool) -> None:
+    from sigmacert.pld_export import dominating_run, to_dp_accounting
+    print(load())
+    head = ("M", "E", "sigma", "target", "method", "losses", "inf mass", "eps(1e-5) PLD", "row", "rel",
+            "eps(1e-6) PLD", "row", "rel", "bound+export s")
+    print("| " + " | ".join(head) + " |\n|" + "---|" * len(head) if md else "  ".join(head))
+    for m, e, s, target in cells:
+        t0 = time.perf_counter()
+        run = dominating_run(m, e, s, target=target)
+        dt = time.perf_counter() - t0
+        p = to_dp_accounting(run)
+        rows = run.privacy["epsilon_at_delta"]
+        cols = []
+        for d in ("1e-05", "1e-06"):
+            x, row = p.get_epsilon_for_delta(float(d)), float(rows[d]["epsilon"])
+            cols += [f"{x:.6f}", rows[d]["epsilon"], f"{100 * (x / row - 1):+.3f} %"]
+        out = (m, e, s, run.target, run.method.split()[-1], len(run.remove.probs),
+               f"{max(run.remove.infinity_mass, run.add.infinity_mass):.1e}", *cols, f"{dt:.1f}")
+        print(("| " + " | ".join(map(str, out)) + " |") if md else "  ".join(map(str, out)), flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--small", action="store_true", help="tiny cells (seconds): checks the benchmark runs")
+    ap.add_argument("--markdown", action="store_true", help="tables in Markdown")
+    args = ap.parse_args()
+    stages_table(SMALL_SPLITS if args.small else SPLITS, args.markdown)
+    pld_table(SMALL_PLD if args.small else PLD_CELLS, args.markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
