@@ -123,7 +123,7 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
     """
     t_start = time.perf_counter()
     say = _say(progress, t_start)
-    target_kind = kind(kind_name, kind_params, target)
+    target_kind = kind(kind_name) if kind_params is None else kind(kind_name, kind_params, target)
     if two_sided and not target_kind.lower_side:
         raise CannotCertifyError(f"target kind {target_kind.name}: the lower side is not implemented (only the "
                                  "upper side can be certified)")
