@@ -386,8 +386,9 @@ def _upper_v1(ctx: Ctx):
     def row(plan, r):
         mj = plan.method.to_json(claim.steps)
         out.bound = r.bound
+        kb = {} if ctx.kind.upper_bound is None else {f"{ctx.kind.name}_bound": ctx.kind.upper_bound(r)}
         return {"method": 1, **{k: mj[k] for k in ("h", "eta", "cap", "tail_start", "tail_step", "lattice_schedule",
-                                                   "prec")}, "bound": r.bound}
+                                                   "prec")}, "bound": r.bound, **kb}   # bound: the grid's TV
     side = Side("upper", _upper_margin(ctx), SAFETY, 1e-7,
                 lambda b: choose_grid(claim.steps, claim.epochs, sigma, b, h=h, eta=eta, cap=cap,
                                       prec=ctx.prec or 100),

@@ -20,7 +20,7 @@ def test_dp_upper_bound_is_above_the_exact_delta(M, E, sigma):
     bound = float(out.bound)
     assert bound >= exact.value - exact.error
     assert bound - exact.value < 1e-6                 # and tight: the grid's loss, not a loose bound
-    assert "delta_Q||P(1)" in out.method
+    assert "delta_Q||P(1)" in out.method and out.tries[-1]["dp_bound"] == out.bound
 
 
 def test_dp_target_below_the_exact_delta_is_not_certified():
