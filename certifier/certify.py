@@ -21,6 +21,7 @@ from certifier import methods as mt
 from certifier.bounds.fixedpoint import round_down_sig
 from certifier.bounds.grids_v1 import budget, choose_grid, choose_lower_grid, truncation_loss
 from certifier.bounds.grids_v2 import choose_v2
+from certifier.bounds.result import UpperResult
 from certifier.certificate import predicate as pred_
 from certifier.certificate.claim import RANDOM_ALLOCATION, Claim
 from certifier.domain import OutsideDomainError, check_cell, check_sigma
@@ -354,7 +355,7 @@ def _prove(side: Side, max_tries: int, tries: list, say, single: bool = False):
         except NumericsUnreliableError as err:
             tries.append({"try": k + 1, "skipped": f"bound failed: {err}"})
             continue
-        if getattr(res, "method", None) is None:
+        if isinstance(res, UpperResult) and res.method is None:
             res.method = plan.method             # the grid the bound ran on (the kinds read b_k through it)
         ok = bool(side.proves(res))
         tries.append({"try": k + 1, **side.row(plan, res), "budget": b, "predicted_loss": plan.predicted_loss,
