@@ -21,6 +21,7 @@ from certifier import methods as mt
 from certifier.bounds.fixedpoint import round_down_sig
 from certifier.bounds.grids_v1 import budget, choose_grid, choose_lower_grid, truncation_loss
 from certifier.bounds.grids_v2 import choose_v2
+from certifier.bounds.result import UpperResult
 from certifier.certificate import predicate as pred_
 from certifier.certificate.claim import RANDOM_ALLOCATION, Claim
 from certifier.domain import OutsideDomainError, check_cell, check_sigma
@@ -107,7 +108,8 @@ class Ctx:
 
 def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *, scheme: str = RANDOM_ALLOCATION,
             iterations: int | None = None, h=None, eta=None, cap=None, prec: int | None = None, progress=None,
-            max_tries: int = 3, two_sided: bool = False, method: str = "auto", kind_name: str = "tv") -> Outcome:
+            max_tries: int = 3, two_sided: bool = False, method: str = "auto", kind_name: str = "tv",
+            kind_params: dict | None = None) -> Outcome:
     """Find the exact sigma if absent, choose the method and grid, compute the bound; refine and retry if short.
 
     progress(stage, percent, elapsed_seconds) is called throughout; every try is recorded in
@@ -117,11 +119,21 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
     stated domain (certifier.domain) it refuses at once; an automatic sigma whose margin allows no grid
     within STEP_SECONDS moves one resolution step up (certifier.resolution).
     method: "auto" or an alias of SEARCHES ("v1", "v2").
+    kind_name "dp" (kind_params {"epsilon": "1"}, target = delta) or "tpr" ({"fpr": "0.001"}, target = the
+    TPR bound): the upper side proves the kind's functional from the same b_k (certifier.targets); these
+    kinds have no certified lower side yet and no certificate format, so the outcome has no predicate.
     """
     t_start = time.perf_counter()
     say = _say(progress, t_start)
-    target_kind = kind(kind_name)
-    check_cell(steps, epochs, target)                 # the stated domain, before any computation
+    target_kind = kind(kind_name) if kind_params is None else kind(kind_name, kind_params, target)
+    if two_sided and not target_kind.lower_side:
+        raise CannotCertifyError(f"target kind {target_kind.name}: the lower side is not implemented (only the "
+                                 "upper side can be certified)")
+    # the stated domain, before any computation; a delta / beta target has its own range (0, 1)
+    check_cell(steps, epochs, target if target_kind.lambda_domain else fmpq(1, 2))
+    if not 0 < target < 1:
+        raise ParameterError(f"the {target_kind.name} target must lie strictly between 0 and 1, got "
+                             f"{decimal_str(target)}")
     probe = Claim(scheme, steps, epochs, sigma or fmpq(1), target, iterations)
     forced = _forced(method, scheme)
     given = sigma is not None
@@ -158,6 +170,11 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
     if res.b is not None and getattr(meth, "eta", None) is not None:
         from certifier.bounds.privacy import rounded_law
         out.law = rounded_law(res.b, meth.eta, meth.fixed_point_bits)
+    if not target_kind.certificate:                   # no certificate format for this kind: the bound only
+        out.bound = target_kind.upper_bound(res)
+        out.method = f"{search.method.label} ({target_kind.functional})"
+        say("done", 1.0)
+        return out
     rows = search.rows(ctx, res, meth) if two_sided or search.rows_one_sided else None
     low = _lower(ctx, search, meth) if two_sided else None
     return _finish(out, claim, search.method.to_json(meth, claim), res, low, rows, say)
@@ -205,7 +222,14 @@ def _context(scheme, steps, epochs, sigma, target, iterations, target_kind, grid
 def _upper(ctx: Ctx, forced):
     """The upper side at ctx.sigma: (search, (result, params) or None) by the first search that finds a grid."""
     candidates = [forced] if forced else [s for s in SEARCHES if s.fits(ctx.claim, ctx.sigma, bool(ctx.grid))]
-    margin = ctx.kind.upper_margin(ctx.claim.target, ctx.tv, ctx.tv_err)
+    if ctx.kind.upper_methods is not None:            # e.g. v1 only: v2's calibration measures the TV loss
+        candidates = [s for s in candidates if s.method.label in ctx.kind.upper_methods]
+        if not candidates:
+            raise CannotCertifyError(f"target kind {ctx.kind.name} is certified by "
+                                     f"{', '.join(ctx.kind.upper_methods)} only, which does not "
+                                     f"apply at M={ctx.claim.steps}, E={ctx.claim.epochs}, sigma "
+                                     f"{decimal_str(ctx.sigma)}")
+    margin = _upper_margin(ctx)
     if ctx.limit < MAX_PREDICTED_SECONDS and candidates[0].grid_search and margin is not None and margin <= 0:
         raise CannotCertifyError(f"the margin target - TV - error at sigma {decimal_str(ctx.sigma)} is "
                                  f"{margin:.3g}: no grid can decide it")
@@ -219,6 +243,12 @@ def _upper(ctx: Ctx, forced):
             v = search.method.version                 # auto: this grid model found nothing; the next covers more
             ctx.out.tries.append({"try": 0, "method": v, "skipped": f"method v{v}: {err}"})
     raise AssertionError("the last search either returns or raises")
+
+
+def _upper_margin(ctx: Ctx) -> float | None:
+    """What the upper side's grid may lose, in the planners' TV units (the kind's margin / its loss factor)."""
+    m = ctx.kind.upper_margin(ctx.claim.target, ctx.tv, ctx.tv_err)
+    return None if m is None else m / ctx.kind.loss_factor
 
 
 def _forced(method: str, scheme: str):
@@ -328,6 +358,8 @@ def _prove(side: Side, max_tries: int, tries: list, say, single: bool = False):
         except NumericsUnreliableError as err:
             tries.append({"try": k + 1, "skipped": f"bound failed: {err}"})
             continue
+        if isinstance(res, UpperResult) and res.method is None:
+            res.method = plan.method             # the grid the bound ran on (the kinds read b_k through it)
         ok = bool(side.proves(res))
         tries.append({"try": k + 1, **side.row(plan, res), "budget": b, "predicted_loss": plan.predicted_loss,
                       "seconds": round(time.perf_counter() - t0, 3), "certified": ok})
@@ -358,9 +390,10 @@ def _upper_v1(ctx: Ctx):
     def row(plan, r):
         mj = plan.method.to_json(claim.steps)
         out.bound = r.bound
+        kb = {} if ctx.kind.upper_bound is None else {f"{ctx.kind.name}_bound": ctx.kind.upper_bound(r)}
         return {"method": 1, **{k: mj[k] for k in ("h", "eta", "cap", "tail_start", "tail_step", "lattice_schedule",
-                                                   "prec")}, "bound": r.bound}
-    side = Side("upper", ctx.kind.upper_margin(claim.target, ctx.tv, ctx.tv_err), SAFETY, 1e-7,
+                                                   "prec")}, "bound": r.bound, **kb}   # bound: the grid's TV
+    side = Side("upper", _upper_margin(ctx), SAFETY, 1e-7,
                 lambda b: choose_grid(claim.steps, claim.epochs, sigma, b, h=h, eta=eta, cap=cap,
                                       prec=ctx.prec or 100),
                 lambda m, prog: mt.UPPER_V1.run(claim, sigma, m, progress=prog),
@@ -400,7 +433,7 @@ def _upper_v2(ctx: Ctx):
     M, E = claim.pair()
     t2 = claim.t2_at(sigma)
     run = lambda m, prog: mt.UPPER_V2.run(claim, sigma, m, progress=prog)
-    margin = ctx.kind.upper_margin(claim.target, tv, ctx.tv_err)
+    margin = _upper_margin(ctx)
     if margin is not None and margin > 0:
         guess = min(max(2 * eps_gaussian(tv) + 5, eps_tail(M, E, float(t2)) + 3), EPS_CEILING)   # heavy tails
         first = choose_v2(M, E, t2, budget(margin, SAFETY[0], V2_CEILING), tv, prec=prec or 100, need_eps=guess)

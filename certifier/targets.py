@@ -28,6 +28,13 @@ class TargetKind:
     exact_sigma: Callable[[Claim, fmpq], fmpq]          # the least sigma on the search grid meeting the target
     upper_proves: Callable[[UpperResult, fmpq], bool]   # the upper bound meets the target
     lower_proves: Callable[[LowerResult, fmpq], bool]   # the lower bound misses the target
+    params: tuple = ()                                   # the kind's exact decimal parameters, (name, value)
+    upper_bound: Callable[[UpperResult], str] | None = None   # the certified value of the kind's functional
+    lower_side: bool = True                              # a certified lower side exists for this kind
+    loss_factor: float = 1.0                             # the planners' TV loss times this bounds the kind's loss
+    certificate: bool = True                             # a certificate format records this kind
+    upper_methods: tuple | None = None                   # labels of the upper methods it may use (None: all)
+    lambda_domain: bool = True                           # the target is a lambda of the stated domain
 
     @staticmethod
     def upper_margin(target: fmpq, value: float | None, error: float | None) -> float | None:
@@ -62,11 +69,105 @@ TV = TargetKind("tv", "TV(P_M^E, Q_M^E)", _tv_numerics, _tv_exact_sigma,
                 lambda r, target: parse_decimal("bound", r.bound) <= target,
                 lambda r, target: r.exact > target)
 
+def _masses(r: UpperResult):
+    """The step-(iv) masses b_k of a Lemma C.5 upper bound as certifier.bounds.privacy.Masses (None: no b)."""
+    from certifier.bounds.privacy import Masses
+    if r.b is None or r.method is None or not hasattr(r.method, "eta"):
+        return None
+    return Masses(r.b, r.method.eta, r.method.fixed_point_bits, r.method.prec)
+
+
+def _dp_upper(r: UpperResult, epsilon: fmpq) -> str | None:
+    """max of the certified upper ends of delta_{Q||P}(eps), delta_{P||Q}(eps) (Lemma C.5, concave
+    functionals min{Lambda, e^eps}, min{1, e^eps Lambda}; certifier.bounds.privacy), rounded up."""
+    from certifier.bounds.fixedpoint import round_up_sig
+    ms = _masses(r)
+    if ms is None:
+        return None
+    a, b = ms.dqp_ball(epsilon), ms.dpq_ball(epsilon)
+    return max((round_up_sig(x, 10) for x in (a, b)), key=lambda v: parse_decimal("delta", v))
+
+
+def _tpr_upper(r: UpperResult, alpha: fmpq) -> str | None:
+    """min over gamma of e^gamma alpha + delta_{Q||P}(gamma), upper end (1 - T(alpha) <= it, (7))."""
+    from certifier.bounds.privacy import EPSILON_GRID, tpr_at_fpr
+    ms = _masses(r)
+    return None if ms is None else tpr_at_fpr(ms, alpha, parse_decimal("epsilon_grid", EPSILON_GRID))["tpr"]
+
+
+def _proves_below(upper):
+    return lambda r, target: (lambda v: v is not None and parse_decimal("bound", v) <= target)(upper(r))
+
+
+def _no_lower(r: LowerResult, target: fmpq) -> bool:
+    return False                 # no certified lower side for this kind yet: never claim one
+
+
+def _profile_numerics(what: str, x: float):
+    def numerics(claim: Claim, sigma: fmpq):
+        from certifier.numerics.targets import exact_privacy_scheme
+        try:
+            kw = {"epsilons": (x,)} if what == "dp" else {"fprs": (x,)}
+            p = exact_privacy_scheme(claim.steps, claim.epochs, float(sigma), scheme=claim.scheme, check=False,
+                                     **kw)
+        except (NumericsUnreliableError, ParameterError, OverflowError):
+            return None, None
+        v = (p.delta if what == "dp" else p.tpr)[x]
+        return float(v.value), float(v.error)
+    return numerics
+
+
+# The planners' loss model is in TV units (1 - E_P min{Lambda, 1}). A deletion or rounding of P-mass
+# at Lambda costs min{Lambda, e^eps} <= e^eps times what min{Lambda, 1} costs (and e^eps Lambda for
+# P||Q), so the hockey-stick loss is at most e^eps times the TV loss: the margin given to the
+# planners is divided by e^eps (tpr: the bound uses delta_{Q||P}(gamma) with e^gamma about the slope
+# beta/alpha of the trade-off curve, so the margin is divided by max(1, beta/alpha)).
+def dp_kind(epsilon: str, delta: fmpq) -> TargetKind:
+    """(eps, delta)-DP: max(delta_{Q||P}(eps), delta_{P||Q}(eps)) <= delta (Appendix B.4); target = delta."""
+    import math
+
+    from certifier.numerics.targets import exact_sigma_dp
+    eps = parse_decimal("epsilon", epsilon)
+    if not (0 <= eps <= 100):
+        raise ParameterError(f"epsilon must lie in [0, 100], got {epsilon}")
+    e = float(eps)
+    upper = lambda r: _dp_upper(r, eps)
+    return TargetKind(
+        "dp", f"max(delta_Q||P({epsilon}), delta_P||Q({epsilon}))", _profile_numerics("dp", e),
+        lambda claim, target: parse_decimal("sigma", exact_sigma_dp(claim.steps, claim.epochs, e, float(target),
+                                                                    SEARCH_RESOLUTION, scheme=claim.scheme)),
+        _proves_below(upper), _no_lower, (("epsilon", epsilon),), upper, False, math.exp(e), **_UPPER_ONLY)
+
+
+def tpr_kind(fpr: str, tpr: fmpq) -> TargetKind:
+    """Every test with FPR <= alpha has TPR <= beta: 1 - T(alpha) <= beta ((7)); target = beta."""
+    from certifier.numerics.targets import exact_sigma_tpr
+    alpha = parse_decimal("fpr", fpr)
+    if not (0 < alpha < 1):
+        raise ParameterError(f"the false-positive rate must lie strictly between 0 and 1, got {fpr}")
+    a = float(alpha)
+    upper = lambda r: _tpr_upper(r, alpha)
+    return TargetKind(
+        "tpr", f"1 - T({fpr})", _profile_numerics("tpr", a),
+        lambda claim, target: parse_decimal("sigma", exact_sigma_tpr(claim.steps, claim.epochs, a, float(target),
+                                                                     SEARCH_RESOLUTION, scheme=claim.scheme)),
+        _proves_below(upper), _no_lower, (("fpr", fpr),), upper, False, max(1.0, float(tpr) / a), **_UPPER_ONLY)
+
+
 TARGETS = {k.name: k for k in (TV,)}
+# dp, tpr: the upper side only, by method v1 (v2's calibration measures the TV loss), no format yet
+_UPPER_ONLY = {"certificate": False, "upper_methods": ("lemma-c5-rounding v1",), "lambda_domain": False}
+FACTORIES = {"dp": (dp_kind, "epsilon"), "tpr": (tpr_kind, "fpr")}
 
 
-def kind(name: str) -> TargetKind:
+def kind(name: str, params: dict | None = None, target: fmpq | None = None) -> TargetKind:
+    """The target kind `name`; dp and tpr take their parameter (epsilon / fpr, an exact decimal string)."""
+    if name in FACTORIES:
+        make, key = FACTORIES[name]
+        if not params or key not in params:
+            raise ParameterError(f"target kind {name!r} needs {key}")
+        return make(str(params[key]), target if target is not None else fmpq(1, 2))
     try:
         return TARGETS[name]
     except KeyError:
-        raise ParameterError(f"unknown target kind {name!r} (known: {', '.join(TARGETS)})") from None
+        raise ParameterError(f"unknown target kind {name!r} (known: {', '.join([*TARGETS, *FACTORIES])})") from None

@@ -20,6 +20,7 @@ class UpperResult:
     stats: dict = field(default_factory=dict)
     b: Poly | None = None      # step (iv) masses (lower bounds, units 2^-F) at Lambda = e^{k eta}, for the rows
     O: arb | None = None       # Lemma C.5 methods: the ball of O (ball = 1 - O)
+    method: object = None      # the method as used (its eta, fixed_point_bits, prec locate b_k)
 
 
 @dataclass
