@@ -21,29 +21,21 @@ from __future__ import annotations
 
 import inspect
 import math
-import secrets
 
-import numpy as np
 from opacus.accountants import IAccountant
 from opacus.accountants.registry import _ACCOUNTANTS, register_accountant
 from opacus.data_loader import dtype_safe, shape_safe, wrap_collate_with_empty
-from torch.utils.data import DataLoader, Sampler
+from torch.utils.data import DataLoader
 from torch.utils.data._utils.collate import default_collate
 
 from certifier.errors import NumericsUnreliableError, ParameterError, SigmacertError
 from certifier.numerics.targets import exact_privacy
 from trainer.algorithm import streams
 from trainer.allocation import Allocation
-from trainer.torch_sampler import RunExhaustedError
+from trainer.torch_sampler import RandomAllocationBatchSampler, RunExhaustedError
 
 MECHANISM = "random_allocation"
 GRID = 1e-6            # sigma is read at the grid point at or below it: the exact sigma's grid
-
-
-def _positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ParameterError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 class HeterogeneousHistoryError(SigmacertError, ValueError):
@@ -124,23 +116,15 @@ def _refuse_poisson(frame) -> None:
                              "sigmacert.torch.random_allocation_loader (Algorithm 1's batches, one epoch per pass)")
 
 
-class RandomAllocationEpochSampler(Sampler):
+class RandomAllocationEpochSampler(RandomAllocationBatchSampler):
     """Algorithm 1's batches one epoch per pass: E passes of M lists of genuine indices (ghosts
-    dropped, so a batch may be empty); a pass beyond E is refused (RunExhaustedError)."""
+    dropped, so a batch may be empty); a pass beyond E is refused (RunExhaustedError). The
+    arguments are checked as RandomAllocationBatchSampler checks them."""
 
     def __init__(self, num_examples: int, steps: int, epochs: int, seed: int | None = 0, n0: int | None = None):
-        self.num_examples = _positive_int("num_examples", num_examples)
-        self.steps = _positive_int("steps M", steps)
-        self.epochs = _positive_int("epochs E", epochs)
-        self.n0 = self.num_examples if n0 is None else _positive_int("N0", n0)
-        if self.num_examples > self.n0:
-            raise ParameterError(f"the dataset has {self.num_examples} records, more than N0 = {self.n0}; "
-                                 "refusing to train")
-        seed = secrets.randbits(128) if seed is None else int(seed)
-        self.b0 = self.n0 / self.steps
+        super().__init__(num_examples, steps, epochs, seed, n0)
         self.epochs_done = 0
-        self.empty_steps = 0
-        self._epochs = Allocation(self.n0, self.steps, self.epochs, streams(seed)[0]).epochs_iter()
+        self._epochs = Allocation(self.n0, self.steps, self.epochs, streams(self.seed)[0]).epochs_iter()
 
     def __len__(self) -> int:
         return self.steps
