@@ -20,11 +20,13 @@ __all__ = ["ParameterError", "as_decimal_text", "parse_decimal", "decimal_str", 
 
 MAX_STEPS = 10**7
 MAX_EPOCHS = 10**6
-_DECIMAL = re.compile(r"^[+-]?(\d+)(?:\.(\d*))?(?:[eE]([+-]?\d{1,4}))?$|^[+-]?\.(\d+)(?:[eE]([+-]?\d{1,4}))?$")
+_DECIMAL = re.compile(r"^[+-]?(\d+)(?:\.(\d*))?(?:[eE]([+-]?\d{1,4}))?$|^[+-]?\.(\d+)(?:[eE]([+-]?\d{1,4}))?$",
+                      re.ASCII)
 
 
 def parse_decimal(name: str, text) -> fmpq:
-    """Exact rational value of a decimal string like '1.426215' or '5e-5'."""
+    """Exact rational value of a decimal string like '1.426215' or '5e-5' (ASCII digits only: int()
+    would read other scripts' digits, and the verifier reads ASCII only)."""
     s = str(text).strip()
     m = _DECIMAL.match(s)
     if not m:
@@ -106,7 +108,7 @@ def parse_target(text) -> fmpq:
 
 def parse_count(name: str, text, maximum: int) -> int:
     s = str(text).strip()
-    if not re.fullmatch(r"[+]?\d{1,12}", s):
+    if not re.fullmatch(r"[+]?\d{1,12}", s, re.ASCII):
         raise ParameterError(f"{name} must be a positive integer, got {text!r}")
     n = int(s)
     if n < 1:

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from certifier.params import ParameterError, decimal_str, parse_decimal, parse_target
+from certifier.params import ParameterError, decimal_str, parse_decimal, parse_steps, parse_target
 
 
 def run(*args):
@@ -46,6 +46,8 @@ def test_tv_json_keys_and_consistency():
     ("tv", "--steps", "10", "--epochs", "2", "--sigma", "nan"),
     ("tv", "--steps", "10", "--epochs", "2", "--sigma", "0.01"),
     ("tv", "--steps", "10", "--epochs", "2"),
+    ("tv", "--steps", "\u0661\u0660", "--epochs", "2", "--sigma", "1"),       # Arabic-Indic digits "10"
+    ("sigma", "--steps", "10", "--epochs", "1", "--target", "0.\uff11"),   # a fullwidth digit one
     ("frobnicate",),
 ])
 def test_bad_input_is_one_line_exit_2(args):
@@ -61,3 +63,11 @@ def test_decimals_are_exact():
     assert decimal_str(parse_decimal("x", "0.1")) == "0.1"
     with pytest.raises(ParameterError):
         parse_target("1.0")
+
+
+@pytest.mark.parametrize("text", ["\u0661.5", "1.\u0665", "1e\u0663", "\uff11", "1\u00b2"])
+def test_only_ascii_digits_are_decimals(text):
+    with pytest.raises(ParameterError):     # int() would read these; the verifier reads ASCII only
+        parse_decimal("x", text)
+    with pytest.raises(ParameterError):
+        parse_steps(text)
