@@ -4,7 +4,8 @@ the other quantities as numerical rows, the kind's statement.
 Until the v4 format is merged no real dp/tpr certificate exists on this branch: the page and figure tests
 build a v4-shaped predicate (docs of the shared format: claim.kind, claim.target = delta or beta,
 upper.bound, lower.bound_lower) on the committed M=100, E=10 statement, with numbers read off the exact
-numerics. (The committed rows are left out: they belong to another sigma.) The test marked `after_v4` (strict xfail) renders a real, verified v4 certificate once merged.
+numerics (the committed rows are left out: they belong to another sigma). The test marked `after_v4`
+(strict xfail) renders a real, verified v4 certificate once merged.
 """
 from __future__ import annotations
 
