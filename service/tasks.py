@@ -19,7 +19,8 @@ def _one_line(err: Exception) -> str:
 
 def certify_job(req: dict, progress) -> dict:
     """A job of POST /v1/certificates: Lemma C.5 bound at sigma (the exact sigma when absent), for the
-    request's scheme (random-allocation or fixed-bins, docs/integrations.md).
+    request's scheme (random-allocation or fixed-bins, docs/integrations.md) and target kind (tv, or the
+    request's `kind`: dp with epsilon, tpr with fpr; docs/targets.md).
 
     Two-sided, as `sigmacert certify` by default: sigma - 1e-6 is certified to miss the target
     when the numerics say it can (docs/two-sided.md); otherwise the certificate is one-sided. The
@@ -27,12 +28,16 @@ def certify_job(req: dict, progress) -> dict:
     from certifier.certificate.claim import RANDOM_ALLOCATION
     from certifier.certify import certify
     from certifier.errors import SigmacertError
-    from certifier.params import parse_sigma, parse_target
+    from certifier.params import parse_decimal, parse_sigma, parse_target
     try:
         sigma = parse_sigma(req["sigma"]) if req.get("sigma") is not None else None
-        res = certify(req["steps"], req["epochs"], parse_target(req["target"]), sigma, progress=progress,
+        kind = req.get("kind")            # dp / tpr: target is delta / the TPR bound; tv requests have none
+        target = parse_target(req["target"]) if kind is None else parse_decimal("target", req["target"])
+        by_kind = {} if kind is None else {"kind_name": kind["name"],
+                                           "kind_params": {k: v for k, v in kind.items() if k != "name"}}
+        res = certify(req["steps"], req["epochs"], target, sigma, progress=progress,
                       scheme=req.get("scheme", RANDOM_ALLOCATION), iterations=req.get("iterations"),
-                      two_sided=True)
+                      two_sided=True, **by_kind)
     except (SigmacertError, ValueError, ArithmeticError, OverflowError) as err:
         return {"error": _one_line(err)}
     return {"success": res.success, "bound": res.bound, "sigma": res.sigma, "target": res.target,
