@@ -85,8 +85,11 @@ def _lower_line(t: dict) -> str:
         return _try_line(t)
     if "skipped" in t:
         return f"lower side at sigma_low {t.get('sigma_low', '-')}: not run: {t['skipped']}"
-    return (f"lower side at sigma_low {t['sigma_low']} try {t['try']}: {_grid(t)} -> TV >= {t['tv_lower']} "
-            f"({t.get('seconds', 0)} s)")
+    if "tv_lower" in t:
+        return (f"lower side at sigma_low {t['sigma_low']} try {t['try']}: {_grid(t)} -> TV >= {t['tv_lower']} "
+                f"({t.get('seconds', 0)} s)")
+    return (f"lower side at sigma_low {t['sigma_low']} try {t['try']}: {_grid(t)} -> "
+            f"{t.get('bound_lower', '-')} ({t.get('seconds', 0)} s)")
 
 
 def _functional(kind) -> str:
@@ -143,7 +146,9 @@ def run_certify(args) -> int:
                "kind": kind.kind, **({} if kind.kind == "tv" else {"kind_params": kind.params}),
                "sigma": res.sigma,
                "target": res.target, "bound": res.bound, "tries": res.tries,
-               "tv_exact": res.tv, "output": None, "two_sided": res.two_sided, "sigma_low": res.sigma_low,
+               "tv_exact": res.tv if kind.kind == "tv" else None,
+               **({} if kind.kind == "tv" else {"value_exact": res.tv, "value_error": res.tv_error}),
+               "output": None, "two_sided": res.two_sided, "sigma_low": res.sigma_low,
                "tv_lower_at_sigma_low": res.tv_lower if kind.kind == "tv" else None,
                "bound_lower_at_sigma_low": _lower_value(res), "lower_tries": res.lower_tries,
                "lower_seconds": res.lower_seconds,

@@ -193,3 +193,35 @@ def test_certify_tpr_two_sided_v4_after_v4(tmp_path, capsys, keydir):
     assert sigmacert.verify(out, keydir / "public.pem").accepted
     assert main(["show", str(out)]) == 0
     assert "every membership test with FPR <= 0.001 has TPR <= 0.002" in capsys.readouterr().out
+
+
+def test_show_states_a_v4_shaped_dp_claim(tmp_path, capsys, keydir):
+    """`show` (no verification) reads the kind from the claim: a v4-shaped dp statement built from the
+    committed M=100, E=10 certificate (no real v4 certificate exists before the merge)."""
+    from pathlib import Path
+
+    from certifier.certificate.envelope import sign_statement
+    from certifier.certificate.keys import load_private
+    root = Path(__file__).resolve().parents[2]
+    stmt = json.loads(base64.b64decode(json.loads((root / "artifacts/certificates/M100_E10.json").read_text())
+                                       ["payload"]))
+    p = stmt["predicate"]
+    p["claim"].update(kind={"name": "dp", "epsilon": "1"}, target="0.00001", sigma="1.36919")
+    p["upper"] = {"bound": "0.000009999953066"}
+    p["lower"] = {**p["lower"], "sigma_low": "1.369189", "bound_lower": "0.0000100001"}
+    del p["lower"]["tv_lower"]
+    stmt["predicateType"] = "https://sigmacert.dev/certificate/v4"
+    out = tmp_path / "v4.json"
+    out.write_bytes(sign_statement(stmt, load_private(str(keydir / "private.pem"))))
+    assert main(["show", str(out), "--json"]) == 0
+    flat = json.loads(capsys.readouterr().out)
+    assert flat["kind"] == {"name": "dp", "epsilon": "1"} and flat["bound"] == "0.000009999953066"
+    assert flat["bound_lower_at_sigma_low"] == "0.0000100001" and flat["tv_lower_at_sigma_low"] is None
+    assert main(["show", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "max(delta_Q||P, delta_P||Q)(1) <= 0.00001: (1, 0.00001)-DP, both directions" in text
+    assert "accuracy <= 1/2" not in text and "1.369189 < the least sigma meeting the target <= 1.36919" in text
+    p["claim"]["kind"] = {"name": "renyi"}                   # a kind the face does not know: refused in one line
+    out.write_bytes(sign_statement(stmt, load_private(str(keydir / "private.pem"))))
+    assert main(["show", str(out)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
