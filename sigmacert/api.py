@@ -155,6 +155,11 @@ class Certificate:
     kind: str = "tv"                # the target kind: "tv", "dp" or "tpr" (docs/targets.md)
     kind_params: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # exact decimals
 
+    @property
+    def bound_lower(self) -> Decimal | None:
+        """The certified lower value of the kind's functional at sigma_low (TV's for a tv target)."""
+        return self.tv_lower
+
     def write(self, path: str, *, force: bool = False) -> None:
         """Write the signed envelope to `path`, atomically. An existing file is kept and ParameterError
         raised unless force=True (the rule of `sigmacert certify -o`); also when unsigned."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+from decimal import Decimal
 
 import pytest
 
@@ -225,3 +226,12 @@ def test_show_states_a_v4_shaped_dp_claim(tmp_path, capsys, keydir):
     out.write_bytes(sign_statement(stmt, load_private(str(keydir / "private.pem"))))
     assert main(["show", str(out)]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+@after_v4
+def test_api_certify_tpr_two_sided_after_v4(tmp_path):
+    keygen(str(tmp_path / "k"))
+    c = sigmacert.certify(10, 2, fpr="0.001", tpr="0.002", key=tmp_path / "k" / "private.pem")
+    assert (c.kind, dict(c.kind_params)) == ("tpr", {"fpr": "0.001", "tpr": "0.002"}) and c.two_sided
+    assert c.bound <= c.target == Decimal("0.002") < c.bound_lower and c.sigma_low < c.sigma
+    assert sigmacert.verify(c, tmp_path / "k" / "public.pem").accepted
