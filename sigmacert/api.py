@@ -254,8 +254,9 @@ def certify(steps, epochs, target=None, sigma=None, *, epsilon=None, delta=None,
                    iterations=iterations, kind_name=kind_name, kind_params=kind_params)
     res, envelope, keyid = issued.outcome, issued.envelope, issued.keyid
     if not res.success:
-        raise CannotCertifyError(f"not certified: the bound reached, {res.bound}, exceeds the target "
-                            f"{res.target} ({kind.describe()}) at sigma {res.sigma} (M={m}, E={e}, {scheme})")
+        raise CannotCertifyError(f"not certified: the bound reached, {kinds.bound_reached(res, kind)}, exceeds the "
+                                 f"target {res.target} ({kind.describe()}) at sigma {res.sigma} (M={m}, E={e}, "
+                                 f"{scheme})")
     eps = {d: Decimal(r["epsilon"]) for d, r in (res.privacy or {}).get("epsilon_at_delta", {}).items()}
     tpr = {a: Decimal(r["tpr"]) for a, r in (res.tpr or {}).items()}
     return Certificate(m, e, Decimal(res.target), Decimal(res.sigma), Decimal(res.bound), res.two_sided,

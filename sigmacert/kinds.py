@@ -183,3 +183,13 @@ def certified_sides(predicate: dict) -> dict:
             "upper": upper["bound"] if isinstance(upper, dict) and "bound" in upper else predicate["bound"],
             "lower": None if low is None else low.get("bound_lower", low.get("tv_lower")),
             "sigma_low": None if low is None else low["sigma_low"]}
+
+
+def bound_reached(outcome, kind: Kind) -> str | None:
+    """The bound a certify Outcome reached on the kind's functional: its `bound` when certified or for tv;
+    for a dp / tpr target that was not met, the last try's kind bound (the Outcome's `bound` is then the
+    grid's TV), None when no try computed one."""
+    if outcome.success or kind.kind == "tv":
+        return outcome.bound
+    key = f"{kind.kind}_bound"
+    return next((t[key] for t in reversed(outcome.tries) if t.get(key) is not None), None)

@@ -77,7 +77,9 @@ def _try_line(t: dict) -> str:
     if "calibration" in t:
         return (f"calibration ({t['calibration']}): mantissa_bits={t['mantissa_bits']} eta={t['eta']} -> loss model "
                 f"x {t['k_scale']} ({t['seconds']} s)")
-    return f"try {t['try']}{at}: {_grid(t)} -> bound {t['bound']} ({t['seconds']} s)"
+    kind = next((k for k in ("dp_bound", "tpr_bound") if k in t), None)  # a dp / tpr try: its own bound first
+    bound = f"{kind.removesuffix('_bound')} bound {t[kind]} (TV {t['bound']})" if kind else f"bound {t['bound']}"
+    return f"try {t['try']}{at}: {_grid(t)} -> {bound} ({t['seconds']} s)"
 
 
 def _lower_line(t: dict) -> str:
@@ -145,7 +147,7 @@ def run_certify(args) -> int:
     summary = {"certified": res.success, "steps": m, "epochs": e, "scheme": scheme, "iterations": iterations,
                "kind": kind.kind, **({} if kind.kind == "tv" else {"kind_params": kind.params}),
                "sigma": res.sigma,
-               "target": res.target, "bound": res.bound, "tries": res.tries,
+               "target": res.target, "bound": kinds.bound_reached(res, kind), "tries": res.tries,
                "tv_exact": res.tv if kind.kind == "tv" else None,
                **({} if kind.kind == "tv" else {"value_exact": res.tv, "value_error": res.tv_error}),
                "output": None, "two_sided": res.two_sided, "sigma_low": res.sigma_low,
@@ -163,8 +165,8 @@ def run_certify(args) -> int:
             for t in res.tries:
                 print(_try_line(t))
             what = "" if kind.kind == "tv" else f" ({kind.describe()})"
-            print(f"NOT certified: the bound reached, {res.bound}, exceeds the target {res.target}{what} "
-                  f"at sigma {res.sigma}; no certificate written")
+            print(f"NOT certified: the bound reached, {kinds.bound_reached(res, kind)}, exceeds the target "
+                  f"{res.target}{what} at sigma {res.sigma}; no certificate written")
         return 1
     write_atomic(args.output, issued.envelope + b"\n", force=args.force)
     summary["output"] = os.path.abspath(args.output)

@@ -235,3 +235,19 @@ def test_api_certify_tpr_two_sided_after_v4(tmp_path):
     assert (c.kind, dict(c.kind_params)) == ("tpr", {"fpr": "0.001", "tpr": "0.002"}) and c.two_sided
     assert c.bound <= c.target == Decimal("0.002") < c.bound_lower and c.sigma_low < c.sigma
     assert sigmacert.verify(c, tmp_path / "k" / "public.pem").accepted
+
+
+def test_certify_dp_below_the_exact_sigma_is_not_certified(tmp_path, capsys, keydir):
+    """--sigma below the exact sigma: one grid, the dp bound it reached (not the grid's TV) is reported, it
+    lies above the numerical delta(eps) and above the target; no file, exit 1."""
+    out = tmp_path / "c.json"
+    rc, stdout, err = _certify(capsys, keydir, out, *DP_CELL, "--sigma", "2.7", "--one-sided")
+    assert rc == 1 and not out.exists(), err
+    s = json.loads(stdout)
+    assert s["kind"] == "dp" and s["certified"] is False and s["tv_exact"] is None
+    d = exact_privacy(10, 2, 2.7, epsilons=[0.5]).delta[0.5]
+    assert abs(s["value_exact"] - d.value) <= 1e-12
+    assert float(s["bound"]) >= d.value - d.error and float(s["bound"]) > 1e-4
+    assert s["bound"] == s["tries"][-1]["dp_bound"] != s["tries"][-1]["bound"]
+    with pytest.raises(sigmacert.CannotCertifyError, match=f"the bound reached, {s['bound']}, exceeds the target"):
+        sigmacert.certify(10, 2, epsilon="0.5", delta="1e-4", sigma="2.7", two_sided=False)
