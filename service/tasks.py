@@ -53,8 +53,16 @@ def exact_sigma(payload: dict, progress) -> dict:
     from certifier.params import parse_decimal, parse_target
     t0 = time.perf_counter()
     try:
-        s = search(payload["steps"], payload["epochs"], parse_target(payload["target"]),
-                   payload.get("scheme", RANDOM_ALLOCATION))
+        kind = payload.get("kind")        # dp / tpr: the kind's exact sigma (certifier.numerics.targets)
+        if kind is None:
+            s = search(payload["steps"], payload["epochs"], parse_target(payload["target"]),
+                       payload.get("scheme", RANDOM_ALLOCATION))
+        else:
+            from certifier.numerics import targets as nt
+            x, t = float(parse_decimal("kind", kind.get("epsilon", kind.get("fpr")))), float(
+                parse_decimal("target", payload["target"]))
+            find = nt.exact_sigma_dp if kind["name"] == "dp" else nt.exact_sigma_tpr
+            s = find(payload["steps"], payload["epochs"], x, t, "1e-6", scheme=payload.get("scheme", RANDOM_ALLOCATION))
     except (SigmacertError, ValueError, ArithmeticError, OverflowError) as err:
         return {"exact": None, "exact_status": "error", "exact_error": f"{type(err).__name__}: {err}"[:300]}
     from certifier.resolution import issued, resolution_str

@@ -155,21 +155,24 @@ HALVES = {"epsilon": "delta", "delta": "epsilon", "fpr": "tpr", "tpr": "fpr"}
 MAX_EPSILON = "100"
 
 
-def kind_of(req: CertificateRequest, limits: Limits) -> dict:
+KIND_FIELDS = ("target", "epsilon", "delta", "fpr", "tpr")
+
+
+def kind_of(given, limits: Limits) -> dict:
     """{"target": text} (tv) or {"target": delta | beta, "kind": {"name": "dp", "epsilon": text} |
     {"name": "tpr", "fpr": text}}: exactly one target kind, each decimal exact and within the service's
-    bounds (the rules of `sigmacert certify`, docs/targets.md)."""
-    given = {k: getattr(req, k) for k in ("target", "epsilon", "delta", "fpr", "tpr")}
+    bounds (the rules of `sigmacert certify`, docs/targets.md). given: a request, or a dict of KIND_FIELDS."""
+    given = given if isinstance(given, dict) else {k: getattr(given, k) for k in KIND_FIELDS}
     named = {k for k, v in given.items() if v is not None}
     if named == {"target"}:
-        return {"target": target_of(req.target, limits)}
+        return {"target": target_of(given["target"], limits)}
     if named == {"epsilon", "delta"}:
-        eps = decimal_str(_bounded("epsilon", req.epsilon, "0", MAX_EPSILON, limits))
-        return {"target": decimal_str(_bounded("delta", req.delta, limits.min_target, limits.max_target, limits)),
-                "kind": {"name": "dp", "epsilon": eps}}
+        eps = decimal_str(_bounded("epsilon", given["epsilon"], "0", MAX_EPSILON, limits))
+        return {"target": decimal_str(_bounded("delta", given["delta"], limits.min_target, limits.max_target,
+                                               limits)), "kind": {"name": "dp", "epsilon": eps}}
     if named == {"fpr", "tpr"}:
-        a = _bounded("fpr", req.fpr, limits.min_target, limits.max_target, limits)
-        b = _bounded("tpr", req.tpr, limits.min_target, limits.max_target, limits)
+        a = _bounded("fpr", given["fpr"], limits.min_target, limits.max_target, limits)
+        b = _bounded("tpr", given["tpr"], limits.min_target, limits.max_target, limits)
         if b <= a:
             raise ParameterError(f"tpr must exceed fpr (a coin that says in with probability fpr has TPR = fpr); "
                                  f"got fpr={decimal_str(a)}, tpr={decimal_str(b)}")

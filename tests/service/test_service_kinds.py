@@ -115,3 +115,24 @@ def test_a_dp_job_is_certified_in_v4_and_verifies_after_v4(svc, tmp_path):
     cert = tmp_path / "c.json"
     cert.write_text(json.dumps(job["envelope"]))
     assert verify_cli(cert, issuer_pem(svc, tmp_path / "k.pem")).returncode == 0
+
+
+def test_sigma_of_a_kind_is_the_exact_sigma_of_the_cli(svc):
+    """GET /v1/sigma with a dp or tpr target: the exact sigma `sigmacert sigma` prints (res(sigma) grid),
+    no TV closed form; the same one-kind rules (422)."""
+    import sigmacert
+    for q, want in (({"epsilon": "1", "delta": "0.00001"}, sigmacert.exact_sigma(100, 10, epsilon=1, delta="1e-5")),
+                    ({"fpr": "0.001", "tpr": "0.002"}, sigmacert.exact_sigma(100, 10, fpr="0.001", tpr="0.002"))):
+        r = svc.http.get("/v1/sigma", params={"steps": 100, "epochs": 10, **q}, timeout=120)
+        assert r.status_code == 200, r.text
+        o = r.json()
+        assert o["exact"] == str(want) and o["exact_status"] == "done" and "closed_form" not in o
+        assert o["kind"]["name"] == ("dp" if "epsilon" in q else "tpr")
+        again = svc.http.get("/v1/sigma", params={"steps": 100, "epochs": 10, **q}).json()
+        assert again["exact"] == o["exact"]
+    tv = svc.http.get("/v1/sigma", params={"steps": 100, "epochs": 10, "target": "0.00001"}, timeout=120).json()
+    assert tv.get("exact") != str(sigmacert.exact_sigma(100, 10, epsilon=1, delta="1e-5"))  # its own cache entry
+    for q, words in (({"epsilon": "1"}, "epsilon needs delta"), ({"target": "0.1", "fpr": "0.1", "tpr": "0.2"},
+                                                                  "exactly one target"), ({}, "exactly one target")):
+        r = svc.http.get("/v1/sigma", params={"steps": 100, "epochs": 10, **q})
+        assert r.status_code == 422 and words in r.json()["detail"], r.text
