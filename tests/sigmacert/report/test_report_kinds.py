@@ -163,3 +163,15 @@ def test_render_a_real_dp_certificate_after_v4(tmp_path):
     cert = sigmacert.certify(10, 2, epsilon="0.5", delta="1e-4", key=tmp_path / "k" / "private.pem")
     r = render(cert.envelope, tmp_path / "k" / "public.pem")
     assert r.accepted and set(r.svgs) == {"profile"} and str(cert.bound) in r.html
+
+
+def test_a_one_sided_dp_certificate_has_no_lower_point(dp_facts):
+    stmt = copy.deepcopy(dp_facts.statement)
+    del stmt["predicate"]["lower"]
+    f = Facts(sha256="0" * 64, size=1, accepted=True, reason="accepted", detail="d", keyid="k", statement=stmt)
+    assert f.sides["lower"] is None and not f.two_sided
+    fig, _ = rk.dp_figure(f)
+    assert not [ln for ln in fig.axes[0].lines if r"\geq" in str(ln.get_label())]
+    assert not [ln for ln in fig.axes[0].lines if r"\sigma_{low}" in str(ln.get_label())]
+    h = page(f, *_plots(f), {}, {}, [])
+    assert "One-sided certificate" in h and "<td>lower bound at" not in h
