@@ -19,12 +19,26 @@ from certifier.params import parse_decimal
 
 
 @functools.lru_cache(maxsize=4096)
-def predicted_seconds(steps: int, epochs: int, target: str, sigma: str | None, scheme: str) -> float:
-    """Predicted seconds of a two-sided certification job (both sides), by the certifier's cost model."""
+def predicted_seconds(steps: int, epochs: int, target: str, sigma: str | None, scheme: str,
+                      kind: tuple = ()) -> float:
+    """Predicted seconds of a two-sided certification job (both sides), by the certifier's cost model.
+    kind: () for tv, or (name, parameter) of a dp / tpr target: its sigma is the kind's exact sigma (the
+    certifier's numerical search, as the job runs it) and the grid's budget is divided by the kind's loss
+    factor (certifier.targets: the planners' TV loss times it bounds the kind's loss)."""
     from certifier.bounds.grids_v1 import budget
     from certifier.bounds.grids_v2 import choose_v2
     from certifier.numerics.schemes import closed_form_sigma
     lam = parse_decimal("target", target)
+    factor = 1.0
+    if kind:
+        from certifier.targets import kind as target_kind
+        tk = target_kind(kind[0], {kind[1][0]: kind[1][1]}, lam)
+        factor = tk.loss_factor
+        if sigma is None:
+            from certifier.params import decimal_str
+            from certifier.resolution import round_up
+            sigma = decimal_str(round_up(tk.exact_sigma(Claim(scheme, steps, epochs, parse_decimal("sigma", "1"),
+                                                              lam), lam)))
     if sigma is None:
         s = closed_form_sigma(steps, epochs, float(lam), scheme)  # Cor. 3.4: >= the exact sigma
         sigma = f"{math.ceil(s * 1e6) / 1e6:.6f}"
@@ -32,14 +46,21 @@ def predicted_seconds(steps: int, epochs: int, target: str, sigma: str | None, s
     m, e = claim.pair()
     if m == 1:
         return 0.0  # M = 1: the Gaussian-shift closed forms, nothing to compute
-    plan = choose_v2(m, e, claim.t2_at(claim.sigma), budget(None, 0.5), None)
+    plan = choose_v2(m, e, claim.t2_at(claim.sigma), budget(None, 0.5) / factor, None)
     return 2.0 * plan.predicted_seconds
+
+
+def kind_key(req: dict) -> tuple:
+    """The request's target kind as a hashable key: () for tv, ("dp", ("epsilon", text)) for dp."""
+    k = req.get("kind")
+    return () if not k else (k["name"], next((n, v) for n, v in k.items() if n != "name"))
 
 
 def admit(req: dict, max_seconds: float) -> float:
     """The job's predicted seconds; ParameterError (422) with the prediction when above `max_seconds`."""
     try:
-        secs = predicted_seconds(req["steps"], req["epochs"], req["target"], req.get("sigma"), req["scheme"])
+        secs = predicted_seconds(req["steps"], req["epochs"], req["target"], req.get("sigma"), req["scheme"],
+                                 kind_key(req))
     except (SigmacertError, ValueError, ArithmeticError, OverflowError) as err:
         raise ParameterError(f"the cost of this job cannot be predicted: {str(err).splitlines()[0][:200]}") from None
     if secs > max_seconds:

@@ -132,8 +132,11 @@ class SigmaService:
         else:
             self.failures[cell] = (time.monotonic(), res)
 
-    async def exact(self, steps: int, epochs: int, target: str, scheme: str = RANDOM_ALLOCATION) -> dict:
+    async def exact(self, steps: int, epochs: int, target: str, scheme: str = RANDOM_ALLOCATION,
+                    kind: dict | None = None) -> dict:
         cell = f"{steps}/{epochs}/{target}" + ("" if scheme == RANDOM_ALLOCATION else f"/{scheme}")
+        if kind is not None:          # a dp / tpr target: its own cache entry, e.g. 100/10/0.00001/dp:1
+            cell += f"/{kind['name']}:{kind.get('epsilon', kind.get('fpr'))}"
         hit = self.cached(cell)
         if hit is not None:  # only a final answer is "cached" (service.middleware keeps those bytes for good)
             return {**hit, "cached": hit.get("exact_status") == "done"}
@@ -145,7 +148,8 @@ class SigmaService:
             fut = self.inflight.get(cell)
             if fut is None:
                 fut = self.lane.sandboxed("sigma", {"steps": steps, "epochs": epochs, "target": target,
-                                                    "scheme": scheme}, self.budget)
+                                                    "scheme": scheme, **({"kind": kind} if kind else {})},
+                                          self.budget)
                 self.inflight[cell] = fut
                 fut.add_done_callback(lambda f, c=cell: self._landed(c, f))
         try:

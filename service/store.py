@@ -210,9 +210,10 @@ class Store:
         row = self._conn().execute("SELECT * FROM jobs WHERE id=?", (jid,)).fetchone()
         return dict(row) if row else None
 
-    def listing(self, *, steps=None, epochs=None, target=None, status=None, limit=50, offset=0):
+    def listing(self, *, steps=None, epochs=None, target=None, status=None, kind=None, limit=50, offset=0):
         where, args = [], []
-        for col, val in (("steps", steps), ("epochs", epochs), ("target", target), ("status", status)):
+        for col, val in (("steps", steps), ("epochs", epochs), ("target", target), ("status", status),
+                         ("COALESCE(json_extract(request, '$.kind.name'), 'tv')", kind)):  # tv requests name none
             if val is not None:
                 where.append(f"{col}=?")
                 args.append(val)

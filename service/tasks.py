@@ -19,7 +19,8 @@ def _one_line(err: Exception) -> str:
 
 def certify_job(req: dict, progress) -> dict:
     """A job of POST /v1/certificates: Lemma C.5 bound at sigma (the exact sigma when absent), for the
-    request's scheme (random-allocation or fixed-bins, docs/integrations.md).
+    request's scheme (random-allocation or fixed-bins, docs/integrations.md) and target kind (tv, or the
+    request's `kind`: dp with epsilon, tpr with fpr; docs/targets.md).
 
     Two-sided, as `sigmacert certify` by default: sigma - 1e-6 is certified to miss the target
     when the numerics say it can (docs/two-sided.md); otherwise the certificate is one-sided. The
@@ -27,12 +28,16 @@ def certify_job(req: dict, progress) -> dict:
     from certifier.certificate.claim import RANDOM_ALLOCATION
     from certifier.certify import certify
     from certifier.errors import SigmacertError
-    from certifier.params import parse_sigma, parse_target
+    from certifier.params import parse_decimal, parse_sigma, parse_target
     try:
         sigma = parse_sigma(req["sigma"]) if req.get("sigma") is not None else None
-        res = certify(req["steps"], req["epochs"], parse_target(req["target"]), sigma, progress=progress,
+        kind = req.get("kind")            # dp / tpr: target is delta / the TPR bound; tv requests have none
+        target = parse_target(req["target"]) if kind is None else parse_decimal("target", req["target"])
+        by_kind = {} if kind is None else {"kind_name": kind["name"],
+                                           "kind_params": {k: v for k, v in kind.items() if k != "name"}}
+        res = certify(req["steps"], req["epochs"], target, sigma, progress=progress,
                       scheme=req.get("scheme", RANDOM_ALLOCATION), iterations=req.get("iterations"),
-                      two_sided=True)
+                      two_sided=True, **by_kind)
     except (SigmacertError, ValueError, ArithmeticError, OverflowError) as err:
         return {"error": _one_line(err)}
     return {"success": res.success, "bound": res.bound, "sigma": res.sigma, "target": res.target,
@@ -48,8 +53,16 @@ def exact_sigma(payload: dict, progress) -> dict:
     from certifier.params import parse_decimal, parse_target
     t0 = time.perf_counter()
     try:
-        s = search(payload["steps"], payload["epochs"], parse_target(payload["target"]),
-                   payload.get("scheme", RANDOM_ALLOCATION))
+        kind = payload.get("kind")        # dp / tpr: the kind's exact sigma (certifier.numerics.targets)
+        if kind is None:
+            s = search(payload["steps"], payload["epochs"], parse_target(payload["target"]),
+                       payload.get("scheme", RANDOM_ALLOCATION))
+        else:
+            from certifier.numerics import targets as nt
+            x, t = float(parse_decimal("kind", kind.get("epsilon", kind.get("fpr")))), float(
+                parse_decimal("target", payload["target"]))
+            find = nt.exact_sigma_dp if kind["name"] == "dp" else nt.exact_sigma_tpr
+            s = find(payload["steps"], payload["epochs"], x, t, "1e-6", scheme=payload.get("scheme", RANDOM_ALLOCATION))
     except (SigmacertError, ValueError, ArithmeticError, OverflowError) as err:
         return {"exact": None, "exact_status": "error", "exact_error": f"{type(err).__name__}: {err}"[:300]}
     from certifier.resolution import issued, resolution_str

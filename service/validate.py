@@ -60,7 +60,13 @@ class CertificateRequest(BaseModel):
                                                           "the default) or fixed-bins (one bin per record)")
     iterations: Optional[Number] = Field(None, description="fixed-bins only: total iterations T; "
                                                            "E = ceil(T / M)")
-    target: Decimal = Field(description="TV target lambda in (0, 1)")
+    target: Optional[Decimal] = Field(None, description="TV target lambda in (0, 1); or one other target kind:")
+    epsilon: Optional[Decimal] = Field(None, description="dp target: epsilon in [0, 100] (with delta)")
+    delta: Optional[Decimal] = Field(None, description="dp target: delta in (0, 1) (with epsilon): "
+                                                       "(epsilon, delta)-DP in both directions")
+    fpr: Optional[Decimal] = Field(None, description="tpr target: false-positive rate alpha in (0, 1) (with tpr)")
+    tpr: Optional[Decimal] = Field(None, description="tpr target: every test with FPR alpha has TPR <= tpr "
+                                                     "(with fpr; tpr > fpr)")
     sigma: Optional[Decimal] = Field(None, description="noise multiplier; default: the exact sigma")
     subject: Optional[SubjectIn] = Field(None, description="file the certificate is about "
                                                           "(default: the claim itself)")
@@ -144,10 +150,44 @@ def shape_of(steps, epochs, scheme, iterations, limits: Limits) -> dict:
     return {"steps": m, "epochs": e, "scheme": sch, "iterations": t}
 
 
+ONE_KIND = "give exactly one target: target (TV lambda), or epsilon with delta, or fpr with tpr"
+HALVES = {"epsilon": "delta", "delta": "epsilon", "fpr": "tpr", "tpr": "fpr"}
+MAX_EPSILON = "100"
+
+
+KIND_FIELDS = ("target", "epsilon", "delta", "fpr", "tpr")
+
+
+def kind_of(given, limits: Limits) -> dict:
+    """{"target": text} (tv) or {"target": delta | beta, "kind": {"name": "dp", "epsilon": text} |
+    {"name": "tpr", "fpr": text}}: exactly one target kind, each decimal exact and within the service's
+    bounds (the rules of `sigmacert certify`, docs/targets.md). given: a request, or a dict of KIND_FIELDS."""
+    given = given if isinstance(given, dict) else {k: getattr(given, k) for k in KIND_FIELDS}
+    named = {k for k, v in given.items() if v is not None}
+    if named == {"target"}:
+        return {"target": target_of(given["target"], limits)}
+    if named == {"epsilon", "delta"}:
+        eps = decimal_str(_bounded("epsilon", given["epsilon"], "0", MAX_EPSILON, limits))
+        return {"target": decimal_str(_bounded("delta", given["delta"], limits.min_target, limits.max_target,
+                                               limits)), "kind": {"name": "dp", "epsilon": eps}}
+    if named == {"fpr", "tpr"}:
+        a = _bounded("fpr", given["fpr"], limits.min_target, limits.max_target, limits)
+        b = _bounded("tpr", given["tpr"], limits.min_target, limits.max_target, limits)
+        if b <= a:
+            raise ParameterError(f"tpr must exceed fpr (a coin that says in with probability fpr has TPR = fpr); "
+                                 f"got fpr={decimal_str(a)}, tpr={decimal_str(b)}")
+        return {"target": decimal_str(b), "kind": {"name": "tpr", "fpr": decimal_str(a)}}
+    if len(named) == 1 and next(iter(named)) in HALVES:
+        only = next(iter(named))
+        raise ParameterError(f"{only} needs {HALVES[only]} ({ONE_KIND})")
+    raise ParameterError(ONE_KIND + (f"; got {', '.join(sorted(named))}" if named else ""))
+
+
 def normalise(req: CertificateRequest, limits: Limits) -> dict:
-    """The canonical request (exact decimal strings): the idempotency key is its hash."""
+    """The canonical request (exact decimal strings): the idempotency key is its hash. A tv request has no
+    `kind` key (its key is the one it always had); dp / tpr requests carry theirs."""
     return {**shape_of(req.steps, req.epochs, req.scheme, req.iterations, limits),
-            "target": target_of(req.target, limits),
+            **kind_of(req, limits),
             "sigma": None if req.sigma is None else sigma_of(req.sigma, limits),
             "subject": None if req.subject is None else {"name": req.subject.name, "sha256": req.subject.sha256}}
 
@@ -172,7 +212,7 @@ def describe_errors(errors) -> str:
             field, msg = "body", "not valid JSON"
         elif field in ("steps", "epochs", "iterations"):
             msg = "must be a positive integer"
-        elif field in ("target", "sigma"):
+        elif field in ("target", "sigma", "epsilon", "delta", "fpr", "tpr"):
             msg = "must be a decimal number (a string like \"0.1\" is read exactly)"
         elif field == "scheme":
             msg = f"must be one of {', '.join(schemes.SCHEMES)}"

@@ -21,7 +21,7 @@ def job_view(row: dict, full: bool = True, viewer_owns: bool = False) -> dict:
         req["subject"] = {"sha256": req["subject"].get("sha256")}
     out = {"id": row["id"], "status": row["status"], "request": req, "steps": row["steps"],
            "epochs": row["epochs"], "scheme": req.get("scheme", "random-allocation"),
-           "target": row["target"], "sigma": row["sigma"],
+           "kind": req.get("kind", {"name": "tv"}), "target": row["target"], "sigma": row["sigma"],
            "created_at": iso(row["created_at"]), "finished_at": iso(row["finished_at"])}
     if req.get("iterations") is not None:
         out["iterations"] = req["iterations"]

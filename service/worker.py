@@ -55,9 +55,13 @@ def matches_request(req: dict, outcome: dict) -> str | None:
     for k, v in want.items():
         if claim.get(k) != v:
             return f"claim.{k} is {claim.get(k)!r}, the request asked for {v!r}"
+    kind = claim.get("kind", {"name": "tv"})          # formats v1-v3 state no kind: tv
+    if kind != (req.get("kind") or {"name": "tv"}):
+        return f"claim.kind is {kind!r}, the request asked for {req.get('kind') or {'name': 'tv'}!r}"
     try:
-        if parse_decimal("bound", pred["bound"]) > parse_decimal("target", claim["target"]):
-            return f"bound {pred['bound']} exceeds the target {claim['target']}"
+        upper = pred["upper"]["bound"] if isinstance(pred.get("upper"), dict) else pred["bound"]  # v4: upper.bound
+        if parse_decimal("bound", upper) > parse_decimal("target", claim["target"]):
+            return f"bound {upper} exceeds the target {claim['target']}"
     except (KeyError, TypeError, ValueError):
         return "no readable bound"
     return None

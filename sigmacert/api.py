@@ -152,6 +152,13 @@ class Certificate:
     keyid: str | None = None
     scheme: str = DEFAULT_SCHEME
     iterations: int | None = None   # fixed-bins: the run's rounds; epochs = ceil(iterations / steps)
+    kind: str = "tv"                # the target kind: "tv", "dp" or "tpr" (docs/targets.md)
+    kind_params: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # exact decimals
+
+    @property
+    def bound_lower(self) -> Decimal | None:
+        """The certified lower value of the kind's functional at sigma_low (TV's for a tv target)."""
+        return self.tv_lower
 
     def write(self, path: str, *, force: bool = False) -> None:
         """Write the signed envelope to `path`, atomically. An existing file is kept and ParameterError
@@ -183,24 +190,42 @@ class Issued:
 
 def issue(steps: int, epochs: int, target, sigma=None, *, key=None, subject: dict | None = None,
           two_sided: bool = True, progress=None, scheme: str = DEFAULT_SCHEME, iterations: int | None = None,
-          h=None, eta=None, cap=None, prec: int | None = None) -> Issued:
-    """The one path from a face (this API, the CLI) to the mathematics: certify the parsed claim
-    (exact rationals; grid options as decimal strings) and, when it is certified and a loaded
+          h=None, eta=None, cap=None, prec: int | None = None, kind_name: str = "tv",
+          kind_params: dict | None = None) -> Issued:
+    """The one path from a face (this API, the CLI, the service) to the mathematics: certify the parsed
+    claim (exact rationals; grid options as decimal strings) and, when it is certified and a loaded
     private key is given, sign it (certifier.certificate.envelope.sign_certificate; subject: a
-    subject entry, default the claim). Raises what certifier.certify.certify raises."""
+    subject entry, default the claim). kind_name "dp" (kind_params {"epsilon": text}, target = delta)
+    or "tpr" ({"fpr": text}, target = the TPR bound) certifies that kind (sigmacert.kinds.certifier_target).
+    Raises what certifier.certify.certify raises, and CannotCertifyError for a certified bound that no
+    certificate format of this build records."""
     from certifier.certificate.envelope import key_id, sign_certificate
     from certifier.certify import certify as _certify
+    kind_args = {} if kind_name == "tv" else {"kind_name": kind_name, "kind_params": kind_params}
     res = _certify(steps, epochs, target, sigma, h=h, eta=eta, cap=cap, prec=prec, progress=progress,
-                   two_sided=two_sided, scheme=scheme, iterations=iterations)
+                   two_sided=two_sided, scheme=scheme, iterations=iterations, **kind_args)
+    if res.success and res.predicate is None:
+        raise CannotCertifyError(f"the {kind_name} bound {res.bound} <= {res.target} at sigma {res.sigma} is "
+                                 f"certified, but no certificate format records the {kind_name} kind in this "
+                                 "build; no certificate issued")
     if not res.success or key is None:
         return Issued(res, None, None)
     return Issued(res, sign_certificate(res.predicate, key, subject), key_id(key.public_key()))
 
 
-def certify(steps, epochs, target, sigma=None, *, key=None, two_sided: bool = True, subject=None,
-            progress: Callable[[str, float, float], None] | None = None, scheme=DEFAULT_SCHEME,
-            iterations=None) -> Certificate:
-    """Certify TV(P_M^E, Q_M^E) <= target at sigma by the finite computation of Appendix C.5.
+def _lower(res):
+    """The certified lower value of the kind's functional at sigma_low (tv: the lower TV)."""
+    return getattr(res, "bound_lower", None) or res.tv_lower
+
+
+def certify(steps, epochs, target=None, sigma=None, *, epsilon=None, delta=None, fpr=None, tpr=None, key=None,
+            two_sided: bool = True, subject=None, progress: Callable[[str, float, float], None] | None = None,
+            scheme=DEFAULT_SCHEME, iterations=None) -> Certificate:
+    """Certify TV(P_M^E, Q_M^E) <= target at sigma by the finite computation of Appendix C.5, or, for
+    exactly one other target kind (as in `exact_sigma`): epsilon=, delta= ((eps, delta)-DP in both
+    directions; `bound` bounds max(delta_{Q||P}, delta_{P||Q})(eps) and `target` is delta) or fpr=, tpr=
+    (every test with FPR fpr has TPR <= tpr; `bound` bounds that TPR and `target` is tpr). `kind` and
+    `kind_params` name it; `tv_lower` is then the kind's lower value at sigma_low.
 
     Without sigma the exact sigma is found first (Theorem 4.1). two_sided (the default, as on
     the command line) also proves sigma - 1e-6 misses the target and adds certified (eps, delta)
@@ -213,8 +238,10 @@ def certify(steps, epochs, target, sigma=None, *, key=None, two_sided: bool = Tr
     Raises ParameterError (bad input), CannotCertifyError (no certificate; the message says why).
     """
     from certifier.certificate.envelope import file_subject
+    from sigmacert import kinds
     m, e, scheme, iterations = _run(steps, epochs, scheme, iterations)
-    lam = parse_target(as_decimal_text("target", target))
+    kind = kinds.parse_kind(target, epsilon=epsilon, delta=delta, fpr=fpr, tpr=tpr)
+    lam, kind_name, kind_params = kinds.certifier_target(kind)
     s = None if sigma is None else parse_sigma(as_decimal_text("sigma", sigma))
     priv = None if key is None else _private_key(key)  # fail early, before the long computation
     subj = None
@@ -224,18 +251,20 @@ def certify(steps, epochs, target, sigma=None, *, key=None, two_sided: bool = Tr
         with open(subject, "rb") as f:
             subj = file_subject(os.path.basename(os.fspath(subject)), f.read())
     issued = issue(m, e, lam, s, key=priv, subject=subj, progress=progress, two_sided=two_sided, scheme=scheme,
-                   iterations=iterations)
+                   iterations=iterations, kind_name=kind_name, kind_params=kind_params)
     res, envelope, keyid = issued.outcome, issued.envelope, issued.keyid
     if not res.success:
-        raise CannotCertifyError(f"not certified: the bound reached, {res.bound}, exceeds the target "
-                            f"{res.target} at sigma {res.sigma} (M={m}, E={e}, {scheme})")
+        raise CannotCertifyError(f"not certified: the bound reached, {kinds.bound_reached(res, kind)}, exceeds the "
+                                 f"target {res.target} ({kind.describe()}) at sigma {res.sigma} (M={m}, E={e}, "
+                                 f"{scheme})")
     eps = {d: Decimal(r["epsilon"]) for d, r in (res.privacy or {}).get("epsilon_at_delta", {}).items()}
     tpr = {a: Decimal(r["tpr"]) for a, r in (res.tpr or {}).items()}
     return Certificate(m, e, Decimal(res.target), Decimal(res.sigma), Decimal(res.bound), res.two_sided,
                        None if res.sigma_low is None else Decimal(res.sigma_low),
-                       None if res.tv_lower is None else Decimal(res.tv_lower),
+                       None if _lower(res) is None else Decimal(_lower(res)),
                        MappingProxyType(eps), MappingProxyType(tpr), MappingProxyType(res.predicate),
-                       envelope, keyid, scheme, iterations)
+                       envelope, keyid, scheme, iterations, kind.kind,
+                       MappingProxyType({} if kind.kind == "tv" else dict(kind.params)))
 
 
 @dataclass(frozen=True)

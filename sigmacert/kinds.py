@@ -78,6 +78,16 @@ def parse_kind(target=None, *, epsilon=None, delta=None, fpr=None, tpr=None) -> 
     raise ParameterError(f"{ONE_KIND}; got {', '.join(sorted(named))}")
 
 
+def certifier_target(kind: Kind) -> tuple[fmpq, str, dict | None]:
+    """(target, kind_name, kind_params) for certifier.certify.certify: the target is lambda (tv),
+    delta (dp) or the TPR bound beta (tpr); the kind's other parameter stays exact decimal text."""
+    if kind.kind == "tv":
+        return fmpq_target(kind), "tv", None
+    if kind.kind == "dp":
+        return parse_decimal("delta", kind.params["delta"]), "dp", {"epsilon": kind.params["epsilon"]}
+    return parse_decimal("tpr", kind.params["tpr"]), "tpr", {"fpr": kind.params["fpr"]}
+
+
 def exact_sigma(steps: int, epochs: int, kind: Kind, scheme: str, resolution: str = "auto") -> str:
     """The least sigma on the grid meeting the target (numerical), as a decimal; resolution "auto" is
     res(sigma) of certifier.resolution (1e-6 below 10, six significant digits above), what certify issues."""
@@ -142,3 +152,44 @@ def tpr_bounds(steps: int, epochs: int, sigma: float, alpha: float, scheme: str)
     if alpha <= 0.5:
         out["chi2"] = qb.chi2_tpr_bound(r.steps, r.epochs, s, alpha)
     return out
+
+
+def claim_kind(claim: dict) -> dict:
+    """The target kind a certificate's claim states: {"name": "tv"} (v1-v3 claims have no kind),
+    {"name": "dp", "epsilon": text} or {"name": "tpr", "fpr": text} (format v4). The one reader of it."""
+    kind = claim.get("kind", {"name": "tv"})
+    if not isinstance(kind, dict) or kind.get("name") not in KINDS:
+        raise ParameterError(f"the claim's target kind is not one of {', '.join(KINDS)}")
+    return kind
+
+
+def claim_statement(kind: dict, target: str) -> str:
+    """The certified inequality of a claim of this kind, in words (claim.target: lambda, delta or beta)."""
+    if kind["name"] == "dp":
+        return (f"max(delta_Q||P, delta_P||Q)({kind['epsilon']}) <= {target}: ({kind['epsilon']}, {target})-DP, "
+                "both directions")
+    if kind["name"] == "tpr":
+        return f"every membership test with FPR <= {kind['fpr']} has TPR <= {target}"
+    return f"TV(P_M^E, Q_M^E) <= {target}"
+
+
+def certified_sides(predicate: dict) -> dict:
+    """The kind and both certified values of a predicate (any format): `upper` <= claim.target at sigma
+    (v1-v3: `bound`; v4: `upper.bound`), and for a two-sided one `lower` > target at `sigma_low`
+    (v2/v3: lower.tv_lower; v4: lower.bound_lower)."""
+    upper = predicate.get("upper")
+    low = predicate.get("lower")
+    return {"kind": claim_kind(predicate["claim"]),
+            "upper": upper["bound"] if isinstance(upper, dict) and "bound" in upper else predicate["bound"],
+            "lower": None if low is None else low.get("bound_lower", low.get("tv_lower")),
+            "sigma_low": None if low is None else low["sigma_low"]}
+
+
+def bound_reached(outcome, kind: Kind) -> str | None:
+    """The bound a certify Outcome reached on the kind's functional: its `bound` when certified or for tv;
+    for a dp / tpr target that was not met, the last try's kind bound (the Outcome's `bound` is then the
+    grid's TV), None when no try computed one."""
+    if outcome.success or kind.kind == "tv":
+        return outcome.bound
+    key = f"{kind.kind}_bound"
+    return next((t[key] for t in reversed(outcome.tries) if t.get(key) is not None), None)

@@ -25,6 +25,7 @@ from service.views import envelope_file, job_view
 
 router = APIRouter()
 STATUSES = ("queued", "running", "done", "failed", "cancelled")
+KINDS = ("tv", "dp", "tpr")
 BODY = {"requestBody": {"required": True, "content": {"application/json": {
     "schema": CertificateRequest.model_json_schema(ref_template="#/components/schemas/{model}")}}}}
 
@@ -92,16 +93,18 @@ def cancel(jid: str, who: Caller = Depends(caller), state: ServiceState = Depend
 
 @router.get("/v1/certificates", summary="archive listing (newest first, paginated)")
 def listing(steps: str | None = None, epochs: str | None = None, target: str | None = None,
-            status: str | None = None, limit: int = Query(50, ge=1, le=200),
+            status: str | None = None, kind: str | None = None, limit: int = Query(50, ge=1, le=200),
             offset: int = Query(0, ge=0, le=10**9), who: Caller | None = Depends(viewer),
             state: ServiceState = Depends(get_state)):
     if status is not None and status not in STATUSES:
         raise ParameterError(f"status must be one of {', '.join(STATUSES)}")
+    if kind is not None and kind not in KINDS:
+        raise ParameterError(f"kind must be one of {', '.join(KINDS)}")
     bounds = state.config.limits
     rows, total = state.store.listing(steps=None if steps is None else steps_of(steps, bounds),
                                       epochs=None if epochs is None else epochs_of(epochs, bounds),
                                       target=None if target is None else target_of(target, bounds),
-                                      status=status, limit=limit, offset=offset)
+                                      status=status, kind=kind, limit=limit, offset=offset)
     nxt = offset + limit if offset + limit < total else None
     return {"items": [job_view(r, full=False, viewer_owns=owns(who, r)) for r in rows], "total": total,
             "limit": limit, "offset": offset, "next_offset": nxt}

@@ -17,7 +17,7 @@ from service.state import ServiceState, get_state
 from service.views import envelope_file
 
 router = APIRouter()
-PLOTS = ("tv", "tradeoff", "epsilon")
+PLOTS = ("tv", "tradeoff", "epsilon", "profile", "tradeoff-kind")  # the last two: dp and tpr certificates
 # the report is self-contained: inline CSS and SVG, no script, no URL; the page shows it in a frame
 REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'self'"
 PENDING = """<!doctype html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="2">
@@ -51,7 +51,8 @@ async def report(jid: str, state: ServiceState = Depends(get_state)):
                     headers={**headers, "X-Sigmacert-Verdict": r["verdict"]})
 
 
-@router.get("/v1/certificates/{jid}/plots/{name}.svg", summary="one plot of the report (SVG): tv, tradeoff, epsilon")
+@router.get("/v1/certificates/{jid}/plots/{name}.svg", summary="one plot of the report (SVG): tv, tradeoff, epsilon; "
+                                                          "profile (dp), tradeoff-kind (tpr)")
 async def plot(jid: str, name: str, state: ServiceState = Depends(get_state)):
     if name not in PLOTS:
         raise ApiError(404, f"no plot {name[:40]!r}; the plots are {', '.join(PLOTS)}")

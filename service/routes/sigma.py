@@ -6,17 +6,28 @@ from fastapi.responses import JSONResponse
 
 from service.errors import ApiError
 from service.state import ServiceState, get_state
-from service.validate import shape_of, target_of
+from service.validate import kind_of, shape_of
 
 router = APIRouter()
 
 
-@router.get("/v1/sigma", summary="closed-form and exact sigma for a cell and scheme (cached)")
-async def sigma(steps: str, target: str, epochs: str | None = None, scheme: str | None = None,
-                iterations: str | None = None, state: ServiceState = Depends(get_state)):
+@router.get("/v1/sigma", summary="closed-form and exact sigma for a cell and scheme (cached); or the exact sigma "
+                                 "of a dp (epsilon, delta) or tpr (fpr, tpr) target")
+async def sigma(steps: str, target: str | None = None, epochs: str | None = None, scheme: str | None = None,
+                iterations: str | None = None, epsilon: str | None = None, delta: str | None = None,
+                fpr: str | None = None, tpr: str | None = None, state: ServiceState = Depends(get_state)):
     bounds = state.config.limits
-    shape, t = shape_of(steps, epochs, scheme, iterations, bounds), target_of(target, bounds)
-    m, e, sch = shape["steps"], shape["epochs"], shape["scheme"]
+    shape = shape_of(steps, epochs, scheme, iterations, bounds)
+    k = kind_of({"target": target, "epsilon": epsilon, "delta": delta, "fpr": fpr, "tpr": tpr}, bounds)
+    m, e, sch, t = shape["steps"], shape["epochs"], shape["scheme"], k["target"]
+    if "kind" in k:                   # dp / tpr: the exact sigma only (docs/targets.md; no TV closed form)
+        ex = await state.sigma.exact(m, e, t, sch, k["kind"])
+        body = {**shape, "kind": k["kind"], "target": t, **ex, "resolution": ex.get("resolution", "1e-6")}
+        if shape["iterations"] is None:
+            del body["iterations"]
+        if ex.get("exact_status") == "pending":
+            return JSONResponse(body, 202, headers={"Retry-After": "10"})
+        return body
     from certifier.errors import NumericsUnreliable
     from certifier.numerics.schemes import closed_form_sigma_up
     try:

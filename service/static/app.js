@@ -24,6 +24,14 @@ function cell(tr, text, code) {
   return td;
 }
 
+// the job's target in words: TV lambda, or the dp / tpr kind with its parameter (docs/targets.md)
+function targetText(j) {
+  const k = j.kind || { name: "tv" };
+  if (k.name === "dp") return `(${k.epsilon}, ${j.target})-DP`;
+  if (k.name === "tpr") return `TPR <= ${j.target} at FPR ${k.fpr}`;
+  return `TV <= ${j.target}`;
+}
+
 function renderJob(j) {
   $("job").hidden = false;
   $("job-id").textContent = j.id;
@@ -32,8 +40,9 @@ function renderJob(j) {
     ? `${j.stage} ${Number(j.percent || 0).toFixed(0)} %, ${Number(j.elapsed || 0).toFixed(1)} s` : "";
   $("job-progress").value = j.status === "done" ? 100 : (j.status === "running" ? Number(j.percent || 0) : 0);
   let detail = `${j.scheme} M=${j.steps} E=${j.epochs}` + (j.iterations ? ` (T=${j.iterations})` : "")
-    + ` target ${j.target}` + (j.sigma ? ` sigma ${j.sigma}` : "");
-  if (j.status === "done") detail += ` : certified TV <= ${j.bound} (key ${String(j.keyid).slice(0, 12)}...)`;
+    + ` target ${targetText(j)}` + (j.sigma ? ` sigma ${j.sigma}` : "");
+  const what = (j.kind && j.kind.name !== "tv") ? `${targetText(j)}: bound` : "TV <=";
+  if (j.status === "done") detail += ` : certified ${what} ${j.bound} (key ${String(j.keyid).slice(0, 12)}...)`;
   if (j.reason) detail += ` : ${j.reason}`;
   $("job-detail").textContent = detail;
   const done = j.status === "done", base = `/v1/certificates/${encodeURIComponent(j.id)}`;
@@ -114,7 +123,8 @@ async function loadArchive(ev) {
     a.href = "#" + j.id; a.textContent = j.id;
     a.addEventListener("click", (e) => { e.preventDefault(); watch(j.id); $("job").scrollIntoView(); });
     const td = document.createElement("td"); td.appendChild(a); tr.appendChild(td);
-    for (const v of [j.status, j.scheme, j.steps, j.epochs, j.target, j.sigma, j.bound, j.created_at]) cell(tr, v);
+    const tgt = (j.kind && j.kind.name !== "tv") ? targetText(j) : j.target;
+    for (const v of [j.status, j.scheme, j.steps, j.epochs, tgt, j.sigma, j.bound, j.created_at]) cell(tr, v);
     const last = cell(tr, "");
     if (j.status === "done") {
       const d = document.createElement("a");

@@ -5,7 +5,7 @@ import json
 import os
 import sys
 
-from certifier.params import ParameterError, parse_decimal, parse_sigma, parse_target
+from certifier.params import ParameterError, parse_decimal, parse_sigma
 from sigmacert.files import MAX_CERTIFICATE, read_regular, refuse_existing, sha256_regular, write_atomic
 
 # ----------------------------------------------------------------------------- keygen
@@ -77,7 +77,9 @@ def _try_line(t: dict) -> str:
     if "calibration" in t:
         return (f"calibration ({t['calibration']}): mantissa_bits={t['mantissa_bits']} eta={t['eta']} -> loss model "
                 f"x {t['k_scale']} ({t['seconds']} s)")
-    return f"try {t['try']}{at}: {_grid(t)} -> bound {t['bound']} ({t['seconds']} s)"
+    kind = next((k for k in ("dp_bound", "tpr_bound") if k in t), None)  # a dp / tpr try: its own bound first
+    bound = f"{kind.removesuffix('_bound')} bound {t[kind]} (TV {t['bound']})" if kind else f"bound {t['bound']}"
+    return f"try {t['try']}{at}: {_grid(t)} -> {bound} ({t['seconds']} s)"
 
 
 def _lower_line(t: dict) -> str:
@@ -85,17 +87,36 @@ def _lower_line(t: dict) -> str:
         return _try_line(t)
     if "skipped" in t:
         return f"lower side at sigma_low {t.get('sigma_low', '-')}: not run: {t['skipped']}"
-    return (f"lower side at sigma_low {t['sigma_low']} try {t['try']}: {_grid(t)} -> TV >= {t['tv_lower']} "
-            f"({t.get('seconds', 0)} s)")
+    if "tv_lower" in t:
+        return (f"lower side at sigma_low {t['sigma_low']} try {t['try']}: {_grid(t)} -> TV >= {t['tv_lower']} "
+                f"({t.get('seconds', 0)} s)")
+    return (f"lower side at sigma_low {t['sigma_low']} try {t['try']}: {_grid(t)} -> "
+            f"{t.get('bound_lower', '-')} ({t.get('seconds', 0)} s)")
+
+
+def _functional(kind) -> str:
+    """What the kind's bound is a bound on (the claim's statement says it in full)."""
+    if kind.kind == "dp":
+        return f"max(delta_Q||P, delta_P||Q)({kind.params['epsilon']})"
+    if kind.kind == "tpr":
+        return f"TPR at FPR {kind.params['fpr']}"
+    return "TV"
+
+
+def _lower_value(res) -> str | None:
+    """The certified lower value of the kind's functional at sigma_low (tv: the lower TV)."""
+    return getattr(res, "bound_lower", None) or res.tv_lower
 
 
 def run_certify(args) -> int:
     from certifier.certificate.keys import load_private
+    from sigmacert import kinds
     from sigmacert.api import issue
     from sigmacert.cli.core import run_shape
 
     m, e, scheme, iterations = run_shape(args)
-    lam = parse_target(args.target)
+    kind = kinds.parse_kind(args.target, epsilon=args.epsilon, delta=args.delta, fpr=args.fpr, tpr=args.tpr)
+    lam, kind_name, kind_params = kinds.certifier_target(kind)
     sigma = parse_sigma(args.sigma) if args.sigma is not None else None
     h, eta, cap = (_opt_decimal("h", args.h), _opt_decimal("eta", args.eta), _opt_decimal("cap", args.cap))
     prec = None
@@ -119,15 +140,19 @@ def run_certify(args) -> int:
     try:
         issued = issue(m, e, lam, sigma, key=key, subject=subject, h=h, eta=eta, cap=cap, prec=prec,
                        progress=_Progress(args.quiet), two_sided=not args.one_sided, scheme=scheme,
-                       iterations=iterations)
+                       iterations=iterations, kind_name=kind_name, kind_params=kind_params)
     except ValueError as err:
         raise ParameterError(str(err)) from None
     res = issued.outcome
     summary = {"certified": res.success, "steps": m, "epochs": e, "scheme": scheme, "iterations": iterations,
+               "kind": kind.kind, **({} if kind.kind == "tv" else {"kind_params": kind.params}),
                "sigma": res.sigma,
-               "target": res.target, "bound": res.bound, "tries": res.tries,
-               "tv_exact": res.tv, "output": None, "two_sided": res.two_sided, "sigma_low": res.sigma_low,
-               "tv_lower_at_sigma_low": res.tv_lower, "lower_tries": res.lower_tries,
+               "target": res.target, "bound": kinds.bound_reached(res, kind), "tries": res.tries,
+               "tv_exact": res.tv if kind.kind == "tv" else None,
+               **({} if kind.kind == "tv" else {"value_exact": res.tv, "value_error": res.tv_error}),
+               "output": None, "two_sided": res.two_sided, "sigma_low": res.sigma_low,
+               "tv_lower_at_sigma_low": res.tv_lower if kind.kind == "tv" else None,
+               "bound_lower_at_sigma_low": _lower_value(res), "lower_tries": res.lower_tries,
                "lower_seconds": res.lower_seconds,
                "epsilon_at_delta": ({k: v["epsilon"] for k, v in res.privacy["epsilon_at_delta"].items()}
                                     if res.privacy else None),
@@ -139,8 +164,9 @@ def run_certify(args) -> int:
         else:
             for t in res.tries:
                 print(_try_line(t))
-            print(f"NOT certified: the bound reached, {res.bound}, exceeds the target {res.target} "
-                  f"at sigma {res.sigma}; no certificate written")
+            what = "" if kind.kind == "tv" else f" ({kind.describe()})"
+            print(f"NOT certified: the bound reached, {kinds.bound_reached(res, kind)}, exceeds the target "
+                  f"{res.target}{what} at sigma {res.sigma}; no certificate written")
         return 1
     write_atomic(args.output, issued.envelope + b"\n", force=args.force)
     summary["output"] = os.path.abspath(args.output)
@@ -152,10 +178,12 @@ def run_certify(args) -> int:
             print(_try_line(t))
         for t in res.lower_tries:
             print(_lower_line(t))
-        print(f"certified: TV <= {res.bound} <= {res.target} at sigma {res.sigma} (M={m}, E={e}, {scheme})")
+        f = _functional(kind)
+        print(f"certified: {f} <= {res.bound} <= {res.target} at sigma {res.sigma} (M={m}, E={e}, {scheme})")
         if res.two_sided:
-            print(f"certified: TV >= {res.tv_lower} > {res.target} at sigma_low {res.sigma_low}, so "
-                  f"{res.sigma_low} < sigma_lambda <= {res.sigma}")
+            exact = "sigma_lambda" if kind.kind == "tv" else f"the least sigma meeting {kind.describe()}"
+            print(f"certified: {f} >= {_lower_value(res)} > {res.target} at sigma_low {res.sigma_low}, so "
+                  f"{res.sigma_low} < {exact} <= {res.sigma}")
         elif not args.one_sided:
             print("  two-sided: no sigma_low could be certified to miss the target; the certificate is one-sided")
         for d, row in ((res.privacy or {}).get("epsilon_at_delta") or {}).items():
@@ -177,20 +205,33 @@ def _flat(env: dict, stmt: dict) -> dict:
     grid = {k: mth.get(k) for k in ("h", "eta", "cap", "prec", "tail_start", "tail_step", "lattice_schedule",
                                     "k_minus", "k_plus", "fixed_point_bits", "trim", "mantissa_bits",
                                     "top_octave", "k_top")}
+    from sigmacert.kinds import certified_sides
+    sides = certified_sides(p)
     return {"steps": c["steps"], "epochs": c["epochs"], "sigma": c["sigma"], "target": c["target"],
-            "scheme": c.get("scheme", "random-allocation"), "iterations": c.get("iterations"),
-            "bound": p["bound"], **grid, "method": f"{mth['name']} v{mth['version']}", "method_object": mth,
+            "kind": sides["kind"], "scheme": c.get("scheme", "random-allocation"), "iterations": c.get("iterations"),
+            "bound": sides["upper"], **grid, "method": f"{mth['name']} v{mth['version']}", "method_object": mth,
             "keyid": env["signatures"][0]["keyid"], "issued_at": p["issued_at"],
             "subject": stmt["subject"][0]["name"], "predicate_type": stmt["predicateType"],
             "tv_exact": p.get("numerics", {}).get("tv_exact"), "verified": False,
             "sigma_low": p["lower"]["sigma_low"] if "lower" in p else None,
-            "tv_lower_at_sigma_low": p["lower"]["tv_lower"] if "lower" in p else None,
+            "tv_lower_at_sigma_low": p["lower"].get("tv_lower") if "lower" in p else None,
+            "bound_lower_at_sigma_low": sides["lower"],
             "lower_method": (f"{p['lower']['method']['name']} v{p['lower']['method']['version']}"
                              if "lower" in p else None),
             "epsilon_at_delta": ({k: v["epsilon"] for k, v in p["privacy"]["epsilon_at_delta"].items()}
                                  if "privacy" in p else None),
             "tpr_at_fpr": {k: v["tpr"] for k, v in p["tpr"].items()} if "tpr" in p else None,
             "rows_not_certified": p.get("rows_not_certified")}
+
+
+def _show_kind(f: dict) -> None:
+    """The claim lines of a dp or tpr certificate (format v4)."""
+    from sigmacert.kinds import claim_statement
+    run = (f"M={f['steps']} bins, E={f['epochs']} rounds per bin ({f['iterations']} iterations), fixed bins"
+           if f["scheme"] == "fixed-bins" else
+           f"M={f['steps']} steps/epoch, E={f['epochs']} epochs, random allocation")
+    print(f"  claim   : {claim_statement(f['kind'], f['target'])}")
+    print(f"            for DP-SGD, zero-out, {run}, sigma={f['sigma']}")
 
 
 def run_show(args) -> int:
@@ -213,7 +254,9 @@ def run_show(args) -> int:
     f = flat
     fixed = f["scheme"] == "fixed-bins"
     print("sigmacert certificate (NOT verified by `show`; run the verifier for that)")
-    if fixed:
+    if f["kind"]["name"] != "tv":
+        _show_kind(f)
+    elif fixed:
         print(f"  claim   : TV <= {f['target']} for DP-SGD with fixed bins (each record in one bin for the "
               "whole run), zero-out")
         print(f"            M={f['steps']} bins, E={f['epochs']} rounds per bin ({f['iterations']} iterations), "
@@ -221,9 +264,14 @@ def run_show(args) -> int:
     else:
         print(f"  claim   : TV(P_M^E, Q_M^E) <= {f['target']} for DP-SGD with random allocation, zero-out")
         print(f"            M={f['steps']} steps/epoch, E={f['epochs']} epochs, sigma={f['sigma']}")
-    print(f"            so every membership-inference test has accuracy <= 1/2 + {f['target']}/2")
+    if f["kind"]["name"] == "tv":
+        print(f"            so every membership-inference test has accuracy <= 1/2 + {f['target']}/2")
     print(f"  bound   : {f['bound']}  ({f['method']})")
-    if f["sigma_low"] is not None:
+    if f["sigma_low"] is not None and f["kind"]["name"] != "tv":
+        print(f"  lower   : {f['bound_lower_at_sigma_low']} > {f['target']} at sigma_low={f['sigma_low']} "
+              f"({f['lower_method']})")
+        print(f"  interval: {f['sigma_low']} < the least sigma meeting the target <= {f['sigma']}")
+    elif f["sigma_low"] is not None:
         print(f"  lower   : TV >= {f['tv_lower_at_sigma_low']} > {f['target']} at sigma_low={f['sigma_low']} "
               f"({f['lower_method']})")
         print(f"  interval: {f['sigma_low']} < sigma_lambda <= {f['sigma']}")
@@ -250,11 +298,14 @@ def register(sub) -> None:
     p.set_defaults(run=run_keygen)
 
     from sigmacert.cli.core import add_scheme_arguments
-    p = sub.add_parser("certify", help="certify TV <= target at sigma (Lemma C.5) and sign a certificate")
+    p = sub.add_parser("certify", help="certify TV <= lambda, (eps, delta)-DP or TPR <= beta at FPR alpha at sigma "
+                                       "(Lemma C.5) and sign a certificate")
     p.add_argument("--steps", "-M", required=True, help="steps per epoch M (fixed-bins: number of bins)")
     p.add_argument("--epochs", "-E", help="epochs E (fixed-bins: rounds per bin)")
     add_scheme_arguments(p)
-    p.add_argument("--target", "-l", required=True, help="TV target lambda in (0, 1)")
+    p.add_argument("--target", "-l", help="TV target lambda in (0, 1) (or a dp / tpr target below)")
+    from sigmacert.cli.targets import add_kind_arguments
+    add_kind_arguments(p)
     p.add_argument("--sigma", "-s", help="noise multiplier (default: the exact sigma, found first)")
     p.add_argument("--key", required=True, metavar="PRIVATE.pem", help="Ed25519 private key (PKCS#8 PEM)")
     p.add_argument("-o", "--output", required=True, metavar="CERT.json", help="certificate to write")
@@ -267,8 +318,8 @@ def register(sub) -> None:
     side = p.add_mutually_exclusive_group()
     side.add_argument("--two-sided", action="store_true",
                       help="also certify that sigma - resolution misses the target, with certified (eps, delta) "
-                           "and TPR rows: a v2 certificate (the default)")
-    side.add_argument("--one-sided", action="store_true", help="only the upper bound: a v1 certificate")
+                           "and TPR rows (the default; tv: a v2/v3 certificate, dp/tpr: v4)")
+    side.add_argument("--one-sided", action="store_true", help="only the upper bound (tv: a v1 certificate)")
     p.add_argument("--json", action="store_true", help="one JSON summary on stdout")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(run=run_certify)

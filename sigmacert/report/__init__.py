@@ -85,6 +85,9 @@ def gaussian_pair_of(claim: dict) -> tuple[int, int, float] | None:
 
 def _plots(f: Facts) -> tuple[dict, dict]:
     """The three figures of an accepted certificate, and a remark per figure (points the numerics refused)."""
+    if f.kind["name"] != "tv":                        # dp / tpr (format v4): the certified target on its curve
+        from sigmacert.report.kinds import kind_plots
+        return kind_plots(f)
     c, p = f.claim, f.predicate
     pair_of = gaussian_pair_of(c)
     if pair_of is None:
@@ -137,7 +140,11 @@ def render(envelope_bytes: bytes, public_keys, *, subject=None,
     svgs, notes = _plots(f) if f.accepted else ({}, {})
     versions = {"sigmacert": __version__, "python-flint (verifier)": flint.__version__,
                 "FLINT": flint.__FLINT_VERSION__, "matplotlib": matplotlib.__version__}
-    html = page(f, svgs, notes, _comparisons(f) if f.accepted else {}, versions)
+    numerical = []
+    if f.accepted and f.kind["name"] != "tv":
+        from sigmacert.report.kinds import numerical_rows
+        numerical = numerical_rows(f)
+    html = page(f, svgs, notes, _comparisons(f) if f.accepted else {}, versions, numerical)
     return Report(html, f.verdict, f.reason, f.detail, f.sha256, MappingProxyType(svgs))
 
 

@@ -54,6 +54,18 @@ class Facts:
         return m.group(1) if m else "?"
 
     @property
+    def kind(self) -> dict:
+        """The claim's target kind ({"name": "tv"} for formats v1-v3; sigmacert.kinds.claim_kind)."""
+        from sigmacert.kinds import claim_kind
+        return claim_kind(self.claim)
+
+    @property
+    def sides(self) -> dict:
+        """kind, upper (<= target at sigma), lower (> target at sigma_low) and sigma_low, as written."""
+        from sigmacert.kinds import certified_sides
+        return certified_sides(self.predicate)
+
+    @property
     def two_sided(self) -> bool:
         return "lower" in self.predicate
 

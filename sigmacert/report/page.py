@@ -59,6 +59,19 @@ CAPTIONS = {
                "divergences, Appendix B.4; not certified). The certified points lie on or just above it.",
 }
 
+CAPTIONS["profile"] = (
+    "<b>The privacy profile &delta;(&epsilon;)</b> = max(&delta;<sub>Q&#8214;P</sub>, &delta;<sub>P&#8214;Q</sub>)"
+    "(&epsilon;) of the Gaussian pair (log scale; Appendix B.4). Orange: the exact numerics at &sigma; (solid) and "
+    "at &sigma;<sub>low</sub> (dotted), floating point with error estimates, not certified. Dashed: the target "
+    "&delta;. Green &#9660;: the certified upper bound at the certificate's &epsilon; and &sigma;; red &#9650;: "
+    "the certified lower bound at &sigma;<sub>low</sub> (two-sided), above the target.")
+CAPTIONS["tradeoff-kind"] = (
+    "<b>The trade-off curve</b>: the true-positive rate 1 &minus; T(&alpha;) of the best membership test at "
+    "false-positive rate &alpha; (log-log; (7)). Orange: the exact numerics at &sigma; (solid) and at "
+    "&sigma;<sub>low</sub> (dotted), not certified. Black &times;: the target. Green &#9660;: the certified "
+    "upper bound at &sigma;; red &#9650;: the certified lower bound at &sigma;<sub>low</sub> (two-sided). Grey: "
+    "random guessing.")
+
 ZOOM = (" Red &#9650;: the certified lower bound at &sigma;<sub>low</sub>. Right: the same near &sigma; at the "
         "scale of the 10<sup>-6</sup> grid, relative to &lambda; &mdash; the exact curve crosses &lambda; between "
         "the two certified points, as the certificate proves: &sigma;<sub>low</sub> &lt; &sigma;<sub>&lambda;</sub> "
@@ -112,7 +125,36 @@ SCHEMES = {  # how each scheme samples, and the pair its certificate bounds (doc
 }
 
 
+def _claim_kind(f: Facts) -> str:
+    """The claim of a dp or tpr certificate (format v4) in words."""
+    from sigmacert.kinds import claim_statement
+    c, kind = f.claim, f.kind
+    m, e, s = (_t(c[k]) for k in ("steps", "epochs", "sigma"))
+    how, _ = SCHEMES.get(f.scheme, ("see the statement below", ""))
+    runs = f", {_t(c['iterations'])} iterations" if "iterations" in c else ""
+    if kind["name"] == "dp":
+        meaning = (f"(&epsilon;, &delta;)-differential privacy with &epsilon; = {_t(kind['epsilon'])} and &delta; = "
+                   f"{_t(c['target'])}, in both directions (adding or removing the record): for every set S of "
+                   "outputs, Pr[S with the record] &le; e<sup>&epsilon;</sup> Pr[S without] + &delta;, and the "
+                   "other way round.")
+    else:
+        meaning = (f"an attacker who must say whether one target record was in the training data, and who may "
+                   f"wrongly say <q>in</q> for at most a fraction {_t(kind['fpr'])} of the records that were out "
+                   f"(FPR &le; {_t(kind['fpr'])}), finds at most a fraction {_t(c['target'])} of the records that "
+                   "were in (TPR), whatever test it uses and whatever else it knows.")
+    return f"""<section id="claim"><h2>The claim</h2>
+<p>Training by DP-SGD with <b>{_t(f.scheme)}</b> sampling ({how}), <b>M = {m}</b> steps per epoch,
+<b>E = {e}</b> epochs{runs}, noise multiplier <b>&sigma; = {s}</b> (noise N(0, &sigma;<sup>2</sup>C<sup>2</sup>I) at
+every step, C the clipping norm), {_t(c['adjacency'])} adjacency ({_t(c['mechanism'])}).</p>
+<p>Certified, target kind <b>{_t(kind['name'])}</b>: <b>{escape(claim_statement(kind, c['target']))}</b> for the
+Gaussian pair of Section 2, which dominates every run of that training. The certificate's statement:
+<q>{_t(c['statement'])}</q>.</p>
+<p>What it means: {meaning}</p></section>"""
+
+
 def _claim(f: Facts) -> str:
+    if f.kind["name"] != "tv":
+        return _claim_kind(f)
     c = f.claim
     m, e, s, lam = (_t(c[k]) for k in ("steps", "epochs", "sigma", "target"))
     how, pair = SCHEMES.get(f.scheme, ("see the statement below", "TV"))
@@ -130,11 +172,37 @@ every membership-inference test with false-positive rate &alpha; has true-positi
 &lambda;; the certified rows below are sharper at small &alpha;.</p></section>"""
 
 
-def _certified(f: Facts, comparisons: dict) -> str:
+KIND_FUNCTIONAL = {  # the kind's functional and its target's name, in the tables (docs/targets.md)
+    "dp": (lambda k: f"&delta;({_t(k['epsilon'])}) = max(&delta;<sub>Q&#8214;P</sub>, &delta;<sub>P&#8214;Q</sub>)"
+                     f"({_t(k['epsilon'])})", "&delta;"),
+    "tpr": (lambda k: f"TPR at FPR {_t(k['fpr'])}", "&beta;"),
+}
+
+
+def _kind_rows(f: Facts, numerical) -> list[str]:
+    """The upper and lower rows of a dp or tpr certificate, then the other quantities (numerical)."""
+    c, s = f.claim, f.sides
+    name, target = KIND_FUNCTIONAL[s["kind"]["name"]]
+    what = name(s["kind"])
+    rows = [f"<tr><td>upper bound at &sigma; = {_t(c['sigma'])}</td><td class=num>{what} &le; {_t(s['upper'])} "
+            f"&le; {target} = {_t(c['target'])}</td><td class=num>{_t(f.replayed_bound)}</td></tr>"]
+    if s["lower"] is not None:
+        rows += [f"<tr><td>lower bound at &sigma;<sub>low</sub> = {_t(s['sigma_low'])}</td><td class=num>{what} "
+                 f"&ge; {_t(s['lower'])} &gt; {target}</td><td class=num>{_t(f.replayed_lower)}</td></tr>",
+                 f"<tr><td>the least &sigma; meeting the target</td><td class=num><b>{_t(s['sigma_low'])} &lt; "
+                 f"&sigma; &le; {_t(c['sigma'])}</b></td><td></td></tr>"]
+    rows += [f"<tr><td>{label} at &sigma; (numerical, not certified)</td><td class=num>{value}</td><td></td></tr>"
+             for label, value in numerical]
+    return rows
+
+
+def _certified(f: Facts, comparisons: dict, numerical=()) -> str:
     p, c, r = f.predicate, f.claim, f.replayed_rows
+    tv = f.kind["name"] == "tv"
     rows = [f"<tr><td>upper bound at &sigma; = {_t(c['sigma'])}</td><td class=num>TV &le; {_t(p['bound'])} "
-            f"&le; &lambda; = {_t(c['target'])}</td><td class=num>{_t(f.replayed_bound)}</td></tr>"]
-    if f.two_sided:
+            f"&le; &lambda; = {_t(c['target'])}</td><td class=num>{_t(f.replayed_bound)}</td></tr>"] if tv else \
+        _kind_rows(f, numerical)
+    if f.two_sided and tv:
         lo = p["lower"]
         rows += [f"<tr><td>lower bound at &sigma;<sub>low</sub> = {_t(lo['sigma_low'])}</td><td class=num>TV &ge; "
                  f"{_t(lo['tv_lower'])} &gt; &lambda;</td><td class=num>{_t(f.replayed_lower)}</td></tr>",
@@ -149,25 +217,26 @@ def _certified(f: Facts, comparisons: dict) -> str:
     table = ("<table><tr><th>quantity</th><th>certified</th><th>the verifier's own replay</th></tr>"
              + "".join(rows) + "</table>")
     if not f.two_sided:
-        table += ("<p class=note>One-sided certificate: &sigma; is proven to meet &lambda;, not to be the least "
+        table += ("<p class=note>One-sided certificate: &sigma; is proven to meet the target, not to be the least "
                   "such &sigma; (no lower bound).</p>")
     if not f.tpr_rows:
         table += "<p class=note>No (&epsilon;, &delta;) and no TPR rows are certified.</p>"
+    tv_col = (lambda a: f"<td class=num>{_num(comparisons[a][1])}</td>") if tv else (lambda a: "")
     tpr = "".join(f"<tr><td class=num>{_t(a)}</td><td class=num><b>{_t(row['tpr'])}</b></td><td class=num>"
-                  f"{_t(r.get('tpr@' + a))}</td><td class=num>{_num(comparisons[a][0])}</td><td class=num>"
-                  f"{_num(comparisons[a][1])}</td></tr>" for a, row in f.tpr_rows)
+                  f"{_t(r.get('tpr@' + a))}</td><td class=num>{_num(comparisons[a][0])}</td>{tv_col(a)}</tr>"
+                  for a, row in f.tpr_rows)
     if tpr:
         table += ("<p>Every membership-inference test with false-positive rate &alpha; has true-positive rate at "
                   "most:</p><table><tr><th>FPR &alpha;</th><th>certified TPR bound</th><th>the verifier's "
-                  "replay</th><th>&chi;<sup>2</sup> bound (Prop. B.2)</th><th>&alpha; + &lambda;</th></tr>"
-                  + tpr + "</table>")
+                  "replay</th><th>&chi;<sup>2</sup> bound (Prop. B.2)</th>"
+                  + ("<th>&alpha; + &lambda;</th>" if tv else "") + "</tr>" + tpr + "</table>")
     return f'<section id="certified"><h2>What is certified</h2>{table}</section>'
 
 
 def _figures(svgs: dict, notes: dict, two_sided: bool) -> str:
     out = []
     for name, text in svgs.items():
-        caption = CAPTIONS[name] + (ZOOM if name == "tv" and two_sided else "")
+        caption = CAPTIONS[name] + (ZOOM if name == "tv" and two_sided and "tv" in svgs else "")
         note = f" <span class=note>{escape(notes[name])}</span>" if notes.get(name) else ""
         out.append(f'<figure id="plot-{name}">{inline_svg(text)}<figcaption>{caption}{note}'
                    "</figcaption></figure>")
@@ -227,15 +296,20 @@ def _title(f: Facts) -> str:
     return f"sigmacert report: {f.verdict}{_t(cell)}"
 
 
-def page(f: Facts, svgs: dict, notes: dict, comparisons: dict, versions: dict) -> str:
+def page(f: Facts, svgs: dict, notes: dict, comparisons: dict, versions: dict, numerical=()) -> str:
     """The whole page. svgs: name -> SVG document (accepted certificates only); notes: name -> remark;
-    comparisons: FPR -> (chi-square bound, alpha + lambda); versions: component -> version."""
+    comparisons: FPR -> (chi-square bound, alpha + lambda); versions: component -> version; numerical:
+    (label, value) rows of the other quantities of a dp or tpr certificate."""
     body = [_verdict(f)]
     if f.accepted:
-        body += [_claim(f), _certified(f, comparisons), _figures(svgs, notes, f.two_sided)]
+        body += [_claim(f), _certified(f, comparisons, numerical), _figures(svgs, notes, f.two_sided)]
     else:
         body.append(_claimed(f))
-    body += [_provenance(f, versions), f'<section id="trust"><h2>What is trusted, what is not</h2>{TRUST}</section>']
+    trust = TRUST
+    if f.accepted and f.kind["name"] != "tv":
+        trust = TRUST.replace("the upper bound on TV at", "the upper bound on "
+                              + KIND_FUNCTIONAL[f.kind["name"]][0](f.kind) + " at")
+    body += [_provenance(f, versions), f'<section id="trust"><h2>What is trusted, what is not</h2>{trust}</section>']
     return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
