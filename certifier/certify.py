@@ -178,8 +178,8 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
         return out
     rows = search.rows(ctx, res, meth) if two_sided or search.rows_one_sided else None
     low = _lower(ctx, search, meth) if two_sided else None
-    kind_upper = None if target_kind.name == "tv" else target_kind.upper_bound(res)
-    out.bound = kind_upper or out.bound
+    kind_upper = None if target_kind.name == "tv" else target_kind.upper_record(res)   # format v4's `upper`
+    out.bound = kind_upper["bound"] if kind_upper else out.bound
     return _finish(out, claim, search.method.to_json(meth, claim), res, low, rows, say, kind_upper)
 
 
@@ -273,7 +273,7 @@ def _forced(method: str, scheme: str):
 
 
 def _finish(out: Outcome, claim: Claim, method_json: dict, res, low: dict | None, rows, say,
-            kind_upper: str | None = None) -> Outcome:
+            kind_upper: dict | None = None) -> Outcome:
     """Record the lower side and build the predicate of a successful upper bound."""
     out.predicate = pred_.build(claim, method_json, res, low, rows, out.tv, out.tv_error, missing=out.rows_missing,
                                 kind_upper=kind_upper)

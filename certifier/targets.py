@@ -36,6 +36,7 @@ class TargetKind:
     upper_methods: tuple | None = None                   # labels of the upper methods it may use (None: all)
     lambda_domain: bool = True                           # the target is a lambda of the stated domain
     lower_value: Callable[[LowerResult], fmpq | None] | None = None   # the certified lower value (exact)
+    upper_record: Callable[[UpperResult], dict] | None = None  # format v4's `upper` object (bound, ...)
 
     @staticmethod
     def upper_margin(target: fmpq, value: float | None, error: float | None) -> float | None:
@@ -89,11 +90,17 @@ def _dp_upper(r: UpperResult, epsilon: fmpq) -> str | None:
     return max((round_up_sig(x, 10) for x in (a, b)), key=lambda v: parse_decimal("delta", v))
 
 
-def _tpr_upper(r: UpperResult, alpha: fmpq) -> str | None:
-    """min over gamma of e^gamma alpha + delta_{Q||P}(gamma), upper end (1 - T(alpha) <= it, (7))."""
+def _tpr_row(r: UpperResult, alpha: fmpq) -> dict | None:
+    """{tpr, epsilon}: min over gamma = epsilon on the grid of e^gamma alpha + delta_{Q||P}(gamma), upper end
+    (1 - T(alpha) <= it for every gamma, (7))."""
     from certifier.bounds.privacy import EPSILON_GRID, tpr_at_fpr
     ms = _masses(r)
-    return None if ms is None else tpr_at_fpr(ms, alpha, parse_decimal("epsilon_grid", EPSILON_GRID))["tpr"]
+    return None if ms is None else tpr_at_fpr(ms, alpha, parse_decimal("epsilon_grid", EPSILON_GRID))
+
+
+def _tpr_upper(r: UpperResult, alpha: fmpq) -> str | None:
+    row = _tpr_row(r, alpha)
+    return None if row is None else row["tpr"]
 
 
 def _proves_below(upper):
@@ -156,7 +163,7 @@ def dp_kind(epsilon: str, delta: fmpq) -> TargetKind:
         lambda claim, target: parse_decimal("sigma", exact_sigma_dp(claim.steps, claim.epochs, e, float(target),
                                                                     SEARCH_RESOLUTION, scheme=claim.scheme)),
         _proves_below(upper), _proves_above(lower), (("epsilon", epsilon),), upper, True, math.exp(e),
-        lower_value=lower, **_V1_UPPER)
+        lower_value=lower, upper_record=lambda r: {"bound": upper(r)}, **_V1_UPPER)
 
 
 def tpr_kind(fpr: str, tpr: fmpq) -> TargetKind:
@@ -173,7 +180,8 @@ def tpr_kind(fpr: str, tpr: fmpq) -> TargetKind:
         lambda claim, target: parse_decimal("sigma", exact_sigma_tpr(claim.steps, claim.epochs, a, float(target),
                                                                      SEARCH_RESOLUTION, scheme=claim.scheme)),
         _proves_below(upper), _proves_above(lower), (("fpr", fpr),), upper, True, max(1.0, float(tpr) / a),
-        lower_value=lower, **_V1_UPPER)
+        lower_value=lower, upper_record=lambda r: (lambda row: {"bound": row["tpr"], "epsilon": row["epsilon"]})(
+            _tpr_row(r, alpha)), **_V1_UPPER)
 
 
 TARGETS = {k.name: k for k in (TV,)}

@@ -48,12 +48,13 @@ def format_version(claim: Claim, method_json: dict, low: dict | None, rows, miss
 
 
 def build(claim: Claim, method_json: dict, res, low: dict | None, rows, tv, tv_err,
-          missing: dict | None = None, kind_upper: str | None = None) -> dict:
+          missing: dict | None = None, kind_upper: dict | None = None) -> dict:
     """The predicate for a successful upper bound `res` (its method's JSON `method_json`), with the optional
     lower side (the `lower` object: sigma_low, method, tv_lower, enclosures), (privacy, tpr) rows and the
-    rows left out with their reasons (`missing`: {"privacy"|"tpr": {key: reason}}, format v3). Format v4 (a
-    target kind other than tv) adds `upper.bound` (kind_upper, the kind's certified upper value), the lower
-    side's `bound_lower`, and the kind's numerics (`value`, `error`; the TV ones are n/a)."""
+    rows left out with their reasons (`missing`: {"privacy"|"tpr": {key: reason}}, format v3). Format v4
+    (a target kind other than tv) adds `upper` (kind_upper: `bound`, the kind's certified upper value; tpr
+    also the `epsilon` it used), the lower side's `bound_lower`, and the kind's numerics (`value`, `error`;
+    the TV ones are n/a)."""
     from certifier.numerics.schemes import closed_form_sigma_up
     version = format_version(claim, method_json, low, rows, missing)
     try:  # Corollary 3.4 rounded up to 1e-6, the decimal every face prints
@@ -75,7 +76,7 @@ def build(claim: Claim, method_json: dict, res, low: dict | None, rows, tv, tv_e
     if version >= 4:
         pred["numerics"].update({"tv_exact": "n/a", "tv_error": "n/a", "value": pred["numerics"]["tv_exact"],
                                  "error": pred["numerics"]["tv_error"]})
-        pred["upper"] = {"bound": kind_upper}
+        pred["upper"] = dict(kind_upper)
     if low is not None:
         pred["lower"] = {"sigma_low": low["sigma_low"], "target": decimal_str(claim.target),
                          "method": low["method"], "tv_lower": low["tv_lower"], "enclosures": low["enclosures"]}
