@@ -179,7 +179,8 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
     rows = search.rows(ctx, res, meth) if two_sided or search.rows_one_sided else None
     low = _lower(ctx, search, meth) if two_sided else None
     kind_upper = None if target_kind.name == "tv" else target_kind.upper_record(res)   # format v4's `upper`
-    out.bound = kind_upper["bound"] if kind_upper else out.bound
+    if kind_upper:                                    # the kind's value and functional, as without a format
+        out.bound, out.method = kind_upper["bound"], f"{search.method.label} ({target_kind.functional})"
     return _finish(out, claim, search.method.to_json(meth, claim), res, low, rows, say, kind_upper)
 
 
