@@ -121,8 +121,9 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
     within STEP_SECONDS moves one resolution step up (certifier.resolution).
     method: "auto" or an alias of SEARCHES ("v1", "v2").
     kind_name "dp" (kind_params {"epsilon": "1"}, target = delta) or "tpr" ({"fpr": "0.001"}, target = the
-    TPR bound): the upper side proves the kind's functional from the same b_k (certifier.targets); these
-    kinds have no certified lower side yet and no certificate format, so the outcome has no predicate.
+    TPR bound): the upper side proves the kind's functional from the same b_k, the lower side from the
+    lower method's final pmfs by data processing (certifier.targets, certifier.bounds.lower_kinds); the
+    predicate is format v4 (claim.kind, upper.bound, lower.bound_lower).
     """
     t_start = time.perf_counter()
     say = _say(progress, t_start)
