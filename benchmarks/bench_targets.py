@@ -1,6 +1,6 @@
 """Benchmark: the exact privacy profile / trade-off curve and the exact sigma for the dp and tpr kinds.
 
-    python benchmarks/bench_targets.py [--small] [--json FILE] [--sweep]
+    python benchmarks/bench_targets.py [--small] [--json FILE] [--sweep] [--certify]
 
 Part 1 (evaluation, check=True): at the corners (M = 1, 2, 3, 10^3 - 10^6; E = 1 - 1000; small and
 large sigma) eps at delta = 1e-5, delta(1) and the TPR at FPR 1e-3 with their error estimates, the
@@ -9,6 +9,10 @@ targets (1e-3, beta) with the proven quick bounds beside them, seconds per cell.
 `--sweep` instead compares the primary and the second route over 147 cells (M = 2 ... 10^5,
 E = 1, 10, 100, sigma = 0.15 ... 5) at delta(eps) both ways (eps = 0 ... 4) and TPR(alpha), and counts
 disagreements beyond the summed estimates (goal: none).
+`--certify` instead issues two-sided dp and tpr certificates (format v4) at the done-when cells
+(100, 10, eps 1, delta 1e-5), (250, 20, eps 0.5, delta 1e-5), (100, 10, FPR 1e-3, TPR <= 0.002), signs each
+with a throw-away key and verifies it: certify seconds (goal <= 120), sigma - sigma_low in resolution
+steps (goal 1), the verifier's answer and seconds (with --small: two cells at M = 10, E = 5).
 Goal (docs/targets.md): every cell answered, <= 2 s per exact sigma. The load average is printed
 first and last: the machine is shared, so compare seconds within one run.
 """
@@ -34,6 +38,9 @@ DP = [(100, 10, 1.0), (250, 20, 0.5), (1, 10, 1.0), (2, 1, 1.0), (3, 1000, 1.0),
       (1000, 1, 1.0), (1000, 1, 8.0), (10**4, 1, 1.0), (10**5, 1, 1.0), (10**6, 1, 4.0), (10**6, 10, 1.0)]
 TPR = [(100, 10, 2e-3), (1, 10, 2e-3), (3, 1000, 2e-3), (1000, 1, 1e-2), (10**4, 10, 2e-3), (10**6, 1, 2e-3)]
 SMALL = {"EVAL": EVAL[:5], "DP": DP[:4], "TPR": TPR[:3]}
+# (M, E, kind, parameter, target) of the two-sided certificates of --certify
+CERTIFY = [(100, 10, "dp", "1", "1e-5"), (250, 20, "dp", "0.5", "1e-5"), (100, 10, "tpr", "0.001", "0.002")]
+CERTIFY_SMALL = [(10, 5, "dp", "1", "0.01"), (10, 5, "tpr", "0.01", "0.036")]
 
 
 def load() -> str:
@@ -64,12 +71,59 @@ def sweep() -> dict:
             "seconds": round(time.perf_counter() - start, 1)}
 
 
+def certify_table(cells) -> list:
+    """Two-sided certificates of the kinds, signed with a throw-away key and verified (a table)."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from certifier.certificate.envelope import sign_certificate
+    from certifier.certify import certify
+    from certifier.params import parse_decimal
+    from certifier.resolution import sigma_resolution
+    from verifier.core import verify_bytes
+    key, rows = Ed25519PrivateKey.generate(), []
+    print("\n| M | E | kind | parameter | target | sigma | sigma - sigma_low | upper | lower at sigma_low | "
+          "certify s | verifier | verify s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for m, e, name, x, target in cells:
+        key_name = "epsilon" if name == "dp" else "fpr"
+        t = time.perf_counter()
+        out = certify(m, e, parse_decimal("target", target), kind_name=name, kind_params={key_name: x},
+                      two_sided=True)
+        sec = time.perf_counter() - t
+        steps = vsec = None
+        answer = "not certified"
+        if out.success:
+            sigma = parse_decimal("sigma", out.sigma)
+            if out.sigma_low is not None:
+                steps = (sigma - parse_decimal("sigma", out.sigma_low)) / sigma_resolution(sigma)
+            t = time.perf_counter()
+            r = verify_bytes(sign_certificate(out.predicate, key), [key.public_key()])
+            vsec, answer = time.perf_counter() - t, ("ACCEPT" if r.accepted else f"REJECT {r.reason}")
+        rows.append({"M": m, "E": e, "kind": name, key_name: x, "target": target, "sigma": out.sigma,
+                     "sigma_low": out.sigma_low, "steps": None if steps is None else str(steps),
+                     "upper": out.bound, "lower": out.bound_lower, "certify_seconds": sec, "verifier": answer,
+                     "verify_seconds": vsec})
+        print(f"| {m} | {e} | {name} | {key_name} {x} | {target} | {out.sigma} | "
+              f"{'-' if steps is None else steps} | {out.bound} | {out.bound_lower or '-'} | {sec:.1f} | {answer} | "
+              f"{'-' if vsec is None else f'{vsec:.1f}'} |", flush=True)
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--small", action="store_true", help="a few cells of each table")
     ap.add_argument("--json", help="also write the rows to this file")
     ap.add_argument("--sweep", action="store_true", help="primary vs second route over 147 cells")
+    ap.add_argument("--certify", action="store_true", help="two-sided dp/tpr certificates, signed and verified")
     args = ap.parse_args(argv)
+    if args.certify:
+        print(load())
+        rows = certify_table(CERTIFY_SMALL if args.small else CERTIFY)
+        print("\n" + load())
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(rows, f, indent=2)
+        return 0
     if args.sweep:
         print(load())
         print(json.dumps(sweep(), indent=2))

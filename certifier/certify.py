@@ -68,6 +68,7 @@ class Outcome:
     law: object = None                # the upper bound's rounded law of Lambda (bounds.privacy.RoundedLaw)
     rows_missing: dict | None = None  # rows that could not be certified: {"privacy"|"tpr": {key: reason}}
     sigma_steps: int = 0              # automatic sigma: resolution steps taken above the exact sigma
+    bound_lower: str | None = None    # a kind other than tv: its certified lower value at sigma_low
 
 
 def _say(progress, t_start):
@@ -120,8 +121,9 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
     within STEP_SECONDS moves one resolution step up (certifier.resolution).
     method: "auto" or an alias of SEARCHES ("v1", "v2").
     kind_name "dp" (kind_params {"epsilon": "1"}, target = delta) or "tpr" ({"fpr": "0.001"}, target = the
-    TPR bound): the upper side proves the kind's functional from the same b_k (certifier.targets); these
-    kinds have no certified lower side yet and no certificate format, so the outcome has no predicate.
+    TPR bound): the upper side proves the kind's functional from the same b_k, the lower side from the
+    lower method's final pmfs by data processing (certifier.targets, certifier.bounds.lower_kinds); the
+    predicate is format v4 (claim.kind, upper.bound, lower.bound_lower).
     """
     t_start = time.perf_counter()
     say = _say(progress, t_start)
@@ -177,7 +179,10 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
         return out
     rows = search.rows(ctx, res, meth) if two_sided or search.rows_one_sided else None
     low = _lower(ctx, search, meth) if two_sided else None
-    return _finish(out, claim, search.method.to_json(meth, claim), res, low, rows, say)
+    kind_upper = None if target_kind.name == "tv" else target_kind.upper_record(res)   # format v4's `upper`
+    if kind_upper:                                    # the kind's value and functional, as without a format
+        out.bound, out.method = kind_upper["bound"], f"{search.method.label} ({target_kind.functional})"
+    return _finish(out, claim, search.method.to_json(meth, claim), res, low, rows, say, kind_upper)
 
 
 def _exact_sigma(target_kind: TargetKind, probe: Claim, target: fmpq) -> fmpq:
@@ -210,7 +215,8 @@ def _nearest_target(target_kind: TargetKind, probe: Claim, target: fmpq) -> str:
 
 def _context(scheme, steps, epochs, sigma, target, iterations, target_kind, grid, prec, max_tries, say, limit) -> Ctx:
     """The claim at sigma, its numerics and a fresh record."""
-    claim = Claim(scheme, steps, epochs, sigma, target, iterations)
+    named = () if target_kind.name == "tv" else (("name", target_kind.name), *target_kind.params)
+    claim = Claim(scheme, steps, epochs, sigma, target, iterations, named)
     say("exact tv", 0.0)
     tv, tv_err = target_kind.numerics(claim, sigma)
     say("exact tv", 1.0)
@@ -251,6 +257,12 @@ def _upper_margin(ctx: Ctx) -> float | None:
     return None if m is None else m / ctx.kind.loss_factor
 
 
+def _lower_margin(ctx: Ctx, low_claim: Claim, value, err) -> float | None:
+    """What the lower side's grid may lose, in the planners' TV units (the kind's margin / its loss factor)."""
+    m = ctx.kind.lower_margin(low_claim.target, value, err)
+    return None if m is None else m / ctx.kind.loss_factor
+
+
 def _forced(method: str, scheme: str):
     """The search a --method alias forces (None for auto), checked against the scheme."""
     aliases = {s.alias: s for s in SEARCHES if s.alias}
@@ -262,11 +274,14 @@ def _forced(method: str, scheme: str):
     return forced
 
 
-def _finish(out: Outcome, claim: Claim, method_json: dict, res, low: dict | None, rows, say) -> Outcome:
+def _finish(out: Outcome, claim: Claim, method_json: dict, res, low: dict | None, rows, say,
+            kind_upper: dict | None = None) -> Outcome:
     """Record the lower side and build the predicate of a successful upper bound."""
-    out.predicate = pred_.build(claim, method_json, res, low, rows, out.tv, out.tv_error, missing=out.rows_missing)
+    out.predicate = pred_.build(claim, method_json, res, low, rows, out.tv, out.tv_error, missing=out.rows_missing,
+                                kind_upper=kind_upper)
     if low is not None:
         out.two_sided, out.sigma_low, out.tv_lower = True, low["sigma_low"], low["tv_lower"]
+        out.bound_lower = low.get("bound_lower")
     say("done", 1.0)
     return out
 
@@ -494,8 +509,11 @@ def _lower(ctx: Ctx, search, meth) -> dict | None:
             if found is not None:
                 out.lower_seconds = round(time.perf_counter() - t0, 3)
                 L, lm = found
-                return {"sigma_low": s_str, "method": lower_method.to_json(lm, claim),
-                        "tv_lower": tv_lower_str(L.exact, claim.target), "enclosures": L.enclosures}
+                low = {"sigma_low": s_str, "method": lower_method.to_json(lm, claim), "enclosures": L.enclosures}
+                if ctx.kind.name == "tv":
+                    return {**low, "tv_lower": tv_lower_str(L.exact, claim.target)}
+                return {**low, "tv_lower": L.tv_lower,      # TV at sigma_low >= it; the kind's value below
+                        "bound_lower": tv_lower_str(ctx.kind.lower_value(L), claim.target)}
     out.lower_seconds = round(time.perf_counter() - t0, 3)
     return None
 
@@ -503,7 +521,7 @@ def _lower(ctx: Ctx, search, meth) -> dict | None:
 def _lower_v1(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
     M, E = low_claim.pair()
     out, say = ctx.out, ctx.say
-    side = Side("lower", ctx.kind.lower_margin(low_claim.target, tv_low, err), LOWER_SAFETY, 1e-7,
+    side = Side("lower", _lower_margin(ctx, low_claim, tv_low, err), LOWER_SAFETY, 1e-7,
                 lambda b: choose_lower_grid(M, E, s_low, b, prec=meth.prec),
                 lambda m, prog: mt.LOWER_V1.run(low_claim, s_low, m, progress=prog),
                 lambda L: ctx.kind.lower_proves(L, low_claim.target),
@@ -519,7 +537,7 @@ def _lower_v2(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
     out, say = ctx.out, ctx.say
     t2 = low_claim.t2_at(s_low)
     run = lambda m, prog: mt.LOWER_V2.run(low_claim, s_low, m, progress=prog)
-    margin = ctx.kind.lower_margin(low_claim.target, tv_low, err)
+    margin = _lower_margin(ctx, low_claim, tv_low, err)
     scale = out.k_scale * V2_LOWER_LOSS_RATIO
     if margin is not None and margin > 0:
         try:
@@ -528,7 +546,8 @@ def _lower_v2(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
         except CannotCertifyError as err:
             out.lower_tries.append({"sigma_low": decimal_str(s_low), "try": 1, "method": 2, "skipped": str(err)})
             return None
-        scale, _ = _calibrate(M, E, t2, first, tv_low, run, lambda L: tv_low - float(L.exact), out, say, "lower")
+        lost = lambda L: (tv_low - float(ctx.kind.lower_value(L) or 0)) / ctx.kind.loss_factor   # in TV units
+        scale, _ = _calibrate(M, E, t2, first, tv_low, run, lost, out, say, "lower")
     side = Side("lower", margin, LOWER_SAFETY, V2_CEILING,
                 lambda b: choose_v2(M, E, t2, b, tv_low, prec=meth.prec, k_scale=scale, need_eps=out.need_eps),
                 run, lambda L: ctx.kind.lower_proves(L, low_claim.target),

@@ -35,6 +35,8 @@ class TargetKind:
     certificate: bool = True                             # a certificate format records this kind
     upper_methods: tuple | None = None                   # labels of the upper methods it may use (None: all)
     lambda_domain: bool = True                           # the target is a lambda of the stated domain
+    lower_value: Callable[[LowerResult], fmpq | None] | None = None   # the certified lower value (exact)
+    upper_record: Callable[[UpperResult], dict] | None = None  # format v4's `upper` object (bound, ...)
 
     @staticmethod
     def upper_margin(target: fmpq, value: float | None, error: float | None) -> float | None:
@@ -67,7 +69,7 @@ def _tv_exact_sigma(claim: Claim, target: fmpq) -> fmpq:
 
 TV = TargetKind("tv", "TV(P_M^E, Q_M^E)", _tv_numerics, _tv_exact_sigma,
                 lambda r, target: parse_decimal("bound", r.bound) <= target,
-                lambda r, target: r.exact > target)
+                lambda r, target: r.exact > target, lower_value=lambda r: r.exact)
 
 def _masses(r: UpperResult):
     """The step-(iv) masses b_k of a Lemma C.5 upper bound as certifier.bounds.privacy.Masses (None: no b)."""
@@ -88,19 +90,37 @@ def _dp_upper(r: UpperResult, epsilon: fmpq) -> str | None:
     return max((round_up_sig(x, 10) for x in (a, b)), key=lambda v: parse_decimal("delta", v))
 
 
-def _tpr_upper(r: UpperResult, alpha: fmpq) -> str | None:
-    """min over gamma of e^gamma alpha + delta_{Q||P}(gamma), upper end (1 - T(alpha) <= it, (7))."""
+def _tpr_row(r: UpperResult, alpha: fmpq) -> dict | None:
+    """{tpr, epsilon}: min over gamma = epsilon on the grid of e^gamma alpha + delta_{Q||P}(gamma), upper end
+    (1 - T(alpha) <= it for every gamma, (7))."""
     from certifier.bounds.privacy import EPSILON_GRID, tpr_at_fpr
     ms = _masses(r)
-    return None if ms is None else tpr_at_fpr(ms, alpha, parse_decimal("epsilon_grid", EPSILON_GRID))["tpr"]
+    return None if ms is None else tpr_at_fpr(ms, alpha, parse_decimal("epsilon_grid", EPSILON_GRID))
+
+
+def _tpr_upper(r: UpperResult, alpha: fmpq) -> str | None:
+    row = _tpr_row(r, alpha)
+    return None if row is None else row["tpr"]
 
 
 def _proves_below(upper):
     return lambda r, target: (lambda v: v is not None and parse_decimal("bound", v) <= target)(upper(r))
 
 
-def _no_lower(r: LowerResult, target: fmpq) -> bool:
-    return False                 # no certified lower side for this kind yet: never claim one
+def _dp_lower(r: LowerResult, epsilon: fmpq) -> fmpq | None:
+    """max of the data-processing lower bounds on delta_{Q||P}(eps), delta_{P||Q}(eps) (exact; None: no pmfs)."""
+    from certifier.bounds.lower_kinds import dp_lower
+    return None if r.pmfs is None else dp_lower(r.pmfs, epsilon)
+
+
+def _tpr_lower(r: LowerResult, alpha: fmpq) -> fmpq | None:
+    """The data-processing lower bound on 1 - T(alpha) (exact; None: no pmfs)."""
+    from certifier.bounds.lower_kinds import tpr_lower
+    return None if r.pmfs is None else tpr_lower(r.pmfs, alpha)
+
+
+def _proves_above(lower):
+    return lambda r, target: (lambda v: v is not None and v > target)(lower(r))
 
 
 def _profile_numerics(what: str, x: float):
@@ -122,6 +142,11 @@ def _profile_numerics(what: str, x: float):
 # P||Q), so the hockey-stick loss is at most e^eps times the TV loss: the margin given to the
 # planners is divided by e^eps (tpr: the bound uses delta_{Q||P}(gamma) with e^gamma about the slope
 # beta/alpha of the trade-off curve, so the margin is divided by max(1, beta/alpha)).
+# The lower side spends its margin by the same factor: its TV loss is W-mass lost plus U-mass lost
+# (floors, deletions); in the dp lower bound W(A) - e^eps (U(A) + deleted_p) the U-side loss is
+# weighted by e^eps, the W-side by 1. In the tpr lower bound a lost P-mass d shrinks the test's
+# budget by d and costs d times the slope of the concave ROC at alpha, which is <= TPR(alpha)/alpha
+# (a concave curve through (0, 0)), about beta/alpha; a lost W-mass costs at most itself.
 def dp_kind(epsilon: str, delta: fmpq) -> TargetKind:
     """(eps, delta)-DP: max(delta_{Q||P}(eps), delta_{P||Q}(eps)) <= delta (Appendix B.4); target = delta."""
     import math
@@ -132,11 +157,13 @@ def dp_kind(epsilon: str, delta: fmpq) -> TargetKind:
         raise ParameterError(f"epsilon must lie in [0, 100], got {epsilon}")
     e = float(eps)
     upper = lambda r: _dp_upper(r, eps)
+    lower = lambda r: _dp_lower(r, eps)
     return TargetKind(
         "dp", f"max(delta_Q||P({epsilon}), delta_P||Q({epsilon}))", _profile_numerics("dp", e),
         lambda claim, target: parse_decimal("sigma", exact_sigma_dp(claim.steps, claim.epochs, e, float(target),
                                                                     SEARCH_RESOLUTION, scheme=claim.scheme)),
-        _proves_below(upper), _no_lower, (("epsilon", epsilon),), upper, False, math.exp(e), **_UPPER_ONLY)
+        _proves_below(upper), _proves_above(lower), (("epsilon", epsilon),), upper, True, math.exp(e),
+        lower_value=lower, upper_record=lambda r: {"bound": upper(r)}, **_V1_UPPER)
 
 
 def tpr_kind(fpr: str, tpr: fmpq) -> TargetKind:
@@ -147,16 +174,19 @@ def tpr_kind(fpr: str, tpr: fmpq) -> TargetKind:
         raise ParameterError(f"the false-positive rate must lie strictly between 0 and 1, got {fpr}")
     a = float(alpha)
     upper = lambda r: _tpr_upper(r, alpha)
+    lower = lambda r: _tpr_lower(r, alpha)
     return TargetKind(
         "tpr", f"1 - T({fpr})", _profile_numerics("tpr", a),
         lambda claim, target: parse_decimal("sigma", exact_sigma_tpr(claim.steps, claim.epochs, a, float(target),
                                                                      SEARCH_RESOLUTION, scheme=claim.scheme)),
-        _proves_below(upper), _no_lower, (("fpr", fpr),), upper, False, max(1.0, float(tpr) / a), **_UPPER_ONLY)
+        _proves_below(upper), _proves_above(lower), (("fpr", fpr),), upper, True, max(1.0, float(tpr) / a),
+        lower_value=lower, upper_record=lambda r: (lambda row: {"bound": row["tpr"], "epsilon": row["epsilon"]})(
+            _tpr_row(r, alpha)), **_V1_UPPER)
 
 
 TARGETS = {k.name: k for k in (TV,)}
-# dp, tpr: the upper side only, by method v1 (v2's calibration measures the TV loss), no format yet
-_UPPER_ONLY = {"certificate": False, "upper_methods": ("lemma-c5-rounding v1",), "lambda_domain": False}
+# dp, tpr: the upper side by method v1 only (v2's calibration measures the TV loss); format v4
+_V1_UPPER = {"certificate": True, "upper_methods": ("lemma-c5-rounding v1",), "lambda_domain": False}
 FACTORIES = {"dp": (dp_kind, "epsilon"), "tpr": (tpr_kind, "fpr")}
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from flint import arb, fmpq
 
-from . import methods
+from . import kinds, methods
 from .cost import DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS, check_budget, predict
 from .format.envelope import MAX_BYTES, load_public_key, open_envelope
 from .format.statement import parse_statement
@@ -135,7 +135,9 @@ def _verify(data: bytes, keys: list | None, subject_digest, max_memory, max_seco
                       f"{raw['claim']['sigma']}, M={c['steps']}, E={c['epochs']} (replayed {res.replayed_bound})")
         if c.get("scheme") == "fixed-bins":
             res.detail += f" in fixed bins ({c['iterations']} iterations)"
-        if "lower" in p:
+        if "kind" in c:  # format v4: the target kind's functional on both sides (kinds.py)
+            kinds.verify(p, raw, res, method.deltas(rp, m), round_up)
+        elif "lower" in p:
             _verify_lower(p, raw, res)
         if "privacy" in p:
             _verify_rows(p, raw, method.deltas(rp, m), tol, res)
@@ -181,6 +183,7 @@ def _verify_lower(p, raw, res):
 def _verify_rows(p, raw, deltas_at, tol, res):
     """docs/two-sided.md §2-3, method-v2.md §5: the privacy and TPR rows from our own deltas."""
     m, rows = p["method"], {}
+    rows.update(res.derived or {})  # the kind's replayed values (kinds.py), if any
     res.derived = rows  # filled as we go, so a rejection shows the rows replayed so far
     worst = lambda eps: max(upper_end(x) for x in deltas_at(eps))
     with working_prec(max(200, m["prec"])):

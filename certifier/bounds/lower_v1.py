@@ -288,4 +288,5 @@ def lower_bound(steps: int, epochs: int, sigma: fmpq, method: LowerV1, progress=
     enc = {"W_A": exact_str(W_A, F), "U_A": exact_str(U_A, F), "deleted_p": exact_str(deleted_p, F)}
     stats = {"epoch_length": n, "lattice": g, "buckets": b_max - b_min + 1, "final_length": n2,
              "products": led.products, "max_length": led.max_length}
-    return LowerResult(round_down_sig(exact, 10), exact, enc, {k: round(v, 3) for k, v in tm.items()}, stats, method)
+    return LowerResult(round_down_sig(exact, 10), exact, enc, {k: round(v, 3) for k, v in tm.items()}, stats, method,
+                       ([int(x) for x in uu], [int(x) for x in ww], F))

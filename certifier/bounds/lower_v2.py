@@ -225,4 +225,5 @@ def lower_bound_v2(steps: int, epochs: int, t2: fmpq, method: UpperV2, progress=
         tm["total"] = time.perf_counter() - t0
     enc = {"W_A": exact_str(W_A, F), "U_A": exact_str(U_A, F), "deleted_p": exact_str(deleted_p, F)}
     stats = {"octaves": sorted(AP), "buckets": u.poly.length(), "final_length": n, "products": led.products}
-    return LowerResult(round_down_sig(exact, 10), exact, enc, {k: round(v, 3) for k, v in tm.items()}, stats)
+    return LowerResult(round_down_sig(exact, 10), exact, enc, {k: round(v, 3) for k, v in tm.items()}, stats,
+                       pmfs=(list(uu), list(ww), F))

@@ -32,6 +32,7 @@ class LowerResult:
     timings: dict = field(default_factory=dict)
     stats: dict = field(default_factory=dict)
     method: object = None      # the method as used (lower v1 records its bucket range b_min, b_max)
+    pmfs: tuple | None = None  # data processing: (U, W, F), the final integer pmfs (lower bounds, units 2^-F)
 
 
 def require_positive(x, name: str) -> None:

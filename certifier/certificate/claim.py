@@ -56,6 +56,7 @@ class Claim:
     sigma: fmpq
     target: fmpq
     iterations: int | None = None    # fixed-bins only: the run's number of rounds
+    kind: tuple = ()                 # a target kind other than tv: (("name", "dp"), ("epsilon", "1")) (format v4)
 
     def __post_init__(self):
         if self.scheme not in SCHEME_RULES:
@@ -92,4 +93,24 @@ class Claim:
                "statement": rule.statement}
         if version >= 3:                          # format v3 names the scheme (docs/method-v2.md §3)
             obj.update({"scheme": self.scheme, **rule.extra_json(self)})
+        if version >= 4:                          # format v4 names the target kind and says what it certifies
+            named = dict(self.kind) or {"name": "tv"}
+            obj.update({"kind": named, "statement": kind_statement(named, self.scheme) or rule.statement})
         return obj
+
+
+# format v4: what a dp / tpr claim certifies, for the scheme's pair (docs/certificate.md)
+PAIR_TEXT = {RANDOM_ALLOCATION: "the pair (P_M^E, Q_M^E)",
+             FIXED_BINS: "the pair (P_M, Q_M) at sigma/sqrt(E), E = ceil(iterations/M) rounds per bin"}
+KIND_TEXT = {
+    "dp": ("max(delta_Q||P({epsilon}), delta_P||Q({epsilon})) <= target for {pair}, so the run is "
+           "({epsilon}, target)-DP under zero-out adjacency (Appendix B.4)"),
+    "tpr": ("1 - T({fpr}) <= target for {pair}, so every membership-inference test with false-positive rate "
+            "<= {fpr} has true-positive rate <= target ((7))"),
+}
+
+
+def kind_statement(kind: dict, scheme: str) -> str | None:
+    """The v4 claim's statement for a target kind other than tv (None for tv: the scheme's statement)."""
+    text = KIND_TEXT.get(kind["name"])
+    return None if text is None else text.format(pair=PAIR_TEXT[scheme], **kind)

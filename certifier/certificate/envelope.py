@@ -18,6 +18,7 @@ STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://sigmacert.dev/tv-certificate/v1"
 PREDICATE_TYPE_V2 = "https://sigmacert.dev/tv-certificate/v2"  # docs/two-sided.md: v1 + lower, privacy, tpr
 PREDICATE_TYPE_V3 = "https://sigmacert.dev/tv-certificate/v3"  # docs/method-v2.md: scheme, method v2
+PREDICATE_TYPE_V4 = "https://sigmacert.dev/certificate/v4"      # v3 + claim.kind (dp, tpr), upper, bound_lower
 MAX_BYTES = 4 * 1024 * 1024
 
 
@@ -65,7 +66,9 @@ def file_subject(name: str, data: bytes) -> dict:
 
 def predicate_type(predicate: dict) -> str:
     """v3 iff the claim names its scheme (docs/method-v2.md); else v2 iff the predicate carries the
-    two-sided additions (docs/two-sided.md); else v1."""
+    two-sided additions (docs/two-sided.md); else v1. v4 iff the claim names a target kind."""
+    if "kind" in predicate["claim"]:
+        return PREDICATE_TYPE_V4
     if "scheme" in predicate["claim"]:
         return PREDICATE_TYPE_V3
     return PREDICATE_TYPE_V2 if "lower" in predicate else PREDICATE_TYPE

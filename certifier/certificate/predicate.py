@@ -43,18 +43,22 @@ def format_version(claim: Claim, method_json: dict, low: dict | None, rows, miss
              PARTS_FORMAT[(low is not None, rows is not None)]]
     needs += [of_json(low["method"], LOWER).least_format] if low is not None else []
     needs += [3] if missing or (low is not None and sigma_resolution(claim.sigma) != FLOOR) else []
+    needs += [4] if claim.kind else []           # a target kind other than tv (format v4)
     return max(needs)
 
 
 def build(claim: Claim, method_json: dict, res, low: dict | None, rows, tv, tv_err,
-          missing: dict | None = None) -> dict:
+          missing: dict | None = None, kind_upper: dict | None = None) -> dict:
     """The predicate for a successful upper bound `res` (its method's JSON `method_json`), with the optional
     lower side (the `lower` object: sigma_low, method, tv_lower, enclosures), (privacy, tpr) rows and the
-    rows left out with their reasons (`missing`: {"privacy"|"tpr": {key: reason}}, format v3)."""
+    rows left out with their reasons (`missing`: {"privacy"|"tpr": {key: reason}}, format v3). Format v4
+    (a target kind other than tv) adds `upper` (kind_upper: `bound`, the kind's certified upper value; tpr
+    also the `epsilon` it used), the lower side's `bound_lower`, and the kind's numerics (`value`, `error`;
+    the TV ones are n/a)."""
     from certifier.numerics.schemes import closed_form_sigma_up
     version = format_version(claim, method_json, low, rows, missing)
     try:  # Corollary 3.4 rounded up to 1e-6, the decimal every face prints
-        cfs = str(closed_form_sigma_up(claim.steps, claim.epochs, claim.target, claim.scheme))
+        cfs = "n/a" if claim.kind else str(closed_form_sigma_up(claim.steps, claim.epochs, claim.target, claim.scheme))
     except (ValueError, ArithmeticError, OverflowError, NumericsUnreliableError):
         cfs = "n/a"
     pred = {
@@ -69,9 +73,15 @@ def build(claim: Claim, method_json: dict, res, low: dict | None, rows, tv, tv_e
         "issued_at": _now(),
         "timings": {k: res.timings[k] for k in ("step_i", "step_ii", "step_iii", "step_iv", "total")},
     }
+    if version >= 4:
+        pred["numerics"].update({"tv_exact": "n/a", "tv_error": "n/a", "value": pred["numerics"]["tv_exact"],
+                                 "error": pred["numerics"]["tv_error"]})
+        pred["upper"] = dict(kind_upper)
     if low is not None:
         pred["lower"] = {"sigma_low": low["sigma_low"], "target": decimal_str(claim.target),
                          "method": low["method"], "tv_lower": low["tv_lower"], "enclosures": low["enclosures"]}
+        if version >= 4:
+            pred["lower"]["bound_lower"] = low["bound_lower"]
         if version >= 3:                     # two-sided.md §1: sigma_low = sigma - k resolution, k in {1, 2}
             pred["lower"]["resolution"] = decimal_str(sigma_resolution(claim.sigma))
     if rows is not None:

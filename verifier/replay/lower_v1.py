@@ -74,6 +74,7 @@ class LowerResult:  # exact rationals; U_A = kept P mass in A, so U(A) <= U_A + 
     U_A: fmpq
     deficit: fmpq
     seconds: dict
+    pmfs: tuple | None = None  # (U, W, F): the image's integer pmfs, lower bounds in units 2^-F (the kinds)
 
 
 def replay_lower(M: int, E: int, sigma_low: fmpq, m: dict) -> LowerResult:
@@ -126,6 +127,7 @@ def replay_lower(M: int, E: int, sigma_low: fmpq, m: dict) -> LowerResult:
     uc = [0] * (ou - o) + [int(x) for x in Up.coeffs()]
     wc = [0] * (ow - o) + [int(x) for x in Wp.coeffs()]
     uc += [0] * (len(wc) - len(uc))
+    wc += [0] * (len(uc) - len(wc))
     wa = ua = 0
     for i, x in enumerate(wc):
         if x > uc[i]:
@@ -135,7 +137,7 @@ def replay_lower(M: int, E: int, sigma_low: fmpq, m: dict) -> LowerResult:
     t4 = time.perf_counter()
     secs = {"masses": t1 - t0, "epoch": t2 - t1, "buckets": t3 - t2, "epochs": t4 - t3, "total": t4 - t0}
     return LowerResult(bound=fmpq(wa - ua, one) - deficit, W_A=fmpq(wa, one), U_A=fmpq(ua, one),
-                       deficit=deficit, seconds=secs)
+                       deficit=deficit, seconds=secs, pmfs=(uc, wc, F))
 
 
 # ---- §2-3: hockey-stick divergences and TPR from the upper side's b_k ----------------

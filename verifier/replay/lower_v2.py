@@ -81,6 +81,7 @@ class LowerResult:  # exact rationals: bound = W_A - U_A - deleted_p
     U_A: fmpq
     deleted_p: fmpq
     seconds: dict
+    pmfs: tuple | None = None  # (U, W, F): the image's integer pmfs, lower bounds in units 2^-F (the kinds)
 
 
 def replay_lower_v2(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
@@ -123,6 +124,7 @@ def replay_lower_v2(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
     uc = [0] * (ou - o) + [int(x) for x in Up.coeffs()]
     wc = [0] * (ow - o) + [int(x) for x in Wp.coeffs()]
     uc += [0] * (len(wc) - len(uc))
+    wc += [0] * (len(uc) - len(wc))
     wa = ua = 0
     for i, x in enumerate(wc):  # (e) A = {k : W_k > U_k}
         if x > uc[i]:
@@ -131,7 +133,7 @@ def replay_lower_v2(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
     t4 = time.perf_counter()
     secs = {"masses": t1 - t0, "epoch": t2_ - t1, "buckets": t3 - t2_, "epochs": t4 - t3, "total": t4 - t0}
     return LowerResult(bound=fmpq(wa - ua, one) - deficit, W_A=fmpq(wa, one), U_A=fmpq(ua, one),
-                       deleted_p=deficit, seconds=secs)
+                       deleted_p=deficit, seconds=secs, pmfs=(uc, wc, F))
 
 
 def slack_lower(claim: dict, m: dict) -> fmpq:
