@@ -1,10 +1,7 @@
 """`sigmacert certify` and `sigmacert.certify` with the dp and tpr target kinds: the flags of `sigma`, one
 kind per call, routing through sigmacert.api.issue to the certifier with the kind, one-line refusals.
-
-Tests named `*_before_v4` pin the state before the v4 certificate format and the dp/tpr lower side are
-merged: the certifier certifies the upper side but no format records it (and two-sided is refused).
-Tests marked `after_v4` (strict xfail) state what must hold once they are merged; they then XPASS and
-fail until the mark is removed.
+Certificates of these kinds are format v4 (claim.kind), two-sided by default, and the independent
+verifier accepts them.
 """
 from __future__ import annotations
 
@@ -23,7 +20,6 @@ from sigmacert.cli import main
 # small cells: the upper side takes a few seconds here
 DP_CELL = ("-M", "10", "-E", "2", "--epsilon", "0.5", "--delta", "1e-4")
 TPR_CELL = ("-M", "10", "-E", "2", "--fpr", "0.001", "--tpr", "0.002")
-after_v4 = pytest.mark.xfail(strict=True, reason="needs the v4 format and the dp/tpr lower side (kinds branch)")
 
 
 @pytest.fixture(scope="module")
@@ -80,25 +76,10 @@ def test_certify_kind_checked_before_the_key(tmp_path, capsys):
     assert rc == 2 and "epsilon needs delta" in err
 
 
-def test_certify_dp_two_sided_refused_before_v4(tmp_path, capsys, keydir):
-    """Two-sided is the default for every kind; before the merge the certifier refuses it in one line."""
-    out = tmp_path / "c.json"
-    rc, stdout, err = _certify(capsys, keydir, out, *DP_CELL)
-    assert rc == 2 and stdout == "" and not out.exists()
-    assert err.count("\n") == 1 and "target kind dp" in err and "lower side" in err
-
-
-def _refusal_bound(err: str, kind: str) -> tuple[float, str]:
-    head = f"the {kind} bound "
-    assert head in err and "no certificate issued" in err, err
-    bound, rest = err.split(head)[1].split(" <= ", 1)
-    return float(bound), rest.split(" at sigma ")[1].split(" ")[0]
-
-
-def test_certify_dp_one_sided_before_v4(tmp_path, capsys, keydir, monkeypatch):
+def test_certify_dp_one_sided(tmp_path, capsys, keydir, monkeypatch):
     """--one-sided dp: the face hands the certifier kind dp, epsilon and target delta (exact decimals), the
     exact sigma is found on the issuing grid, the certified bound lies between the numerical delta(eps)
-    and the target; without a v4 format no file is written and the refusal is one line."""
+    and the target, and the v4 certificate without a lower side verifies."""
     import certifier.certify as cc
     seen = {}
     real = cc.certify
@@ -111,21 +92,23 @@ def test_certify_dp_one_sided_before_v4(tmp_path, capsys, keydir, monkeypatch):
     rc, stdout, err = _certify(capsys, keydir, out, *DP_CELL, "--one-sided")
     assert seen["kw"]["kind_name"] == "dp" and seen["kw"]["kind_params"] == {"epsilon": "0.5"}
     assert str(seen["args"][2]) == "1/10000" and seen["kw"]["two_sided"] is False
-    assert rc == 2 and stdout == "" and not out.exists() and err.count("\n") == 1
-    bound, sigma = _refusal_bound(err, "dp")
+    assert rc == 0 and out.exists(), err
+    summary = json.loads(stdout)
+    bound, sigma = float(summary["bound"]), summary["sigma"]
+    assert not summary["two_sided"] and "lower" not in _payload(out)["predicate"]
+    assert sigmacert.verify(out, keydir / "public.pem").accepted
     assert sigma == kinds.exact_sigma(10, 2, kinds.parse_kind(epsilon="0.5", delta="1e-4"), "random-allocation")
     d = exact_privacy(10, 2, float(sigma), epsilons=[0.5]).delta[0.5]
     assert d.value - d.error <= bound <= 1e-4
 
 
-def test_api_certify_tpr_one_sided_before_v4():
-    """sigmacert.certify(..., fpr=, tpr=, two_sided=False): the upper side is certified (bound in the
-    CannotCertifyError), numerically just above the exact TPR."""
-    with pytest.raises(sigmacert.CannotCertifyError) as e:
-        sigmacert.certify(10, 2, fpr="0.001", tpr="0.002", two_sided=False)
-    msg = str(e.value)
-    assert "\n" not in msg
-    bound, sigma = _refusal_bound(msg, "tpr")
+def test_api_certify_tpr_one_sided(tmp_path):
+    """sigmacert.certify(..., fpr=, tpr=, two_sided=False): the upper side is certified, numerically just
+    above the exact TPR."""
+    keygen(str(tmp_path / "k"))
+    c = sigmacert.certify(10, 2, fpr="0.001", tpr="0.002", two_sided=False, key=tmp_path / "k" / "private.pem")
+    assert not c.two_sided and c.bound_lower is None
+    bound, sigma = float(c.bound), str(c.sigma)
     t = exact_privacy(10, 2, float(sigma), fprs=[1e-3]).tpr[1e-3]
     assert t.value - t.error <= bound <= 0.002
     assert sigma == str(sigmacert.exact_sigma(10, 2, fpr="0.001", tpr="0.002"))
@@ -145,13 +128,8 @@ def test_api_certify_kind_refusals(kw, match):
         sigmacert.certify(10, 2, **kw)
 
 
-def test_api_certify_two_sided_default_refused_before_v4():
-    with pytest.raises(sigmacert.CannotCertifyError, match="lower side"):
-        sigmacert.certify(10, 2, epsilon="0.5", delta="1e-4")
-
-
 def test_certify_fixed_bins_kind_reaches_the_certifier(tmp_path, capsys, keydir):
-    """--scheme fixed-bins with a dp kind: parsed and handed on; before the merge the dp upper side is
+    """--scheme fixed-bins with a dp kind: parsed and handed on; the dp upper side is
     certified by method v1 only, which covers random allocation only (a one-line refusal naming it)."""
     rc, stdout, err = _certify(capsys, keydir, tmp_path / "c.json", *DP_CELL, "--scheme", "fixed-bins",
                                "--one-sided")
@@ -164,8 +142,7 @@ def _payload(path):
     return json.loads(base64.b64decode(env["payload"]))
 
 
-@after_v4
-def test_certify_dp_two_sided_v4_after_v4(tmp_path, capsys, keydir):
+def test_certify_dp_two_sided_v4(tmp_path, capsys, keydir):
     """After the merge: a two-sided dp certificate in format v4 that the independent verifier accepts."""
     out = tmp_path / "c.json"
     rc, stdout, err = _certify(capsys, keydir, out, *DP_CELL)
@@ -181,8 +158,7 @@ def test_certify_dp_two_sided_v4_after_v4(tmp_path, capsys, keydir):
     assert sigmacert.verify(out, keydir / "public.pem").accepted
 
 
-@after_v4
-def test_certify_tpr_two_sided_v4_after_v4(tmp_path, capsys, keydir):
+def test_certify_tpr_two_sided_v4(tmp_path, capsys, keydir):
     out = tmp_path / "c.json"
     rc, stdout, err = _certify(capsys, keydir, out, *TPR_CELL)
     assert rc == 0, err
@@ -228,8 +204,7 @@ def test_show_states_a_v4_shaped_dp_claim(tmp_path, capsys, keydir):
     assert capsys.readouterr().err.count("\n") == 1
 
 
-@after_v4
-def test_api_certify_tpr_two_sided_after_v4(tmp_path):
+def test_api_certify_tpr_two_sided(tmp_path):
     keygen(str(tmp_path / "k"))
     c = sigmacert.certify(10, 2, fpr="0.001", tpr="0.002", key=tmp_path / "k" / "private.pem")
     assert (c.kind, dict(c.kind_params)) == ("tpr", {"fpr": "0.001", "tpr": "0.002"}) and c.two_sided
