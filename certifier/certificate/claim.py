@@ -56,6 +56,7 @@ class Claim:
     sigma: fmpq
     target: fmpq
     iterations: int | None = None    # fixed-bins only: the run's number of rounds
+    stages: tuple = ()               # a run in stages: ((M_s, E_s), ...) at one sigma (then steps, epochs unused)
 
     def __post_init__(self):
         if self.scheme not in SCHEME_RULES:
@@ -85,6 +86,9 @@ class Claim:
     def to_json(self, version: int) -> dict:
         """The `claim` object (docs/certificate.md §3; version 3 adds scheme and, for fixed bins, iterations)."""
         rule = SCHEME_RULES[self.scheme]
+        if self.stages:                           # format v5: stages instead of steps and epochs
+            from certifier.certificate.stages import stages_claim_json
+            return stages_claim_json(self, version)
         if version < rule.least_format:
             raise ParameterError(f"a {self.scheme} claim needs format v{rule.least_format}")
         obj = {"mechanism": "dp-sgd/" + self.scheme, "adjacency": "zero-out", "steps": self.steps,

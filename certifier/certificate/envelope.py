@@ -66,6 +66,9 @@ def file_subject(name: str, data: bytes) -> dict:
 def predicate_type(predicate: dict) -> str:
     """v3 iff the claim names its scheme (docs/method-v2.md); else v2 iff the predicate carries the
     two-sided additions (docs/two-sided.md); else v1."""
+    if "stages" in predicate["claim"]:
+        from certifier.certificate.stages import PREDICATE_TYPE_V5
+        return PREDICATE_TYPE_V5
     if "scheme" in predicate["claim"]:
         return PREDICATE_TYPE_V3
     return PREDICATE_TYPE_V2 if "lower" in predicate else PREDICATE_TYPE
