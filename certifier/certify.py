@@ -110,7 +110,7 @@ class Ctx:
 def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *, scheme: str = RANDOM_ALLOCATION,
             iterations: int | None = None, h=None, eta=None, cap=None, prec: int | None = None, progress=None,
             max_tries: int = 3, two_sided: bool = False, method: str = "auto", kind_name: str = "tv",
-            kind_params: dict | None = None, stages=None) -> Outcome:
+            kind_params: dict | None = None) -> Outcome:
     """Find the exact sigma if absent, choose the method and grid, compute the bound; refine and retry if short.
 
     progress(stage, percent, elapsed_seconds) is called throughout; every try is recorded in
@@ -123,14 +123,8 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
     kind_name "dp" (kind_params {"epsilon": "1"}, target = delta) or "tpr" ({"fpr": "0.001"}, target = the
     TPR bound): the upper side proves the kind's functional from the same b_k (certifier.targets); these
     kinds have no certified lower side yet and no certificate format, so the outcome has no predicate.
-    stages ([(M_s, E_s), ...] or "100x5,400x5", steps and epochs None): a run in stages at one sigma,
-    kind tv, random allocation, method v2 (certifier.stages_certify; format v5).
+    A run in stages is certifier.stages_certify.certify_stages (its Outcome has `stages`).
     """
-    if stages is not None:
-        from certifier.stages_certify import certify_stages, refuse_with_stages
-        refuse_with_stages(steps, epochs, scheme, method, kind_name, iterations, (h, eta, cap))
-        return certify_stages(stages, target, sigma, two_sided=two_sided, max_tries=max_tries, progress=progress,
-                              prec=prec)
     t_start = time.perf_counter()
     say = _say(progress, t_start)
     target_kind = kind(kind_name) if kind_params is None else kind(kind_name, kind_params, target)

@@ -190,7 +190,8 @@ def _lower(out, stages, claim, meth: UpperV2, say) -> dict | None:
 
 
 def refuse_with_stages(steps, epochs, scheme, method, kind_name, iterations, grid) -> None:
-    """A run in stages has no steps/epochs of its own, random allocation, method v2, kind tv, automatic grids."""
+    """For a face that accepts stages beside certify's options: a run in stages has no steps/epochs of its
+    own, random allocation, method v2, kind tv and automatic grids; anything else is a one-line refusal."""
     from certifier.certificate.claim import RANDOM_ALLOCATION
     if steps is not None or epochs is not None:
         raise ParameterError("give either stages or steps and epochs, not both")

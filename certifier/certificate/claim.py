@@ -86,9 +86,8 @@ class Claim:
     def to_json(self, version: int) -> dict:
         """The `claim` object (docs/certificate.md §3; version 3 adds scheme and, for fixed bins, iterations)."""
         rule = SCHEME_RULES[self.scheme]
-        if self.stages:                           # format v5: stages instead of steps and epochs
-            from certifier.certificate.stages import stages_claim_json
-            return stages_claim_json(self, version)
+        if self.stages:                           # format v5: written by certifier.certificate.stages
+            raise ParameterError("a claim in stages is written by certifier.certificate.stages (format v5)")
         if version < rule.least_format:
             raise ParameterError(f"a {self.scheme} claim needs format v{rule.least_format}")
         obj = {"mechanism": "dp-sgd/" + self.scheme, "adjacency": "zero-out", "steps": self.steps,

@@ -40,7 +40,7 @@ def build_stages(claim: Claim, method_json: dict, res, low: dict | None, rows, t
     from certifier.certificate import predicate as pred_
     base = Claim(RANDOM_ALLOCATION, 2, 1, claim.sigma, claim.target)     # v3 layout; its claim is replaced
     pred = pred_.build(base, method_json, res, low, rows, tv, tv_err, missing=missing)
-    pred["claim"] = claim.to_json(STAGES_FORMAT)
+    pred["claim"] = stages_claim_json(claim, STAGES_FORMAT)
     pred["numerics"]["closed_form_sigma"] = "n/a"
     if low is not None:
         from certifier.resolution import sigma_resolution

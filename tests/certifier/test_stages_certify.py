@@ -7,12 +7,11 @@ from certifier.bounds.lower_v2 import lower_bound_v2
 from certifier.bounds.stages_lower import lower_bound_v2_stages
 from certifier.bounds.stages_v2 import rounding_bound_v2_stages, t2_of
 from certifier.bounds.upper_v2 import rounding_bound_v2
-from certifier.certify import certify
 from certifier.errors import ParameterError
 from certifier.numerics.exact import exact_tv
 from certifier.numerics.stages import exact_tv_stages
 from certifier.params import parse_decimal
-from certifier.stages_certify import plan_stages
+from certifier.stages_certify import certify_stages, plan_stages, refuse_with_stages
 
 SIGMA = parse_decimal("sigma", "1.2")
 
@@ -54,16 +53,21 @@ def test_lower_stages_deleted_mass_is_recorded_and_the_bound_is_exact():
     assert d >= 0 and abs(float(w - u - d) - float(L.exact)) < 1e-15
 
 
-@pytest.mark.parametrize("kw", [dict(steps=10, epochs=None), dict(kind_name="dp", kind_params={"epsilon": "1"}),
-                                dict(scheme="fixed-bins"), dict(method="v1"), dict(eta="0.001")])
+GOOD = dict(steps=None, epochs=None, scheme="random-allocation", method="auto", kind_name="tv", iterations=None,
+            grid=(None, None, None))
+
+
+@pytest.mark.parametrize("kw", [dict(steps=10), dict(epochs=3), dict(kind_name="dp"), dict(scheme="fixed-bins"),
+                                dict(iterations=30), dict(method="v1"), dict(grid=(None, "0.001", None))])
 def test_stages_refuse_what_they_do_not_cover(kw):
-    args = {"steps": None, "epochs": None, **kw}
-    steps, epochs = args.pop("steps"), args.pop("epochs")
+    refuse_with_stages(**GOOD)                                    # the defaults pass
     with pytest.raises(ParameterError):
-        certify(steps, epochs, fmpq(1, 10), stages=[(10, 1), (20, 1)], **args)
+        refuse_with_stages(**{**GOOD, **kw})
 
 
-@pytest.mark.parametrize("stages", [[], [(10, 0)], "10x1,", [(10, 1, "1.2")]])
-def test_bad_stage_lists_refused(stages):
+@pytest.mark.parametrize("stages, target", [([], fmpq(1, 10)), ([(10, 0)], fmpq(1, 10)), ("10x1,", fmpq(1, 10)),
+                                            ([(10, 1, "1.2")], fmpq(1, 10)), ([(10, 1)], fmpq(1)),
+                                            ([(10, 1)], 0.1)])
+def test_bad_stage_lists_and_targets_refused(stages, target):
     with pytest.raises(ParameterError):
-        certify(None, None, fmpq(1, 10), stages=stages)
+        certify_stages(stages, target)
