@@ -77,3 +77,10 @@ def test_reordered_stages_state_the_same_pair_and_verify(issued):
 def test_malformed_stage_claims_get_one_line_rejections(issued, change, reason):
     r = verdict(issued, change)
     assert not r.accepted and r.reason == reason and "\n" not in r.detail, (r.reason, r.detail)
+
+
+def test_cost_model_prices_every_distinct_line_and_a_forged_lower_enclosure_is_caught(issued):
+    r = verdict(issued)
+    assert 0 < r.cost["seconds"] < 1e6 and any(k.startswith("M=8.lower") for k in r.cost["steps"])
+    bad = verdict(issued, lambda p: p["lower"]["enclosures"].update(W_A="[0.99 +/- 1e-20]"))
+    assert not bad.accepted and bad.reason == "lower-enclosure-mismatch", (bad.reason, bad.detail)
