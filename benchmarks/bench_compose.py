@@ -7,11 +7,15 @@ stages of the same total epochs: (M, E) split as E = E_1 + ... + E_S of one M, a
 stages (the batch count changing mid-run). Cost ratios against the one-stage run, in one process.
 Part 2: eps(1e-5), eps(1e-6) that dp_accounting reads from the exported dominating PLD against the
 certified eps rows of the same law (the certificate's rows), with the seconds of the bound and the
-export. --small: tiny cells, to check the benchmark runs (seconds).
+export. Part 3: the cost of a certificate for a run in stages (certifier.stages_certify, format v5) at
+the exact shared sigma: two and five stages against the one stage of the same total epochs (upper side,
+lower side, the verifier's replay), ratios in one process. --small: tiny cells, to check the benchmark
+runs (seconds; part 3 one-sided).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -28,6 +32,8 @@ SMALL_SPLITS = {"10x4": [(10, 4)], "10x2,10x2": [(10, 2), (10, 2)], "10x2,40x2":
 PLD_CELLS = [(100, 10, "1.426215", "0.1"), (250, 10, "1.024495", "0.1"), (100, 20, "1.907073", "0.1")]
 SMALL_PLD = [(20, 3, "1.2", None)]
 SIGMA = "1.3"
+CERT_SPLITS = {"100x10": [(100, 10)], "100x5,100x5": [(100, 5), (100, 5)], "100x2 x5": [(100, 2)] * 5}
+SMALL_CERT = {"4x2": [(4, 2)], "4x1,4x1": [(4, 1), (4, 1)]}
 
 
 def load() -> str:
@@ -75,6 +81,36 @@ def pld_table(cells, md: bool) -> None:
         print(("| " + " | ".join(map(str, out)) + " |") if md else "  ".join(map(str, out)), flush=True)
 
 
+def certificate_table(splits, target: str, two_sided: bool, md: bool) -> None:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from certifier.certificate.envelope import claim_subject, sign_envelope, statement
+    from certifier.params import parse_decimal
+    from certifier.stages_certify import certify_stages
+    from verifier import verify_bytes
+    print(load())
+    head = ("stages", "S", "lambda", "sigma", "bound", "tv_lower", "upper s", "lower s", "verify s", "total s",
+            "x 1-stage", "verdict")
+    print("| " + " | ".join(head) + " |\n|" + "---|" * len(head) if md else "  ".join(head))
+    key, base = Ed25519PrivateKey.generate(), None
+    for name, st in splits.items():
+        t0 = time.perf_counter()
+        out = certify_stages(st, parse_decimal("target", target), two_sided=two_sided)
+        t1 = time.perf_counter()
+        if not out.success:
+            print(f"{name}: not certified ({out.tries})", flush=True)
+            continue
+        env = sign_envelope(statement(claim_subject(out.predicate["claim"]), out.predicate), key)
+        r = verify_bytes(json.dumps(env).encode(), [key.public_key()])
+        t2 = time.perf_counter()
+        upper = sum(t.get("seconds", 0) for t in out.tries)
+        total = t2 - t0
+        base = base or total
+        row = (name, len(st), target, out.sigma, out.bound, out.tv_lower or "-", f"{upper:.1f}",
+               f"{out.lower_seconds or 0:.1f}", f"{t2 - t1:.1f}", f"{total:.1f}", f"{total / base:.2f}", r.reason)
+        print(("| " + " | ".join(map(str, row)) + " |") if md else "  ".join(map(str, row)), flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--small", action="store_true", help="tiny cells (seconds): checks the benchmark runs")
@@ -82,6 +118,10 @@ def main() -> int:
     args = ap.parse_args()
     stages_table(SMALL_SPLITS if args.small else SPLITS, args.markdown)
     pld_table(SMALL_PLD if args.small else PLD_CELLS, args.markdown)
+    if args.small:
+        certificate_table(SMALL_CERT, "0.3", False, args.markdown)
+    else:
+        certificate_table(CERT_SPLITS, "0.1", True, args.markdown)
     return 0
 
 

@@ -69,6 +69,7 @@ class Outcome:
     rows_missing: dict | None = None  # rows that could not be certified: {"privacy"|"tpr": {key: reason}}
     sigma_steps: int = 0              # automatic sigma: resolution steps taken above the exact sigma
     bound_lower: str | None = None    # a kind other than tv: its certified lower value at sigma_low
+    stages: list | None = None        # a run in stages: [[M_s, E_s], ...] (steps None, epochs the total)
 
 
 def _say(progress, t_start):
@@ -124,6 +125,7 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
     TPR bound): the upper side proves the kind's functional from the same b_k, the lower side from the
     lower method's final pmfs by data processing (certifier.targets, certifier.bounds.lower_kinds); the
     predicate is format v4 (claim.kind, upper.bound, lower.bound_lower).
+    A run in stages is certifier.stages_certify.certify_stages (its Outcome has `stages`).
     """
     t_start = time.perf_counter()
     say = _say(progress, t_start)

@@ -119,7 +119,7 @@ def _verify(data: bytes, keys: list | None, subject_digest, max_memory, max_seco
         check_budget(cost, DEFAULT_MAX_MEMORY if max_memory is None else max_memory,
                      DEFAULT_MAX_SECONDS if max_seconds is None else max_seconds)
         c, m, enc = p["claim"], p["method"], p["enclosures"]
-        method = methods.upper(m)
+        method = methods.upper(m, c)
         rp = method.replay(c, m)  # Lemma C.5 (or the closed form) from claim and method alone
         res.replayed_bound, res.replay_seconds = round_up(rp.bound, 13), rp.seconds
         if rp.bound > p["bound"]:
@@ -132,7 +132,7 @@ def _verify(data: bytes, keys: list | None, subject_digest, max_memory, max_seco
             raise Reject("enclosure-mismatch", "recorded enclosures disagree with the replay: "
                          + "; ".join(res.mismatches))
         res.detail = (f"TV <= {raw['bound']} <= target {raw['claim']['target']} at sigma "
-                      f"{raw['claim']['sigma']}, M={c['steps']}, E={c['epochs']} (replayed {res.replayed_bound})")
+                      f"{raw['claim']['sigma']}, {_run(c)} (replayed {res.replayed_bound})")
         if c.get("scheme") == "fixed-bins":
             res.detail += f" in fixed bins ({c['iterations']} iterations)"
         if "kind" in c:  # format v4: the target kind's functional on both sides (kinds.py)
@@ -159,10 +159,17 @@ def _verify(data: bytes, keys: list | None, subject_digest, max_memory, max_seco
     return res.truncate()
 
 
+def _run(c: dict) -> str:
+    """M=.., E=.. of one block, or the stages MxE,MxE of a run in stages (format v5)."""
+    if "stages" in c:
+        return "stages " + ",".join(f"{s['steps']}x{s['epochs']}" for s in c["stages"])
+    return f"M={c['steps']}, E={c['epochs']}"
+
+
 def _verify_lower(p, raw, res):
     """docs/two-sided.md §1 (lower method v1), method-v2.md §4 (v2): replay the lower bound."""
     c, lo = p["claim"], p["lower"]
-    method = methods.lower(lo["method"])
+    method = methods.lower(lo["method"], c)
     lr = method.replay(c, lo["sigma_low"], lo["method"])
     res.replayed_lower, res.replay_seconds["lower"] = round_up(lr.bound, 13, up=False), lr.seconds
     if lr.bound <= c["target"]:

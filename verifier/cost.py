@@ -319,6 +319,8 @@ def predict(p: dict) -> Cost:
     """The whole verification of a typed predicate: upper replay, then (format v2) the lower
     replay and the privacy / TPR rows while the upper side's b_k stay alive."""
     c, m = p["claim"], p["method"]
+    if "stages" in c:  # a run in stages (format v5)
+        return _stages(p)
     if c["steps"] > 10**7 or c["epochs"] > 10**5:  # beyond the range the model was measured on
         return Cost(math.inf, math.inf, {"claim: M <= 10^7, E <= 10^5 only": {"seconds": 1e18, "memory": 1e18}})
     cost = MODELS[(m["name"], m["version"])](c, m)
@@ -330,6 +332,33 @@ def predict(p: dict) -> Cost:
     if "privacy" in p:
         evals = 14  # 7 delta evaluations (2 rows, their minimality, 3 TPR rows), 2 sums each
         cost.add("rows", evals * cost.b_length * (FLINT_COEF + EVAL_COEF * max(1.0, m["prec"] / 200)),
+                 2 * cost.b_bytes, cost.b_bytes)
+    return cost
+
+
+def _stages(p: dict) -> Cost:
+    """A run in stages: steps (i)-(iii) (or (a)-(c)) once per distinct M, step (iv) ((d)) bounded by the
+    total E's power on the widest line -- each distinct M costed as a block of the total epochs (an
+    upper estimate: the stages' powers and their products are at most one such power per line)."""
+    c, m = p["claim"], p["method"]
+    E = sum(s["epochs"] for s in c["stages"])
+    Ms = sorted({s["steps"] for s in c["stages"]})
+    if len(c["stages"]) > 64 or Ms[-1] > 10**7 or E > 10**5:
+        return Cost(math.inf, math.inf, {"stages: at most 64, M <= 10^7, total E <= 10^5 only":
+                                         {"seconds": 1e18, "memory": 1e18}})
+    cost = Cost()
+    for M in Ms:
+        block = {**c, "steps": M, "epochs": E}
+        one = upper_v2(block, m)
+        for name, s in one.steps.items():
+            cost.add(f"M={M}.{name}", s["seconds"], s["memory"], cost.b_bytes)
+        cost.b_length, cost.b_bytes = max(cost.b_length, one.b_length), max(cost.b_bytes, one.b_bytes)
+        if "lower" in p:
+            low = lower_v2(block, p["lower"])
+            for name, s in low.steps.items():
+                cost.add(f"M={M}.lower.{name}", s["seconds"], s["memory"], cost.b_bytes)
+    if "privacy" in p:
+        cost.add("rows", 14 * cost.b_length * (FLINT_COEF + EVAL_COEF * max(1.0, m["prec"] / 200)),
                  2 * cost.b_bytes, cost.b_bytes)
     return cost
 

@@ -11,9 +11,11 @@ This is the certifier side only: no claim, format or verifier names stages yet (
 """
 from __future__ import annotations
 
+import time
+
 from flint import arb, fmpq
 
-from certifier.bounds.fixedpoint import Ledger, product, round_up_sig, working_prec
+from certifier.bounds.fixedpoint import Ledger, arb_str, product, round_up_sig, working_prec
 from certifier.bounds.result import UpperResult, require_positive
 from certifier.bounds.upper_v1 import o_ball
 from certifier.bounds.upper_v2 import UpperV2, clamp_index, step_i, step_ii, step_iii, step_iv, trim_q
@@ -31,6 +33,7 @@ def rounding_bound_v2_stages(stages, method: UpperV2) -> UpperResult:
         if not (isinstance(m, int) and isinstance(e, int) and m >= 1 and e >= 1):
             raise ParameterError("stage steps and epochs must be integers >= 1")
     F = method.fixed_point_bits
+    t0 = time.perf_counter()
     with working_prec(method.prec):
         led = Ledger(F)
         lines = {}
@@ -48,7 +51,9 @@ def rounding_bound_v2_stages(stages, method: UpperV2) -> UpperResult:
         one_minus_O = arb(1) - O
         stats = {"stages": len(stages), "lines": len(lines), "final_length": b.poly.length(),
                  "products": led.products}
-        return UpperResult(round_up_sig(one_minus_O, 10), one_minus_O, {}, stats=stats, b=b, O=O)
+        timings = {**dict.fromkeys(("step_i", "step_ii", "step_iii", "step_iv"), 0.0),
+                   "total": round(time.perf_counter() - t0, 3)}
+        return UpperResult(round_up_sig(one_minus_O, 10), one_minus_O, {"O": arb_str(O)}, timings, stats, b, O)
 
 
 def t2_of(sigma: fmpq) -> fmpq:

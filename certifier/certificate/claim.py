@@ -57,6 +57,7 @@ class Claim:
     target: fmpq
     iterations: int | None = None    # fixed-bins only: the run's number of rounds
     kind: tuple = ()                 # a target kind other than tv: (("name", "dp"), ("epsilon", "1")) (format v4)
+    stages: tuple = ()               # a run in stages: ((M_s, E_s), ...) at one sigma (then steps, epochs unused)
 
     def __post_init__(self):
         if self.scheme not in SCHEME_RULES:
@@ -86,6 +87,8 @@ class Claim:
     def to_json(self, version: int) -> dict:
         """The `claim` object (docs/certificate.md §3; version 3 adds scheme and, for fixed bins, iterations)."""
         rule = SCHEME_RULES[self.scheme]
+        if self.stages:                           # format v5: written by certifier.certificate.stages
+            raise ParameterError("a claim in stages is written by certifier.certificate.stages (format v5)")
         if version < rule.least_format:
             raise ParameterError(f"a {self.scheme} claim needs format v{rule.least_format}")
         obj = {"mechanism": "dp-sgd/" + self.scheme, "adjacency": "zero-out", "steps": self.steps,

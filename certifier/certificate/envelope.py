@@ -66,7 +66,11 @@ def file_subject(name: str, data: bytes) -> dict:
 
 def predicate_type(predicate: dict) -> str:
     """v3 iff the claim names its scheme (docs/method-v2.md); else v2 iff the predicate carries the
-    two-sided additions (docs/two-sided.md); else v1. v4 iff the claim names a target kind."""
+    two-sided additions (docs/two-sided.md); else v1. v5 iff the claim is a run in stages, else v4 iff
+    the claim names a target kind."""
+    if "stages" in predicate["claim"]:
+        from certifier.certificate.stages import PREDICATE_TYPE_V5
+        return PREDICATE_TYPE_V5
     if "kind" in predicate["claim"]:
         return PREDICATE_TYPE_V4
     if "scheme" in predicate["claim"]:

@@ -1,0 +1,143 @@
+"""Independent replay of a run in stages (format v5): methods lemma-c5-rounding v2 and
+data-processing-lower v2 on one grid, the stages multiplied (docs/compose.md §3).
+
+The pair of stages s = 1..S (M_s, E_s) at one sigma is the product of the stages' pairs, so
+Lambda = prod_s prod_e L_{s,e}. Upper side: steps (i)-(iii) of replay/upper_v2.py once per distinct
+M_s, then (iv) prod_s R_s^{E_s} -- every power and every product of the stages floored, clamped to
+k_top and trimmed as in (iv) (Epochs.mul) -- and O = sum_k b_k min{1, e^{k eta}}; every operation is
+one of the generalised Lemma C.5's, so 1 - O bounds the TV. Lower side: steps (a)-(c) of
+replay/lower_v2.py once per distinct M_s, then (d) prod_s u_s^{E_s} and prod_s w_s^{E_s} with the
+same clamps on both sides (one fixed map: the processed pair of a product is the product of the
+processed pairs), (e) W(A) - U(A) - (1 - sum U) <= TV at sigma_low.
+"""
+from __future__ import annotations
+
+import time
+
+from flint import arb, fmpq, fmpz_poly
+
+from ..format.strict import working_prec
+from .arith import EXTRA_BITS, dyadic
+from .epochs import Epochs
+from .lattice import Lattice, Tally, grid_points, place
+from .loggrid import LogCells
+from .lower_v2 import LowerResult, buckets, masses, mix
+from .upper_v2 import ReplayResultV2, epoch, step_i_v2, to_log_grid
+
+
+def runs(claim: dict) -> list[tuple[int, int]]:
+    return [(s["steps"], s["epochs"]) for s in claim["stages"]]
+
+
+def _poly(r: dict) -> tuple:
+    lo = min(r, default=0)
+    return lo, fmpz_poly([r.get(j, 0) for j in range(lo, max(r, default=-1) + 1)])
+
+
+def replay_stages(claim: dict, m: dict) -> ReplayResultV2:
+    t0 = time.perf_counter()
+    t2 = 1 / (claim["sigma"] * claim["sigma"])
+    n, T, F = m["mantissa_bits"], m["top_octave"], m["fixed_point_bits"] + EXTRA_BITS
+    one = 2**F
+    tally = Tally()
+    lines, log_grid, k_plus, fixed = {}, 0, 0, fmpq(0)
+    with working_prec(m["prec"]):
+        points = grid_points(n, m["y_mantissa_bits"])
+        q, tail = step_i_v2(t2, m["h"], points, F)            # (i) once: one sigma for every stage
+        step = place(points, n, T, q)[0]
+        fixed += 1 - fmpq(sum(q), one)
+        for M in sorted({M for M, _ in runs(claim)}):          # (ii)-(iii) once per distinct M
+            A = epoch(step, M, Lattice(n, T, F, True, int(m["trim"] * one / 4), tally))
+            lg = to_log_grid(A, n, LogCells(M, m["h"], m["eta"], m["prec"]), m["k_minus"], m["k_plus"])
+            lines[M] = _poly(lg.r)
+            log_grid, k_plus, fixed = log_grid + lg.log_grid, k_plus + lg.k_plus, fixed + fmpq(lg.fixed_point, one)
+        t1 = time.perf_counter()
+        ep = Epochs(F, m["eta"], m["k_top"], int(m["trim"] * one / 2), m["trim_shift"])
+        b = None
+        for M, E in runs(claim):                               # (iv) each stage's power, then the product
+            bs = ep.power(ep.clamp(*lines[M]), E)
+            b = bs if b is None else ep.mul(b, bs)
+        ob, bp = b
+        nneg = min(max(-ob, 0), bp.length())
+        pos = int(bp.right_shift(nneg)(1))
+        neg = (arb(m["eta"]) * ob).exp() * bp.truncate(nneg)(arb(m["eta"]).exp()) if nneg else arb(0)
+        O = (pos + neg) / arb(one)
+        O_lo = fmpq(pos + max(dyadic(neg, False, 0), 0), one)
+        t2_ = time.perf_counter()
+    enc = {"O": O, "mass": {"step_iv": fmpq(int(bp(1)), one)},
+           "deleted": {"trim": tally.trim + fmpq(ep.trim, one), "log_grid": fmpq(log_grid, one),
+                       "fixed_point": tally.fixed_point + fixed + ep.fixed_point},
+           "moved": {"cap": tail, "top_octave": tally.top_octave, "k_plus": fmpq(k_plus, one),
+                     "k_top": fmpq(ep.moved, one)}}
+    secs = {"steps_i_iii": t1 - t0, "step_iv": t2_ - t1, "total": t2_ - t0}
+    return ReplayResultV2(O=O, bound=1 - O_lo, enclosures=enc, seconds=secs, b=b, F=F,
+                          allowance=fmpq(*ep.allowance.as_integer_ratio()))
+
+
+def replay_lower_stages(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
+    t0 = time.perf_counter()
+    t2 = 1 / (sigma_low * sigma_low)
+    n, T, F = m["mantissa_bits"], m["top_octave"], m["fixed_point_bits"] + EXTRA_BITS
+    one, budget = 2**F, int(m["trim"] * 2**F / 4)
+    with working_prec(m["prec"]):
+        points = grid_points(n, m["y_mantissa_bits"])
+        p, q = masses(t2, m["h"], points, F)                    # (a) once: one sigma for every stage
+    B0, BQ0 = place(points, n, T, p, q)
+    lines = {}
+    for M in sorted({M for M, _ in runs(claim)}):              # (b)-(c) once per distinct M
+        lat = Lattice(n, T, F, False, budget, Tally())
+        B, BQ, A, AQ, done = B0, BQ0, None, None, 0
+        for i in range(M.bit_length()):
+            if M >> i & 1:
+                if A is None:
+                    A, AQ, done = B, BQ, 1 << i
+                else:
+                    AQ = mix(lat.oplus(AQ, B), done, lat.oplus(A, BQ), 1 << i)
+                    A, done = lat.oplus(A, B), done + (1 << i)
+            if i + 1 < M.bit_length():
+                BQ, B = lat.oplus(BQ, B), lat.oplus(B, B)
+        cells = LogCells(M, m["h"], m["eta"], m["prec"])
+        lines[M] = tuple(_poly(buckets(X, n, cells, m["k_minus"], m["k_plus"])) for X in (A, AQ))
+    t1 = time.perf_counter()
+    sides = []
+    for side in (0, 1):                                        # (d) U = prod u_s^{E_s}, W = prod w_s^{E_s}
+        ep, acc = Epochs(F, m["eta"], m["k_top"], budget, None, budget), None
+        for M, E in runs(claim):
+            x = ep.power(lines[M][side], E)
+            acc = x if acc is None else ep.mul(acc, x)
+        sides.append(acc)
+    (ou, Up), (ow, Wp) = sides
+    o = min(ou, ow)
+    uc = [0] * (ou - o) + [int(x) for x in Up.coeffs()]
+    wc = [0] * (ow - o) + [int(x) for x in Wp.coeffs()]
+    uc += [0] * (len(wc) - len(uc))
+    wa = ua = 0
+    for i, x in enumerate(wc):                                  # (e) A = {k : W_k > U_k}
+        if x > uc[i]:
+            wa, ua = wa + x, ua + uc[i]
+    deficit = fmpq(one - sum(uc), one)
+    t2_ = time.perf_counter()
+    return LowerResult(bound=fmpq(wa - ua, one) - deficit, W_A=fmpq(wa, one), U_A=fmpq(ua, one),
+                       deleted_p=deficit, seconds={"lines": t1 - t0, "epochs": t2_ - t1, "total": t2_ - t0})
+
+
+def _sizes(claim: dict, m: dict) -> tuple[int, int, int]:
+    M = max(s["steps"] for s in claim["stages"])
+    E = sum(s["epochs"] for s in claim["stages"])
+    nops = 2 * M.bit_length() + sum(2 * s["epochs"].bit_length() + 2 for s in claim["stages"])
+    return M, E, nops
+
+
+def slack_upper(claim: dict, m: dict) -> fmpq:
+    """Tolerance for the recorded O (as replay/upper_v2.slack with the largest M, the total E and one
+    more product per stage): two correct replays differ by their optional deletions and floors."""
+    M, E, nops = _sizes(claim, m)
+    width = 2 ** (m["mantissa_bits"] + 1) * (m["top_octave"] + 1) + (m["k_plus"] - m["k_minus"]) * E
+    return 2 * M * E * nops * (m["trim"] + width / fmpq(2) ** m["fixed_point_bits"])
+
+
+def slack_lower(claim: dict, m: dict) -> fmpq:
+    """Tolerance for W_A, U_A, deleted_p (replay/lower_v2.slack_lower with the largest M, the total E)."""
+    M, E, nops = _sizes(claim, m)
+    width = 2 ** (m["mantissa_bits"] + 1) * (m["top_octave"] + 1) + (m["k_plus"] - m["k_minus"]) * E
+    return 2 * M * E * (3 * nops) * (m["trim"] + width / fmpq(2) ** m["fixed_point_bits"])
