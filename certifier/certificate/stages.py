@@ -21,7 +21,7 @@ def stages_claim(stages, sigma, target) -> Claim:
     stages = tuple((int(m), int(e)) for m, e in stages)
     if not stages:
         raise ParameterError("at least one stage is needed")
-    return Claim(RANDOM_ALLOCATION, stages[0][0], sum(e for _, e in stages), sigma, target, None, stages)
+    return Claim(RANDOM_ALLOCATION, stages[0][0], sum(e for _, e in stages), sigma, target, None, stages=stages)
 
 
 def stages_claim_json(claim: Claim, version: int) -> dict:
