@@ -187,10 +187,7 @@ class _Curve:
     def __call__(self, sigma: float) -> float:
         if sigma not in self.values:
             s = sigma / math.sqrt(self.scale2)
-            if s < MIN_SIGMA and self.steps > 1:
-                raise NumericsUnreliableError(f"the exact sigma for {self.what} lies below {MIN_SIGMA} "
-                                         f"(M={self.steps}, E={self.epochs})")
-            route, _ = route_at(self.steps, self.epochs, s, check=False, u_hint=self.u_hint)
+            route = self.route(s, self.u_hint)
             v = self.functional(route)
             if not (math.isfinite(v.value) and v.error <= SEARCH_REL_ERROR * self.target):
                 raise NumericsUnreliableError(f"{self.what} at sigma={s:g} is not reliable "
@@ -200,6 +197,13 @@ class _Curve:
             self.values[sigma] = v.value - self.target
             self.raw[sigma] = v.value
         return self.values[sigma]
+
+    def route(self, s: float, u_hint: float | None) -> Route:
+        """The primary route at the pair's sigma s (a subclass serves other pairs)."""
+        if s < MIN_SIGMA and self.steps > 1:
+            raise NumericsUnreliableError(f"the exact sigma for {self.what} lies below {MIN_SIGMA} "
+                                          f"(M={self.steps}, E={self.epochs})")
+        return route_at(self.steps, self.epochs, s, check=False, u_hint=u_hint)[0]
 
     def log_gap(self, sigma: float) -> float:
         """ln(value / target), nearly linear in ln sigma, with the sign of self(sigma) (<= 0: meets)."""
