@@ -77,36 +77,56 @@ def log_moment(steps: int, q: int, sigma: float) -> float:
     return top + math.log(sum(math.exp(x - top) for x in terms)) - q * math.log(steps)
 
 
+def _log_r2(steps: int, epochs: int, sigma: float, q: int, eps) -> float:
+    """ln of (R2) at order q (eps a float or an array)."""
+    return epochs * log_moment(steps, q, sigma) + (1 - q) * eps + (q - 1) * math.log(q - 1) - q * math.log(q)
+
+
 def delta_qp_bound(steps: int, epochs: int, sigma: float, eps: float) -> tuple[float, int]:
-    """min over q of (R2), with the minimising q."""
-    best = (math.inf, 0)
+    """min over q of (R2), with the minimising q. ln (R2) is convex in q (ln F_M(q) is a cumulant
+    generating function of ln L_M; (q-1) ln(q-1) - q ln q has second derivative 1/(q-1) - 1/q > 0), so
+    the first increase ends the search: the orders beyond (and their partitions, the costly part of
+    (R1)) are never needed."""
+    best, last = (math.inf, 0), math.inf
     for q in range(2, Q_MAX + 1):
-        log_b = epochs * log_moment(steps, q, sigma) + (1 - q) * eps + (q - 1) * math.log(q - 1) - q * math.log(q)
+        log_b = _log_r2(steps, epochs, sigma, q, eps)
         best = min(best, (math.exp(min(log_b, 0.0)), q))
+        if log_b > last:
+            break
+        last = log_b
     return best
 
 
 EPS_LINES = np.linspace(-3.0, 30.0, 166)  # the eps' of the lines behind the lower bound on T (step 0.2)
 
 
-def _lines(steps: int, epochs: int, sigma: float) -> tuple[np.ndarray, np.ndarray]:
-    """(K_i, B_i): K_i = e^{eps'_i} and B_i >= delta_{Q||P}(eps'_i) by (R2), min over q, capped at 1."""
-    qs = np.arange(2, Q_MAX + 1)
-    log_f = np.array([epochs * log_moment(steps, int(q), sigma) for q in qs])
-    const = log_f + (qs - 1) * np.log(qs - 1) - qs * np.log(qs)
-    log_b = (const[:, None] + np.outer(1 - qs, EPS_LINES)).min(axis=0)
-    return np.exp(EPS_LINES), np.exp(np.minimum(log_b, 0.0))
+def _lines(steps: int, epochs: int, sigma: float, eps_lines=EPS_LINES) -> tuple[np.ndarray, np.ndarray]:
+    """(K_i, B_i): K_i = e^{eps'_i} and B_i >= delta_{Q||P}(eps'_i) by (R2), min over q, capped at 1
+    (each line's ln (R2) is convex in q: the orders stop once every line has passed its minimum)."""
+    best = np.full(eps_lines.size, np.inf)
+    last = np.full(eps_lines.size, np.inf)
+    for q in range(2, Q_MAX + 1):
+        log_b = _log_r2(steps, epochs, sigma, q, eps_lines)
+        best = np.minimum(best, log_b)
+        if np.all(log_b > last):
+            break
+        last = log_b
+    return np.exp(eps_lines), np.exp(np.minimum(best, 0.0))
 
 
-def tradeoff_lower(steps: int, epochs: int, sigma: float, alpha: np.ndarray) -> np.ndarray:
+def tradeoff_lower(steps: int, epochs: int, sigma: float, alpha: np.ndarray, eps_lines=EPS_LINES) -> np.ndarray:
     """f(alpha) = max(0, max_i 1 - B_i - K_i alpha) <= T(P, Q)(alpha), the complement of (R3)."""
-    k, b = _lines(steps, epochs, sigma)
+    k, b = _lines(steps, epochs, sigma, eps_lines)
     return np.maximum(0.0, (1.0 - b[None, :] - np.outer(alpha, k)).max(axis=1))
 
 
 def rdp_tpr_bound(steps: int, epochs: int, sigma: float, alpha: float) -> float:
-    """1 - f(alpha) of (R3): min over the lines of B_i + K_i alpha."""
-    return float(1.0 - tradeoff_lower(steps, epochs, sigma, np.array([alpha]))[0])
+    """1 - f(alpha) of (R3): min over the lines of B_i + K_i alpha. A line with K_i alpha >= 1 gives
+    1 - B_i - K_i alpha <= 0, never above the max(0, .): only the lines with K_i < 1/alpha are needed."""
+    lines = EPS_LINES[EPS_LINES < math.log(1.0 / alpha)]
+    if lines.size == 0:
+        return 1.0
+    return float(1.0 - tradeoff_lower(steps, epochs, sigma, np.array([alpha]), lines)[0])
 
 
 def chi2_tpr_bound(steps: int, epochs: int, sigma: float, alpha: float) -> float:

@@ -234,16 +234,49 @@ def _bracket(f: _Curve, seed: float) -> tuple[float, float]:
 
 
 def _grid_search(f: _Curve, seed: float, resolution) -> str:
+    """The least grid index k with f(k res) <= 0 and f((k-1) res) > 0, both evaluated (or k = 1).
+
+    Regula falsi on g = log_gap against ln sigma (nearly linear there) with every point ON the grid:
+    the index bracket (a misses, b meets; at the start the float bracket's floor and ceiling, by
+    monotonicity) shrinks at each evaluation to the estimate's grid point, so the last two
+    evaluations are usually the answer and the point below it (no separate walk). An end kept twice
+    has its g halved (Illinois); after four steps that did not halve the bracket comes a bisection
+    step. An evaluation that contradicts an end implied by monotonicity moves the bracket (a walk)."""
     res = parse_positive_decimal("resolution", resolution)
     step = float(res)
     lo, hi = _bracket(f, seed)
-    root = brentq(lambda x: f.log_gap(x), lo, hi, xtol=0.3 * step, rtol=1e-15)  # the walk settles the grid
-    k = max(1, math.ceil(root / step))
-    while k > 1 and f(step * (k - 1)) <= 0:  # round up: the grid point below must miss
-        k -= 1
-    while f(step * k) > 0:
-        k += 1
-    return decimal_str(res * k)
+    b = max(1, math.ceil(hi / step))
+    a = min(max(0, math.floor(lo / step)), b - 1)
+    pts = {"lo": (math.log(lo), f.log_gap(lo)), "hi": (math.log(hi), f.log_gap(hi))}
+    seen: dict[int, bool] = {}  # evaluated grid indices -> meets
+    last, slow = None, 0
+    for _ in range(200):
+        if b - a == 1 and b in seen and (a == 0 or a in seen):
+            return decimal_str(res * b)
+        if b - a == 1:  # one cell left: evaluate the end still implied
+            k = b if b not in seen else a
+        else:
+            (x0, g0), (x1, g1) = pts["lo"], pts["hi"]
+            x = x0 - g0 * (x1 - x0) / (g1 - g0) if g1 != g0 else 0.5 * (x0 + x1)
+            k = math.ceil(math.exp(x) / step - 1e-9) if slow < 4 else (a + b) // 2
+            k = min(max(k, a + 1), b - 1 if b in seen else b)
+        width = b - a
+        meets = f(step * k) <= 0
+        seen[k] = meets
+        if meets:
+            b = k
+            a = min(a, b - 1)   # a implied miss that met: walk down
+        else:
+            a = k
+            b = max(b, a + 1)   # an implied meet that missed: walk up
+        side = "hi" if meets else "lo"
+        pts[side] = (math.log(step * k), f.log_gap(step * k))
+        if last == side:  # the other end kept twice: Illinois
+            other = "lo" if meets else "hi"
+            pts[other] = (pts[other][0], 0.5 * pts[other][1])
+        last = side
+        slow = slow + 1 if b - a > width // 2 else 0
+    raise NumericsUnreliableError(f"the grid search for {f.what} did not settle")
 
 
 def _reduce(steps: int, epochs: int, scheme: str | None) -> tuple[int, int, int]:

@@ -1,0 +1,80 @@
+"""The exact-sigma grid search (certifier.numerics.targets._grid_search) and the convex early stop of
+(R2)/(R3) in certifier.numerics.quick_bounds: against brute force on synthetic monotone curves and
+against the full min over orders."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from certifier.numerics import quick_bounds as qb
+from certifier.numerics.targets import _grid_search
+
+
+class Synthetic:
+    """value(sigma) = target * exp(c (ln r - ln sigma) + d (ln r - ln sigma)^3): decreasing, root at r."""
+
+    def __init__(self, r, c=8.0, d=0.0, lie_at=None):
+        self.r, self.c, self.d, self.lie_at = r, c, d, lie_at
+        self.what, self.target, self.calls = "synthetic", 1e-5, []
+
+    def value(self, s):
+        x = math.log(self.r) - math.log(s)
+        return self.target * math.exp(self.c * x + self.d * x ** 3)
+
+    def __call__(self, s):
+        self.calls.append(s)
+        if self.lie_at is not None and abs(s - self.lie_at) < 1e-12:
+            return 1e-9   # a noisy miss where monotonicity says meet: the search must walk
+        return self.value(s) - self.target
+
+    def log_gap(self, s):
+        g = math.log(self.value(s) / self.target)
+        return max(g, 1e-300) if self(s) > 0 else min(g, 0.0)
+
+
+def _least(f, step=1e-6):
+    k = math.ceil(f.r / step)
+    while f.value(step * (k - 1)) <= f.target:
+        k -= 1
+    while f.value(step * k) > f.target:
+        k += 1
+    return k
+
+
+@pytest.mark.parametrize("r,seed,c,d", [(1.36919017, 1.2, 8.0, 0.0), (0.4648483, 0.39, 30.0, 5.0),
+                                        (68.1141513, 60.0, 3.0, 0.0), (2.5e-6, 1e-5, 2.0, 0.0),
+                                        (0.3958795, 0.3176, 50.0, 40.0), (1.0000005, 1.0000005, 8.0, 0.0)])
+def test_grid_search_is_the_least_grid_point_with_both_neighbours_evaluated(r, seed, c, d):
+    f = Synthetic(r, c, d)
+    got = _grid_search(f, seed, "1e-6")
+    k = _least(f)
+    assert abs(float(got) - k * 1e-6) < 1e-12
+    seen = {round(s / 1e-6) for s in f.calls if abs(s / 1e-6 - round(s / 1e-6)) < 1e-6}
+    assert k in seen and (k - 1 in seen or k == 1)
+    assert len(set(f.calls)) <= 14
+
+
+def test_grid_search_walks_past_a_contradicting_evaluation():
+    f = Synthetic(1.36919017)
+    k = _least(f)
+    f.lie_at = k * 1e-6  # the true answer evaluates as a miss: the search must answer the next point
+    assert abs(float(_grid_search(f, 1.2, "1e-6")) - (k + 1) * 1e-6) < 1e-12
+
+
+def _full_min(steps, epochs, sigma, eps):
+    vals = [qb._log_r2(steps, epochs, sigma, q, eps) for q in range(2, qb.Q_MAX + 1)]
+    return math.exp(min(min(vals), 0.0))
+
+
+@pytest.mark.parametrize("steps,epochs,sigma", [(100000, 10, 0.6675), (100, 10, 1.1), (1000, 1, 0.5), (3, 100, 5.0),
+                                                (2, 1, 0.7), (250, 20, 1.0)])
+def test_r2_early_stop_is_the_full_min_over_orders(steps, epochs, sigma):
+    for eps in (0.0, 0.5, 1.0, 4.0, 8.0):
+        assert qb.delta_qp_bound(steps, epochs, sigma, eps)[0] == pytest.approx(_full_min(steps, epochs, sigma, eps),
+                                                                                rel=1e-12)
+    k, b = qb._lines(steps, epochs, sigma)
+    full = np.exp(np.minimum(np.min([qb._log_r2(steps, epochs, sigma, q, qb.EPS_LINES)
+                                     for q in range(2, qb.Q_MAX + 1)], axis=0), 0.0))
+    assert np.allclose(b, full, rtol=1e-12, atol=0)
