@@ -38,14 +38,19 @@ from certifier.params import decimal_str, parse_positive_decimal
 Q_MAX = 40           # orders q tried in (R2)
 
 
-def _partitions(q: int, largest: int | None = None):
-    """Partitions of q as non-increasing tuples."""
+def _partitions(q: int, largest: int | None = None, parts: int | None = None):
+    """Partitions of q as non-increasing tuples, with at most `parts` parts (default: any number)."""
     largest = q if largest is None else largest
+    parts = q if parts is None else parts
     if q == 0:
         yield ()
         return
+    if parts == 0:
+        return
     for first in range(min(q, largest), 0, -1):
-        for rest in _partitions(q - first, first):
+        if first * parts < q:  # parts of size <= first cannot fill q any more
+            return
+        for rest in _partitions(q - first, first, parts - 1):
             yield (first,) + rest
 
 
@@ -54,10 +59,8 @@ def moment_coefficients(steps: int, q: int) -> tuple[tuple[int, int], ...]:
     """(a, C) with F_M(q) = M^{-q} sum C e^{a t^2/2} (R1); exact integers, grouped by a."""
     out: dict[int, int] = {}
     fq = math.factorial(q)
-    for lam in _partitions(q):
+    for lam in _partitions(q, parts=min(q, steps)):  # l <= M parts: M!/(M-l)! vanishes beyond
         parts = len(lam)
-        if parts > steps:
-            continue
         ways = math.perm(steps, parts)
         for size in set(lam):
             ways //= math.factorial(lam.count(size))
@@ -155,7 +158,7 @@ def _grid_bisect(ok, seed: float, resolution) -> str:
     step = float(res)
     hi = max(1, math.ceil(seed / step))
     while not ok(step * hi):
-        hi = math.ceil(hi * 1.5)
+        hi = math.ceil(hi * 1.1)  # far above the answer (R2) needs many orders: grow gently
         if hi * step > 1e6:
             raise ParameterError("no sigma below 1e6 meets the bound")
     lo = hi
@@ -169,18 +172,53 @@ def _grid_bisect(ok, seed: float, resolution) -> str:
     return decimal_str(res * hi)
 
 
+def r2_meets(steps: int, epochs: int, sigma: float, eps: float, delta: float) -> bool:
+    """delta_qp_bound(...)[0] <= delta, stopping at the first order that meets it (or at the convex
+    minimum, which misses): the same verdict without the orders beyond."""
+    last = math.inf
+    for q in range(2, Q_MAX + 1):
+        log_b = _log_r2(steps, epochs, sigma, q, eps)
+        if math.exp(min(log_b, 0.0)) <= delta:
+            return True
+        if log_b > last:
+            return False
+        last = log_b
+    return False
+
+
+def r3_meets(steps: int, epochs: int, sigma: float, alpha: float, beta: float) -> bool:
+    """rdp_tpr_bound(...) <= beta, stopping at the first order where a line meets it (or once every
+    line has passed its convex minimum): the same verdict without the orders beyond."""
+    lines = EPS_LINES[EPS_LINES < math.log(1.0 / alpha)]
+    if lines.size == 0:
+        return beta >= 1.0
+    k = np.exp(lines)
+    best = np.full(lines.size, np.inf)
+    last = np.full(lines.size, np.inf)
+    for q in range(2, Q_MAX + 1):
+        log_b = _log_r2(steps, epochs, sigma, q, lines)
+        best = np.minimum(best, log_b)
+        # 1 - max(0, max_i 1 - B_i - K_i alpha) = min(1, min_i B_i + K_i alpha)
+        if min(1.0, float((np.exp(np.minimum(best, 0.0)) + k * alpha).min())) <= beta:
+            return True
+        if np.all(log_b > last):
+            return False
+        last = log_b
+    return False
+
+
 def rdp_sigma(steps: int, epochs: int, eps: float, delta: float, resolution="1e-6", seed: float = 1.0,
               scale2: int = 1) -> str:
     """The least grid sigma where (R2) <= delta: a proven bound on delta_{Q||P}(eps) only."""
     root = math.sqrt(scale2)
-    return _grid_bisect(lambda s: delta_qp_bound(steps, epochs, s / root, eps)[0] <= delta, seed, resolution)
+    return _grid_bisect(lambda s: r2_meets(steps, epochs, s / root, eps, delta), seed, resolution)
 
 
 def rdp_tpr_sigma(steps: int, epochs: int, fpr: float, tpr: float, resolution="1e-6", seed: float = 1.0,
                   scale2: int = 1) -> str:
     """The least grid sigma where (R3) <= beta: a proven TPR bound (usually far below Prop. B.2's)."""
     root = math.sqrt(scale2)
-    return _grid_bisect(lambda s: rdp_tpr_bound(steps, epochs, s / root, fpr) <= tpr, seed, resolution)
+    return _grid_bisect(lambda s: r3_meets(steps, epochs, s / root, fpr, tpr), seed, resolution)
 
 
 def _round_up(ok, sigma: float, resolution) -> str:

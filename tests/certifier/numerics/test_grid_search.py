@@ -78,3 +78,33 @@ def test_r2_early_stop_is_the_full_min_over_orders(steps, epochs, sigma):
     full = np.exp(np.minimum(np.min([qb._log_r2(steps, epochs, sigma, q, qb.EPS_LINES)
                                      for q in range(2, qb.Q_MAX + 1)], axis=0), 0.0))
     assert np.allclose(b, full, rtol=1e-12, atol=0)
+
+
+def test_partitions_with_at_most_k_parts():
+    counts = [1, 1, 2, 3, 5, 7, 11, 15, 22, 30, 42, 56, 77, 101, 135, 176, 231, 297, 385, 490, 627]
+    assert [sum(1 for _ in qb._partitions(n)) for n in range(21)] == counts
+    for n in (1, 7, 16):
+        for k in range(1, n + 1):
+            assert sorted(qb._partitions(n, parts=k)) == sorted(p for p in qb._partitions(n) if len(p) <= k)
+
+
+@pytest.mark.parametrize("steps", [1, 2, 3, 5, 100])
+def test_moment_coefficients_give_the_lognormal_moments(steps):
+    """F_M(q) of (R1) at q = 2 is the chi-square line 1 + (e^{t^2} - 1)/M; at M = 1, e^{q(q-1)t^2/2}."""
+    for sigma in (0.7, 1.5):
+        t2 = 1 / sigma ** 2
+        assert math.exp(qb.log_moment(steps, 2, sigma)) == pytest.approx(1 + math.expm1(t2) / steps, rel=1e-13)
+        if steps == 1:
+            for q in (3, 7, 12):
+                assert qb.log_moment(1, q, sigma) == pytest.approx(q * (q - 1) * t2 / 2, rel=1e-13)
+
+
+@pytest.mark.parametrize("steps,epochs", [(100, 10), (3, 1000), (1, 10), (100000, 10)])
+def test_early_verdicts_equal_the_bounds(steps, epochs):
+    for sigma in np.geomspace(0.3, 80.0, 25):
+        for eps, delta in ((1.0, 1e-5), (4.0, 1e-6), (0.5, 1e-2)):
+            assert qb.r2_meets(steps, epochs, sigma, eps, delta) == (qb.delta_qp_bound(steps, epochs, sigma, eps)[0]
+                                                                     <= delta)
+        for alpha, beta in ((1e-3, 2e-3), (0.1, 0.2)):
+            assert qb.r3_meets(steps, epochs, sigma, alpha, beta) == (qb.rdp_tpr_bound(steps, epochs, sigma, alpha)
+                                                                      <= beta)
