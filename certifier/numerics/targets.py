@@ -103,8 +103,24 @@ def route_at(steps: int, epochs: int, sigma: float, check: bool = True,
                                  f"{sigma:g} E Lambda^(1/2) <= (sqrt(M) e^(-1/(8 sigma^2)))^E = {b:.1e}")
     if b <= ONE_LEVEL:
         return Route("bound E Lambda^{1/2} <= (sqrt(M) e^{-1/(8 sigma^2)})^E", OneLine(b)), None
-    first = pair_routes.primary(steps, epochs, sigma, u_hint)
+    first = _primary(steps, epochs, sigma, u_hint)
     return first, (pair_routes.second(steps, epochs, sigma, first) if check else None)
+
+
+_PRIMARY: dict = {}   # (M, E, sigma to 12 digits) -> the primary route, the last few only
+PRIMARY_CACHE = 8
+
+
+def _primary(steps: int, epochs: int, sigma: float, u_hint: float | None) -> Route:
+    """The primary route, reused for the same (M, E, sigma): the exact-sigma search's last point is the
+    grid point its caller then evaluates with the second route (1 ulp apart at most: 1e-6 k vs the
+    decimal's float). Any valid line serves: a hinted one only reaches further in u."""
+    key = (steps, epochs, float(f"{sigma:.12g}"))
+    if key not in _PRIMARY:
+        if len(_PRIMARY) >= PRIMARY_CACHE:
+            _PRIMARY.pop(next(iter(_PRIMARY)))
+        _PRIMARY[key] = pair_routes.primary(steps, epochs, sigma, u_hint)
+    return _PRIMARY[key]
 
 
 def _checked(first: Value, other: Value | None) -> Value:

@@ -108,3 +108,14 @@ def test_early_verdicts_equal_the_bounds(steps, epochs):
         for alpha, beta in ((1e-3, 2e-3), (0.1, 0.2)):
             assert qb.r3_meets(steps, epochs, sigma, alpha, beta) == (qb.rdp_tpr_bound(steps, epochs, sigma, alpha)
                                                                       <= beta)
+
+
+def test_primary_route_cache_is_bounded_and_agrees_with_a_fresh_line():
+    from certifier.numerics import pair_routes
+    from certifier.numerics import targets as nt
+    s = float(nt.exact_sigma_dp(1000, 1, 1.0, 1e-5))
+    cached, _ = nt.route_at(1000, 1, s, check=False)       # the search's line (with its u-hint)
+    fresh = pair_routes.primary(1000, 1, s)                 # a line grown from scratch
+    a, b = cached.delta(1.0), fresh.delta(1.0)
+    assert abs(a.value - b.value) <= a.error + b.error and a.value <= 1e-5
+    assert len(nt._PRIMARY) <= nt.PRIMARY_CACHE
