@@ -12,8 +12,8 @@ E = ceil(steps / M) epochs; a partial epoch counts as a whole one (the pair of E
 pair of E epochs with one more independent factor, so dropping it is post-processing and eps can only
 grow; the k < M steps released of a partial epoch are a projection of a whole epoch's output, so
 data processing covers them too). `get_epsilon(delta)` returns eps(delta) of the pair at the grid
-point 1e-6 at or below sigma plus its error estimate (eps decreases in sigma), so Opacus's bisection never lands below the exact
-sigma. Numerical, not certified: `sigmacert certify` proves a TV target.
+point 1e-6 at or below sigma plus its error estimate (eps decreases in sigma), so Opacus's bisection
+never lands below the exact sigma. Numerical, not certified: `sigmacert certify` proves a TV target.
 
 A heterogeneous history (sample rates = batch counts M, noise multipliers, steps changing between
 make_private calls or loaders) is a run in stages: each entry (sigma, 1/M, steps) is a stage of
