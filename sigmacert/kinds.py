@@ -177,3 +177,11 @@ def privacy_at_stages(stages, *, deltas=(), epsilons=(), fprs=()):
                                 deltas=[float(parse_decimal("delta", _unit("delta", d))) for d in deltas],
                                 epsilons=[float(parse_decimal("epsilon", parse_epsilon(e))) for e in epsilons],
                                 fprs=[float(parse_decimal("fpr", _unit("fpr", a))) for a in fprs])
+
+
+def quick_bounds_stages(stages, kind: Kind, exact: str) -> dict:
+    """The proven quick bounds (R2) / (R3) for a run in stages with one sigma: name -> sigma (decimal text)."""
+    runs = [(s.steps, s.epochs) for s in stages]
+    if kind.kind == "dp":
+        return {"rdp_qp": qb.rdp_sigma_stages(runs, kind.f("epsilon"), kind.f("delta"), seed=float(exact))}
+    return {"rdp": qb.rdp_tpr_sigma_stages(runs, kind.f("fpr"), kind.f("tpr"), seed=float(exact))}

@@ -172,23 +172,24 @@ def _grid_bisect(ok, seed: float, resolution) -> str:
     return decimal_str(res * hi)
 
 
-def r2_meets(steps: int, epochs: int, sigma: float, eps: float, delta: float) -> bool:
-    """delta_qp_bound(...)[0] <= delta, stopping at the first order that meets it (or at the convex
-    minimum, which misses): the same verdict without the orders beyond."""
+def _r2_terms(log_f, q: int, eps):
+    """ln of (R2) at order q from ln E_P Lambda^q = log_f(q)."""
+    return log_f(q) + (1 - q) * eps + (q - 1) * math.log(q - 1) - q * math.log(q)
+
+
+def _meets_r2(log_f, eps: float, delta: float) -> bool:
     last = math.inf
     for q in range(2, Q_MAX + 1):
-        log_b = _log_r2(steps, epochs, sigma, q, eps)
+        log_b = _r2_terms(log_f, q, eps)
         if math.exp(min(log_b, 0.0)) <= delta:
             return True
-        if log_b > last:
+        if log_b > last:  # convex in q: past the minimum
             return False
         last = log_b
     return False
 
 
-def r3_meets(steps: int, epochs: int, sigma: float, alpha: float, beta: float) -> bool:
-    """rdp_tpr_bound(...) <= beta, stopping at the first order where a line meets it (or once every
-    line has passed its convex minimum): the same verdict without the orders beyond."""
+def _meets_r3(log_f, alpha: float, beta: float) -> bool:
     lines = EPS_LINES[EPS_LINES < math.log(1.0 / alpha)]
     if lines.size == 0:
         return beta >= 1.0
@@ -196,7 +197,7 @@ def r3_meets(steps: int, epochs: int, sigma: float, alpha: float, beta: float) -
     best = np.full(lines.size, np.inf)
     last = np.full(lines.size, np.inf)
     for q in range(2, Q_MAX + 1):
-        log_b = _log_r2(steps, epochs, sigma, q, lines)
+        log_b = _r2_terms(log_f, q, lines)
         best = np.minimum(best, log_b)
         # 1 - max(0, max_i 1 - B_i - K_i alpha) = min(1, min_i B_i + K_i alpha)
         if min(1.0, float((np.exp(np.minimum(best, 0.0)) + k * alpha).min())) <= beta:
@@ -205,6 +206,34 @@ def r3_meets(steps: int, epochs: int, sigma: float, alpha: float, beta: float) -
             return False
         last = log_b
     return False
+
+
+def r2_meets(steps: int, epochs: int, sigma: float, eps: float, delta: float) -> bool:
+    """delta_qp_bound(...)[0] <= delta, stopping at the first order that meets it (or at the convex
+    minimum, which misses): the same verdict without the orders beyond."""
+    return _meets_r2(lambda q: epochs * log_moment(steps, q, sigma), eps, delta)
+
+
+def r3_meets(steps: int, epochs: int, sigma: float, alpha: float, beta: float) -> bool:
+    """rdp_tpr_bound(...) <= beta, stopping at the first order where a line meets it (or once every
+    line has passed its convex minimum): the same verdict without the orders beyond."""
+    return _meets_r3(lambda q: epochs * log_moment(steps, q, sigma), alpha, beta)
+
+
+def _log_f_stages(stages, sigma: float):
+    """ln E_P Lambda^q = sum_s E_s ln F_{M_s}(q) of a run in stages (Theorem 4.1 with a product)."""
+    return lambda q: sum(e * log_moment(m, q, sigma) for m, e in stages)
+
+
+def rdp_sigma_stages(stages, eps: float, delta: float, resolution="1e-6", seed: float = 1.0) -> str:
+    """(R2) for a run in stages [(M, E)] with one sigma: the least grid sigma where it is <= delta
+    (a proven bound on delta_{Q||P}(eps); the sum of convex log-moments is convex in q)."""
+    return _grid_bisect(lambda s: _meets_r2(_log_f_stages(stages, s), eps, delta), seed, resolution)
+
+
+def rdp_tpr_sigma_stages(stages, fpr: float, tpr: float, resolution="1e-6", seed: float = 1.0) -> str:
+    """(R3) for a run in stages [(M, E)] with one sigma: the least grid sigma where it is <= beta."""
+    return _grid_bisect(lambda s: _meets_r3(_log_f_stages(stages, s), fpr, tpr), seed, resolution)
 
 
 def rdp_sigma(steps: int, epochs: int, eps: float, delta: float, resolution="1e-6", seed: float = 1.0,

@@ -54,14 +54,18 @@ def run_sigma_kind_stages(args, stages) -> int:
         return run_sigma_stages(args, stages)
     exact = kinds.exact_sigma_stages(stages, kind)
     at = kinds.value_at_stages(tuple(s.with_sigma(exact) for s in stages), kind)
+    quick = kinds.quick_bounds_stages(stages, kind, exact)
     obj = {"stages": _stages_json(stages), "scheme": RANDOM_ALLOCATION, "kind": kind.kind, **kind.params,
-           "exact": exact, "value_at_exact": at.value, "value_error": at.error}
+           "exact": exact, "value_at_exact": at.value, "value_error": at.error, "quick_bounds": quick}
     target = kind.params["delta"] if kind.kind == "dp" else kind.params["tpr"]
+    names = {"rdp_qp": "RDP sigma (R2 on the product, delta_Q||P only, proven)",
+             "rdp": "RDP trade-off sigma (R3 on the product, proven)"}
     return _emit(args, obj, [
         f"stages {_stages_name(stages)} (M x E each, random allocation), one sigma shared",
         f"target {kind.describe()}",
         f"  exact shared sigma (Thm 4.1 with a product, rounded up): {exact}  "
         f"({_quantity(kind)} = {at.value:.6e} <= {target}, error estimate {at.error:.1e}; numerical, not certified)",
+        *(f"  {names[k]}: {v}  (+{100 * (float(v) / float(exact) - 1):.2f} % noise)" for k, v in quick.items()),
     ])
 
 

@@ -47,6 +47,7 @@ def test_cli_sigma_stages_dp_and_tpr_json(capsys):
     obj = json.loads(capsys.readouterr().out)
     assert obj["exact"] == exact_sigma_dp_stages([(100, 5), (400, 5)], 1.0, 1e-5)
     assert obj["value_at_exact"] <= 1e-5 and [s["steps"] for s in obj["stages"]] == [100, 400]
+    assert float(obj["quick_bounds"]["rdp_qp"]) > float(obj["exact"])
     assert main(["sigma", "--stages", "100x5,400x5", "--fpr", "0.001", "--tpr", "0.002", "--json"]) == 0
     obj = json.loads(capsys.readouterr().out)
     assert obj["kind"] == "tpr" and obj["exact"] == exact_sigma_tpr_stages([(100, 5), (400, 5)], 1e-3, 2e-3)

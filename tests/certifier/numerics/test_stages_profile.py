@@ -157,3 +157,18 @@ def test_bad_input():
         exact_privacy_stages([(100, 5, "1")], deltas=[1.5])
     with pytest.raises(NumericsUnreliableError, match="sigma >="):
         exact_privacy_stages([(100, 5, "0.01"), (10, 1, "1")], epsilons=[1.0])
+
+
+def test_quick_bounds_of_stages():
+    """(R2)/(R3) on the product: a split gives the block's sigma; the bounds hold at their sigma."""
+    from certifier.numerics import quick_bounds as qb
+    assert qb.rdp_sigma_stages([(100, 3), (100, 7)], 1.0, 1e-5, seed=1.3) == qb.rdp_sigma(100, 10, 1.0, 1e-5, seed=1.3)
+    assert qb.rdp_tpr_sigma_stages([(100, 4), (100, 6)], 1e-3, 2e-3, seed=1.6) == \
+        qb.rdp_tpr_sigma(100, 10, 1e-3, 2e-3, seed=1.6)
+    stages = [(100, 5), (400, 5)]
+    s = float(qb.rdp_sigma_stages(stages, 1.0, 1e-5, seed=1.1))
+    p = exact_privacy_stages([(m, e, repr(s)) for m, e in stages], epsilons=[1.0])
+    r, _ = stages_route_at([(m, e, s) for m, e in stages])
+    assert r.delta_qp(1.0).value <= 1e-5 and p.delta[1.0].value <= 1e-5   # R2 bounds delta_Q||P at its sigma
+    t = float(qb.rdp_tpr_sigma_stages(stages, 1e-3, 2e-3, seed=1.3))
+    assert float(exact_sigma_tpr_stages(stages, 1e-3, 2e-3)) <= t           # a proven bound: never below exact
