@@ -54,21 +54,36 @@ def _partitions(q: int, largest: int | None = None, parts: int | None = None):
             yield (first,) + rest
 
 
+SMALL_CAP = 8   # at most this many parts: enumerate them; more: filter the full table (enumerated once)
+
+
+@lru_cache(maxsize=256)
+def _partition_table(q: int, cap: int) -> tuple[tuple[int, int, int], ...]:
+    """(a, l, c) over the partitions of q into l <= cap parts, grouped by (a, l): c = sum of
+    q!/(prod_j lambda_j! prod_i m_i!) (set partitions of a q-set of that block type, an integer).
+    Independent of M: every M >= q shares the full table, a larger cap is read off it."""
+    if SMALL_CAP < cap < q:
+        return tuple(row for row in _partition_table(q, q) if row[1] <= cap)
+    out: dict[tuple[int, int], int] = {}
+    fq = math.factorial(q)
+    for lam in _partitions(q, parts=cap):
+        c = fq
+        for part in lam:
+            c //= math.factorial(part)
+        for size in set(lam):
+            c //= math.factorial(lam.count(size))
+        key = (sum(part * (part - 1) for part in lam), len(lam))
+        out[key] = out.get(key, 0) + c
+    return tuple((a, l, c) for (a, l), c in sorted(out.items()))
+
+
 @lru_cache(maxsize=256)
 def moment_coefficients(steps: int, q: int) -> tuple[tuple[int, int], ...]:
-    """(a, C) with F_M(q) = M^{-q} sum C e^{a t^2/2} (R1); exact integers, grouped by a."""
+    """(a, C) with F_M(q) = M^{-q} sum C e^{a t^2/2} (R1); exact integers, grouped by a:
+    C = sum_l M!/(M-l)! c(a, l) (l <= M parts: M!/(M-l)! vanishes beyond)."""
     out: dict[int, int] = {}
-    fq = math.factorial(q)
-    for lam in _partitions(q, parts=min(q, steps)):  # l <= M parts: M!/(M-l)! vanishes beyond
-        parts = len(lam)
-        ways = math.perm(steps, parts)
-        for size in set(lam):
-            ways //= math.factorial(lam.count(size))
-        multinomial = fq
-        for part in lam:
-            multinomial //= math.factorial(part)
-        a = sum(part * (part - 1) for part in lam)
-        out[a] = out.get(a, 0) + ways * multinomial
+    for a, parts, c in _partition_table(q, min(q, steps)):
+        out[a] = out.get(a, 0) + math.perm(steps, parts) * c
     return tuple(sorted(out.items()))
 
 

@@ -119,3 +119,26 @@ def test_primary_route_cache_is_bounded_and_agrees_with_a_fresh_line():
     a, b = cached.delta(1.0), fresh.delta(1.0)
     assert abs(a.value - b.value) <= a.error + b.error and a.value <= 1e-5
     assert len(nt._PRIMARY) <= nt.PRIMARY_CACHE
+
+
+def _coefficients_by_enumeration(steps, q):
+    """(R1)'s grouped coefficients straight from every partition (the rule before the shared tables)."""
+    out = {}
+    for lam in qb._partitions(q):
+        if len(lam) > steps:
+            continue
+        ways = math.perm(steps, len(lam))
+        for size in set(lam):
+            ways //= math.factorial(lam.count(size))
+        multinomial = math.factorial(q)
+        for part in lam:
+            multinomial //= math.factorial(part)
+        a = sum(p * (p - 1) for p in lam)
+        out[a] = out.get(a, 0) + ways * multinomial
+    return tuple(sorted(out.items()))
+
+
+@pytest.mark.parametrize("steps", [1, 2, 3, 8, 9, 12, 20, 10**6])
+def test_shared_partition_tables_give_the_same_coefficients(steps):
+    for q in (2, 5, 9, 13, 16):
+        assert qb.moment_coefficients(steps, q) == _coefficients_by_enumeration(steps, q)
