@@ -39,16 +39,16 @@ def load() -> str:
     return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg()) + f" on {os.cpu_count()} cores"
 
 
-def _curve(m: int, e: int, kind: str) -> tuple[nt._Curve, float]:
+def _curve(m: int, e: int, kind: str) -> tuple[nt.Curve, float]:
     if kind == "dp":
         eps, dlt = 1.0, 1e-5
-        f = nt._Curve(m, e, 1, lambda r: r.delta(eps), dlt, "dp")
+        f = nt.Curve(m, e, 1, lambda r: r.delta(eps), dlt, "dp")
         return f, nt._gdp_sigma(m, e, nt.gdp_mu_for_delta(eps, dlt))
-    f = nt._Curve(m, e, 1, lambda r: r.tpr(1e-3), 2e-3, "tpr")
-    return f, nt._gdp_sigma(m, e, nt._isf(1e-3) - nt._isf(2e-3))
+    f = nt.Curve(m, e, 1, lambda r: r.tpr(1e-3), 2e-3, "tpr")
+    return f, nt._gdp_sigma(m, e, nt.isf(1e-3) - nt.isf(2e-3))
 
 
-def previous_search(f: nt._Curve, seed: float, resolution="1e-6") -> str:
+def previous_search(f: nt.Curve, seed: float, resolution="1e-6") -> str:
     """The rule before this round: Brent to 0.3 grid steps, then the walk (for the ratio only)."""
     from scipy.optimize import brentq
     res = parse_positive_decimal("resolution", resolution)
@@ -67,7 +67,7 @@ def in_process(m: int, e: int, kind: str) -> dict:
     nt._PRIMARY.clear()  # each search from cold lines: the route cache would favour the second one
     f, seed = _curve(m, e, kind)
     t = time.perf_counter()
-    new = nt._grid_search(f, seed, "1e-6")
+    new = nt.grid_search(f, seed, "1e-6")
     t_new, n_new = time.perf_counter() - t, len(f.values)
     nt._PRIMARY.clear()
     g, seed = _curve(m, e, kind)
@@ -75,7 +75,7 @@ def in_process(m: int, e: int, kind: str) -> dict:
     old = previous_search(g, seed)
     t_old, n_old = time.perf_counter() - t, len(g.values)
     nt._PRIMARY.clear()
-    nt._grid_search(_curve(m, e, kind)[0], seed, "1e-6")  # as in the command: value_at follows the search
+    nt.grid_search(_curve(m, e, kind)[0], seed, "1e-6")  # as in the command: value_at follows the search
     k = kinds.parse_kind(None, **KW[kind])
     t = time.perf_counter()
     kinds.quick_bounds(m, e, k, "random-allocation", new)

@@ -35,15 +35,15 @@ from certifier.numerics.targets import (
     EPS_REL_ERROR,
     MAX_ERROR,
     ONE_LEVEL,
+    Curve,
     GaussianLine,
     OneLine,
-    _check_eps,
-    _check_unit,
-    _checked,
-    _Curve,
-    _grid_search,
-    _isf,
+    check_eps,
+    check_unit,
+    checked,
     gdp_mu_for_delta,
+    grid_search,
+    isf,
     route_at,
 )
 from certifier.numerics.tv_laplace import DU, MAX_TRIES, TAIL_LEVEL, next_u
@@ -165,15 +165,15 @@ def exact_privacy_stages(stages, *, deltas=(), epsilons=(), fprs=(), check: bool
     its sigma), with error estimates; with check=True the second route widens each estimate by any
     disagreement beyond both (certifier.numerics.exact's rule)."""
     stages = _st.parse_stages(stages, sigma_per_stage=True)
-    deltas = [_check_unit("delta", d) for d in deltas]
-    epsilons = [_check_eps(e) for e in epsilons]
-    fprs = [_check_unit("false-positive rate", a) for a in fprs]
+    deltas = [check_unit("delta", d) for d in deltas]
+    epsilons = [check_eps(e) for e in epsilons]
+    fprs = [check_unit("false-positive rate", a) for a in fprs]
     first, other = stages_route_at(_runs(stages), check)
     method = first.name + ("+" + other.name if other is not None else "") + (" (stages)" if len(stages) > 1 else "")
-    tv = _checked(first.tv(), other.tv() if other else None)
-    eps_at = {d: _checked(first.epsilon(d), other.epsilon(d) if other else None) for d in deltas}
-    delta_at = {e: _checked(first.delta(e), other.delta(e) if other else None) for e in epsilons}
-    tpr_at = {a: _checked(first.tpr(a), other.tpr(a) if other else None) for a in fprs}
+    tv = checked(first.tv(), other.tv() if other else None)
+    eps_at = {d: checked(first.epsilon(d), other.epsilon(d) if other else None) for d in deltas}
+    delta_at = {e: checked(first.delta(e), other.delta(e) if other else None) for e in epsilons}
+    tpr_at = {a: checked(first.tpr(a), other.tpr(a) if other else None) for a in fprs}
     name = ",".join(map(str, stages))
     for what, v in [("TV", tv)] + [(f"delta({e:g})", v) for e, v in delta_at.items()] + \
             [(f"TPR({a:g})", v) for a, v in tpr_at.items()]:
@@ -187,7 +187,7 @@ def exact_privacy_stages(stages, *, deltas=(), epsilons=(), fprs=(), check: bool
     return StagesProfile(stages, method, tv, eps_at, delta_at, tpr_at)
 
 
-class _StagesCurve(_Curve):
+class StagesCurve(Curve):
     """sigma (shared) -> value - target for the stages, on the primary route, cached."""
 
     def __init__(self, stages, functional, target: float, what: str):
@@ -220,17 +220,17 @@ def exact_sigma_dp_stages(stages, epsilon, delta, resolution="1e-6") -> str:
     Each stage's pair at a larger sigma is a post-processing of the one at a smaller sigma (C.4), so is
     the product: the feasible sigma form a half-line and certifier.numerics.targets' grid search applies."""
     stages, resolution = _shared(stages, resolution)
-    eps, dlt = _check_eps(epsilon), _check_unit("delta", delta)
-    f = _StagesCurve(stages, lambda r: r.delta(eps), dlt, f"delta({eps:g}) <= {dlt:g}")
-    return _grid_search(f, _seed(stages, gdp_mu_for_delta(eps, dlt)), resolution)
+    eps, dlt = check_eps(epsilon), check_unit("delta", delta)
+    f = StagesCurve(stages, lambda r: r.delta(eps), dlt, f"delta({eps:g}) <= {dlt:g}")
+    return grid_search(f, _seed(stages, gdp_mu_for_delta(eps, dlt)), resolution)
 
 
 def exact_sigma_tpr_stages(stages, fpr, tpr, resolution="1e-6") -> str:
     """Least sigma on the resolution grid, shared by every stage, with 1 - T(alpha) <= beta."""
     stages, resolution = _shared(stages, resolution)
-    alpha, beta = _check_unit("false-positive rate", fpr), _check_unit("true-positive rate", tpr)
+    alpha, beta = check_unit("false-positive rate", fpr), check_unit("true-positive rate", tpr)
     if beta <= alpha:
         raise ParameterError(f"the TPR target must exceed the FPR (a coin with bias alpha has TPR = alpha); "
                              f"got fpr={alpha:g}, tpr={beta:g}")
-    f = _StagesCurve(stages, lambda r: r.tpr(alpha), beta, f"TPR({alpha:g}) <= {beta:g}")
-    return _grid_search(f, _seed(stages, _isf(alpha) - _isf(beta)), resolution)
+    f = StagesCurve(stages, lambda r: r.tpr(alpha), beta, f"TPR({alpha:g}) <= {beta:g}")
+    return grid_search(f, _seed(stages, isf(alpha) - isf(beta)), resolution)

@@ -34,7 +34,7 @@ EPS_REL_ERROR = 1e-4    # eps(delta) whose error exceeds this (relative, or abso
 
 # ---------------------------------------------------------------- M = 1 and tiny sigma
 
-def _isf(alpha: float) -> float:
+def isf(alpha: float) -> float:
     return -float(ndtri(alpha))
 
 
@@ -45,7 +45,7 @@ def gaussian_delta(eps: float, mu: float) -> float:
 
 def gaussian_tpr(alpha: float, mu: float) -> float:
     """1 - T(alpha) = 1 - Phi(Phi^-1(1 - alpha) - mu) (Dong et al., G_mu)."""
-    return float(ndtr(mu - _isf(alpha)))
+    return float(ndtr(mu - isf(alpha)))
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ def _primary(steps: int, epochs: int, sigma: float, u_hint: float | None) -> Rou
     return _PRIMARY[key]
 
 
-def _checked(first: Value, other: Value | None) -> Value:
+def checked(first: Value, other: Value | None) -> Value:
     """error_1 + the disagreement beyond both estimates (certifier.exact's rule)."""
     if other is None:
         return first
@@ -145,14 +145,14 @@ class PrivacyProfile:
     tpr: dict          # alpha -> 1 - T(alpha)
 
 
-def _check_unit(name: str, x: float) -> float:
+def check_unit(name: str, x: float) -> float:
     x = float(x)
     if not (0.0 < x < 1.0):
         raise ParameterError(f"{name} must lie strictly between 0 and 1, got {x!r}")
     return x
 
 
-def _check_eps(eps) -> float:
+def check_eps(eps) -> float:
     e = float(eps)
     if not (math.isfinite(e) and 0.0 <= e <= 100.0):
         raise ParameterError(f"epsilon must lie in [0, 100], got {eps!r}")
@@ -166,15 +166,15 @@ def exact_privacy(steps: int, epochs: int, sigma, *, deltas=(), epsilons=(), fpr
     With check=True a second route runs and every error grows by any disagreement beyond the two
     estimates. Raises NumericsUnreliableError when an estimate exceeds MAX_ERROR (and 1 % of its value)."""
     s = validate_cell(steps, epochs, sigma)
-    deltas = [_check_unit("delta", d) for d in deltas]
-    epsilons = [_check_eps(e) for e in epsilons]
-    fprs = [_check_unit("false-positive rate", a) for a in fprs]
+    deltas = [check_unit("delta", d) for d in deltas]
+    epsilons = [check_eps(e) for e in epsilons]
+    fprs = [check_unit("false-positive rate", a) for a in fprs]
     first, other = route_at(steps, epochs, s, check)
     method = first.name + ("+" + other.name if other is not None else "")
-    tv = _checked(first.tv(), other.tv() if other else None)
-    eps_at = {d: _checked(first.epsilon(d), other.epsilon(d) if other else None) for d in deltas}
-    delta_at = {e: _checked(first.delta(e), other.delta(e) if other else None) for e in epsilons}
-    tpr_at = {a: _checked(first.tpr(a), other.tpr(a) if other else None) for a in fprs}
+    tv = checked(first.tv(), other.tv() if other else None)
+    eps_at = {d: checked(first.epsilon(d), other.epsilon(d) if other else None) for d in deltas}
+    delta_at = {e: checked(first.delta(e), other.delta(e) if other else None) for e in epsilons}
+    tpr_at = {a: checked(first.tpr(a), other.tpr(a) if other else None) for a in fprs}
     for name, v in [("TV", tv)] + [(f"delta({e:g})", v) for e, v in delta_at.items()] + \
             [(f"TPR({a:g})", v) for a, v in tpr_at.items()]:
         if not (math.isfinite(v.value) and (v.error <= MAX_ERROR or v.error <= 0.01 * abs(v.value))):
@@ -190,7 +190,7 @@ def exact_privacy(steps: int, epochs: int, sigma, *, deltas=(), epsilons=(), fpr
 
 # ---------------------------------------------------------------- the exact sigma
 
-class _Curve:
+class Curve:
     """sigma -> value - target on the primary route, cached, with the laplace u-range carried along."""
 
     def __init__(self, steps: int, epochs: int, scale2: int, functional, target: float, what: str):
@@ -228,7 +228,7 @@ class _Curve:
         return max(g, 1e-300) if gap > 0 else min(g, 0.0)
 
 
-def _bracket(f: _Curve, seed: float) -> tuple[float, float]:
+def _bracket(f: Curve, seed: float) -> tuple[float, float]:
     """(lo, hi) with f(lo) > 0 >= f(hi), by secant steps on g = ln(value) - ln(target) against ln sigma
     (nearly linear), each step a factor in [1.01, 2] from the last point (the GDP-limit seed lies
     0.1 - 25 % below the exact sigma at E = 1, closer for more epochs)."""
@@ -249,7 +249,7 @@ def _bracket(f: _Curve, seed: float) -> tuple[float, float]:
     raise NumericsUnreliableError(f"could not bracket the sigma for {f.what}")
 
 
-def _grid_search(f: _Curve, seed: float, resolution) -> str:
+def grid_search(f: Curve, seed: float, resolution) -> str:
     """The least grid index k with f(k res) <= 0 and f((k-1) res) > 0, both evaluated (or k = 1).
 
     Regula falsi on g = log_gap against ln sigma (nearly linear there) with every point ON the grid:
@@ -316,24 +316,24 @@ def _gdp_sigma(steps: int, epochs: int, mu: float) -> float:
 def exact_sigma_dp(steps: int, epochs: int, epsilon, delta, resolution="1e-6", scheme: str | None = None) -> str:
     """Least sigma on the resolution grid with max(delta_{Q||P}, delta_{P||Q})(eps) <= delta, as a decimal."""
     validate_cell(steps, epochs, 1.0)
-    eps, dlt = _check_eps(epsilon), _check_unit("delta", delta)
+    eps, dlt = check_eps(epsilon), check_unit("delta", delta)
     m, e, scale2 = _reduce(steps, epochs, scheme)
-    f = _Curve(m, e, scale2, lambda r: r.delta(eps), dlt, f"delta({eps:g}) <= {dlt:g}")
+    f = Curve(m, e, scale2, lambda r: r.delta(eps), dlt, f"delta({eps:g}) <= {dlt:g}")
     seed = math.sqrt(scale2) * _gdp_sigma(m, e, gdp_mu_for_delta(eps, dlt))
-    return _grid_search(f, seed, resolution)
+    return grid_search(f, seed, resolution)
 
 
 def exact_sigma_tpr(steps: int, epochs: int, fpr, tpr, resolution="1e-6", scheme: str | None = None) -> str:
     """Least sigma on the resolution grid with 1 - T(alpha) <= beta, as a decimal."""
     validate_cell(steps, epochs, 1.0)
-    alpha, beta = _check_unit("false-positive rate", fpr), _check_unit("true-positive rate", tpr)
+    alpha, beta = check_unit("false-positive rate", fpr), check_unit("true-positive rate", tpr)
     if beta <= alpha:
         raise ParameterError(f"the TPR target must exceed the FPR (a coin with bias alpha has TPR = alpha); "
                              f"got fpr={alpha:g}, tpr={beta:g}")
     m, e, scale2 = _reduce(steps, epochs, scheme)
-    f = _Curve(m, e, scale2, lambda r: r.tpr(alpha), beta, f"TPR({alpha:g}) <= {beta:g}")
-    seed = math.sqrt(scale2) * _gdp_sigma(m, e, _isf(alpha) - _isf(beta))
-    return _grid_search(f, seed, resolution)
+    f = Curve(m, e, scale2, lambda r: r.tpr(alpha), beta, f"TPR({alpha:g}) <= {beta:g}")
+    seed = math.sqrt(scale2) * _gdp_sigma(m, e, isf(alpha) - isf(beta))
+    return grid_search(f, seed, resolution)
 
 
 def exact_privacy_scheme(steps: int, epochs: int, sigma, scheme: str | None = None, **kw) -> PrivacyProfile:

@@ -8,7 +8,7 @@ from certifier.errors import ParameterError
 from certifier.numerics.schemes import RANDOM_ALLOCATION
 from certifier.params import parse_decimal, parse_sigma
 from sigmacert import kinds
-from sigmacert.cli.core import _stages_json, _stages_of, add_scheme_arguments, run_shape
+from sigmacert.cli.core import add_scheme_arguments, run_shape
 
 
 def _emit(args, obj: dict, lines: list[str]) -> int:
@@ -42,6 +42,26 @@ def _quantity(kind: kinds.Kind) -> str:
     return f"TPR at FPR {kind.params['fpr']}"
 
 
+def _stages_arg(args, per_stage):
+    """The --stages list, or None (then --steps is needed); refuses --stages with -M/-E/-T or fixed-bins."""
+    from certifier.numerics.schemes import DEFAULT_SCHEME
+    from certifier.numerics.stages import parse_stages
+    if args.stages is None:
+        if args.steps is None:
+            raise ParameterError("give --steps (with --epochs) or --stages")
+        return None
+    if args.steps is not None or args.epochs is not None or args.iterations is not None:
+        raise ParameterError("--stages replaces --steps, --epochs and --iterations")
+    if args.scheme != DEFAULT_SCHEME:
+        raise ParameterError("--stages is for random allocation (Algorithm 1) only")
+    return parse_stages(args.stages, per_stage)
+
+
+def _stages_json(stages) -> list:
+    return [{"steps": s.steps, "epochs": s.epochs, **({} if s.sigma is None else {"sigma": s.sigma})}
+            for s in stages]
+
+
 def _stages_name(stages) -> str:
     return ",".join(map(str, stages))
 
@@ -70,7 +90,7 @@ def run_sigma_kind_stages(args, stages) -> int:
 
 
 def run_sigma_kind(args) -> int:
-    stages = _stages_of(args, False)
+    stages = _stages_arg(args, False)
     if stages is not None:
         return run_sigma_kind_stages(args, stages)
     m, e, scheme, t = run_shape(args)
@@ -131,7 +151,7 @@ def run_dp(args) -> int:
     if not (deltas or fprs or epsilons):
         raise ParameterError("give at least one --delta (eps at delta), --epsilon (delta at eps) or --fpr "
                              "(TPR at FPR)")
-    stages = _stages_of(args, None)
+    stages = _stages_arg(args, None)
     if stages is not None:
         return run_dp_stages(args, stages, deltas, epsilons, fprs)
     if args.sigma is None:

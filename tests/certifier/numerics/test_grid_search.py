@@ -1,4 +1,4 @@
-"""The exact-sigma grid search (certifier.numerics.targets._grid_search) and the convex early stop of
+"""The exact-sigma grid search (certifier.numerics.targets.grid_search) and the convex early stop of
 (R2)/(R3) in certifier.numerics.quick_bounds: against brute force on synthetic monotone curves and
 against the full min over orders."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from certifier.numerics import quick_bounds as qb
-from certifier.numerics.targets import _grid_search
+from certifier.numerics.targets import grid_search
 
 
 class Synthetic:
@@ -48,7 +48,7 @@ def _least(f, step=1e-6):
                                         (0.3958795, 0.3176, 50.0, 40.0), (1.0000005, 1.0000005, 8.0, 0.0)])
 def test_grid_search_is_the_least_grid_point_with_both_neighbours_evaluated(r, seed, c, d):
     f = Synthetic(r, c, d)
-    got = _grid_search(f, seed, "1e-6")
+    got = grid_search(f, seed, "1e-6")
     k = _least(f)
     assert abs(float(got) - k * 1e-6) < 1e-12
     seen = {round(s / 1e-6) for s in f.calls if abs(s / 1e-6 - round(s / 1e-6)) < 1e-6}
@@ -60,7 +60,7 @@ def test_grid_search_walks_past_a_contradicting_evaluation():
     f = Synthetic(1.36919017)
     k = _least(f)
     f.lie_at = k * 1e-6  # the true answer evaluates as a miss: the search must answer the next point
-    assert abs(float(_grid_search(f, 1.2, "1e-6")) - (k + 1) * 1e-6) < 1e-12
+    assert abs(float(grid_search(f, 1.2, "1e-6")) - (k + 1) * 1e-6) < 1e-12
 
 
 def _full_min(steps, epochs, sigma, eps):
