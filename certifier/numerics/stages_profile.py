@@ -60,11 +60,11 @@ def gaussian_mu_stages(runs) -> float:
 
 def _decayed_lines(runs, u_hint: float | None, disc: Discretization):
     """The stages' lines on one u-grid, grown until the product has decayed (or met a round-off floor)."""
-    groups = _st._groups(runs)
+    groups = _st.line_groups(runs)
     total_e = sum(e for _, e, _ in runs)
-    u_top = u_hint or _st._u_guess(runs)
+    u_top = u_hint or _st.u_guess_stages(runs)
     for _ in range(MAX_TRIES):
-        lines = {key: _st._line(key[0], key[1], u_top, disc) for key in groups}
+        lines = {key: _st.stage_line(key[0], key[1], u_top, disc) for key in groups}
         n_all = min(ln.f.size for ln in lines.values())
         log_mag = np.zeros(n_all)
         floor = np.zeros(n_all, dtype=bool)
@@ -91,14 +91,14 @@ def laplace_route_stages(runs, u_hint: float | None = None, disc: Discretization
         slope = sum(epochs) * np.exp(log_total - np.log(mags[key]))
         ln = lines[key]
         floor += slope * (ln.truncation[:n] + ln.roundoff[:n] + (F_FLOOR if key[0] > 1 else 0.0))
-    fe = _st._product(lines, groups, "f", n)
+    fe = _st.line_product(lines, groups, "f", n)
     main = MomentLineE(DU, fe, floor, tail=float(abs(fe[-1])))
-    variants = tuple(MomentLineE(DU, _st._product(lines, groups, a, n)) for a in ("f_coarse_r", "f_coarse_x"))
+    variants = tuple(MomentLineE(DU, _st.line_product(lines, groups, a, n)) for a in ("f_coarse_r", "f_coarse_x"))
     return Route("laplace" if disc is FIRST else "laplace'", main, variants, float(DU * (n - 1)))
 
 
 def _logconv_line(runs, step: float) -> MomentLineE:
-    groups = _st._groups(runs)
+    groups = _st.line_groups(runs)
     du = 2.0 * math.pi / (step * round(2.0 * math.pi / (DU * step)))
     n_u = int(round(2.0 * math.pi / (du * step))) // 2
     prod = np.ones(n_u, dtype=complex)
