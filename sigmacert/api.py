@@ -98,13 +98,17 @@ def exact_sigma(steps=None, epochs=None, target=None, *, stages=None, epsilon=No
     >>> exact_sigma(100, 10, "0.1")
     Decimal('1.426215')
 
-    stages=[(100, 5), (400, 5)]: the least sigma, shared by the stages, on the same grid.
+    stages=[(100, 5), (400, 5)]: the least sigma, shared by the stages, on the same grid, for any
+    kind (the pair is the product of the stages' pairs; docs/compose.md, docs/targets.md).
     """
-    if stages is not None:  # the TV kind only, on the 1e-6 grid (docs/compose.md)
-        if target is None or any(x is not None for x in (epsilon, delta, fpr, tpr)):
-            raise ParameterError("stages= takes the TV target lambda only")
+    if stages is not None:
+        from sigmacert import kinds
+        kind = kinds.parse_kind(target, epsilon=epsilon, delta=delta, fpr=fpr, tpr=tpr)
         run = _stages(stages, steps, epochs, scheme, iterations, False)
-        lam = parse_target(as_decimal_text("target", target))
+        if kind.kind != "tv":
+            res = resolution if resolution == "auto" else as_decimal_text("resolution", resolution)
+            return Decimal(kinds.exact_sigma_stages(run, kind, res))
+        lam = parse_target(as_decimal_text("target", target))  # the TV kind on the 1e-6 grid
         res = "1e-6" if resolution == "auto" else as_decimal_text("resolution", resolution)
         return Decimal(_stage_math.exact_sigma_stages(run, lam, resolution=res))
     if steps is None or epochs is None and iterations is None:
@@ -116,15 +120,30 @@ def exact_sigma(steps=None, epochs=None, target=None, *, stages=None, epsilon=No
     return Decimal(kinds.exact_sigma(m, e, kind, scheme, res))
 
 
-def exact_privacy(steps, epochs, sigma, *, delta=(), epsilon=(), fpr=(), scheme=DEFAULT_SCHEME, iterations=None):
+def exact_privacy(steps=None, epochs=None, sigma=None, *, stages=None, delta=(), epsilon=(), fpr=(),
+                  scheme=DEFAULT_SCHEME, iterations=None):
     """The pair's privacy profile and trade-off curve at sigma (numerical, with error estimates):
     eps at each `delta`, delta(eps) = max of both directions at each `epsilon`, and the largest TPR
     of a test with FPR `fpr` (each a number or a list). Returns a PrivacyProfile whose dicts map
-    each float parameter to a Value(value, error); `.tv` is the exact TV."""
+    each float parameter to a Value(value, error); `.tv` is the exact TV.
+
+    stages=[(100, 5, "1.2"), (400, 5, "1.5")] (or [(100, 5), (400, 5)] with sigma= shared): the run in
+    stages, E Lambda^q = prod_s F_{M_s, sigma_s}(q)^{E_s}; a StagesProfile with the same dicts."""
     from sigmacert import kinds
+    many = lambda x: list(x) if isinstance(x, (list, tuple)) else [x]  # noqa: E731
+    if stages is not None:
+        run = _stages(stages, steps, epochs, scheme, iterations, None)
+        if sigma is not None:
+            if run[0].sigma is not None:
+                raise ParameterError("the stages carry their sigma already: drop sigma=")
+            run = tuple(st.with_sigma(sigma) for st in run)
+        elif run[0].sigma is None:
+            raise ParameterError("give sigma= or a sigma on every stage")
+        return kinds.privacy_at_stages(run, deltas=many(delta), epsilons=many(epsilon), fprs=many(fpr))
+    if steps is None or epochs is None and iterations is None or sigma is None:
+        raise ParameterError("give steps, epochs and sigma (or stages=)")
     m, e, scheme, _ = _run(steps, epochs, scheme, iterations)
     s = parse_sigma(as_decimal_text("sigma", sigma))
-    many = lambda x: list(x) if isinstance(x, (list, tuple)) else [x]  # noqa: E731
     return kinds.privacy_at(m, e, float(s), scheme, deltas=many(delta), epsilons=many(epsilon), fprs=many(fpr))
 
 

@@ -193,3 +193,46 @@ def bound_reached(outcome, kind: Kind) -> str | None:
         return outcome.bound
     key = f"{kind.kind}_bound"
     return next((t[key] for t in reversed(outcome.tries) if t.get(key) is not None), None)
+
+
+# ---------------------------------------------------------------- runs in stages (random allocation only)
+
+def exact_sigma_stages(stages, kind: Kind, resolution: str = "auto") -> str:
+    """The least sigma shared by the stages meeting a dp or tpr target (numerical), as a decimal; "auto" as
+    exact_sigma (the TV kind's stages search is certifier.numerics.stages.exact_sigma_stages)."""
+    from certifier.numerics import stages_profile as sp
+    if resolution == "auto":
+        from certifier.resolution import issued
+        return issued(exact_sigma_stages(stages, kind, "1e-6"))
+    if kind.kind == "dp":
+        return sp.exact_sigma_dp_stages(stages, kind.f("epsilon"), kind.f("delta"), resolution)
+    if kind.kind == "tpr":
+        return sp.exact_sigma_tpr_stages(stages, kind.f("fpr"), kind.f("tpr"), resolution)
+    raise ParameterError("the TV kind of a run in stages is certifier.numerics.stages.exact_sigma_stages")
+
+
+def value_at_stages(stages, kind: Kind) -> nt.Value:
+    """The kind's quantity for the stages (each with its sigma), primary and second route."""
+    from certifier.numerics.stages_profile import exact_privacy_stages
+    if kind.kind == "dp":
+        return exact_privacy_stages(stages, epsilons=[kind.f("epsilon")]).delta[kind.f("epsilon")]
+    if kind.kind == "tpr":
+        return exact_privacy_stages(stages, fprs=[kind.f("fpr")]).tpr[kind.f("fpr")]
+    return exact_privacy_stages(stages).tv
+
+
+def privacy_at_stages(stages, *, deltas=(), epsilons=(), fprs=()):
+    """certifier.numerics.stages_profile.exact_privacy_stages, each parameter parsed from its exact decimal."""
+    from certifier.numerics.stages_profile import exact_privacy_stages
+    return exact_privacy_stages(stages,
+                                deltas=[float(parse_decimal("delta", _unit("delta", d))) for d in deltas],
+                                epsilons=[float(parse_decimal("epsilon", parse_epsilon(e))) for e in epsilons],
+                                fprs=[float(parse_decimal("fpr", _unit("fpr", a))) for a in fprs])
+
+
+def quick_bounds_stages(stages, kind: Kind, exact: str) -> dict:
+    """The proven quick bounds (R2) / (R3) for a run in stages with one sigma: name -> sigma (decimal text)."""
+    runs = [(s.steps, s.epochs) for s in stages]
+    if kind.kind == "dp":
+        return {"rdp_qp": qb.rdp_sigma_stages(runs, kind.f("epsilon"), kind.f("delta"), seed=float(exact))}
+    return {"rdp": qb.rdp_tpr_sigma_stages(runs, kind.f("fpr"), kind.f("tpr"), seed=float(exact))}

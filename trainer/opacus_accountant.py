@@ -10,9 +10,20 @@ calibrate to the exact (eps, delta) of the pair (P_M^E, Q_M^E) (certifier.numeri
 history (sigma, sample rate 1/M, steps) is a run of Algorithm 1 with M = 1/q steps per epoch and
 E = ceil(steps / M) epochs; a partial epoch counts as a whole one (the pair of E + 1 epochs is the
 pair of E epochs with one more independent factor, so dropping it is post-processing and eps can only
-grow). `get_epsilon(delta)` returns eps(delta) of the pair at the grid point 1e-6 at or below sigma
-plus its error estimate (eps decreases in sigma), so Opacus's bisection never lands below the exact
-sigma. Numerical, not certified: `sigmacert certify` proves a TV target.
+grow; the k < M steps released of a partial epoch are a projection of a whole epoch's output, so
+data processing covers them too). `get_epsilon(delta)` returns eps(delta) of the pair at the grid
+point 1e-6 at or below sigma plus its error estimate (eps decreases in sigma), so Opacus's bisection
+never lands below the exact sigma. Numerical, not certified: `sigmacert certify` proves a TV target.
+
+A heterogeneous history (sample rates = batch counts M, noise multipliers, steps changing between
+make_private calls or loaders) is a run in stages: each entry (sigma, 1/M, steps) is a stage of
+E = ceil(steps / M) epochs of M steps at sigma, and the pair of the run is the product of the stages'
+pairs (certifier.numerics.stages_profile; Theorem 4.1 with a product). Partial epochs count as whole
+ones as above. An entry that may resume an epoch left partial by the last stage of its sample rate
+(the same loader continuing, e.g. a noise schedule within one loader) is joined to that stage at the
+smaller sigma with the epochs of both added: that run dominates both readings of the history (one
+loader resumed: its ceil((a + b)/M) epochs <= ceil(a/M) + ceil(b/M), and adding noise to a step is
+post-processing, C.4; two loaders: each stage at the smaller sigma is again post-processed).
 
 `RandomAllocationEpochSampler` is Algorithm 1's sampler one epoch per pass (E passes, M batches
 each), the shape Opacus's `make_private_with_epsilon` expects (sample rate 1 / len(loader) = 1/M).
@@ -29,6 +40,8 @@ from torch.utils.data import DataLoader
 from torch.utils.data._utils.collate import default_collate
 
 from certifier.errors import NumericsUnreliableError, ParameterError, SigmacertError
+from certifier.numerics.stages import MAX_STAGES
+from certifier.numerics.stages_profile import exact_privacy_stages
 from certifier.numerics.targets import exact_privacy
 from trainer.algorithm import streams
 from trainer.allocation import Allocation
@@ -39,7 +52,7 @@ GRID = 1e-6            # sigma is read at the grid point at or below it: the exa
 
 
 class HeterogeneousHistoryError(SigmacertError, ValueError):
-    """The history mixes noise multipliers or sample rates; its composition is not implemented yet."""
+    """The history has more distinct stages than the stages numerics take (MAX_STAGES)."""
 
 
 def _steps_per_epoch(sample_rate: float) -> int:
@@ -65,6 +78,47 @@ def epsilon_of_run(sigma: float, sample_rate: float, steps: int, delta: float) -
     return v.value + v.error if math.isfinite(v.error) else math.inf
 
 
+def history_stages(history) -> list[tuple[int, int, float]]:
+    """[(M, E, sigma)] of a history [(sigma, sample_rate, steps)]: one stage per entry with E = ceil(steps/M),
+    an entry joined to the last stage of its sample rate when that stage ended inside an epoch (at the
+    smaller sigma, the epochs added; module docstring)."""
+    stages: list[list] = []       # [M, E, sigma, steps so far]
+    last: dict[int, int] = {}     # M -> index of its latest stage
+    for sigma, q, n in history:
+        m, n = _steps_per_epoch(float(q)), int(n)
+        e = max(1, -(-n // m))
+        i = last.get(m)
+        if i is not None and stages[i][3] % m:
+            st = stages[i]
+            st[1], st[2], st[3] = st[1] + e, min(st[2], float(sigma)), st[3] + n
+        else:
+            last[m] = len(stages)
+            stages.append([m, e, float(sigma), n])
+    if len(stages) > MAX_STAGES:
+        raise HeterogeneousHistoryError(f"the random_allocation accountant composes at most {MAX_STAGES} stages; "
+                                        f"this history has {len(stages)}")
+    return [(m, e, s) for m, e, s, _ in stages]
+
+
+def epsilon_of_stages(stages, delta: float) -> float:
+    """eps(delta) of the run in stages [(M, E, sigma)] at each sigma's grid point at or below it, plus its
+    error estimate (eps decreases in each stage's sigma); inf where the numerics give no value."""
+    if len(stages) == 1:
+        m, e, s = stages[0]
+        return epsilon_of_run(s, 1.0 / m, m * e, delta)
+    run = []
+    for m, e, sigma in stages:
+        k = math.floor(sigma / GRID + 1e-9)
+        if k <= 0:
+            return math.inf
+        run.append((m, e, f"{k / 10**6:.6f}"))
+    try:
+        v = exact_privacy_stages(run, deltas=[delta], check=False).epsilon[delta]
+    except NumericsUnreliableError:
+        return math.inf
+    return v.value + v.error if math.isfinite(v.error) else math.inf
+
+
 class RandomAllocationAccountant(IAccountant):
     """history = [(noise_multiplier, sample_rate, steps)], as Opacus's RDP accountant keeps it."""
 
@@ -81,12 +135,7 @@ class RandomAllocationAccountant(IAccountant):
     def get_epsilon(self, delta: float, *args, **kwargs) -> float:
         if not self.history:
             return 0.0
-        if len({(s, q) for s, q, _ in self.history}) > 1:
-            raise HeterogeneousHistoryError("the random_allocation accountant composes one noise multiplier and one "
-                                       f"sample rate only; this history mixes {len(self.history)} settings "
-                                       f"{[(s, q) for s, q, _ in self.history]}")
-        sigma, q, _ = self.history[0]
-        return epsilon_of_run(float(sigma), float(q), sum(n for _, _, n in self.history), float(delta))
+        return epsilon_of_stages(history_stages(self.history), float(delta))
 
     def __len__(self) -> int:
         return sum(n for _, _, n in self.history)

@@ -38,34 +38,52 @@ from certifier.params import decimal_str, parse_positive_decimal
 Q_MAX = 40           # orders q tried in (R2)
 
 
-def _partitions(q: int, largest: int | None = None):
-    """Partitions of q as non-increasing tuples."""
+def _partitions(q: int, largest: int | None = None, parts: int | None = None):
+    """Partitions of q as non-increasing tuples, with at most `parts` parts (default: any number)."""
     largest = q if largest is None else largest
+    parts = q if parts is None else parts
     if q == 0:
         yield ()
         return
+    if parts == 0:
+        return
     for first in range(min(q, largest), 0, -1):
-        for rest in _partitions(q - first, first):
+        if first * parts < q:  # parts of size <= first cannot fill q any more
+            return
+        for rest in _partitions(q - first, first, parts - 1):
             yield (first,) + rest
+
+
+SMALL_CAP = 8   # at most this many parts: enumerate them; more: filter the full table (enumerated once)
+
+
+@lru_cache(maxsize=256)
+def _partition_table(q: int, cap: int) -> tuple[tuple[int, int, int], ...]:
+    """(a, l, c) over the partitions of q into l <= cap parts, grouped by (a, l): c = sum of
+    q!/(prod_j lambda_j! prod_i m_i!) (set partitions of a q-set of that block type, an integer).
+    Independent of M: every M >= q shares the full table, a larger cap is read off it."""
+    if SMALL_CAP < cap < q:
+        return tuple(row for row in _partition_table(q, q) if row[1] <= cap)
+    out: dict[tuple[int, int], int] = {}
+    fq = math.factorial(q)
+    for lam in _partitions(q, parts=cap):
+        c = fq
+        for part in lam:
+            c //= math.factorial(part)
+        for size in set(lam):
+            c //= math.factorial(lam.count(size))
+        key = (sum(part * (part - 1) for part in lam), len(lam))
+        out[key] = out.get(key, 0) + c
+    return tuple((a, l, c) for (a, l), c in sorted(out.items()))
 
 
 @lru_cache(maxsize=256)
 def moment_coefficients(steps: int, q: int) -> tuple[tuple[int, int], ...]:
-    """(a, C) with F_M(q) = M^{-q} sum C e^{a t^2/2} (R1); exact integers, grouped by a."""
+    """(a, C) with F_M(q) = M^{-q} sum C e^{a t^2/2} (R1); exact integers, grouped by a:
+    C = sum_l M!/(M-l)! c(a, l) (l <= M parts: M!/(M-l)! vanishes beyond)."""
     out: dict[int, int] = {}
-    fq = math.factorial(q)
-    for lam in _partitions(q):
-        parts = len(lam)
-        if parts > steps:
-            continue
-        ways = math.perm(steps, parts)
-        for size in set(lam):
-            ways //= math.factorial(lam.count(size))
-        multinomial = fq
-        for part in lam:
-            multinomial //= math.factorial(part)
-        a = sum(part * (part - 1) for part in lam)
-        out[a] = out.get(a, 0) + ways * multinomial
+    for a, parts, c in _partition_table(q, min(q, steps)):
+        out[a] = out.get(a, 0) + math.perm(steps, parts) * c
     return tuple(sorted(out.items()))
 
 
@@ -77,36 +95,56 @@ def log_moment(steps: int, q: int, sigma: float) -> float:
     return top + math.log(sum(math.exp(x - top) for x in terms)) - q * math.log(steps)
 
 
+def _log_r2(steps: int, epochs: int, sigma: float, q: int, eps) -> float:
+    """ln of (R2) at order q (eps a float or an array)."""
+    return epochs * log_moment(steps, q, sigma) + (1 - q) * eps + (q - 1) * math.log(q - 1) - q * math.log(q)
+
+
 def delta_qp_bound(steps: int, epochs: int, sigma: float, eps: float) -> tuple[float, int]:
-    """min over q of (R2), with the minimising q."""
-    best = (math.inf, 0)
+    """min over q of (R2), with the minimising q. ln (R2) is convex in q (ln F_M(q) is a cumulant
+    generating function of ln L_M; (q-1) ln(q-1) - q ln q has second derivative 1/(q-1) - 1/q > 0), so
+    the first increase ends the search: the orders beyond (and their partitions, the costly part of
+    (R1)) are never needed."""
+    best, last = (math.inf, 0), math.inf
     for q in range(2, Q_MAX + 1):
-        log_b = epochs * log_moment(steps, q, sigma) + (1 - q) * eps + (q - 1) * math.log(q - 1) - q * math.log(q)
+        log_b = _log_r2(steps, epochs, sigma, q, eps)
         best = min(best, (math.exp(min(log_b, 0.0)), q))
+        if log_b > last:
+            break
+        last = log_b
     return best
 
 
 EPS_LINES = np.linspace(-3.0, 30.0, 166)  # the eps' of the lines behind the lower bound on T (step 0.2)
 
 
-def _lines(steps: int, epochs: int, sigma: float) -> tuple[np.ndarray, np.ndarray]:
-    """(K_i, B_i): K_i = e^{eps'_i} and B_i >= delta_{Q||P}(eps'_i) by (R2), min over q, capped at 1."""
-    qs = np.arange(2, Q_MAX + 1)
-    log_f = np.array([epochs * log_moment(steps, int(q), sigma) for q in qs])
-    const = log_f + (qs - 1) * np.log(qs - 1) - qs * np.log(qs)
-    log_b = (const[:, None] + np.outer(1 - qs, EPS_LINES)).min(axis=0)
-    return np.exp(EPS_LINES), np.exp(np.minimum(log_b, 0.0))
+def _lines(steps: int, epochs: int, sigma: float, eps_lines=EPS_LINES) -> tuple[np.ndarray, np.ndarray]:
+    """(K_i, B_i): K_i = e^{eps'_i} and B_i >= delta_{Q||P}(eps'_i) by (R2), min over q, capped at 1
+    (each line's ln (R2) is convex in q: the orders stop once every line has passed its minimum)."""
+    best = np.full(eps_lines.size, np.inf)
+    last = np.full(eps_lines.size, np.inf)
+    for q in range(2, Q_MAX + 1):
+        log_b = _log_r2(steps, epochs, sigma, q, eps_lines)
+        best = np.minimum(best, log_b)
+        if np.all(log_b > last):
+            break
+        last = log_b
+    return np.exp(eps_lines), np.exp(np.minimum(best, 0.0))
 
 
-def tradeoff_lower(steps: int, epochs: int, sigma: float, alpha: np.ndarray) -> np.ndarray:
+def tradeoff_lower(steps: int, epochs: int, sigma: float, alpha: np.ndarray, eps_lines=EPS_LINES) -> np.ndarray:
     """f(alpha) = max(0, max_i 1 - B_i - K_i alpha) <= T(P, Q)(alpha), the complement of (R3)."""
-    k, b = _lines(steps, epochs, sigma)
+    k, b = _lines(steps, epochs, sigma, eps_lines)
     return np.maximum(0.0, (1.0 - b[None, :] - np.outer(alpha, k)).max(axis=1))
 
 
 def rdp_tpr_bound(steps: int, epochs: int, sigma: float, alpha: float) -> float:
-    """1 - f(alpha) of (R3): min over the lines of B_i + K_i alpha."""
-    return float(1.0 - tradeoff_lower(steps, epochs, sigma, np.array([alpha]))[0])
+    """1 - f(alpha) of (R3): min over the lines of B_i + K_i alpha. A line with K_i alpha >= 1 gives
+    1 - B_i - K_i alpha <= 0, never above the max(0, .): only the lines with K_i < 1/alpha are needed."""
+    lines = EPS_LINES[EPS_LINES < math.log(1.0 / alpha)]
+    if lines.size == 0:
+        return 1.0
+    return float(1.0 - tradeoff_lower(steps, epochs, sigma, np.array([alpha]), lines)[0])
 
 
 def chi2_tpr_bound(steps: int, epochs: int, sigma: float, alpha: float) -> float:
@@ -135,7 +173,7 @@ def _grid_bisect(ok, seed: float, resolution) -> str:
     step = float(res)
     hi = max(1, math.ceil(seed / step))
     while not ok(step * hi):
-        hi = math.ceil(hi * 1.5)
+        hi = math.ceil(hi * 1.1)  # far above the answer (R2) needs many orders: grow gently
         if hi * step > 1e6:
             raise ParameterError("no sigma below 1e6 meets the bound")
     lo = hi
@@ -149,18 +187,82 @@ def _grid_bisect(ok, seed: float, resolution) -> str:
     return decimal_str(res * hi)
 
 
+def _r2_terms(log_f, q: int, eps):
+    """ln of (R2) at order q from ln E_P Lambda^q = log_f(q)."""
+    return log_f(q) + (1 - q) * eps + (q - 1) * math.log(q - 1) - q * math.log(q)
+
+
+def _meets_r2(log_f, eps: float, delta: float) -> bool:
+    last = math.inf
+    for q in range(2, Q_MAX + 1):
+        log_b = _r2_terms(log_f, q, eps)
+        if math.exp(min(log_b, 0.0)) <= delta:
+            return True
+        if log_b > last:  # convex in q: past the minimum
+            return False
+        last = log_b
+    return False
+
+
+def _meets_r3(log_f, alpha: float, beta: float) -> bool:
+    lines = EPS_LINES[EPS_LINES < math.log(1.0 / alpha)]
+    if lines.size == 0:
+        return beta >= 1.0
+    k = np.exp(lines)
+    best = np.full(lines.size, np.inf)
+    last = np.full(lines.size, np.inf)
+    for q in range(2, Q_MAX + 1):
+        log_b = _r2_terms(log_f, q, lines)
+        best = np.minimum(best, log_b)
+        # 1 - max(0, max_i 1 - B_i - K_i alpha) = min(1, min_i B_i + K_i alpha)
+        if min(1.0, float((np.exp(np.minimum(best, 0.0)) + k * alpha).min())) <= beta:
+            return True
+        if np.all(log_b > last):
+            return False
+        last = log_b
+    return False
+
+
+def r2_meets(steps: int, epochs: int, sigma: float, eps: float, delta: float) -> bool:
+    """delta_qp_bound(...)[0] <= delta, stopping at the first order that meets it (or at the convex
+    minimum, which misses): the same verdict without the orders beyond."""
+    return _meets_r2(lambda q: epochs * log_moment(steps, q, sigma), eps, delta)
+
+
+def r3_meets(steps: int, epochs: int, sigma: float, alpha: float, beta: float) -> bool:
+    """rdp_tpr_bound(...) <= beta, stopping at the first order where a line meets it (or once every
+    line has passed its convex minimum): the same verdict without the orders beyond."""
+    return _meets_r3(lambda q: epochs * log_moment(steps, q, sigma), alpha, beta)
+
+
+def _log_f_stages(stages, sigma: float):
+    """ln E_P Lambda^q = sum_s E_s ln F_{M_s}(q) of a run in stages (Theorem 4.1 with a product)."""
+    return lambda q: sum(e * log_moment(m, q, sigma) for m, e in stages)
+
+
+def rdp_sigma_stages(stages, eps: float, delta: float, resolution="1e-6", seed: float = 1.0) -> str:
+    """(R2) for a run in stages [(M, E)] with one sigma: the least grid sigma where it is <= delta
+    (a proven bound on delta_{Q||P}(eps); the sum of convex log-moments is convex in q)."""
+    return _grid_bisect(lambda s: _meets_r2(_log_f_stages(stages, s), eps, delta), seed, resolution)
+
+
+def rdp_tpr_sigma_stages(stages, fpr: float, tpr: float, resolution="1e-6", seed: float = 1.0) -> str:
+    """(R3) for a run in stages [(M, E)] with one sigma: the least grid sigma where it is <= beta."""
+    return _grid_bisect(lambda s: _meets_r3(_log_f_stages(stages, s), fpr, tpr), seed, resolution)
+
+
 def rdp_sigma(steps: int, epochs: int, eps: float, delta: float, resolution="1e-6", seed: float = 1.0,
               scale2: int = 1) -> str:
     """The least grid sigma where (R2) <= delta: a proven bound on delta_{Q||P}(eps) only."""
     root = math.sqrt(scale2)
-    return _grid_bisect(lambda s: delta_qp_bound(steps, epochs, s / root, eps)[0] <= delta, seed, resolution)
+    return _grid_bisect(lambda s: r2_meets(steps, epochs, s / root, eps, delta), seed, resolution)
 
 
 def rdp_tpr_sigma(steps: int, epochs: int, fpr: float, tpr: float, resolution="1e-6", seed: float = 1.0,
                   scale2: int = 1) -> str:
     """The least grid sigma where (R3) <= beta: a proven TPR bound (usually far below Prop. B.2's)."""
     root = math.sqrt(scale2)
-    return _grid_bisect(lambda s: rdp_tpr_bound(steps, epochs, s / root, fpr) <= tpr, seed, resolution)
+    return _grid_bisect(lambda s: r3_meets(steps, epochs, s / root, fpr, tpr), seed, resolution)
 
 
 def _round_up(ok, sigma: float, resolution) -> str:

@@ -362,3 +362,7 @@ def exact_sigma_stages(stages, lam, resolution="1e-6") -> str:
     while f(step * k) > 0:
         k += 1
     return decimal_str(res * k)
+
+
+# the pieces of the product line, shared with certifier.numerics.stages_profile (dp and tpr of stages)
+line_groups, stage_line, line_product, u_guess_stages = _groups, _line, _product, _u_guess

@@ -34,7 +34,7 @@ EPS_REL_ERROR = 1e-4    # eps(delta) whose error exceeds this (relative, or abso
 
 # ---------------------------------------------------------------- M = 1 and tiny sigma
 
-def _isf(alpha: float) -> float:
+def isf(alpha: float) -> float:
     return -float(ndtri(alpha))
 
 
@@ -45,7 +45,7 @@ def gaussian_delta(eps: float, mu: float) -> float:
 
 def gaussian_tpr(alpha: float, mu: float) -> float:
     """1 - T(alpha) = 1 - Phi(Phi^-1(1 - alpha) - mu) (Dong et al., G_mu)."""
-    return float(ndtr(mu - _isf(alpha)))
+    return float(ndtr(mu - isf(alpha)))
 
 
 @dataclass(frozen=True)
@@ -103,11 +103,27 @@ def route_at(steps: int, epochs: int, sigma: float, check: bool = True,
                                  f"{sigma:g} E Lambda^(1/2) <= (sqrt(M) e^(-1/(8 sigma^2)))^E = {b:.1e}")
     if b <= ONE_LEVEL:
         return Route("bound E Lambda^{1/2} <= (sqrt(M) e^{-1/(8 sigma^2)})^E", OneLine(b)), None
-    first = pair_routes.primary(steps, epochs, sigma, u_hint)
+    first = _primary(steps, epochs, sigma, u_hint)
     return first, (pair_routes.second(steps, epochs, sigma, first) if check else None)
 
 
-def _checked(first: Value, other: Value | None) -> Value:
+_PRIMARY: dict = {}   # (M, E, sigma to 12 digits) -> the primary route, the last few only
+PRIMARY_CACHE = 8
+
+
+def _primary(steps: int, epochs: int, sigma: float, u_hint: float | None) -> Route:
+    """The primary route, reused for the same (M, E, sigma): the exact-sigma search's last point is the
+    grid point its caller then evaluates with the second route (1 ulp apart at most: 1e-6 k vs the
+    decimal's float). Any valid line serves: a hinted one only reaches further in u."""
+    key = (steps, epochs, float(f"{sigma:.12g}"))
+    if key not in _PRIMARY:
+        if len(_PRIMARY) >= PRIMARY_CACHE:
+            _PRIMARY.pop(next(iter(_PRIMARY)))
+        _PRIMARY[key] = pair_routes.primary(steps, epochs, sigma, u_hint)
+    return _PRIMARY[key]
+
+
+def checked(first: Value, other: Value | None) -> Value:
     """error_1 + the disagreement beyond both estimates (certifier.exact's rule)."""
     if other is None:
         return first
@@ -129,14 +145,14 @@ class PrivacyProfile:
     tpr: dict          # alpha -> 1 - T(alpha)
 
 
-def _check_unit(name: str, x: float) -> float:
+def check_unit(name: str, x: float) -> float:
     x = float(x)
     if not (0.0 < x < 1.0):
         raise ParameterError(f"{name} must lie strictly between 0 and 1, got {x!r}")
     return x
 
 
-def _check_eps(eps) -> float:
+def check_eps(eps) -> float:
     e = float(eps)
     if not (math.isfinite(e) and 0.0 <= e <= 100.0):
         raise ParameterError(f"epsilon must lie in [0, 100], got {eps!r}")
@@ -150,15 +166,15 @@ def exact_privacy(steps: int, epochs: int, sigma, *, deltas=(), epsilons=(), fpr
     With check=True a second route runs and every error grows by any disagreement beyond the two
     estimates. Raises NumericsUnreliableError when an estimate exceeds MAX_ERROR (and 1 % of its value)."""
     s = validate_cell(steps, epochs, sigma)
-    deltas = [_check_unit("delta", d) for d in deltas]
-    epsilons = [_check_eps(e) for e in epsilons]
-    fprs = [_check_unit("false-positive rate", a) for a in fprs]
+    deltas = [check_unit("delta", d) for d in deltas]
+    epsilons = [check_eps(e) for e in epsilons]
+    fprs = [check_unit("false-positive rate", a) for a in fprs]
     first, other = route_at(steps, epochs, s, check)
     method = first.name + ("+" + other.name if other is not None else "")
-    tv = _checked(first.tv(), other.tv() if other else None)
-    eps_at = {d: _checked(first.epsilon(d), other.epsilon(d) if other else None) for d in deltas}
-    delta_at = {e: _checked(first.delta(e), other.delta(e) if other else None) for e in epsilons}
-    tpr_at = {a: _checked(first.tpr(a), other.tpr(a) if other else None) for a in fprs}
+    tv = checked(first.tv(), other.tv() if other else None)
+    eps_at = {d: checked(first.epsilon(d), other.epsilon(d) if other else None) for d in deltas}
+    delta_at = {e: checked(first.delta(e), other.delta(e) if other else None) for e in epsilons}
+    tpr_at = {a: checked(first.tpr(a), other.tpr(a) if other else None) for a in fprs}
     for name, v in [("TV", tv)] + [(f"delta({e:g})", v) for e, v in delta_at.items()] + \
             [(f"TPR({a:g})", v) for a, v in tpr_at.items()]:
         if not (math.isfinite(v.value) and (v.error <= MAX_ERROR or v.error <= 0.01 * abs(v.value))):
@@ -174,7 +190,7 @@ def exact_privacy(steps: int, epochs: int, sigma, *, deltas=(), epsilons=(), fpr
 
 # ---------------------------------------------------------------- the exact sigma
 
-class _Curve:
+class Curve:
     """sigma -> value - target on the primary route, cached, with the laplace u-range carried along."""
 
     def __init__(self, steps: int, epochs: int, scale2: int, functional, target: float, what: str):
@@ -187,10 +203,7 @@ class _Curve:
     def __call__(self, sigma: float) -> float:
         if sigma not in self.values:
             s = sigma / math.sqrt(self.scale2)
-            if s < MIN_SIGMA and self.steps > 1:
-                raise NumericsUnreliableError(f"the exact sigma for {self.what} lies below {MIN_SIGMA} "
-                                         f"(M={self.steps}, E={self.epochs})")
-            route, _ = route_at(self.steps, self.epochs, s, check=False, u_hint=self.u_hint)
+            route = self.route(s, self.u_hint)
             v = self.functional(route)
             if not (math.isfinite(v.value) and v.error <= SEARCH_REL_ERROR * self.target):
                 raise NumericsUnreliableError(f"{self.what} at sigma={s:g} is not reliable "
@@ -201,6 +214,13 @@ class _Curve:
             self.raw[sigma] = v.value
         return self.values[sigma]
 
+    def route(self, s: float, u_hint: float | None) -> Route:
+        """The primary route at the pair's sigma s (a subclass serves other pairs)."""
+        if s < MIN_SIGMA and self.steps > 1:
+            raise NumericsUnreliableError(f"the exact sigma for {self.what} lies below {MIN_SIGMA} "
+                                          f"(M={self.steps}, E={self.epochs})")
+        return route_at(self.steps, self.epochs, s, check=False, u_hint=u_hint)[0]
+
     def log_gap(self, sigma: float) -> float:
         """ln(value / target), nearly linear in ln sigma, with the sign of self(sigma) (<= 0: meets)."""
         gap = self(sigma)
@@ -208,7 +228,7 @@ class _Curve:
         return max(g, 1e-300) if gap > 0 else min(g, 0.0)
 
 
-def _bracket(f: _Curve, seed: float) -> tuple[float, float]:
+def _bracket(f: Curve, seed: float) -> tuple[float, float]:
     """(lo, hi) with f(lo) > 0 >= f(hi), by secant steps on g = ln(value) - ln(target) against ln sigma
     (nearly linear), each step a factor in [1.01, 2] from the last point (the GDP-limit seed lies
     0.1 - 25 % below the exact sigma at E = 1, closer for more epochs)."""
@@ -229,17 +249,50 @@ def _bracket(f: _Curve, seed: float) -> tuple[float, float]:
     raise NumericsUnreliableError(f"could not bracket the sigma for {f.what}")
 
 
-def _grid_search(f: _Curve, seed: float, resolution) -> str:
+def grid_search(f: Curve, seed: float, resolution) -> str:
+    """The least grid index k with f(k res) <= 0 and f((k-1) res) > 0, both evaluated (or k = 1).
+
+    Regula falsi on g = log_gap against ln sigma (nearly linear there) with every point ON the grid:
+    the index bracket (a misses, b meets; at the start the float bracket's floor and ceiling, by
+    monotonicity) shrinks at each evaluation to the estimate's grid point, so the last two
+    evaluations are usually the answer and the point below it (no separate walk). An end kept twice
+    has its g halved (Illinois); after four steps that did not halve the bracket comes a bisection
+    step. An evaluation that contradicts an end implied by monotonicity moves the bracket (a walk)."""
     res = parse_positive_decimal("resolution", resolution)
     step = float(res)
     lo, hi = _bracket(f, seed)
-    root = brentq(lambda x: f.log_gap(x), lo, hi, xtol=0.3 * step, rtol=1e-15)  # the walk settles the grid
-    k = max(1, math.ceil(root / step))
-    while k > 1 and f(step * (k - 1)) <= 0:  # round up: the grid point below must miss
-        k -= 1
-    while f(step * k) > 0:
-        k += 1
-    return decimal_str(res * k)
+    b = max(1, math.ceil(hi / step))
+    a = min(max(0, math.floor(lo / step)), b - 1)
+    pts = {"lo": (math.log(lo), f.log_gap(lo)), "hi": (math.log(hi), f.log_gap(hi))}
+    seen: dict[int, bool] = {}  # evaluated grid indices -> meets
+    last, slow = None, 0
+    for _ in range(200):
+        if b - a == 1 and b in seen and (a == 0 or a in seen):
+            return decimal_str(res * b)
+        if b - a == 1:  # one cell left: evaluate the end still implied
+            k = b if b not in seen else a
+        else:
+            (x0, g0), (x1, g1) = pts["lo"], pts["hi"]
+            x = x0 - g0 * (x1 - x0) / (g1 - g0) if g1 != g0 else 0.5 * (x0 + x1)
+            k = math.ceil(math.exp(x) / step - 1e-9) if slow < 4 else (a + b) // 2
+            k = min(max(k, a + 1), b - 1 if b in seen else b)
+        width = b - a
+        meets = f(step * k) <= 0
+        seen[k] = meets
+        if meets:
+            b = k
+            a = min(a, b - 1)   # a implied miss that met: walk down
+        else:
+            a = k
+            b = max(b, a + 1)   # an implied meet that missed: walk up
+        side = "hi" if meets else "lo"
+        pts[side] = (math.log(step * k), f.log_gap(step * k))
+        if last == side:  # the other end kept twice: Illinois
+            other = "lo" if meets else "hi"
+            pts[other] = (pts[other][0], 0.5 * pts[other][1])
+        last = side
+        slow = slow + 1 if b - a > width // 2 else 0
+    raise NumericsUnreliableError(f"the grid search for {f.what} did not settle")
 
 
 def _reduce(steps: int, epochs: int, scheme: str | None) -> tuple[int, int, int]:
@@ -263,24 +316,24 @@ def _gdp_sigma(steps: int, epochs: int, mu: float) -> float:
 def exact_sigma_dp(steps: int, epochs: int, epsilon, delta, resolution="1e-6", scheme: str | None = None) -> str:
     """Least sigma on the resolution grid with max(delta_{Q||P}, delta_{P||Q})(eps) <= delta, as a decimal."""
     validate_cell(steps, epochs, 1.0)
-    eps, dlt = _check_eps(epsilon), _check_unit("delta", delta)
+    eps, dlt = check_eps(epsilon), check_unit("delta", delta)
     m, e, scale2 = _reduce(steps, epochs, scheme)
-    f = _Curve(m, e, scale2, lambda r: r.delta(eps), dlt, f"delta({eps:g}) <= {dlt:g}")
+    f = Curve(m, e, scale2, lambda r: r.delta(eps), dlt, f"delta({eps:g}) <= {dlt:g}")
     seed = math.sqrt(scale2) * _gdp_sigma(m, e, gdp_mu_for_delta(eps, dlt))
-    return _grid_search(f, seed, resolution)
+    return grid_search(f, seed, resolution)
 
 
 def exact_sigma_tpr(steps: int, epochs: int, fpr, tpr, resolution="1e-6", scheme: str | None = None) -> str:
     """Least sigma on the resolution grid with 1 - T(alpha) <= beta, as a decimal."""
     validate_cell(steps, epochs, 1.0)
-    alpha, beta = _check_unit("false-positive rate", fpr), _check_unit("true-positive rate", tpr)
+    alpha, beta = check_unit("false-positive rate", fpr), check_unit("true-positive rate", tpr)
     if beta <= alpha:
         raise ParameterError(f"the TPR target must exceed the FPR (a coin with bias alpha has TPR = alpha); "
                              f"got fpr={alpha:g}, tpr={beta:g}")
     m, e, scale2 = _reduce(steps, epochs, scheme)
-    f = _Curve(m, e, scale2, lambda r: r.tpr(alpha), beta, f"TPR({alpha:g}) <= {beta:g}")
-    seed = math.sqrt(scale2) * _gdp_sigma(m, e, _isf(alpha) - _isf(beta))
-    return _grid_search(f, seed, resolution)
+    f = Curve(m, e, scale2, lambda r: r.tpr(alpha), beta, f"TPR({alpha:g}) <= {beta:g}")
+    seed = math.sqrt(scale2) * _gdp_sigma(m, e, isf(alpha) - isf(beta))
+    return grid_search(f, seed, resolution)
 
 
 def exact_privacy_scheme(steps: int, epochs: int, sigma, scheme: str | None = None, **kw) -> PrivacyProfile:

@@ -1,8 +1,10 @@
-"""`sigmacert sigma --epsilon/--delta | --fpr/--tpr` and `sigmacert dp`: the dp and tpr target kinds."""
+"""`sigmacert sigma --epsilon/--delta | --fpr/--tpr` and `sigmacert dp`: the dp and tpr target kinds, for one
+block (-M, -E) or a run in stages (--stages)."""
 from __future__ import annotations
 
 import json
 
+from certifier.errors import ParameterError
 from certifier.numerics.schemes import RANDOM_ALLOCATION
 from certifier.params import parse_decimal, parse_sigma
 from sigmacert import kinds
@@ -40,11 +42,57 @@ def _quantity(kind: kinds.Kind) -> str:
     return f"TPR at FPR {kind.params['fpr']}"
 
 
+def _stages_arg(args, per_stage):
+    """The --stages list, or None (then --steps is needed); refuses --stages with -M/-E/-T or fixed-bins."""
+    from certifier.numerics.schemes import DEFAULT_SCHEME
+    from certifier.numerics.stages import parse_stages
+    if args.stages is None:
+        if args.steps is None:
+            raise ParameterError("give --steps (with --epochs) or --stages")
+        return None
+    if args.steps is not None or args.epochs is not None or args.iterations is not None:
+        raise ParameterError("--stages replaces --steps, --epochs and --iterations")
+    if args.scheme != DEFAULT_SCHEME:
+        raise ParameterError("--stages is for random allocation (Algorithm 1) only")
+    return parse_stages(args.stages, per_stage)
+
+
+def _stages_json(stages) -> list:
+    return [{"steps": s.steps, "epochs": s.epochs, **({} if s.sigma is None else {"sigma": s.sigma})}
+            for s in stages]
+
+
+def _stages_name(stages) -> str:
+    return ",".join(map(str, stages))
+
+
+def run_sigma_kind_stages(args, stages) -> int:
+    """The exact sigma shared by the stages for a dp or tpr target (the product pair, docs/targets.md)."""
+    kind = kinds.parse_kind(args.target, epsilon=args.epsilon, delta=args.delta, fpr=args.fpr, tpr=args.tpr)
+    if kind.kind == "tv":
+        from sigmacert.cli.core import run_sigma_stages
+        return run_sigma_stages(args, stages)
+    exact = kinds.exact_sigma_stages(stages, kind)
+    at = kinds.value_at_stages(tuple(s.with_sigma(exact) for s in stages), kind)
+    quick = kinds.quick_bounds_stages(stages, kind, exact)
+    obj = {"stages": _stages_json(stages), "scheme": RANDOM_ALLOCATION, "kind": kind.kind, **kind.params,
+           "exact": exact, "value_at_exact": at.value, "value_error": at.error, "quick_bounds": quick}
+    target = kind.params["delta"] if kind.kind == "dp" else kind.params["tpr"]
+    names = {"rdp_qp": "RDP sigma (R2 on the product, delta_Q||P only, proven)",
+             "rdp": "RDP trade-off sigma (R3 on the product, proven)"}
+    return _emit(args, obj, [
+        f"stages {_stages_name(stages)} (M x E each, random allocation), one sigma shared",
+        f"target {kind.describe()}",
+        f"  exact shared sigma (Thm 4.1 with a product, rounded up): {exact}  "
+        f"({_quantity(kind)} = {at.value:.6e} <= {target}, error estimate {at.error:.1e}; numerical, not certified)",
+        *(f"  {names[k]}: {v}  (+{100 * (float(v) / float(exact) - 1):.2f} % noise)" for k, v in quick.items()),
+    ])
+
+
 def run_sigma_kind(args) -> int:
-    if getattr(args, "stages", None) is not None:
-        from certifier.errors import ParameterError
-        raise ParameterError("--stages takes the TV target (-l) only; the (eps, delta) and TPR kinds are for one "
-                             "block (-M, -E)")
+    stages = _stages_arg(args, False)
+    if stages is not None:
+        return run_sigma_kind_stages(args, stages)
     m, e, scheme, t = run_shape(args)
     kind = kinds.parse_kind(args.target, epsilon=args.epsilon, delta=args.delta, fpr=args.fpr, tpr=args.tpr)
     exact = kinds.exact_sigma(m, e, kind, scheme)
@@ -69,15 +117,48 @@ def run_sigma_kind(args) -> int:
     return _emit(args, obj, lines)
 
 
+def run_dp_stages(args, stages, deltas, epsilons, fprs) -> int:
+    """eps at delta, delta at eps and the TPR at FPR of a run in stages (each stage its sigma, or --sigma)."""
+    if stages[0].sigma is None:
+        if args.sigma is None:
+            raise ParameterError("give a sigma per stage (100x5@1.2,400x5@1.5) or --sigma")
+        stages = tuple(s.with_sigma(args.sigma) for s in stages)
+    elif args.sigma is not None:
+        raise ParameterError("the stages carry their sigma already: drop --sigma")
+    p = kinds.privacy_at_stages(stages, deltas=deltas, epsilons=epsilons, fprs=fprs)
+    fl = lambda name, x: float(parse_decimal(name, x))  # noqa: E731
+    rows_eps = [{"delta": d, "epsilon": p.epsilon[fl("delta", d)].value, "error": p.epsilon[fl("delta", d)].error}
+                for d in deltas]
+    rows_delta = [{"epsilon": x, "delta": p.delta[fl("epsilon", x)].value, "error": p.delta[fl("epsilon", x)].error}
+                  for x in epsilons]
+    rows_tpr = [{"fpr": a, "tpr": p.tpr[fl("fpr", a)].value, "error": p.tpr[fl("fpr", a)].error} for a in fprs]
+    obj = {"stages": _stages_json(stages), "scheme": RANDOM_ALLOCATION, "method": p.method, "tv": p.tv.value,
+           "tv_error": p.tv.error, "epsilon_at_delta": rows_eps, "delta_at_epsilon": rows_delta, "tpr_at_fpr": rows_tpr}
+    lines = [f"stages {_stages_name(stages)} (M x E @ sigma each, random allocation)  (numerical, not certified; "
+             f"routes {p.method})",
+             f"  exact TV = delta(0)              : {p.tv.value:.12f}  (error estimate {p.tv.error:.1e})"]
+    lines += [f"  eps at delta = {r['delta']:<8}          : {r['epsilon']:.8f}  (both directions; error estimate "
+              f"{r['error']:.1e})" for r in rows_eps]
+    lines += [f"  delta at eps = {r['epsilon']:<8}          : {r['delta']:.6e}  (error estimate {r['error']:.1e})"
+              for r in rows_delta]
+    lines += [f"  TPR at FPR {r['fpr']:<8}              : {r['tpr']:.10f}  (error estimate {r['error']:.1e})"
+              for r in rows_tpr]
+    return _emit(args, obj, lines)
+
+
 def run_dp(args) -> int:
+    deltas, fprs, epsilons = args.delta or [], args.fpr or [], args.epsilon or []
+    if not (deltas or fprs or epsilons):
+        raise ParameterError("give at least one --delta (eps at delta), --epsilon (delta at eps) or --fpr "
+                             "(TPR at FPR)")
+    stages = _stages_arg(args, None)
+    if stages is not None:
+        return run_dp_stages(args, stages, deltas, epsilons, fprs)
+    if args.sigma is None:
+        raise ParameterError("--sigma is required")
     m, e, scheme, t = run_shape(args)
     sigma_q = parse_sigma(args.sigma)
     sigma = float(sigma_q)
-    deltas, fprs, epsilons = args.delta or [], args.fpr or [], args.epsilon or []
-    if not (deltas or fprs or epsilons):
-        from certifier.errors import ParameterError
-        raise ParameterError("give at least one --delta (eps at delta), --epsilon (delta at eps) or --fpr "
-                             "(TPR at FPR)")
     p = kinds.privacy_at(m, e, sigma, scheme, deltas=deltas, epsilons=epsilons, fprs=fprs)
     fl = lambda name, x: float(parse_decimal(name, x))  # noqa: E731
     rows_eps = [{"delta": d, "epsilon": p.epsilon[fl("delta", d)].value,
@@ -122,9 +203,11 @@ def register(sub) -> None:
     sigma.set_defaults(run=lambda args: run_sigma_kind(args) if any(getattr(args, k) is not None for k in KIND_FLAGS)
                        else tv_run(args))
     p = sub.add_parser("dp", help="eps at delta, delta at eps and the TPR at given FPRs of the pair at sigma")
-    p.add_argument("--steps", "-M", required=True, help="steps per epoch M (fixed-bins: number of bins)")
+    p.add_argument("--steps", "-M", help="steps per epoch M (fixed-bins: number of bins)")
+    p.add_argument("--stages", help="a run in stages M x E @ sigma: 100x5@1.2,400x5@1.5, or 100x5,400x5 with "
+                                    "--sigma (instead of -M/-E)")
     p.add_argument("--epochs", "-E", help="epochs E (fixed-bins: rounds per bin)")
-    p.add_argument("--sigma", "-s", required=True, help="noise multiplier sigma > 0")
+    p.add_argument("--sigma", "-s", help="noise multiplier sigma > 0")
     p.add_argument("--delta", action="append", help="print eps at this delta (repeatable)")
     p.add_argument("--epsilon", action="append", help="print delta at this eps (repeatable)")
     p.add_argument("--fpr", action="append", help="print the TPR at this false-positive rate (repeatable)")
@@ -133,4 +216,4 @@ def register(sub) -> None:
     p.set_defaults(run=run_dp)
 
 
-__all__ = ["add_kind_arguments", "run_sigma_kind", "run_dp", "register"]
+__all__ = ["add_kind_arguments", "run_sigma_kind", "run_sigma_kind_stages", "run_dp", "run_dp_stages", "register"]

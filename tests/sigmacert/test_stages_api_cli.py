@@ -59,11 +59,15 @@ def test_cli_malformed_stages_one_line_exit_2(argv, capsys):
     assert err.count("\n") == 1 and err.startswith("sigmacert: error:")
 
 
-def test_cli_stages_with_another_target_kind_is_refused(capsys):
-    assert main(["sigma", "--stages", "100x5,400x5", "--epsilon", "1", "--delta", "1e-5"]) == 2
-    assert "--stages" in capsys.readouterr().err
+def test_cli_stages_with_a_dp_target_gives_the_shared_sigma(capsys):
+    """dp and tpr with --stages: the sigma the stages numerics give (tests/sigmacert/test_stages_kinds.py)."""
+    assert main(["sigma", "--stages", "100x4,100x6", "--epsilon", "1", "--delta", "1e-5", "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["kind"] == "dp" and obj["exact"] == str(sigmacert.exact_sigma(100, 10, epsilon=1, delta=1e-5))
 
 
-def test_api_stages_with_another_target_kind_is_refused():
-    with pytest.raises(sigmacert.ParameterError):
-        sigmacert.exact_sigma(stages=[(100, 5)], epsilon=1, delta=1e-5)
+def test_api_stages_with_half_a_target_kind_is_refused():
+    with pytest.raises(sigmacert.ParameterError, match="epsilon needs delta"):
+        sigmacert.exact_sigma(stages=[(100, 5)], epsilon=1)
+    with pytest.raises(sigmacert.ParameterError, match="exactly one target"):
+        sigmacert.exact_sigma(stages=[(100, 5)], target="0.1", epsilon=1, delta=1e-5)

@@ -15,6 +15,7 @@ from torch.utils.data import DataLoader, TensorDataset
 import sigmacert
 import sigmacert.torch as st
 from certifier.errors import ParameterError
+from certifier.numerics.stages_profile import exact_privacy_stages
 from certifier.numerics.targets import exact_privacy
 
 
@@ -71,11 +72,46 @@ def test_epsilon_reads_sigma_at_the_grid_point_below_and_is_monotone():
     assert acc.get_epsilon(1e-5) == math.inf
 
 
+def _stages_eps(run, delta=1e-5):
+    v = exact_privacy_stages(run, deltas=[delta], check=False).epsilon[delta]
+    return v.value + v.error
+
+
+def test_heterogeneous_history_is_composed_as_stages():
+    acc = st.RandomAllocationAccountant()
+    acc.history = [(1.2, 0.01, 500), (1.5, 1 / 400, 2000)]          # 100x5@1.2 then 400x5@1.5
+    assert st_history(acc) == [(100, 5, 1.2), (400, 5, 1.5)]
+    eps = acc.get_epsilon(1e-5)
+    assert eps == _stages_eps([(100, 5, "1.2"), (400, 5, "1.5")])
+    alone = [exact_privacy(100, 5, 1.2, deltas=[1e-5]).epsilon[1e-5].value,
+             exact_privacy(400, 5, 1.5, deltas=[1e-5]).epsilon[1e-5].value]
+    assert eps > max(alone) + 1e-3
+    # a partial epoch in a stage counts as a whole one; sigma is read at the 1e-6 grid point below
+    acc.history = [(1.2000007, 0.01, 450), (1.5, 1 / 400, 1601)]
+    assert st_history(acc) == [(100, 5, 1.2000007), (400, 5, 1.5)]
+    assert acc.get_epsilon(1e-5) == eps
+    # noise multipliers changing within one sample rate: separate stages when an epoch ended between them
+    acc.history = [(1.0, 0.1, 20), (1.3, 0.1, 30)]
+    assert st_history(acc) == [(10, 2, 1.0), (10, 3, 1.3)]
+    assert acc.get_epsilon(1e-5) == _stages_eps([(10, 2, "1.0"), (10, 3, "1.3")])
+    # ... joined at the smaller sigma, epochs added, when the change fell inside an epoch (one loader resumed)
+    acc.history = [(1.3, 0.1, 25), (1.0, 0.1, 12), (2.0, 0.05, 20), (1.4, 0.1, 3)]
+    assert st_history(acc) == [(10, 3 + 2 + 1, 1.0), (20, 1, 2.0)]   # 25 -> 3 epochs, then 12 -> 2, 3 -> 1
+    assert acc.get_epsilon(1e-5) == _stages_eps([(10, 6, "1.0"), (20, 1, "2.0")])
+
+
+def st_history(acc):
+    from trainer.opacus_accountant import history_stages
+    return history_stages(acc.history)
+
+
 def test_refusals():
     acc = st.RandomAllocationAccountant()
-    acc.step(noise_multiplier=1.0, sample_rate=0.1)
-    acc.step(noise_multiplier=1.2, sample_rate=0.1)
-    with pytest.raises(st.HeterogeneousHistoryError, match="mixes"):
+    acc.history = [(1.0 + k / 100, 1 / (k + 2), k + 2) for k in range(65)]
+    with pytest.raises(st.HeterogeneousHistoryError, match="at most 64 stages"):
+        acc.get_epsilon(1e-5)
+    acc.history = [(1.0, 0.1, 10), (1.0, 0.3, 5)]   # a later stage's 1/q is not an integer
+    with pytest.raises(ParameterError, match="1/M"):
         acc.get_epsilon(1e-5)
     acc = st.RandomAllocationAccountant()
     acc.step(noise_multiplier=1.0, sample_rate=0.3)  # 1/q is not an integer number of steps
@@ -126,6 +162,33 @@ def test_make_private_with_epsilon_trains_with_the_exact_sigma():
     assert any(not torch.equal(a, b.detach()) for a, b in zip(before, model.parameters()))
     with pytest.raises(st.RunExhaustedError):
         next(iter(loader))
+
+
+def test_two_stages_with_different_batch_sizes_train_and_compose():
+    """make_private twice on one engine (Opacus keeps the accountant): stage 1 with M = 8 batches per epoch,
+    stage 2 with M = 4 (larger batches) and more noise; get_epsilon composes them as stages."""
+    (m1, e1, s1), (m2, e2, s2) = (8, 2, 1.1), (4, 3, 1.6)
+    data, model, opt = _problem()
+    engine = PrivacyEngine(accountant="random_allocation")
+    criterion = torch.nn.CrossEntropyLoss()
+    before = [p.detach().clone() for p in model.parameters()]
+    for m, e, s, seed in ((m1, e1, s1, 3), (m2, e2, s2, 4)):
+        loader = st.random_allocation_loader(data, m, e, seed=seed)
+        model, opt, loader = engine.make_private(module=model, optimizer=opt, data_loader=loader,
+                                                 noise_multiplier=s, max_grad_norm=1.0, poisson_sampling=False)
+        opt.expected_batch_size = loader.batch_sampler.b0
+        for _ in range(e):
+            for x, y in loader:
+                opt.zero_grad()
+                criterion(model(x), y).backward()
+                opt.step()
+    assert engine.accountant.history == [(s1, 1 / m1, m1 * e1), (s2, 1 / m2, m2 * e2)]
+    spent = engine.get_epsilon(1e-5)
+    assert spent == _stages_eps([(m1, e1, "1.1"), (m2, e2, "1.6")])
+    own = [exact_privacy(m, e, s, deltas=[1e-5]).epsilon[1e-5] for m, e, s in ((m1, e1, s1), (m2, e2, s2))]
+    assert all(spent > v.value + v.error for v in own)
+    assert spent < sum(v.value + v.error for v in own)   # tighter than adding the two stages' eps
+    assert any(not torch.equal(a, b.detach()) for a, b in zip(before, model.parameters()))
 
 
 def test_make_private_refuses_poisson_and_foreign_loaders():
