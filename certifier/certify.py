@@ -395,7 +395,7 @@ def _upper_v1(ctx: Ctx):
                                                    "prec")}, "bound": r.bound, **kb}   # bound: the grid's TV
     side = Side("upper", _upper_margin(ctx), SAFETY, 1e-7,
                 lambda b: choose_grid(claim.steps, claim.epochs, sigma, b, h=h, eta=eta, cap=cap,
-                                      prec=ctx.prec or 100),
+                                      prec=ctx.prec or 100, allow_moved=True),
                 lambda m, prog: mt.UPPER_V1.run(claim, sigma, m, progress=prog),
                 lambda r: ctx.kind.upper_proves(r, claim.target), row, ctx.limit)
     return _prove(side, ctx.max_tries, out.tries, say, single=bool(ctx.grid))

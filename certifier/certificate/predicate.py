@@ -43,6 +43,7 @@ def format_version(claim: Claim, method_json: dict, low: dict | None, rows, miss
              PARTS_FORMAT[(low is not None, rows is not None)]]
     needs += [of_json(low["method"], LOWER).least_format] if low is not None else []
     needs += [3] if missing or (low is not None and sigma_resolution(claim.sigma) != FLOOR) else []
+    needs += [3] if "above_cap" in method_json else []   # method v1's optional key (method-v2.md §7)
     return max(needs)
 
 
