@@ -43,6 +43,7 @@ TAIL_SHARE = 0.05      # share of the budget given to the tail grid of step (i)
 DELETE_SHARES = (0.01, 0.03, 0.08, 0.15, 0.25)  # candidate shares of the budget for the cap deletion
 TRIM = fmpq(1, 10**20)
 TRIM_SHARE = 1e-3      # grids with a moved cap: the trims of all products may cost this share of the budget
+ROWS_LOSS = 5e-8       # grids with a moved cap: what the move may cost the (eps, delta) rows (5 % of delta = 1e-6)
 SEC_PER_POINT = 20e-6  # step (i): two arb erfc + ball arithmetic per grid point (measured)
 SEC_PER_COEFF = 7e-7   # fmpz_poly product + floor shift, per output coefficient (measured, shared 2-core box)
 SEC_PER_CELL = 4e-6    # step (iii): integer work per log-grid cell (measured)
@@ -100,6 +101,17 @@ class Model:
                 lo = mid
             else:
                 hi = mid
+        return math.exp(hi)
+
+    def cap_for_rows(self, loss: float) -> float:
+        """The smallest y with E M Pr(Y > y) e^eps_rows <= loss, eps_rows = 5 s + 1 (above eps(1e-6) of the
+        Gaussian pair with the same s): moved or deleted, the mass above the cap costs the (eps, delta)
+        rows up to e^eps times its P-mass."""
+        w = math.exp(5 * self.s + 1)
+        lo, hi = 0.0, 50.0
+        for _ in range(80):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if self.epochs * self.steps * self.tail(math.exp(mid)) * w > loss else (lo, mid)
         return math.exp(hi)
 
     def cap_cost(self, y: float, moved: bool = False) -> float:
@@ -265,6 +277,8 @@ def _choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h, eta,
     best = None
     for share in ((None,) if cap else DELETE_SHARES):
         cap_t = float(_q(cap)) if cap else min(max(mod.cap_for(share * budget, moved), 2.0), 8.0 * M)
+        if moved:   # the rows: a move costs delta(eps) up to e^eps Pr(Y > cap) per step, as a deletion does
+            cap_t = min(max(cap_t, mod.cap_for_rows(ROWS_LOSS)), 8.0 * M)
         cap_pred = mod.cap_cost(cap_t, moved) + trunc_loss
         avail = budget - fixed - cap_pred
         if avail <= 0:
