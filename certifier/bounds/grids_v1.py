@@ -42,7 +42,6 @@ RHOS = (0.0, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
 TAIL_SHARE = 0.05      # share of the budget given to the tail grid of step (i)
 DELETE_SHARES = (0.01, 0.03, 0.08, 0.15, 0.25)  # candidate shares of the budget for the cap deletion
 TRIM = fmpq(1, 10**20)
-TRIM_SHARE = 1e-3      # grids with a moved cap: the trims of all products may cost this share of the budget
 ROWS_LOSS = 5e-8       # grids with a moved cap: what the move may cost the (eps, delta) rows (5 % of delta = 1e-6)
 SEC_PER_POINT = 20e-6  # step (i): two arb erfc + ball arithmetic per grid point (measured)
 SEC_PER_COEFF = 7e-7   # fmpz_poly product + floor shift, per output coefficient (measured, shared 2-core box)
@@ -264,7 +263,7 @@ def _choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h, eta,
     M, E = steps, epochs
     K = mod.K
     n_products = 2 * (steps.bit_length() + epochs.bit_length())
-    trim_q = _trim_for(budget, E * n_products) if moved else TRIM
+    trim_q = TRIM   # the rows are rounded to their digits with no slack: trims must stay far below them
     fixed = E * n_products * float(trim_q) + 1e-15
     # step (ii) deletes epoch sums above 8M: a single Y above ~7M already loses its mass
     trunc_loss = truncation_loss(M, E, float(sigma))
@@ -329,13 +328,6 @@ def _choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h, eta,
               "cap": cap_loss, "truncation": trunc_loss, "trim": fixed, "rho": rho,
               "points": int(pts), "cap_moved": moved}
     return Plan(method, loss, secs, budget, detail)
-
-
-def _trim_for(budget: float, products: int) -> fmpq:
-    """The largest 10^-k (k >= 13) whose deletions over `products` products cost <= TRIM_SHARE of the budget:
-    the top of a partial sum (two large steps) is trimmed where its mass is negligible."""
-    k = max(13, math.ceil(-math.log10(TRIM_SHARE * budget / max(products, 1))))
-    return fmpq(1, 10**k)
 
 
 def _k_range(steps: int, h: fmpq, eta: fmpq) -> tuple[int, int]:

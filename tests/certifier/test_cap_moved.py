@@ -105,6 +105,6 @@ def test_the_planner_moves_the_cap_where_it_is_cheaper_at_the_hardest_table_4_ce
     assert not old.method.cap_moved and new.method.cap_moved
     assert new.method.cap < fmpq(7, 10) * old.method.cap and new.predicted_loss <= 1.742e-9
     assert new.predicted_seconds < 0.8 * old.predicted_seconds
-    assert new.method.trim <= fmpq(1, 10**13)
+    assert new.method.trim == old.method.trim                 # the rows need the verifier's replay within their digits
     # a user grid is kept as given: no move
     assert not choose_grid(250, 10, sigma, 1.742e-9, h="0.0004", allow_moved=True).method.cap_moved
