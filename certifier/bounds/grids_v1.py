@@ -42,6 +42,7 @@ RHOS = (0.0, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
 TAIL_SHARE = 0.05      # share of the budget given to the tail grid of step (i)
 DELETE_SHARES = (0.01, 0.03, 0.08, 0.15, 0.25)  # candidate shares of the budget for the cap deletion
 TRIM = fmpq(1, 10**20)
+ROWS_LOSS = 5e-8       # grids with a moved cap: what the move may cost the (eps, delta) rows (5 % of delta = 1e-6)
 SEC_PER_POINT = 20e-6  # step (i): two arb erfc + ball arithmetic per grid point (measured)
 SEC_PER_COEFF = 7e-7   # fmpz_poly product + floor shift, per output coefficient (measured, shared 2-core box)
 SEC_PER_CELL = 4e-6    # step (iii): integer work per log-grid cell (measured)
@@ -90,16 +91,44 @@ class Model:
         t = 1.0 / self.sigma
         return float(ndtr(-(math.log(y) + t * t / 2) / t))
 
-    def cap_for(self, loss: float) -> float:
-        """The smallest y with E M Pr(Y > y) <= loss (bisection on ln y)."""
+    def cap_for(self, loss: float, moved: bool = False) -> float:
+        """The smallest y with cap_cost(y) <= loss (bisection on ln y)."""
         lo, hi = 0.0, 50.0
         for _ in range(80):
             mid = (lo + hi) / 2
-            if self.epochs * self.steps * self.tail(math.exp(mid)) > loss:
+            if self.cap_cost(math.exp(mid), moved) > loss:
                 lo = mid
             else:
                 hi = mid
         return math.exp(hi)
+
+    def cap_for_rows(self, loss: float) -> float:
+        """The smallest y with E M Pr(Y > y) e^eps_rows <= loss, eps_rows = 5 s + 1 (above eps(1e-6) of the
+        Gaussian pair with the same s): moved or deleted, the mass above the cap costs the (eps, delta)
+        rows up to e^eps times its P-mass."""
+        w = math.exp(5 * self.s + 1)
+        lo, hi = 0.0, 50.0
+        for _ in range(80):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if self.epochs * self.steps * self.tail(math.exp(mid)) * w > loss else (lo, mid)
+        return math.exp(hi)
+
+    def cap_cost(self, y: float, moved: bool = False) -> float:
+        """Predicted loss of the cap at y: E M Pr(Y > y) when deleted; moved down to y, only the paths
+        that the move takes from Lambda >= 1 to below 1 pay (docs/method-v2.md §1)."""
+        return self.epochs * self.steps * self.tail(y) * (self.pull_below(y) if moved else 1.0)
+
+    def pull_below(self, y: float) -> float:
+        """Pr that the rest pulls Lambda below 1 when one step of an epoch sits at y: the epoch factor is
+        at least (y + rest)/M (rest: the other M - 1 steps, 3 sd below their mean), the other E - 1
+        epochs' ln Lambda ~ N(-s1^2 (E - 1)/2, s1^2 (E - 1)), s1 = s/sqrt(E)."""
+        M, E = self.steps, self.epochs
+        rest = max(M - 1 - 3 * math.sqrt(M - 1) * self.sd_y, 0.0)
+        x = math.log((y + rest) / M)
+        if E == 1:
+            return 1.0 if x < 0 else 0.0
+        s1 = self.s / math.sqrt(E)
+        return float(ndtr((-x - (E - 1) * s1 * s1 / 2) / (math.sqrt(E - 1) * s1)))
 
 
 def lattice_for(steps: int, rho: float) -> list[int]:
@@ -196,14 +225,32 @@ LARGE_SIGMA, LARGE_SIGMA_BITS = 10.0, 128   # the lower side's fixed point above
 FLOORS = ((1e-5, 1e-6), (2e-6, 1e-7))   # (h, eta) floors: the usual ones, then finer (large sigma, small lambda)
 
 
+MOVED_GAIN = 0.85    # a cap that moves the mass above it is chosen when predicted at most this share of the time
+
+
 def choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h=None, eta=None, cap=None,
-                prec: int = 100) -> Plan:
+                prec: int = 100, allow_moved: bool = False) -> Plan:
     """The fastest grid (by the cost model) whose predicted loss is at most `budget`; finer h and eta
     (FLOORS) only where the usual ones fit nothing. Any of h, eta, cap fixed by the user is kept as given.
+    allow_moved: also consider moving Y > cap down to the cap ("above_cap": "moved", format v3) instead
+    of deleting it; taken when predicted at most MOVED_GAIN of the deleting grid's time.
     """
+    moves = (False, True) if allow_moved and not (h or eta or cap) else (False,)
     for i, floors in enumerate(FLOORS):
         try:
-            return _choose_grid(steps, epochs, sigma, budget, h=h, eta=eta, cap=cap, prec=prec, floors=floors)
+            plans = []
+            for moved in moves:
+                try:
+                    plans.append(_choose_grid(steps, epochs, sigma, budget, h=h, eta=eta, cap=cap, prec=prec,
+                                              floors=floors, moved=moved))
+                except CannotCertifyError:
+                    if moved is False and len(moves) == 1:
+                        raise
+            if not plans:
+                raise CannotCertifyError("no grid fits the margin")
+            if len(plans) == 2 and plans[1].predicted_seconds > MOVED_GAIN * plans[0].predicted_seconds:
+                plans = plans[:1]
+            return plans[-1]
         except CannotCertifyError:
             if i == len(FLOORS) - 1 or (h and eta):
                 raise
@@ -211,12 +258,13 @@ def choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h=None, 
 
 
 def _choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h, eta, cap, prec: int,
-                 floors: tuple) -> Plan:
+                 floors: tuple, moved: bool = False) -> Plan:
     mod = Model.at(steps, epochs, float(sigma))
     M, E = steps, epochs
     K = mod.K
     n_products = 2 * (steps.bit_length() + epochs.bit_length())
-    fixed = E * n_products * float(TRIM) + 1e-15
+    trim_q = TRIM   # the rows are rounded to their digits with no slack: trims must stay far below them
+    fixed = E * n_products * float(trim_q) + 1e-15
     # step (ii) deletes epoch sums above 8M: a single Y above ~7M already loses its mass
     trunc_loss = truncation_loss(M, E, float(sigma))
     hs_list = [(float(_q(h)), h)] if h else nice_values(floors[0], 0.05)
@@ -227,8 +275,10 @@ def _choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h, eta,
     eta_list = [(float(_q(eta)), eta)] if eta else nice_values(floors[1], 2e-3)
     best = None
     for share in ((None,) if cap else DELETE_SHARES):
-        cap_t = float(_q(cap)) if cap else min(max(mod.cap_for(share * budget), 2.0), 8.0 * M)
-        cap_pred = E * M * mod.tail(cap_t) + trunc_loss
+        cap_t = float(_q(cap)) if cap else min(max(mod.cap_for(share * budget, moved), 2.0), 8.0 * M)
+        if moved:   # the rows: a move costs delta(eps) up to e^eps Pr(Y > cap) per step, as a deletion does
+            cap_t = min(max(cap_t, mod.cap_for_rows(ROWS_LOSS)), 8.0 * M)
+        cap_pred = mod.cap_cost(cap_t, moved) + trunc_loss
         avail = budget - fixed - cap_pred
         if avail <= 0:
             continue
@@ -269,13 +319,14 @@ def _choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h, eta,
         tsq, dq, capq, pts, pl = _tail_grid(mod, hv, hs, cap_t, tail_loss)
     km, kp = _k_range(M, _q(hs), _q(es))
     method = make_method(M, h=_q(hs), eta=_q(es), cap=capq, tail_start=tsq, tail_step=dq,
-                         lattice_schedule=g, prec=prec, trim=TRIM, k_minus=km, k_plus=kp)
+                         lattice_schedule=g, prec=prec, trim=trim_q, k_minus=km, k_plus=kp, cap_moved=moved)
     le = K * ev * ev / 6
-    loss = lh + lg + le + pl + E * M * mod.tail(float(capq)) + fixed + trunc_loss
+    cap_loss = mod.cap_cost(float(capq), moved)
+    loss = lh + lg + le + pl + cap_loss + fixed + trunc_loss
     secs = predict_seconds(mod, hv, g, float(capq), ev, pts)
     detail = {"step_i": lh, "tail": pl, "lattice": lg, "log_grid": le,
-              "cap": E * M * mod.tail(float(capq)), "truncation": trunc_loss, "trim": fixed, "rho": rho,
-              "points": int(pts)}
+              "cap": cap_loss, "truncation": trunc_loss, "trim": fixed, "rho": rho,
+              "points": int(pts), "cap_moved": moved}
     return Plan(method, loss, secs, budget, detail)
 
 

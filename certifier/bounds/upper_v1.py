@@ -43,6 +43,7 @@ from certifier.params import ParameterError, decimal_str, parse_decimal
 METHOD_NAME = "lemma-c5-rounding"
 METHOD_VERSION = 1
 B_FRACTION_BITS = 128  # fractional bits of the integer enclosures of B_k in step (iii)
+ABOVE_CAP_MOVED = "moved"   # the optional "above_cap" value: Y > cap moved down to the cap (a move, §1 of method-v2)
 
 
 # ----------------------------------------------------------------------------- parameters
@@ -70,6 +71,7 @@ class UpperV1:
     prec: int = 100
     fixed_point_bits: int = 80
     trim: fmpq = fmpq(1, 10**20)
+    cap_moved: bool = False      # Y > cap moved down to the cap (recorded "above_cap": "moved"), not deleted
 
     @staticmethod
     def default_k(eta: fmpq) -> tuple[int, int]:
@@ -108,8 +110,9 @@ class UpperV1:
             raise ParameterError("grid too fine: cap/h must be <= 3e7 and tail_start/h <= 1e7")
 
     def to_json(self, steps: int) -> dict:
-        """The `method` object of docs/certificate.md section 3 (decimal strings, ints)."""
-        return {
+        """The `method` object of docs/certificate.md section 3 (decimal strings, ints); with cap_moved
+        also "above_cap": "moved" (format v3 only, docs/method-v2.md §7)."""
+        out = {
             "name": METHOD_NAME, "version": METHOD_VERSION,
             "h": decimal_str(self.h), "tail_start": decimal_str(self.tail_start),
             "tail_step": decimal_str(self.tail_step), "cap": decimal_str(self.cap),
@@ -119,6 +122,9 @@ class UpperV1:
             "prec": self.prec, "fixed_point_bits": self.fixed_point_bits,
             "trim": decimal_str(self.trim),
         }
+        if self.cap_moved:
+            out["above_cap"] = ABOVE_CAP_MOVED
+        return out
 
     @classmethod
     def from_json(cls, obj: dict) -> "UpperV1":
@@ -126,15 +132,18 @@ class UpperV1:
         if obj.get("name") != METHOD_NAME or obj.get("version") != METHOD_VERSION:
             raise ParameterError("unsupported method (want lemma-c5-rounding v1)")
         p = lambda k: parse_decimal(k, obj[k])  # noqa: E731
+        above = obj.get("above_cap")
+        if above not in (None, ABOVE_CAP_MOVED):
+            raise ParameterError(f"above_cap must be {ABOVE_CAP_MOVED!r} when present, got {above!r}")
         return cls(h=p("h"), tail_start=p("tail_start"), tail_step=p("tail_step"), cap=p("cap"),
                    lattice_schedule=tuple(int(x) for x in obj["lattice_schedule"]), eta=p("eta"),
                    k_minus=int(obj["k_minus"]), k_plus=int(obj["k_plus"]), prec=int(obj["prec"]),
-                   fixed_point_bits=int(obj["fixed_point_bits"]), trim=p("trim"))
+                   fixed_point_bits=int(obj["fixed_point_bits"]), trim=p("trim"), cap_moved=above is not None)
 
 
 def make_method(steps: int, *, h, eta, cap, tail_start=None, tail_step=None, lattice_schedule=None,
                 prec: int = 100, fixed_point_bits: int = 80, trim="1e-20",
-                k_minus=None, k_plus=None) -> UpperV1:
+                k_minus=None, k_plus=None, cap_moved: bool = False) -> UpperV1:
     """A validated UpperV1 from decimal strings (or fmpq); defaults: one uniform grid, all g_i = 1."""
     q = lambda name, v: v if isinstance(v, fmpq) else parse_decimal(name, v)  # noqa: E731
     h, eta, cap = q("h", h), q("eta", eta), q("cap", cap)
@@ -146,7 +155,7 @@ def make_method(steps: int, *, h, eta, cap, tail_start=None, tail_step=None, lat
                lattice_schedule=tuple(lattice_schedule) if lattice_schedule else (1,) * (n + 1),
                eta=eta, k_minus=km if k_minus is None else int(k_minus),
                k_plus=kp if k_plus is None else int(k_plus), prec=int(prec),
-               fixed_point_bits=int(fixed_point_bits), trim=q("trim", trim))
+               fixed_point_bits=int(fixed_point_bits), trim=q("trim", trim), cap_moved=bool(cap_moved))
     m.validate(steps)
     return m
 
@@ -159,8 +168,9 @@ def step_i(sigma: fmpq, m: UpperV1):
     Returns (P, G0cap, loss) where P is a Poly on lattice h (off = 0) whose
     coefficient k is floor(2^F * lower end of a ball containing the mass the
     two-point rounding puts at k*h); G0cap is a ball containing 1 - F0(cap),
-    the deleted mass above the cap; loss is a ball containing the mass lost to
-    the floors (true step-(i) mass 1 - F0(cap) minus the kept mass).
+    the mass above the cap: deleted, or with m.cap_moved moved down to the cap (added
+    at the cap point: Y -> min(Y, cap) lowers Y, docs/method-v2.md §1); loss is a ball
+    containing the mass lost to the floors (true step-(i) mass minus the kept mass).
     """
     with working_prec(m.prec):  # the recorded working precision
         return _step_i(sigma, m)
@@ -174,10 +184,14 @@ def _step_i(sigma: fmpq, m: UpperV1):
     pts = list(range(0, ts_units + 1)) + list(range(ts_units + step_units, cap_units + 1, step_units))
     e0, e1 = doubled_tails(1 / (sigma * sigma), pts, m.h, m.prec)
     coeffs = [0] * (cap_units + 1)
-    for p, x in zip(pts, two_point_masses(e0, e1, pts, m.h)):
+    masses = two_point_masses(e0, e1, pts, m.h)
+    if m.cap_moved:
+        masses[-1] += e0[-1]                             # Y > cap moved down to the cap
+    for p, x in zip(pts, masses):
         coeffs[p] = floor_fixed(x, F - 1)                # the balls hold doubled masses
-    g0cap = e0[-1] / 2                                   # 1 - F0(cap): deleted above the cap
-    loss = (arb(1) - g0cap) - arb(sum(coeffs)) / arb(2) ** F   # true mass of the rounded Y minus kept
+    g0cap = e0[-1] / 2                                   # 1 - F0(cap): deleted (or moved) above the cap
+    kept_true = arb(1) if m.cap_moved else arb(1) - g0cap
+    loss = kept_true - arb(sum(coeffs)) / arb(2) ** F    # true mass of the rounded Y minus kept
     return Poly(0, fmpz_poly(coeffs)), g0cap, loss
 
 
@@ -422,6 +436,8 @@ def rounding_bound(steps: int, epochs: int, sigma: fmpq, method: UpperV1, progre
                         "trim": arb_str(led.ball("trim")), "log_grid": arb_str(led.ball("log_grid")),
                         "fixed_point": arb_str(fixed_point)},
         }
+        if method.cap_moved:                             # the mass above the cap was moved, not deleted
+            enclosures["moved"] = {"cap": enclosures["deleted"].pop("cap")}
         stats = {"grid_points": P.poly.length(), "epoch_length": A.poly.length(), "lattice": g,
                  "log_cells": R.poly.length(), "final_length": b.poly.length(),
                  "products": led.products, "max_length": led.max_length}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from flint import fmpq
 
 from ..replay import gaussian_shift as gs
-from .schema import B, D, I, Rows, S
+from .schema import BALLS, B, D, I, Rows, S
 from .schema import typed as typed_as
 from .strict import Reject
 from .v1 import ADJACENCY, MECHANISM, SCHEMA, STATEMENT, check_claim_and_method
@@ -54,6 +54,15 @@ def _random_allocation_only(label: str):
 def _check_upper_v1(p: dict) -> None:
     _random_allocation_only("method lemma-c5-rounding v1")(p["claim"])
     check_claim_and_method(p)  # the v1 claim and method rules, and bound <= target
+    above = p["method"].get("above_cap")
+    if above is not None and above != "moved":  # method-v2.md §7: the one allowed value
+        raise Reject("method-invalid", f"method.above_cap must be 'moved' when present, got {above!r}")
+
+
+# method v1 with "above_cap": "moved" (method-v2.md §7): the mass above the cap is moved, not deleted
+METHOD_V1_MOVED = {**SCHEMA["method"], "above_cap": S}
+ENCLOSURES_V1_MOVED = {**SCHEMA["enclosures"], "deleted": BALLS("truncation", "trim", "log_grid", "fixed_point"),
+                       "moved": BALLS("cap")}
 
 
 def _check_lower_v1(p: dict) -> None:
@@ -101,6 +110,8 @@ def schema(raw) -> dict:
         raise Reject("method-unknown", f"method {version[0]!r} v{version[1]} {UNKNOWN_UPPER}")
     method_schema, enclosures_schema, _ = UPPER.get(version, UPPER[("lemma-c5-rounding", 1)])
     sch.update(method=method_schema, enclosures=enclosures_schema)
+    if version == ("lemma-c5-rounding", 1) and isinstance(method, dict) and "above_cap" in method:
+        sch.update(method=METHOD_V1_MOVED, enclosures=ENCLOSURES_V1_MOVED)
     if isinstance(raw, dict) and "lower" in raw:
         lv = (_get(_get(lower, "method"), "name"), _get(_get(lower, "method"), "version"))
         if isinstance(_get(lower, "method"), dict) and lv not in LOWER:

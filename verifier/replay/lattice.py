@@ -39,6 +39,34 @@ def _add(a, b):
     return b if a is None else a if b is None else a + b
 
 
+def _low_zeros(p) -> int:
+    """The number of zero coefficients below p's lowest non-zero one (p non-zero), by exponential
+    and binary search on C-speed truncations."""
+    if p[0] != 0:
+        return 0
+    lo, hi = 1, 2  # truncate(lo) is zero
+    while hi < p.length() and p.truncate(hi).is_zero():
+        lo, hi = hi, 2 * hi
+    hi = min(hi, p.length())
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if p.truncate(mid).is_zero() else (lo, mid)
+    return lo
+
+
+def _mul(a, b):
+    """a * b exactly, the operands' low zero coefficients shifted out first: FLINT multiplies them
+    too, and an octave's support can sit far above its lowest index (a narrow Y at large sigma)."""
+    va = _low_zeros(a)
+    if a is b:
+        q = a.right_shift(va) if va else a
+        return (q * q).left_shift(2 * va) if va else q * q
+    vb = _low_zeros(b)
+    if not va and not vb:
+        return a * b
+    return (a.right_shift(va) * b.right_shift(vb)).left_shift(va + vb)
+
+
 class Lattice:
     """ML(h, n) up to octave T, masses in units 2^-F; `two_point` selects `half` or the floor.
 
@@ -121,20 +149,21 @@ class Lattice:
     def _z(self, k, xk, xh, yk, yh, same):
         """Z_k exactly (units 2^-2F): octave 0 in real indices, octave k >= 1 relative to N
         (x_k = z^N x_k^o, so Z_k = z^N (x_k^o (z^N y_k^o + ŷ_k) + x̂_k y_k^o))."""
+        nz = lambda p: p is not None and not p.is_zero()
         if k == 0:
-            return xk * yk if xk is not None and yk is not None else None
+            return _mul(xk, yk) if nz(xk) and nz(yk) else None
         N = self.N
         if same:
-            if xk is None:
+            if not nz(xk):
                 return None
-            sq = (xk * xk).left_shift(N)
-            return sq if xh is None else sq + 2 * (xk * xh)
+            sq = _mul(xk, xk).left_shift(N)
+            return sq if not nz(xh) else sq + 2 * _mul(xk, xh)
         z = None
-        if xk is not None:
+        if nz(xk):
             other = _add(None if yk is None else yk.left_shift(N), yh)
-            z = None if other is None else xk * other
-        if xh is not None and yk is not None:
-            z = _add(z, xh * yk)
+            z = None if not nz(other) else _mul(xk, other)
+        if nz(xh) and nz(yk):
+            z = _add(z, _mul(xh, yk))
         return z
 
     def trim(self, D: list) -> list:

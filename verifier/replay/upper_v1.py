@@ -23,14 +23,16 @@ from ..format.strict import working_prec
 from .arith import EXTRA_BITS, FixedPoly, Losses, dyadic, units
 
 
-def grid_masses(sigma: fmpq, h: fmpq, points: list[int], F: int):
+def grid_masses(sigma: fmpq, h: fmpq, points: list[int], F: int, moved: bool = False):
     """The masses p_k of step (i) at the grid points u*h.  G(y) = E(y-Y)_+ = y F0(y) - F1(y) is convex with G' = F0,
     and the mass that the two-point rounding of Y onto the grid puts at a grid point
     is the jump of the slope of the piecewise-linear interpolant of G there:
         p_k = slope(y_k, y_{k+1}) - slope(y_{k-1}, y_k),  slope(-, 0) = 0,  slope(cap, +) = F0(cap).
     (Summing the cell formulas of the spec for the two cells next to y_k gives this.)
     Above y = 1 we use the call form C(y) = E(Y-y)_+ = G(y) - y + 1 (same differences),
-    so the far tail keeps relative precision.  With s = sigma, ln-argument x = ln y:
+    so the far tail keeps relative precision.  With `moved` (method key "above_cap": "moved") Y
+    above the cap is first moved down to the cap, so the slope beyond the cap is 1 (all mass).
+    With s = sigma, ln-argument x = ln y:
     F0 = Phi(s x + 1/(2s)), F1 = Phi(s x - 1/(2s)), 2 Phi(-u) = erfc(u / sqrt 2)."""
     r2 = arb(2).sqrt()
     a, c = arb(sigma) / r2, 1 / (2 * arb(sigma) * r2)
@@ -56,8 +58,11 @@ def grid_masses(sigma: fmpq, h: fmpq, points: list[int], F: int):
             nxt = two_v(points[k + 1], True)
         prev = nxt
     ycap = (arb(points[-1]).log() + lnh) * a + c
-    tail = ycap.erfc()  # 2 (1 - F0(cap)): mass deleted above the cap
-    last = -tail if call[-1] else 2 - tail  # 2 F0(cap) (minus 2 in the call form)
+    tail = ycap.erfc()  # 2 (1 - F0(cap)): mass deleted (or moved to the cap) above the cap
+    if moved:  # 2 G' = 2 beyond the cap (0 in the call form): the tail lands on the cap
+        last = arb(0) if call[-1] else arb(2)
+    else:
+        last = -tail if call[-1] else 2 - tail  # 2 F0(cap) (minus 2 in the call form)
     ext = [(arb(0), False)] + list(zip(slopes, call)) + [(last, call[-1])]
     q = []
     for k in range(len(points)):  # p_k = (jump of the slope of 2G) / 2
@@ -80,10 +85,11 @@ def replay(claim: dict, method: dict) -> ReplayResult:
     """Lemma C.5 (i)-(iv) from `claim` and `method` alone (docs/certificate.md §4)."""
     M, E, m = claim["steps"], claim["epochs"], method
     P = FixedPoly(m["fixed_point_bits"] + EXTRA_BITS, m["trim"], Losses())
+    moved = m.get("above_cap") == "moved"  # format v3's optional key (checked there)
     K = lambda g: int((m["truncation"] / (m["h"] * g)).floor())  # largest lattice index <= truncation
     t = [time.perf_counter()]
     with working_prec(m["prec"]):
-        p, cap_del, mass_i = step_i(claim["sigma"], m, K(1), P)
+        p, cap_del, mass_i = step_i(claim["sigma"], m, K(1), P, moved)
         t.append(time.perf_counter())
         S, g = step_ii(p, M, m["lattice_schedule"], K, P)
         mass_ii = fmpq(int(S[1](1)), P.one)
@@ -97,13 +103,15 @@ def replay(claim: dict, method: dict) -> ReplayResult:
                             "step_iv": fmpq(int(b[1](1)), P.one)},
            "deleted": {"cap": cap_del, "truncation": L.truncation, "trim": L.trim,
                        "log_grid": L.log_grid, "fixed_point": L.fixed_point}}
+    if moved:
+        enc["moved"] = {"cap": enc["deleted"].pop("cap")}
     secs = dict(zip(("step_i", "step_ii", "step_iii", "step_iv"), (t1 - t0 for t0, t1 in zip(t, t[1:]))))
     return ReplayResult(O=O, bound=1 - O_lo, enclosures=enc, seconds={**secs, "total": t[-1] - t[0]}, b=b, F=P.F)
 
 
-def step_i(sigma: fmpq, m: dict, K1: int, P: FixedPoly):
+def step_i(sigma: fmpq, m: dict, K1: int, P: FixedPoly, moved: bool = False):
     """(i) One step: the masses p_k on the grid G = {0, h, ..., tail_start} U {tail_start +
-    i tail_step}, in units 2^-F; the mass above the cap is deleted.  Grid points above
+    i tail_step}, in units 2^-F; the mass above the cap is deleted (moved to the cap with `moved`).  Grid points above
     `truncation` (lattice index > K1) are cut at once (they would be cut after step (ii)'s
     first product anyway), so the polynomial never has more than K1 + 1 coefficients.
     Returns ((offset, polynomial), deleted cap mass, total mass)."""
@@ -111,7 +119,7 @@ def step_i(sigma: fmpq, m: dict, K1: int, P: FixedPoly):
     n0, ncap = int((m["tail_start"] / h).floor()), int((m["cap"] / h).floor())
     stp = int((m["tail_step"] / h).floor()) if ncap > n0 else 1
     points = list(range(n0 + 1)) + list(range(n0 + stp, ncap + 1, stp))
-    q, cap_del = grid_masses(sigma, h, points, P.F)
+    q, cap_del = grid_masses(sigma, h, points, P.F, moved)
     coeffs, above = [0] * (min(ncap, K1) + 1), 0
     for u, x in zip(points, q):
         if u <= K1:
@@ -119,7 +127,7 @@ def step_i(sigma: fmpq, m: dict, K1: int, P: FixedPoly):
         else:
             above += x
     mass = fmpq(sum(q), P.one)
-    P.L.fixed_point += fmpq(dyadic(1 - cap_del, True, 2 * P.F), P.one ** 2) - mass
+    P.L.fixed_point += fmpq(dyadic(arb(1) if moved else 1 - cap_del, True, 2 * P.F), P.one ** 2) - mass
     P.L.truncation += fmpq(above, P.one)
     return P.trim(0, fmpz_poly(coeffs), True), cap_del, mass
 
