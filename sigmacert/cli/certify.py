@@ -112,10 +112,12 @@ def run_certify(args) -> int:
     from certifier.certificate.keys import load_private
     from sigmacert import kinds
     from sigmacert.api import issue
-    from sigmacert.cli.core import run_shape
-
-    m, e, scheme, iterations = run_shape(args)
+    from sigmacert.cli.core import run_shape, stages_of
+    stages = stages_of(args, False)
     kind = kinds.parse_kind(args.target, epsilon=args.epsilon, delta=args.delta, fpr=args.fpr, tpr=args.tpr)
+    if stages is not None:
+        return run_certify_stages(args, stages, kind)
+    m, e, scheme, iterations = run_shape(args)
     lam, kind_name, kind_params = kinds.certifier_target(kind)
     sigma = parse_sigma(args.sigma) if args.sigma is not None else None
     h, eta, cap = (_opt_decimal("h", args.h), _opt_decimal("eta", args.eta), _opt_decimal("cap", args.cap))
@@ -194,6 +196,61 @@ def run_certify(args) -> int:
             for k, reason in why.items():
                 print(f"  not certified: the {kind} row at {k} ({reason}); recorded in the certificate")
         print(f"  certificate: {args.output}  (key id {summary['keyid']})")
+    return 0
+
+
+def run_certify_stages(args, stages, kind) -> int:
+    """`certify --stages`: a run in stages at one shared sigma (certifier.stages_certify, format v5)."""
+    from certifier.certificate.claim import RANDOM_ALLOCATION
+    from certifier.certificate.envelope import key_id, sign_certificate
+    from certifier.certificate.keys import load_private
+    from certifier.stages_certify import certify_stages, refuse_with_stages
+    from sigmacert import kinds
+    lam, kind_name, _ = kinds.certifier_target(kind)
+    refuse_with_stages(None, None, RANDOM_ALLOCATION, "auto", kind_name, None,
+                       (args.h, args.eta, args.cap, args.prec))
+    sigma = parse_sigma(args.sigma) if args.sigma is not None else None
+    key = load_private(args.key)  # fail early, before the long computation
+    subject_digest = sha256_regular(args.subject) if args.subject else None
+    if not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
+        raise ParameterError(f"output directory does not exist: {os.path.dirname(os.path.abspath(args.output))}")
+    refuse_existing(args.output, args.force)
+    subject = ({"name": os.path.basename(args.subject), "digest": {"sha256": subject_digest}} if args.subject
+               else None)
+    progress = _Progress(args.quiet)
+    res = certify_stages([(s.steps, s.epochs) for s in stages], lam, sigma, two_sided=not args.one_sided,
+                         progress=progress)
+    run = ",".join(f"{s.steps}x{s.epochs}" for s in stages)
+    summary = {"certified": res.success, "stages": [{"steps": s.steps, "epochs": s.epochs} for s in stages],
+               "kind": "tv", "sigma": res.sigma, "target": res.target, "bound": res.bound, "tries": res.tries,
+               "tv_exact": res.tv, "output": None, "two_sided": res.two_sided, "sigma_low": res.sigma_low,
+               "tv_lower_at_sigma_low": res.tv_lower, "lower_tries": res.lower_tries,
+               "rows_not_certified": res.rows_missing}
+    if not res.success:
+        if args.json:
+            print(json.dumps(summary))
+        else:
+            for t in res.tries:
+                print(_try_line(t))
+            print(f"NOT certified: the bound reached, {res.bound}, exceeds the target {res.target} at sigma "
+                  f"{res.sigma} (stages {run}); no certificate written")
+        return 1
+    write_atomic(args.output, sign_certificate(res.predicate, key, subject) + b"\n", force=args.force)
+    summary.update(output=os.path.abspath(args.output), keyid=key_id(key.public_key()))
+    if args.json:
+        print(json.dumps(summary))
+        return 0
+    for t in res.tries:
+        print(_try_line(t))
+    for t in res.lower_tries:
+        print(_lower_line(t))
+    print(f"certified: TV <= {res.bound} <= {res.target} at sigma {res.sigma} (stages {run}, random allocation)")
+    if res.two_sided:
+        print(f"certified: TV >= {res.tv_lower} > {res.target} at sigma_low {res.sigma_low}, so "
+              f"{res.sigma_low} < sigma_lambda <= {res.sigma}")
+    elif not args.one_sided:
+        print("  two-sided: no sigma_low could be certified to miss the target; the certificate is one-sided")
+    print(f"  certificate: {args.output}  (key id {summary['keyid']})")
     return 0
 
 
@@ -300,8 +357,10 @@ def register(sub) -> None:
     from sigmacert.cli.core import add_scheme_arguments
     p = sub.add_parser("certify", help="certify TV <= lambda, (eps, delta)-DP or TPR <= beta at FPR alpha at sigma "
                                        "(Lemma C.5) and sign a certificate")
-    p.add_argument("--steps", "-M", required=True, help="steps per epoch M (fixed-bins: number of bins)")
+    p.add_argument("--steps", "-M", help="steps per epoch M (fixed-bins: number of bins)")
     p.add_argument("--epochs", "-E", help="epochs E (fixed-bins: rounds per bin)")
+    p.add_argument("--stages", help="a run in stages M x E at one sigma, 100x5,400x5 (instead of -M/-E; tv "
+                                    "target, method v2, a format-v5 certificate)")
     add_scheme_arguments(p)
     p.add_argument("--target", "-l", help="TV target lambda in (0, 1) (or a dp / tpr target below)")
     from sigmacert.cli.targets import add_kind_arguments

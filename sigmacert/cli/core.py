@@ -61,7 +61,7 @@ def _tv_text(tv: float, places: int) -> str:
     return f"{tv:.{places}f}" if tv >= 1e-3 else f"{tv:.{places - 2}e}"
 
 
-def _stages_of(args, per_stage):
+def stages_of(args, per_stage):
     """The --stages list, or None; refuses --stages together with --steps/--epochs/--iterations/--scheme."""
     from certifier.numerics.stages import parse_stages
     if args.stages is None:
@@ -121,7 +121,7 @@ def run_sigma(args) -> int:
     if args.target is None:  # --epsilon/--delta and --fpr/--tpr are sigmacert.cli.targets' (it wraps this)
         from sigmacert.kinds import ONE_KIND
         raise ParameterError(ONE_KIND)
-    stages = _stages_of(args, False)
+    stages = stages_of(args, False)
     if stages is not None:
         return run_sigma_stages(args, stages)
     m, e, scheme, t = run_shape(args)
@@ -152,7 +152,7 @@ def run_sigma(args) -> int:
 
 
 def run_tv(args) -> int:
-    stages = _stages_of(args, None)
+    stages = stages_of(args, None)
     if stages is not None:
         return run_tv_stages(args, stages)
     if args.sigma is None:

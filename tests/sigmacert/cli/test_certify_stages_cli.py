@@ -1,0 +1,69 @@
+"""`sigmacert certify --stages`: a run in stages at one shared sigma, two-sided, a format-v5 certificate
+the independent verifier accepts; everything else a run in stages cannot take is a one-line refusal."""
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+import sigmacert
+from certifier.certificate.keys import keygen
+from certifier.numerics.stages import exact_tv_stages
+from sigmacert.cli import main
+
+V5 = "https://sigmacert.dev/certificate/v5"
+
+
+@pytest.fixture(scope="module")
+def keydir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("k")
+    keygen(str(d))
+    return d
+
+
+def test_certify_stages_two_sided_v5_verifies(tmp_path, capsys, keydir):
+    out = tmp_path / "c.json"
+    rc = main(["certify", "--stages", "4x1,8x1", "--target", "0.3", "--key", str(keydir / "private.pem"),
+               "-o", str(out), "--json", "--quiet"])
+    stdout, err = capsys.readouterr()
+    assert rc == 0, err
+    s = json.loads(stdout)
+    assert s["certified"] and s["two_sided"] and s["stages"] == [{"steps": 4, "epochs": 1},
+                                                                   {"steps": 8, "epochs": 1}]
+    exact = exact_tv_stages([(4, 1, s["sigma"]), (8, 1, s["sigma"])])
+    low = exact_tv_stages([(4, 1, s["sigma_low"]), (8, 1, s["sigma_low"])])
+    assert exact.tv + exact.error <= float(s["bound"]) <= 0.3 < float(s["tv_lower_at_sigma_low"]) <= low.tv
+    stmt = json.loads(base64.b64decode(json.loads(out.read_text())["payload"]))
+    assert stmt["predicateType"] == V5 and "steps" not in stmt["predicate"]["claim"]
+    assert sigmacert.verify(out, keydir / "public.pem").accepted
+
+
+@pytest.mark.parametrize("extra,match", [
+    (("--steps", "4"), "--stages replaces"),
+    (("--epsilon", "1", "--delta", "1e-5"), "exactly one target"),
+    (("--h", "0.01"), "no user grid"),
+    (("--scheme", "fixed-bins"), "random allocation"),
+])
+def test_certify_stages_refusals_are_one_line(tmp_path, capsys, keydir, extra, match):
+    args = ["certify", "--stages", "4x1,8x1", "--target", "0.3", "--key", str(keydir / "private.pem"),
+            "-o", str(tmp_path / "c.json")]
+    rc = main(args + list(extra))
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and match in err, err
+    assert not (tmp_path / "c.json").exists()
+
+
+def test_certify_stages_dp_kind_refused(tmp_path, capsys, keydir):
+    rc = main(["certify", "--stages", "4x1,8x1", "--epsilon", "1", "--delta", "1e-5", "--key",
+               str(keydir / "private.pem"), "-o", str(tmp_path / "c.json")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "tv target only" in err, err
+
+
+@pytest.mark.parametrize("text", ["4x0", "4x1,", "x1", "4x1@1.2", ""])
+def test_certify_bad_stage_lists(tmp_path, capsys, keydir, text):
+    rc = main(["certify", "--stages", text, "--target", "0.3", "--key", str(keydir / "private.pem"),
+               "-o", str(tmp_path / "c.json")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, err
