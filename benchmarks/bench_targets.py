@@ -71,6 +71,18 @@ def sweep() -> dict:
             "seconds": round(time.perf_counter() - start, 1)}
 
 
+def _stages():
+    """A progress callback printing each new stage with its elapsed seconds (to stderr)."""
+    seen = set()
+
+    def report(stage, pct, elapsed):
+        key = stage.split(" (")[0] + (" (" + stage.split(" (")[-1] if "try" in stage else "")
+        if key not in seen:
+            seen.add(key)
+            print(f"  {elapsed:8.1f} s  {stage}", file=sys.stderr, flush=True)
+    return report
+
+
 def certify_table(cells) -> list:
     """Two-sided certificates of the kinds, signed with a throw-away key and verified (a table)."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -88,7 +100,7 @@ def certify_table(cells) -> list:
         key_name = "epsilon" if name == "dp" else "fpr"
         t = time.perf_counter()
         out = certify(m, e, parse_decimal("target", target), kind_name=name, kind_params={key_name: x},
-                      two_sided=True)
+                      two_sided=True, progress=_stages())
         sec = time.perf_counter() - t
         steps = vsec = None
         answer = "not certified"
