@@ -127,10 +127,17 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="also write the rows to this file")
     ap.add_argument("--sweep", action="store_true", help="primary vs second route over 147 cells")
     ap.add_argument("--certify", action="store_true", help="two-sided dp/tpr certificates, signed and verified")
+    ap.add_argument("--cells", help="with --certify: comma-separated row numbers (0-based) of its table only")
     args = ap.parse_args(argv)
     if args.certify:
         print(load())
-        rows = certify_table(CERTIFY_SMALL if args.small else CERTIFY)
+        cells = CERTIFY_SMALL if args.small else CERTIFY
+        if args.cells:
+            try:
+                cells = [cells[int(k)] for k in args.cells.split(",")]
+            except (ValueError, IndexError):
+                ap.error(f"--cells takes row numbers 0..{len(cells) - 1}, got {args.cells!r}")
+        rows = certify_table(cells)
         print("\n" + load())
         if args.json:
             with open(args.json, "w") as f:
