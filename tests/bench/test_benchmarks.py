@@ -155,7 +155,7 @@ def test_bench_vs_accountant_small(env):
 def test_bench_vs_accountant_dp_small(env):
     """The (eps, delta) question at one tiny cell: the accountant's bracket is read off its own runs,
     it never certifies below the exact sigma, and sigmacert certifies delta at the exact sigma."""
-    r = bench(env, "bench_vs_accountant.py", "--question", "dp", "--small")
+    r = bench(env, "bench_vs_accountant.py", "--question", "dp", "--small", timeout=600)  # ~1 min idle
     assert r.returncode == 0, r.stderr
     tol = float(re.search(r"bracket tolerance (\S+) relative", r.stdout).group(1))
     row = lines_matching(r"^\s+5\s+2\s+1 \|", r.stdout)[-1]  # the final table's row
