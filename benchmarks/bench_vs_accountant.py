@@ -14,6 +14,15 @@ ratio; then the smallest sigma each certifies within the same time budget.
 
 `--small`: one tiny cell (M=5, E=2 at its exact sigma), the coarsest discretization of each
 route and one bisection step (seconds), to check the benchmark runs.
+
+`--question dp`: the (eps, delta) question instead. For (M, E) in (100, 10), (250, 20), (1000, 1),
+eps in 1, 4, delta = 1e-5: the smallest sigma the accountant certifies (its upper bound on eps at
+delta <= eps) by a bracketing search on its default route (`gaussian_allocation_epsilon_range`,
+adaptive GEOM refinement), each run a child process killed at `--budget` seconds, against
+sigmacert's exact sigma and its certificate there (two-sided when the dp kind has a lower side,
+else the upper side, reported as such): noise ratio and time ratio.
+
+    python benchmarks/bench_vs_accountant.py --question dp [--budget 240] [--tol 1e-3] [--small]
 """
 from __future__ import annotations
 
@@ -88,9 +97,246 @@ def sigmacert_run(steps, epochs, sigma_s):
     out = certify(steps, epochs, parse_decimal("target", "0.1"), parse_decimal("sigma", sigma_s))
     return out.bound, out.success, time.perf_counter() - t0
 
+# ---------------------------------------------------------------------------------------------
+# The (eps, delta) question
+# ---------------------------------------------------------------------------------------------
+DP_CELLS = [(100, 10, 1), (100, 10, 4), (250, 20, 1), (250, 20, 4), (1000, 1, 1), (1000, 1, 4)]
+DP_SMALL = [(5, 2, 1)]
+DELTA = "1e-5"
+
+
+class _Decided(Exception):
+    """Raised in the child once the accountant's run has decided `upper <= eps` either way."""
+
+
+def _fs_run(steps, epochs, sigma, eps, delta, queue):
+    """The accountant's default route at sigma; every refinement's (upper, lower) goes to the queue.
+
+    The run stops early once its answer to `upper <= eps` is fixed: the route keeps the best
+    bounds over its refinements, so an upper bound <= eps stays <= eps, and a lower bound > eps
+    keeps every later upper bound > eps. The dominating PLD is built first (the route's order), so
+    a certifying run skips the dominated one."""
+    import warnings
+
+    import PLD_accounting as P
+    import PLD_accounting.random_allocation_api as api
+    warnings.simplefilter("ignore", RuntimeWarning)  # "did not converge": reported through the queue
+    build = api.gaussian_allocation_pld
+    t0 = time.perf_counter()
+
+    def traced(*, params, config, bound_type):
+        pld = build(params=params, config=config, bound_type=bound_type)
+        e = float(pld.get_epsilon_for_delta(delta))
+        side = "upper" if bound_type == P.BoundType.DOMINATES else "lower"
+        queue.put((side, e, config.loss_discretization, time.perf_counter() - t0))
+        if (side == "upper" and e <= eps) or (side == "lower" and e > eps):
+            raise _Decided
+        return pld
+
+    api.gaussian_allocation_pld = traced
+    try:
+        up, lo = P.gaussian_allocation_epsilon_range(delta=delta, sigma=sigma, num_steps=steps, num_epochs=epochs)
+        queue.put(("done", up, lo, time.perf_counter() - t0))
+    except _Decided:
+        queue.put(("decided", None, None, time.perf_counter() - t0))
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a live process (Linux /proc), 0.0 once it is gone."""
+    import os
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
+def fs_certifies(steps, epochs, sigma: float, eps: float, delta: float, budget: float):
+    """One accountant run: dict(certified, upper, lower, seconds, status, disc); killed once its CPU
+    time reaches `budget` seconds (CPU, not wall: the machine is shared, wall time is not ours)."""
+    import queue as queue_mod
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_fs_run, args=(steps, epochs, sigma, eps, delta, q))
+    p.start()
+    up = lo = disc = None
+    status, cpu = "timeout", 0.0
+    while True:
+        try:
+            msg = q.get(timeout=0.5)
+        except queue_mod.Empty:
+            cpu = max(cpu, _cpu_seconds(p.pid))
+            if cpu >= budget:
+                break
+            if not p.is_alive():
+                status = "died"
+                break
+            continue
+        kind = msg[0]
+        if kind == "upper":
+            up, disc = msg[1] if up is None else min(up, msg[1]), msg[2]
+        elif kind == "lower":
+            lo = msg[1] if lo is None else max(lo, msg[1])
+        else:
+            status = "done" if kind == "done" else "decided"
+            if kind == "done":
+                up, lo = msg[1], msg[2]
+            cpu = max(cpu, _cpu_seconds(p.pid))
+            break
+    if p.is_alive():
+        p.kill()
+    p.join()
+    certified = status in ("done", "decided") and up is not None and up <= eps
+    return {"certified": certified, "upper": up, "lower": lo, "seconds": cpu, "status": status, "disc": disc}
+
+
+def fs_search(steps, epochs, eps, delta, start: float, tol: float, budget: float, max_runs: int):
+    """The smallest sigma whose accountant run certifies eps: a bracket [lo, hi] with hi certified and
+    lo not (within the budget), searched from `start` (sigmacert's exact sigma) by Illinois steps on
+    log(upper / eps) against log sigma (bisection when a side has no upper bound), until
+    hi / lo - 1 <= tol or `max_runs` runs. Returns (lo, hi, runs); lo or hi is None if never found."""
+    import math
+    runs = []
+    lo = hi = None          # (sigma, log(upper/eps) or None)
+
+    def run(s):
+        r = fs_certifies(steps, epochs, s, eps, delta, budget)
+        r["sigma"] = s
+        runs.append(r)
+        f = math.log(r["upper"] / eps) if r["upper"] else None
+        return r["certified"], f
+
+    s = start
+    ok, f = run(s)
+    side = "hi" if ok else "lo"
+    if ok:
+        hi = (s, f)
+    else:
+        lo = (s, f)
+    step = 0.01
+    while (lo is None or hi is None) and len(runs) < max_runs:  # expand until the bracket closes
+        if f is not None:  # eps ~ 1/sigma near the root: aim a little past it
+            s = s * math.exp(f) * (1 + (tol if side == "lo" else -tol))
+            s = max(s, runs[-1]["sigma"] * (1 + tol)) if side == "lo" else min(s, runs[-1]["sigma"] * (1 - tol))
+        else:
+            s = s * (1 + step) if side == "lo" else s * (1 - step)
+            step *= 2
+        ok, f = run(s)
+        if ok:
+            hi = (s, f)
+        else:
+            lo = (s, f)
+    weight = [1.0, 1.0]     # Illinois: halve the weight of an end kept twice
+    last = None
+    while lo is not None and hi is not None and hi[0] / lo[0] - 1 > tol and len(runs) < max_runs:
+        (a, fa), (b, fb) = lo, hi
+        if fa is not None and fb is not None and fa > 0 >= fb:
+            la, lb = math.log(a), math.log(b)
+            wa, wb = fa * weight[0], fb * weight[1]
+            s = math.exp(la - wa * (lb - la) / (wb - wa))
+        else:
+            s = math.sqrt(a * b)
+        width = b - a
+        s = min(max(s, a + 0.1 * width, a * (1 + tol / 2)), b - 0.1 * width, b * (1 - tol / 2))
+        ok, f = run(s)
+        if ok:
+            hi = (s, f)
+            weight = [weight[0] / 2 if last == "hi" else weight[0], 1.0]
+            last = "hi"
+        else:
+            lo = (s, f)
+            weight = [1.0, weight[1] / 2 if last == "lo" else weight[1]]
+            last = "lo"
+    return (lo[0] if lo else None), (hi[0] if hi else None), runs
+
+
+def sigmacert_dp(steps, epochs, eps: int, delta: str):
+    """sigmacert's exact sigma and its dp certificate there: two-sided if the dp kind has a lower
+    side, else the upper side (the refusal is reported). (exact, sides, bound, ok, seconds, s_exact)."""
+    import sigmacert
+    from certifier.certify import certify
+    from certifier.errors import CannotCertifyError
+    from certifier.params import parse_decimal
+    t0 = time.process_time()  # CPU seconds (the certifier runs in this process)
+    exact = sigmacert.exact_sigma(steps, epochs, epsilon=eps, delta=float(delta))
+    t_exact = time.process_time() - t0
+    args = (steps, epochs, parse_decimal("delta", delta), parse_decimal("sigma", str(exact)))
+    kw = {"kind_name": "dp", "kind_params": {"epsilon": str(eps)}}
+    try:
+        out = certify(*args, two_sided=True, **kw)
+        sides = "two-sided" if out.two_sided else "upper side only"
+    except CannotCertifyError as err:
+        if "lower side" not in str(err):
+            raise
+        try:
+            out = certify(*args, **kw)
+        except CannotCertifyError as why:  # e.g. no dp method applies at this cell: reported, not hidden
+            print(f"  sigmacert M={steps} E={epochs} eps={eps}: no certificate: {why}", flush=True)
+            return exact, "no certificate", None, False, time.process_time() - t0, t_exact
+        sides = "upper side only"
+    return exact, sides, out.bound, bool(out.success), time.process_time() - t0, t_exact
+
+
+def _fmt(x, spec=".6f"):
+    return "-" if x is None else format(x, spec)
+
+
+def run_dp(args) -> int:
+    cells, tol = (DP_SMALL, args.tol or 3e-2) if args.small else (DP_CELLS, args.tol or 1e-3)
+    delta = float(DELTA)
+    if args.cells:
+        try:
+            keep = {tuple(int(x) for x in c.split("x")) for c in args.cells.split(",")}
+        except ValueError:
+            print(f"bench_vs_accountant: --cells takes MxE[,MxE...], got {args.cells!r}", file=sys.stderr)
+            return 2
+        cells = [c for c in cells if c[:2] in keep]
+    print(f"(eps, delta = {DELTA}): accountant = PLD_accounting gaussian_allocation_epsilon_range (default "
+          f"route), certifies sigma when its upper eps <= target; per-run budget {args.budget:.0f} CPU s, bracket "
+          f"tolerance {tol:g} relative, at most {args.max_runs} runs per cell")
+    print(f"load average at start: {open('/proc/loadavg').read().split()[0:3]}", flush=True)
+    head = (f"{'M':>4} {'E':>3} {'eps':>3} | {'exact sigma':>11} {'certificate':<15} {'cert delta':>12} "
+            f"{'cert?':>5} {'s':>6} | {'F&S sigma':>9} {'F&S lo':>9} {'width':>8} {'runs':>4} {'s':>7} | "
+            f"{'noise ratio':>11} {'F&S>=exact':>10} {'time ratio':>10}")
+    rows = []
+    for m, e, eps in cells:
+        exact, sides, bound, ok, t_ours, _ = sigmacert_dp(m, e, eps, DELTA)
+        lo, hi, runs = fs_search(m, e, eps, delta, float(exact), tol, args.budget, args.max_runs)
+        t_fs = sum(r["seconds"] for r in runs)
+        for r in runs:
+            print(f"  run M={m} E={e} eps={eps} sigma={r['sigma']:.6f}: upper {_fmt(r['upper'])} lower "
+                  f"{_fmt(r['lower'])} disc {_fmt(r['disc'], '.3g')} {r['status']:<8} {r['seconds']:7.1f} s "
+                  f"certified={'yes' if r['certified'] else 'no'}", flush=True)
+        width = None if lo is None or hi is None else hi / lo - 1
+        ratio = None if hi is None else hi / float(exact)
+        consistent = None if hi is None else hi >= float(exact) * (1 - tol)
+        rows.append(f"{m:>4} {e:>3} {eps:>3} | {str(exact):>11} {sides:<15} {_fmt(None if bound is None else float(bound), '.6e'):>12} "
+                    f"{'yes' if ok else 'no':>5} {t_ours:>6.1f} | {_fmt(hi):>9} {_fmt(lo):>9} "
+                    f"{_fmt(width, '.2e'):>8} {len(runs):>4} {t_fs:>7.1f} | {_fmt(ratio, '.5f'):>11} "
+                    f"{'-' if consistent is None else ('yes' if consistent else 'NO'):>10} {t_fs / t_ours:>10.3g}")
+        print(head + "\n" + rows[-1], flush=True)
+    print("\n" + head)
+    print("\n".join(rows))
+    print("noise ratio = F&S sigma / exact sigma (F&S sigma: the smallest sigma it certified; F&S lo: the "
+          "largest it did not, within the budget); time ratio = F&S search seconds / sigmacert seconds "
+          "(exact sigma + certificate); all seconds are CPU seconds")
+    print(f"load average at end: {open('/proc/loadavg').read().split()[0:3]}")
+    return 0
+
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--question", choices=("tv", "dp"), default="tv",
+                    help="tv: TV <= 0.1 at Table 4's cells (default); dp: the (eps, delta) question")
+    ap.add_argument("--budget", type=float, default=240.0,
+                    help="dp: CPU seconds per accountant run (default 240); a run past it certifies nothing")
+    ap.add_argument("--tol", type=float, default=None,
+                    help="dp: relative width of the accountant's final bracket (default 1e-3; --small 3e-2)")
+    ap.add_argument("--cells", default=None,
+                    help="dp: a subset of the cells, e.g. 1000x1,100x10 (default: all)")
+    ap.add_argument("--max-runs", type=int, default=8, help="dp: accountant runs per cell at most (default 8)")
     ap.add_argument("--limit", type=float, default=120.0, help="seconds per accountant run (default 120)")
     ap.add_argument("--search-steps", type=int, default=5, help="bisection steps for the smallest sigma")
     ap.add_argument("--small", action="store_true", help="one tiny cell, coarse grids (seconds): checks the "
@@ -101,6 +347,8 @@ def main(argv=None) -> int:
     except ImportError:
         print("bench_vs_accountant: needs the `bench` extra (pip install -e '.[bench]')", file=sys.stderr)
         return 2
+    if args.question == "dp":
+        return run_dp(args)
     ladder = {"fft": [1e-3, 3e-4, 1e-4, 3e-5, 1e-5, 3e-6], "geom": [1e-2, 3e-3]}
     cells = CELLS
     if args.small:

@@ -152,6 +152,41 @@ def test_bench_vs_accountant_small(env):
     assert "sigmacert certifies 2.589777" in r.stdout
 
 
+def test_bench_vs_accountant_dp_small(env):
+    """The (eps, delta) question at one tiny cell: the accountant's bracket is read off its own runs,
+    it never certifies below the exact sigma, and sigmacert certifies delta at the exact sigma."""
+    r = bench(env, "bench_vs_accountant.py", "--question", "dp", "--small", timeout=600)  # ~1 min idle
+    assert r.returncode == 0, r.stderr
+    tol = float(re.search(r"bracket tolerance (\S+) relative", r.stdout).group(1))
+    row = lines_matching(r"^\s+5\s+2\s+1 \|", r.stdout)[-1]  # the final table's row
+    left, ours, fs, ratios = (part.split() for part in [row.split("|")[0]] + row.split("|")[1:])
+    exact = float(ours[0])
+    assert " ".join(ours[1:-3]) in ("upper side only", "two-sided") and ours[-2] == "yes"
+    assert float(ours[-3]) <= 1e-5
+    hi, lo, width, nruns = float(fs[0]), float(fs[1]), float(fs[2]), int(fs[3])
+    runs = lines_matching(r"^  run M=5 E=2 eps=1 ", r.stdout)
+    assert len(runs) == nruns >= 2
+    certified, missed = [], []
+    for line in runs:
+        sigma, upper = float(re.search(r"sigma=(\S+):", line).group(1)), re.search(r"upper (\S+)", line).group(1)
+        if line.endswith("certified=yes"):
+            assert float(upper) <= 1  # certified means its upper eps bound meets eps
+            certified.append(sigma)
+        else:
+            assert upper == "-" or float(upper) > 1 or " timeout " in line
+            missed.append(sigma)
+    assert hi == min(certified) and lo == max(missed) and lo < hi
+    assert abs(width - (hi / lo - 1)) <= 1e-2 * width and width <= tol
+    assert hi >= exact * (1 - tol) and ratios[1] == "yes"  # the accountant is not below the exact sigma
+    assert abs(float(ratios[0]) - hi / exact) <= 1e-5
+    assert float(ratios[2]) > 0
+
+
+def test_bench_vs_accountant_dp_refuses_bad_cells(env):
+    r = bench(env, "bench_vs_accountant.py", "--question", "dp", "--cells", "100by10", timeout=120)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--cells" in r.stderr
+
+
 def test_reproduce_small(env, tmp_path):
     out = tmp_path / "reproduction.md"
     r = bench(env, "reproduce.py", "--small", "-o", out)
