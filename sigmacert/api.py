@@ -173,6 +173,7 @@ class Certificate:
     iterations: int | None = None   # fixed-bins: the run's rounds; epochs = ceil(iterations / steps)
     kind: str = "tv"                # the target kind: "tv", "dp" or "tpr" (docs/targets.md)
     kind_params: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # exact decimals
+    stages: tuple = ()              # a run in stages: ((M_s, E_s), ...) at one sigma (steps None, epochs the total)
 
     @property
     def bound_lower(self) -> Decimal | None:
@@ -237,9 +238,10 @@ def _lower(res):
     return getattr(res, "bound_lower", None) or res.tv_lower
 
 
-def certify(steps, epochs, target=None, sigma=None, *, epsilon=None, delta=None, fpr=None, tpr=None, key=None,
-            two_sided: bool = True, subject=None, progress: Callable[[str, float, float], None] | None = None,
-            scheme=DEFAULT_SCHEME, iterations=None) -> Certificate:
+def certify(steps=None, epochs=None, target=None, sigma=None, *, stages=None, epsilon=None, delta=None, fpr=None,
+            tpr=None, key=None, two_sided: bool = True, subject=None,
+            progress: Callable[[str, float, float], None] | None = None, scheme=DEFAULT_SCHEME,
+            iterations=None) -> Certificate:
     """Certify TV(P_M^E, Q_M^E) <= target at sigma by the finite computation of Appendix C.5, or, for
     exactly one other target kind (as in `exact_sigma`): epsilon=, delta= ((eps, delta)-DP in both
     directions; `bound` bounds max(delta_{Q||P}, delta_{P||Q})(eps) and `target` is delta) or fpr=, tpr=
@@ -254,21 +256,23 @@ def certify(steps, epochs, target=None, sigma=None, *, epsilon=None, delta=None,
     progress(stage, percent, seconds) is called as the work advances.
     scheme="fixed-bins" certifies jax_privacy's balls-in-bins sampler (one bin per record for the
     whole run; iterations instead of epochs gives E = ceil(iterations/M)); the claim names it.
+    stages=[(100, 5), (400, 5)] (or "100x5,400x5", or Stage values) instead of steps and epochs: a run in
+    stages at one shared sigma, tv target only (certifier.stages_certify, format v5; docs/compose.md).
     Raises ParameterError (bad input), CannotCertifyError (no certificate; the message says why).
     """
-    from certifier.certificate.envelope import file_subject
     from sigmacert import kinds
+    if stages is not None:
+        run = _stages(stages, steps, epochs, scheme, iterations, False)
+        return _certify_stages(run, kinds.parse_kind(target, epsilon=epsilon, delta=delta, fpr=fpr, tpr=tpr),
+                               sigma, key, two_sided, subject, progress)
+    if steps is None:
+        raise ParameterError("give steps and epochs (or stages=)")
     m, e, scheme, iterations = _run(steps, epochs, scheme, iterations)
     kind = kinds.parse_kind(target, epsilon=epsilon, delta=delta, fpr=fpr, tpr=tpr)
     lam, kind_name, kind_params = kinds.certifier_target(kind)
     s = None if sigma is None else parse_sigma(as_decimal_text("sigma", sigma))
     priv = None if key is None else _private_key(key)  # fail early, before the long computation
-    subj = None
-    if isinstance(subject, bytes):
-        subj = file_subject("subject", subject)
-    elif subject is not None:
-        with open(subject, "rb") as f:
-            subj = file_subject(os.path.basename(os.fspath(subject)), f.read())
+    subj = _subject(subject)
     issued = issue(m, e, lam, s, key=priv, subject=subj, progress=progress, two_sided=two_sided, scheme=scheme,
                    iterations=iterations, kind_name=kind_name, kind_params=kind_params)
     res, envelope, keyid = issued.outcome, issued.envelope, issued.keyid
@@ -284,6 +288,41 @@ def certify(steps, epochs, target=None, sigma=None, *, epsilon=None, delta=None,
                        MappingProxyType(eps), MappingProxyType(tpr), MappingProxyType(res.predicate),
                        envelope, keyid, scheme, iterations, kind.kind,
                        MappingProxyType({} if kind.kind == "tv" else dict(kind.params)))
+
+
+def _subject(subject):
+    """The subject entry of `subject` (bytes or a file path), None for the claim itself."""
+    from certifier.certificate.envelope import file_subject
+    if isinstance(subject, bytes):
+        return file_subject("subject", subject)
+    if subject is None:
+        return None
+    with open(subject, "rb") as f:
+        return file_subject(os.path.basename(os.fspath(subject)), f.read())
+
+
+def _certify_stages(run, kind, sigma, key, two_sided, subject, progress) -> Certificate:
+    """certify(stages=...): certifier.stages_certify.certify_stages, signed like every certificate."""
+    from certifier.certificate.envelope import key_id, sign_certificate
+    from certifier.stages_certify import certify_stages
+    from sigmacert import kinds
+    if kind.kind != "tv":
+        raise ParameterError(f"a run in stages is certified for the tv target only, not {kind.kind!r}")
+    lam, _, _ = kinds.certifier_target(kind)
+    s = None if sigma is None else parse_sigma(as_decimal_text("sigma", sigma))
+    priv = None if key is None else _private_key(key)
+    subj = _subject(subject)
+    pairs = [(st.steps, st.epochs) for st in run]
+    res = certify_stages(pairs, lam, s, two_sided=two_sided, progress=progress)
+    if not res.success:
+        raise CannotCertifyError(f"not certified: the bound reached, {res.bound}, exceeds the target {res.target} "
+                                 f"at sigma {res.sigma} (stages {','.join(f'{m}x{e}' for m, e in pairs)})")
+    envelope = None if priv is None else sign_certificate(res.predicate, priv, subj)
+    return Certificate(None, sum(e for _, e in pairs), Decimal(res.target), Decimal(res.sigma), Decimal(res.bound),
+                       res.two_sided, None if res.sigma_low is None else Decimal(res.sigma_low),
+                       None if res.tv_lower is None else Decimal(res.tv_lower), MappingProxyType({}),
+                       MappingProxyType({}), MappingProxyType(res.predicate), envelope,
+                       None if priv is None else key_id(priv.public_key()), stages=tuple(pairs))
 
 
 @dataclass(frozen=True)

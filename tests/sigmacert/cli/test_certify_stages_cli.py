@@ -67,3 +67,23 @@ def test_certify_bad_stage_lists(tmp_path, capsys, keydir, text):
                "-o", str(tmp_path / "c.json")])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+
+
+def test_api_certify_stages_two_sided_verifies(keydir):
+    """sigmacert.certify(stages=...): the same run through the Python API, signed, accepted by the verifier."""
+    c = sigmacert.certify(stages=[(4, 1), (8, 1)], target="0.3", key=keydir / "private.pem")
+    assert c.stages == ((4, 1), (8, 1)) and c.steps is None and c.epochs == 2 and c.two_sided
+    assert c.bound <= c.target < c.tv_lower and c.sigma_low < c.sigma
+    assert c.predicate["claim"]["stages"] == [{"steps": 4, "epochs": 1}, {"steps": 8, "epochs": 1}]
+    assert sigmacert.verify(c, keydir / "public.pem").accepted
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({"steps": 4}, "stages= replaces"),
+    ({"epsilon": 1, "delta": "1e-5", "target": None}, "tv target only"),
+    ({"scheme": "fixed-bins"}, "random allocation"),
+])
+def test_api_certify_stages_refusals(kw, match):
+    args = {"stages": [(4, 1), (8, 1)], "target": "0.3", **kw}
+    with pytest.raises(sigmacert.ParameterError, match=match):
+        sigmacert.certify(**args)
