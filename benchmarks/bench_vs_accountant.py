@@ -261,7 +261,9 @@ def sigmacert_dp(steps, epochs, eps: int, delta: str):
     t0 = time.process_time()  # CPU seconds (the certifier runs in this process)
     exact = sigmacert.exact_sigma(steps, epochs, epsilon=eps, delta=float(delta))
     t_exact = time.process_time() - t0
-    args = (steps, epochs, parse_decimal("delta", delta), parse_decimal("sigma", str(exact)))
+    # sigma None: the certifier's own exact sigma, one resolution step up where the margin at it is too thin
+    # for any grid (certifier.resolution), as `sigmacert certify` does
+    args = (steps, epochs, parse_decimal("delta", delta), None)
     kw = {"kind_name": "dp", "kind_params": {"epsilon": str(eps)}}
     try:
         out = certify(*args, two_sided=True, **kw)

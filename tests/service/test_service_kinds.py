@@ -1,10 +1,7 @@
 """The service takes the dp and tpr target kinds like `sigmacert certify` (epsilon/delta, fpr/tpr; exactly one
 kind), hands them to the certifier, and shows the kind in job views and the archive listing (filter `kind`).
 A real `sigmacert serve` on loopback.
-
-`*_before_v4`: before the v4 format and the dp/tpr lower side are merged, the two-sided job the service
-runs is refused by the certifier in one line (the job fails with that reason). `after_v4` (strict xfail):
-the job is certified, signed in format v4 and verified; it XPASSes (fails) until the mark is removed.
+The two-sided dp job is certified, signed in format v4 and verified.
 """
 from __future__ import annotations
 
@@ -18,7 +15,6 @@ from service.admission import kind_key, predicted_seconds
 
 DP = {"steps": 10, "epochs": 2, "epsilon": "0.5", "delta": "0.0001"}
 TPR = {"steps": 10, "epochs": 2, "fpr": "0.001", "tpr": "0.002"}
-after_v4 = pytest.mark.xfail(strict=True, reason="needs the v4 format and the dp/tpr lower side (kinds branch)")
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +57,7 @@ def test_bad_kind_requests_get_422_with_one_line(svc, body, words):
     assert isinstance(detail, str) and "\n" not in detail and words in detail, detail
 
 
-def test_a_dp_job_carries_its_kind_and_the_archive_lists_it_before_v4(svc):
+def test_a_dp_job_carries_its_kind_and_the_archive_lists_it(svc):
     r = post(svc, DP)
     assert r.status_code == 202, r.text
     jid = r.json()["id"]
@@ -69,9 +65,7 @@ def test_a_dp_job_carries_its_kind_and_the_archive_lists_it_before_v4(svc):
     job = wait_done(svc, jid)
     assert job["kind"] == {"name": "dp", "epsilon": "0.5"} and job["target"] == "0.0001"
     assert job["request"]["kind"] == {"name": "dp", "epsilon": "0.5"}
-    # the certifier got kind dp and refused the two-sided job in one line (no lower side yet)
-    assert job["status"] == "failed" and "target kind dp" in job["reason"] and "lower side" in job["reason"]
-    assert "\n" not in job["reason"]
+    assert job["status"] == "done", job.get("reason")      # the certifier got kind dp: two-sided, v4
     listed = svc.http.get("/v1/certificates", params={"kind": "dp"}).json()
     assert [i["id"] for i in listed["items"]] == [jid] and listed["items"][0]["kind"]["name"] == "dp"
     assert jid not in [i["id"] for i in svc.http.get("/v1/certificates", params={"kind": "tv"}).json()["items"]]
@@ -104,8 +98,7 @@ def test_admission_predicts_a_kind_at_its_own_exact_sigma():
     assert dp > predicted_seconds(100, 10, "0.00001", "1.36919", "random-allocation")
 
 
-@after_v4
-def test_a_dp_job_is_certified_in_v4_and_verifies_after_v4(svc, tmp_path):
+def test_a_dp_job_is_certified_in_v4_and_verifies(svc, tmp_path):
     jid = post(svc, DP).json()["id"]
     job = wait_done(svc, jid)
     assert job["status"] == "done", job.get("reason")

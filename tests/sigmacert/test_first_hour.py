@@ -89,7 +89,7 @@ def test_the_service_certificate_and_report_carry_the_same_decimal():
     state = SimpleNamespace(config=SimpleNamespace(limits=Limits()), sigma=Exact())
     for steps, epochs, target, scheme in [(100, 10, "0.1", "random-allocation"), (100, 10, "0.1", "fixed-bins"),
                                           (1, 4, "0.3", "random-allocation")]:
-        body = asyncio.run(sigma_route(str(steps), target, str(epochs), scheme, None, state))
+        body = asyncio.run(sigma_route(str(steps), target, str(epochs), scheme, None, state=state))
         assert body["closed_form"] == str(sigmacert.closed_form_sigma(steps, epochs, target, scheme=scheme))
         assert meets(steps, epochs, Decimal(body["closed_form"]), target, scheme)
     key = Ed25519PrivateKey.generate()
@@ -367,7 +367,7 @@ def test_train_checks_its_arguments_before_verifying(tmp_path):
 def test_readme_names_the_plot_urls_the_service_serves():
     from service.routes import reports
     assert "/v1/certificates/{jid}/plots/{name}.svg" in Path(reports.__file__).read_text()
-    assert set(reports.PLOTS) == {"tv", "tradeoff", "epsilon"}
+    assert set(reports.PLOTS) == {"tv", "tradeoff", "epsilon", "profile", "tradeoff-kind"}  # the last two: dp, tpr
     assert "`/v1/certificates/ID/plots/tv.svg`" in README
     for name in reports.PLOTS:
         assert f"/plots/{name}.svg`" in README, name

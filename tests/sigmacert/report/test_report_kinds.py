@@ -1,11 +1,10 @@
 """The report of a dp and a tpr certificate: the certified point on the privacy profile / trade-off curve,
 the other quantities as numerical rows, the kind's statement.
 
-Until the v4 format is merged no real dp/tpr certificate exists on this branch: the page and figure tests
-build a v4-shaped predicate (docs of the shared format: claim.kind, claim.target = delta or beta,
+The page and figure tests build a v4-shaped predicate (claim.kind, claim.target = delta or beta,
 upper.bound, lower.bound_lower) on the committed M=100, E=10 statement, with numbers read off the exact
-numerics (the committed rows are left out: they belong to another sigma). The test marked `after_v4`
-(strict xfail) renders a real, verified v4 certificate once merged.
+numerics (the committed rows are left out: they belong to another sigma), so the figures are checked at
+a cell too large to certify in a test; one test renders a real, verified v4 certificate at (10, 2).
 """
 from __future__ import annotations
 
@@ -154,8 +153,7 @@ def test_tv_page_is_unchanged_by_the_kinds():
     assert "&alpha; + &lambda;</th>" in h and "target kind" not in h and "numerical, not certified)" not in h
 
 
-@pytest.mark.xfail(strict=True, reason="needs the v4 format and the dp lower side (kinds branch)")
-def test_render_a_real_dp_certificate_after_v4(tmp_path):
+def test_render_a_real_dp_certificate(tmp_path):
     import sigmacert
     from certifier.certificate.keys import keygen
     from sigmacert.report import render
