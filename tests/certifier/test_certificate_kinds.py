@@ -23,12 +23,12 @@ D = lambda s: parse_decimal("x", s)
 
 @pytest.fixture(scope="module")
 def dp():
-    return certify(10, 5, D("0.01"), kind_name="dp", kind_params={"epsilon": "1"}, two_sided=True)
+    return certify(10, 2, D("0.0001"), kind_name="dp", kind_params={"epsilon": "0.5"}, two_sided=True)
 
 
 @pytest.fixture(scope="module")
 def tpr():
-    return certify(10, 5, D("0.036"), kind_name="tpr", kind_params={"fpr": "0.01"}, two_sided=True)
+    return certify(10, 2, D("0.002"), kind_name="tpr", kind_params={"fpr": "0.001"}, two_sided=True)
 
 
 def verify(pred):
@@ -39,25 +39,25 @@ def test_dp_two_sided_certificate_issues_and_verifies(dp):
     assert dp.success and dp.two_sided
     sigma, low = D(dp.sigma), D(dp.sigma_low)
     assert sigma - low == sigma_resolution(sigma)                   # one resolution step
-    assert D(dp.bound) <= D("0.01") < D(dp.bound_lower)
-    # the exact delta(1) lies between the two sides' values (at sigma and at sigma_low)
-    assert exact_privacy_scheme(10, 5, float(sigma), epsilons=(1.0,)).delta[1.0].value <= float(dp.bound) + 1e-12
-    assert exact_privacy_scheme(10, 5, float(low), epsilons=(1.0,)).delta[1.0].value >= float(dp.bound_lower) - 1e-12
+    assert D(dp.bound) <= D("0.0001") < D(dp.bound_lower)
+    # the exact delta(0.5) lies between the two sides' values (at sigma and at sigma_low)
+    assert exact_privacy_scheme(10, 2, float(sigma), epsilons=(0.5,)).delta[0.5].value <= float(dp.bound) + 1e-12
+    assert exact_privacy_scheme(10, 2, float(low), epsilons=(0.5,)).delta[0.5].value >= float(dp.bound_lower) - 1e-12
     p = dp.predicate
-    assert p["claim"]["kind"] == {"name": "dp", "epsilon": "1"} and p["lower"]["bound_lower"] == dp.bound_lower
+    assert p["claim"]["kind"] == {"name": "dp", "epsilon": "0.5"} and p["lower"]["bound_lower"] == dp.bound_lower
     cert = sign_certificate(p, KEY)
     assert json.loads(base64.b64decode(json.loads(cert)["payload"]))["predicateType"] == PREDICATE_TYPE_V4
     r = verify_bytes(cert, [KEY.public_key()])
     assert r.accepted, (r.reason, r.detail)
-    assert D(r.derived["upper"]) <= D("0.01") < D(r.derived["lower"])
+    assert D(r.derived["upper"]) <= D("0.0001") < D(r.derived["lower"])
 
 
 def test_tpr_two_sided_certificate_issues_and_verifies(tpr):
     assert tpr.success and tpr.two_sided
     sigma = D(tpr.sigma)
     assert sigma - D(tpr.sigma_low) == sigma_resolution(sigma)
-    assert D(tpr.bound) <= D("0.036") < D(tpr.bound_lower)
-    x = exact_privacy_scheme(10, 5, float(sigma), fprs=(0.01,)).tpr[0.01]
+    assert D(tpr.bound) <= D("0.002") < D(tpr.bound_lower)
+    x = exact_privacy_scheme(10, 2, float(sigma), fprs=(0.001,)).tpr[0.001]
     assert x.value - x.error <= float(tpr.bound)
     r = verify(tpr.predicate)
     assert r.accepted, (r.reason, r.detail)
@@ -72,17 +72,17 @@ def _forge(pred, **kind):
 
 
 def test_a_larger_forged_epsilon_fails_the_lower_side(dp):
-    r = verify(_forge(dp.predicate, epsilon="1.1"))
+    r = verify(_forge(dp.predicate, epsilon="0.55"))
     assert not r.accepted and r.reason in ("kind-lower-not-above-target", "kind-lower-below-recorded"), r.reason
 
 
 def test_a_smaller_forged_epsilon_fails_the_upper_side(dp):
-    r = verify(_forge(dp.predicate, epsilon="0.9"))
+    r = verify(_forge(dp.predicate, epsilon="0.45"))
     assert not r.accepted and r.reason == "kind-replay-exceeds-target", r.reason
 
 
 def test_a_forged_fpr_is_refused(tpr):
-    for fpr, side in (("0.011", "kind-replay-exceeds-target"), ("0.009", "kind-lower")):
+    for fpr, side in (("0.0011", "kind-replay-exceeds-target"), ("0.0009", "kind-lower")):
         r = verify(_forge(tpr.predicate, fpr=fpr))
         assert not r.accepted and r.reason.startswith(side), (fpr, r.reason)
 
@@ -90,14 +90,14 @@ def test_a_forged_fpr_is_refused(tpr):
 def test_a_forged_target_is_refused(dp):
     p = copy.deepcopy(dp.predicate)
     for where in (p["claim"], p["lower"]):
-        where["target"] = "0.00999"
-    p["upper"]["bound"] = "0.00999"
+        where["target"] = "0.0000999"
+    p["upper"]["bound"] = "0.0000999"
     r = verify(p)
     assert not r.accepted and r.reason == "kind-replay-exceeds-target", r.reason
     p = copy.deepcopy(dp.predicate)
     for where in (p["claim"], p["lower"]):
-        where["target"] = "0.0101"
-    p["lower"]["bound_lower"] = "0.0102"
+        where["target"] = "0.000101"
+    p["lower"]["bound_lower"] = "0.000102"
     r = verify(p)
     assert not r.accepted and r.reason.startswith("kind-lower"), r.reason
 
