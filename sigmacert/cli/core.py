@@ -75,7 +75,8 @@ def stages_of(args, per_stage):
     return parse_stages(args.stages, per_stage)
 
 
-def _stages_json(stages) -> list:
+def stages_json(stages) -> list:
+    """The --json form of a stage list (a stage's sigma only when it has its own)."""
     return [{"steps": s.steps, "epochs": s.epochs, **({} if s.sigma is None else {"sigma": s.sigma})}
             for s in stages]
 
@@ -85,7 +86,7 @@ def run_sigma_stages(args, stages) -> int:
     lam_q = parse_target(args.target)
     exact = exact_sigma_stages(stages, lam_q)
     closed = closed_form_sigma_stages(stages, float(lam_q))
-    obj = {"stages": _stages_json(stages), "scheme": schemes.DEFAULT_SCHEME, "target": args.target,
+    obj = {"stages": stages_json(stages), "scheme": schemes.DEFAULT_SCHEME, "target": args.target,
            "exact": exact, "closed_form_estimate": closed}
     if args.json:
         return _emit(args, obj, [])
@@ -108,7 +109,7 @@ def run_tv_stages(args, stages) -> int:
     elif args.sigma is not None:
         raise ParameterError("the stages carry their sigma already: drop --sigma")
     res = exact_tv_stages(stages)
-    obj = {"stages": _stages_json(stages), "scheme": schemes.DEFAULT_SCHEME, "tv_exact": res.tv,
+    obj = {"stages": stages_json(stages), "scheme": schemes.DEFAULT_SCHEME, "tv_exact": res.tv,
            "tv_error": res.error, "method": res.method, "accuracy_exact": 0.5 + 0.5 * res.tv}
     return _emit(args, obj, [
         f"stages {','.join(map(str, stages))} (M x E @ sigma each, random allocation)",

@@ -8,7 +8,7 @@ from certifier.errors import ParameterError
 from certifier.numerics.schemes import RANDOM_ALLOCATION
 from certifier.params import parse_decimal, parse_sigma
 from sigmacert import kinds
-from sigmacert.cli.core import add_scheme_arguments, run_shape
+from sigmacert.cli.core import add_scheme_arguments, run_shape, stages_json, stages_of
 
 
 def _emit(args, obj: dict, lines: list[str]) -> int:
@@ -42,26 +42,6 @@ def _quantity(kind: kinds.Kind) -> str:
     return f"TPR at FPR {kind.params['fpr']}"
 
 
-def _stages_arg(args, per_stage):
-    """The --stages list, or None (then --steps is needed); refuses --stages with -M/-E/-T or fixed-bins."""
-    from certifier.numerics.schemes import DEFAULT_SCHEME
-    from certifier.numerics.stages import parse_stages
-    if args.stages is None:
-        if args.steps is None:
-            raise ParameterError("give --steps (with --epochs) or --stages")
-        return None
-    if args.steps is not None or args.epochs is not None or args.iterations is not None:
-        raise ParameterError("--stages replaces --steps, --epochs and --iterations")
-    if args.scheme != DEFAULT_SCHEME:
-        raise ParameterError("--stages is for random allocation (Algorithm 1) only")
-    return parse_stages(args.stages, per_stage)
-
-
-def _stages_json(stages) -> list:
-    return [{"steps": s.steps, "epochs": s.epochs, **({} if s.sigma is None else {"sigma": s.sigma})}
-            for s in stages]
-
-
 def _stages_name(stages) -> str:
     return ",".join(map(str, stages))
 
@@ -75,7 +55,7 @@ def run_sigma_kind_stages(args, stages) -> int:
     exact = kinds.exact_sigma_stages(stages, kind)
     at = kinds.value_at_stages(tuple(s.with_sigma(exact) for s in stages), kind)
     quick = kinds.quick_bounds_stages(stages, kind, exact)
-    obj = {"stages": _stages_json(stages), "scheme": RANDOM_ALLOCATION, "kind": kind.kind, **kind.params,
+    obj = {"stages": stages_json(stages), "scheme": RANDOM_ALLOCATION, "kind": kind.kind, **kind.params,
            "exact": exact, "value_at_exact": at.value, "value_error": at.error, "quick_bounds": quick}
     target = kind.params["delta"] if kind.kind == "dp" else kind.params["tpr"]
     names = {"rdp_qp": "RDP sigma (R2 on the product, delta_Q||P only, proven)",
@@ -90,7 +70,7 @@ def run_sigma_kind_stages(args, stages) -> int:
 
 
 def run_sigma_kind(args) -> int:
-    stages = _stages_arg(args, False)
+    stages = stages_of(args, False)
     if stages is not None:
         return run_sigma_kind_stages(args, stages)
     m, e, scheme, t = run_shape(args)
@@ -132,7 +112,7 @@ def run_dp_stages(args, stages, deltas, epsilons, fprs) -> int:
     rows_delta = [{"epsilon": x, "delta": p.delta[fl("epsilon", x)].value, "error": p.delta[fl("epsilon", x)].error}
                   for x in epsilons]
     rows_tpr = [{"fpr": a, "tpr": p.tpr[fl("fpr", a)].value, "error": p.tpr[fl("fpr", a)].error} for a in fprs]
-    obj = {"stages": _stages_json(stages), "scheme": RANDOM_ALLOCATION, "method": p.method, "tv": p.tv.value,
+    obj = {"stages": stages_json(stages), "scheme": RANDOM_ALLOCATION, "method": p.method, "tv": p.tv.value,
            "tv_error": p.tv.error, "epsilon_at_delta": rows_eps, "delta_at_epsilon": rows_delta, "tpr_at_fpr": rows_tpr}
     lines = [f"stages {_stages_name(stages)} (M x E @ sigma each, random allocation)  (numerical, not certified; "
              f"routes {p.method})",
@@ -151,7 +131,7 @@ def run_dp(args) -> int:
     if not (deltas or fprs or epsilons):
         raise ParameterError("give at least one --delta (eps at delta), --epsilon (delta at eps) or --fpr "
                              "(TPR at FPR)")
-    stages = _stages_arg(args, None)
+    stages = stages_of(args, None)
     if stages is not None:
         return run_dp_stages(args, stages, deltas, epsilons, fprs)
     if args.sigma is None:
