@@ -56,6 +56,18 @@ def _stages(stages, steps, epochs, scheme, iterations, sigma_per_stage):
     return _stage_math.parse_stages(stages, sigma_per_stage)
 
 
+def _stages_at(stages, steps, epochs, scheme, iterations, sigma):
+    """The stages with a sigma each: their own, or `sigma` shared (never both, never neither)."""
+    run = _stages(stages, steps, epochs, scheme, iterations, None)
+    if sigma is not None:
+        if run[0].sigma is not None:
+            raise ParameterError("the stages carry their sigma already: drop sigma=")
+        return tuple(st.with_sigma(sigma) for st in run)
+    if run[0].sigma is None:
+        raise ParameterError("give sigma= or a sigma on every stage")
+    return run
+
+
 def exact_tv(steps=None, epochs=None, sigma=None, *, stages=None, scheme=DEFAULT_SCHEME, iterations=None) -> ExactTV:
     """d_TV(P_M^E, Q_M^E) at sigma (Theorem 4.1, Appendix C.4): a float with an error estimate.
 
@@ -67,13 +79,7 @@ def exact_tv(steps=None, epochs=None, sigma=None, *, stages=None, scheme=DEFAULT
     input and NumericsUnreliableError when the value cannot be computed to its accuracy.
     """
     if stages is not None:
-        run = _stages(stages, steps, epochs, scheme, iterations, None)
-        if sigma is not None:
-            if run[0].sigma is not None:
-                raise ParameterError("the stages carry their sigma already: drop sigma=")
-            run = tuple(st.with_sigma(sigma) for st in run)
-        elif run[0].sigma is None:
-            raise ParameterError("give sigma= or a sigma on every stage")
+        run = _stages_at(stages, steps, epochs, scheme, iterations, sigma)
         return _stage_math.exact_tv_stages(run)
     if steps is None or epochs is None and iterations is None or sigma is None:
         raise ParameterError("give steps, epochs and sigma (or stages=)")
@@ -132,13 +138,7 @@ def exact_privacy(steps=None, epochs=None, sigma=None, *, stages=None, delta=(),
     from sigmacert import kinds
     many = lambda x: list(x) if isinstance(x, (list, tuple)) else [x]  # noqa: E731
     if stages is not None:
-        run = _stages(stages, steps, epochs, scheme, iterations, None)
-        if sigma is not None:
-            if run[0].sigma is not None:
-                raise ParameterError("the stages carry their sigma already: drop sigma=")
-            run = tuple(st.with_sigma(sigma) for st in run)
-        elif run[0].sigma is None:
-            raise ParameterError("give sigma= or a sigma on every stage")
+        run = _stages_at(stages, steps, epochs, scheme, iterations, sigma)
         return kinds.privacy_at_stages(run, deltas=many(delta), epsilons=many(epsilon), fprs=many(fpr))
     if steps is None or epochs is None and iterations is None or sigma is None:
         raise ParameterError("give steps, epochs and sigma (or stages=)")
