@@ -59,10 +59,13 @@ demo: install-demo
 	printf '\n== %s\n' "demo 5/5: the audit report (open it in a browser)" && \
 	$(BIN)/sigmacert report "$(DEMO_OUT)/cert.json" --key "$(DEMO_OUT)/public.pem" -o "$(DEMO_OUT)/report.html" --force
 
+# The suite runs in TEST_JOBS processes (pytest-xdist), one test file per process at a time, so a
+# file's module fixtures are built once; TEST_JOBS=1 runs it in one process.
+TEST_JOBS ?= 2
 test: install
-	$(call say,make test: ruff and the test suite and then the sympy proofs)
+	$(call say,make test: ruff and the test suite ($(TEST_JOBS) processes) and then the sympy proofs)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(if $(filter 1,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist loadfile) --durations=25
 	$(BIN)/python -m proofs
 
 # Opacus 1.6 trains a small MLP on scikit-learn's digits (offline) at the sigma of a committed
