@@ -49,6 +49,9 @@ def matches_request(req: dict, outcome: dict) -> str | None:
     claim.setdefault("scheme", RANDOM_ALLOCATION)  # formats v1 and v2 name no scheme: random allocation
     want = {"steps": req["steps"], "epochs": req["epochs"], "target": req["target"],
             "scheme": req.get("scheme", RANDOM_ALLOCATION)}
+    if req.get("stages") is not None:  # format v5: the claim lists the stages in order and has no steps/epochs
+        want = {"stages": req["stages"], "steps": None, "epochs": None, "target": req["target"],
+                "scheme": RANDOM_ALLOCATION}
     for k in ("sigma", "iterations"):
         if req.get(k) is not None:
             want[k] = req[k]
