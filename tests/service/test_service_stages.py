@@ -151,3 +151,22 @@ def test_admission_prices_stages_by_the_certifiers_plan():
 def test_an_expensive_staged_job_is_refused_with_its_prediction(svc):
     r = post(svc, {"stages": "10000x10,5000x10", "target": "0.1"})      # about 2600 s by the model
     assert r.status_code == 422 and "predicted to take" in r.json()["detail"], r.text
+
+
+def test_the_worker_signs_only_the_requested_stage_list():
+    """matches_request: a v5 claim is signed for a staged request only with the same stages in the same order at
+    one sigma (a stage's own sigma equal to the claim's is the same run)."""
+    from service.worker import matches_request
+    req = {"stages": AS_LIST["stages"], "steps": None, "epochs": 3, "scheme": "random-allocation", "target": "0.3",
+           "sigma": None}
+    claim = {"stages": [dict(s) for s in AS_LIST["stages"]], "sigma": "1.156185", "target": "0.3",
+             "scheme": "random-allocation", "kind": {"name": "tv"}}
+    pred = lambda c: {"predicate": {"claim": c, "bound": "0.29"}}  # noqa: E731
+    assert matches_request(req, pred(claim)) is None
+    same = {**claim, "stages": [{**s, "sigma": "1.156185"} for s in claim["stages"]]}
+    assert matches_request(req, pred(same)) is None
+    for bad in ({**claim, "stages": claim["stages"][::-1]}, {**claim, "stages": claim["stages"][:1]},
+                {**claim, "stages": [{**claim["stages"][0], "sigma": "1.2"}, claim["stages"][1]]},
+                {**claim, "stages": None}, {**claim, "steps": 4}, {**claim, "target": "0.4"}):
+        assert matches_request(req, pred(bad)) is not None, bad
+    assert "exceeds" in matches_request(req, {"predicate": {"claim": claim, "bound": "0.31"}})
