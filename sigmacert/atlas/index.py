@@ -41,11 +41,11 @@ def certified_entry(cell: Cell, scheme: str, predicate: dict, sha256: str, cost:
     when unknown).
     """
     from sigmacert.kinds import certified_sides
-    sides = certified_sides(predicate)
+    lower = predicate.get("lower")
     return {**_head(cell, scheme, "certified"), "sigma": predicate["claim"]["sigma"],
-            "sigma_low": sides["sigma_low"], "two_sided": sides["lower"] is not None,
-            "bound": sides["upper"], "file": cell.file, "sha256": sha256, "seconds": cost.get("seconds"),
-            "cpu_seconds": cost.get("cpu_seconds"), "reused": reused}
+            "sigma_low": lower["sigma_low"] if lower else None, "two_sided": lower is not None,
+            "bound": certified_sides(predicate)["upper"], "file": cell.file, "sha256": sha256,
+            "seconds": cost.get("seconds"), "cpu_seconds": cost.get("cpu_seconds"), "reused": reused}
 
 
 def summary(entries: list[dict]) -> dict:
