@@ -179,12 +179,9 @@ def stages_of(value, limits: Limits) -> tuple:
             raise ParameterError("stages must be written in ASCII, like 100x5,400x5")
         run = parse_stages(value, sigma_per_stage=False)
     else:
-        items = [(i, getattr(x, "steps", None) if not isinstance(x, dict) else x.get("steps"),
-                  getattr(x, "epochs", None) if not isinstance(x, dict) else x.get("epochs")) for i, x in
-                 enumerate(value, 1)]
-        run = parse_stages([(parse_count(f"stage {i} steps M", _text("steps M", m), 10**7),
-                             parse_count(f"stage {i} epochs E", _text("epochs E", e), 10**5)) for i, m, e in items],
-                           sigma_per_stage=False)
+        run = parse_stages([(parse_count(f"stage {i} steps M", _text("steps M", x.steps), 10**7),
+                             parse_count(f"stage {i} epochs E", _text("epochs E", x.epochs), 10**5))
+                            for i, x in enumerate(value, 1)], sigma_per_stage=False)     # StageIn values
     for i, st in enumerate(run, 1):
         if st.steps > limits.max_steps:
             raise ParameterError(f"stage {i}: steps M must be at most {limits.max_steps} on this service, got "
