@@ -147,3 +147,16 @@ def test_a_kind_the_certifier_refuses_at_a_cell_is_a_reason():
     assert r["ok"] is False and "dp" in r["reason"] and "v1" in r["reason"], r
     r = certify_cell(4, 2, "0.01", RA, "renyi", "1")
     assert r["ok"] is False and "renyi" in r["reason"], r
+
+
+@pytest.mark.parametrize("cell", [DP, Cell(10, 2, "0.002", "tpr", "0.001")])
+def test_the_longer_kind_title_fits_a_one_panel_grid(cell):
+    import matplotlib
+
+    from sigmacert.atlas import heatmap
+    entry = failed_entry(cell, RA, "refused", 0.1)
+    with matplotlib.rc_context(heatmap.RC):
+        fig = heatmap.figure([entry], RA)
+        box, title = fig.bbox, fig._suptitle.get_window_extent(fig._get_renderer())
+        assert "certified σ for" in fig._suptitle.get_text()
+        assert box.x0 <= title.x0 and title.x1 <= box.x1 and title.y1 <= box.y1, (title, box)
