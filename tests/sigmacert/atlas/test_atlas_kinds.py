@@ -132,11 +132,10 @@ def test_a_dp_atlas_on_a_local_loopback_cluster_maps_the_exact_sigma(keydir, tmp
     assert Decimal(cell["bound"]) <= Decimal("0.0001")
     cert = out / cell["file"]
     assert cert.name == "M10_E2_dp_eps0.5_delta0.0001.json"
-    v = sigmacert.verify(cert, out / "public.pem")
-    assert v.accepted, v
     heat = (out / "heatmap.svg").read_text()
     assert "(ε, δ)-DP" in heat and cell["sigma"] in heat
-    # a second run is an audit: the certificate is replayed on the worker and reused (its kind matched)
+    # a second run is an audit: the independent verifier replays the certificate on the worker, and the cell is
+    # reused only when it ACCEPTs and the claim is the cell's kind and parameters (engine.on_verify)
     rc = main(args)
     again = json.loads(capsys.readouterr().out)
     assert rc == 0 and again["reused"] == 1 and again["certified"] == 1
