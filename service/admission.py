@@ -50,6 +50,25 @@ def predicted_seconds(steps: int, epochs: int, target: str, sigma: str | None, s
     return 2.0 * plan.predicted_seconds
 
 
+@functools.lru_cache(maxsize=1024)
+def predicted_seconds_stages(stages: tuple, target: str, sigma: str | None) -> float:
+    """Predicted seconds of a two-sided certificate of a run in stages ((M_s, E_s), ...) at one sigma: the
+    certifier's own plan (certifier.stages_certify.plan_stages: a method-v2 plan per distinct M_s for the total
+    epochs, seconds summed) at the closed-form sigma of the product's chi-square when none is given (>= the
+    exact shared sigma, so at least as costly), both sides."""
+    from certifier.bounds.grids_v1 import budget
+    from certifier.numerics.stages import Stage, closed_form_sigma_stages
+    from certifier.stages_certify import plan_stages
+    lam = parse_decimal("target", target)
+    if sigma is None:
+        s = closed_form_sigma_stages([Stage(m, e) for m, e in stages], float(lam))
+        sigma = f"{math.ceil(s * 1e6) / 1e6:.6f}"
+    if all(m == 1 for m, _ in stages):
+        return 0.0
+    q = parse_decimal("sigma", sigma)
+    return 2.0 * plan_stages(stages, 1 / (q * q), budget(None, 0.5), None).predicted_seconds
+
+
 def kind_key(req: dict) -> tuple:
     """The request's target kind as a hashable key: () for tv, ("dp", ("epsilon", text)) for dp."""
     k = req.get("kind")
@@ -59,8 +78,12 @@ def kind_key(req: dict) -> tuple:
 def admit(req: dict, max_seconds: float) -> float:
     """The job's predicted seconds; ParameterError (422) with the prediction when above `max_seconds`."""
     try:
-        secs = predicted_seconds(req["steps"], req["epochs"], req["target"], req.get("sigma"), req["scheme"],
-                                 kind_key(req))
+        if req.get("stages") is not None:
+            secs = predicted_seconds_stages(tuple((s["steps"], s["epochs"]) for s in req["stages"]), req["target"],
+                                            req.get("sigma"))
+        else:
+            secs = predicted_seconds(req["steps"], req["epochs"], req["target"], req.get("sigma"), req["scheme"],
+                                     kind_key(req))
     except (SigmacertError, ValueError, ArithmeticError, OverflowError) as err:
         raise ParameterError(f"the cost of this job cannot be predicted: {str(err).splitlines()[0][:200]}") from None
     if secs > max_seconds:

@@ -132,9 +132,12 @@ class SigmaService:
         else:
             self.failures[cell] = (time.monotonic(), res)
 
-    async def exact(self, steps: int, epochs: int, target: str, scheme: str = RANDOM_ALLOCATION,
-                    kind: dict | None = None) -> dict:
+    async def exact(self, steps: int | None, epochs: int, target: str, scheme: str = RANDOM_ALLOCATION,
+                    kind: dict | None = None, stages: list | None = None) -> dict:
+        """stages: a run in stages ([{"steps", "epochs"}, ...], steps None): the exact sigma they share."""
         cell = f"{steps}/{epochs}/{target}" + ("" if scheme == RANDOM_ALLOCATION else f"/{scheme}")
+        if stages is not None:        # e.g. stages:100x5,400x5/0.1
+            cell = "stages:" + ",".join(f"{s['steps']}x{s['epochs']}" for s in stages) + f"/{target}"
         if kind is not None:          # a dp / tpr target: its own cache entry, e.g. 100/10/0.00001/dp:1
             cell += f"/{kind['name']}:{kind.get('epsilon', kind.get('fpr'))}"
         hit = self.cached(cell)
@@ -148,7 +151,8 @@ class SigmaService:
             fut = self.inflight.get(cell)
             if fut is None:
                 fut = self.lane.sandboxed("sigma", {"steps": steps, "epochs": epochs, "target": target,
-                                                    "scheme": scheme, **({"kind": kind} if kind else {})},
+                                                    "scheme": scheme, **({"kind": kind} if kind else {}),
+                                                    **({"stages": stages} if stages is not None else {})},
                                           self.budget)
                 self.inflight[cell] = fut
                 fut.add_done_callback(lambda f, c=cell: self._landed(c, f))

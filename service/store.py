@@ -70,6 +70,11 @@ _LIST_COLUMNS = ("id, status, steps, epochs, target, sigma, bound, keyid, reason
                  "requested_by, team, created_at, finished_at")
 
 
+def _steps_column(req: dict) -> int:
+    """The jobs table's steps M: a run in stages has none (steps is NOT NULL in older archives: 0)."""
+    return 0 if req.get("stages") is not None else req["steps"]
+
+
 def request_key(req: dict) -> str:
     """Idempotency key: SHA-256 of the canonical JSON of the normalised request."""
     return hashlib.sha256(canonical_json(req)).hexdigest()
@@ -182,7 +187,7 @@ class Store:
             jid = "c" + secrets.token_hex(10)
             c.execute("INSERT INTO jobs (id, request_key, request, steps, epochs, target, sigma, status, "
                       "requested_by, team, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                      (jid, key, canonical_json(req).decode(), req["steps"], req["epochs"], req["target"],
+                      (jid, key, canonical_json(req).decode(), _steps_column(req), req["epochs"], req["target"],
                        req.get("sigma"), "queued", requested_by, team, now, now))
             return dict(c.execute("SELECT * FROM jobs WHERE id=?", (jid,)).fetchone()), True
 
@@ -210,10 +215,19 @@ class Store:
         row = self._conn().execute("SELECT * FROM jobs WHERE id=?", (jid,)).fetchone()
         return dict(row) if row else None
 
-    def listing(self, *, steps=None, epochs=None, target=None, status=None, kind=None, limit=50, offset=0):
+    def listing(self, *, steps=None, epochs=None, target=None, status=None, kind=None, stages=None, limit=50,
+                offset=0):
+        """stages: a canonical stage list ([{"steps", "epochs"}, ...]) to match, or True (every run in stages) or
+        False (none); a run in stages matches no `steps` (its steps column is 0) and `epochs` is its total."""
         where, args = [], []
+        if stages is not None and not isinstance(stages, bool):
+            stages = canonical_json(stages).decode()
+        elif stages is not None:
+            where.append("json_extract(request, '$.stages') IS " + ("NOT NULL" if stages else "NULL"))
+            stages = None
         for col, val in (("steps", steps), ("epochs", epochs), ("target", target), ("status", status),
-                         ("COALESCE(json_extract(request, '$.kind.name'), 'tv')", kind)):  # tv requests name none
+                         ("COALESCE(json_extract(request, '$.kind.name'), 'tv')", kind),  # tv requests name none
+                         ("json_extract(request, '$.stages')", stages)):
             if val is not None:
                 where.append(f"{col}=?")
                 args.append(val)

@@ -35,9 +35,14 @@ def certify_job(req: dict, progress) -> dict:
         target = parse_target(req["target"]) if kind is None else parse_decimal("target", req["target"])
         by_kind = {} if kind is None else {"kind_name": kind["name"],
                                            "kind_params": {k: v for k, v in kind.items() if k != "name"}}
-        res = certify(req["steps"], req["epochs"], target, sigma, progress=progress,
-                      scheme=req.get("scheme", RANDOM_ALLOCATION), iterations=req.get("iterations"),
-                      two_sided=True, **by_kind)
+        if req.get("stages") is not None:  # a run in stages at one sigma: format v5 (certifier.stages_certify)
+            from certifier.stages_certify import certify_stages
+            res = certify_stages([(s["steps"], s["epochs"]) for s in req["stages"]], target, sigma, two_sided=True,
+                                 progress=progress, **by_kind)
+        else:
+            res = certify(req["steps"], req["epochs"], target, sigma, progress=progress,
+                          scheme=req.get("scheme", RANDOM_ALLOCATION), iterations=req.get("iterations"),
+                          two_sided=True, **by_kind)
     except (SigmacertError, ValueError, ArithmeticError, OverflowError) as err:
         return {"error": _one_line(err)}
     return {"success": res.success, "bound": res.bound, "sigma": res.sigma, "target": res.target,
@@ -54,7 +59,9 @@ def exact_sigma(payload: dict, progress) -> dict:
     t0 = time.perf_counter()
     try:
         kind = payload.get("kind")        # dp / tpr: the kind's exact sigma (certifier.numerics.targets)
-        if kind is None:
+        if payload.get("stages") is not None:
+            s = _exact_sigma_stages(payload, kind)
+        elif kind is None:
             s = search(payload["steps"], payload["epochs"], parse_target(payload["target"]),
                        payload.get("scheme", RANDOM_ALLOCATION))
         else:
@@ -69,6 +76,20 @@ def exact_sigma(payload: dict, progress) -> dict:
     s = issued(s)
     return {"exact": s, "exact_status": "done", "exact_seconds": round(time.perf_counter() - t0, 3),
             "resolution": resolution_str(parse_decimal("sigma", s))}
+
+
+def _exact_sigma_stages(payload: dict, kind: dict | None) -> str:
+    """The exact sigma shared by the stages (certifier.numerics.stages for tv, stages_profile for dp / tpr)."""
+    from certifier.numerics.stages import Stage, exact_sigma_stages
+    from certifier.params import parse_decimal, parse_target
+    run = [Stage(s["steps"], s["epochs"]) for s in payload["stages"]]
+    if kind is None:
+        return exact_sigma_stages(run, parse_target(payload["target"]))
+    from certifier.numerics import stages_profile as sp
+    x, t = float(parse_decimal("kind", kind.get("epsilon", kind.get("fpr")))), float(
+        parse_decimal("target", payload["target"]))
+    find = sp.exact_sigma_dp_stages if kind["name"] == "dp" else sp.exact_sigma_tpr_stages
+    return find(run, x, t, "1e-6")
 
 
 def verify_certificate(payload: dict, progress) -> dict:

@@ -49,11 +49,24 @@ class SubjectIn(BaseModel):
         return v
 
 
+class StageIn(BaseModel):
+    """One stage of a run in stages: E_s epochs of M_s steps (the claim's spelling, docs/compose.md §3)."""
+    model_config = ConfigDict(extra="forbid")
+    steps: Number = Field(description="steps per epoch M_s of this stage")
+    epochs: Number = Field(description="epochs E_s of this stage")
+
+
 class CertificateRequest(BaseModel):
     """POST /v1/certificates. Decimals are best sent as strings ("1.2"): they are read exactly."""
     model_config = ConfigDict(extra="forbid", json_schema_extra={
-        "examples": [{"steps": 100, "epochs": 10, "target": "0.1", "sigma": "1.426215"}]})
-    steps: Number = Field(description="steps per epoch M (fixed-bins: the number of bins)")
+        "examples": [{"steps": 100, "epochs": 10, "target": "0.1", "sigma": "1.426215"},
+                     {"stages": "100x5,400x5", "target": "0.1"}]})
+    steps: Optional[Number] = Field(None, description="steps per epoch M (fixed-bins: the number of bins); "
+                                                      "required unless stages are given")
+    stages: Optional[Union[StrictStr, list[StageIn]]] = Field(
+        None, description="a run in stages at one shared sigma instead of steps and epochs: \"100x5,400x5\" (as "
+                          "`sigmacert certify --stages`) or [{\"steps\": 100, \"epochs\": 5}, ...], in order "
+                          "(format v5 certificates, random allocation)")
     epochs: Optional[Number] = Field(None, description="epochs E (fixed-bins: rounds per bin); "
                                                        "required unless fixed-bins iterations are given")
     scheme: Optional[StrictStr] = Field(None, description="sampling scheme: random-allocation (Algorithm 1, "
@@ -150,12 +163,74 @@ def shape_of(steps, epochs, scheme, iterations, limits: Limits) -> dict:
     return {"steps": m, "epochs": e, "scheme": sch, "iterations": t}
 
 
+MAX_STAGES_TEXT = 2000  # characters of a stage list written as text (64 stages of 100000x10000@... fit)
+
+
+def stages_of(value, limits: Limits) -> tuple:
+    """The Stage tuple of a run in stages, from "100x5,400x5" or a list of {steps, epochs}, parsed by the one
+    parser of the CLI and the API (certifier.numerics.stages.parse_stages), then held to this service's
+    bounds: every M_s <= max_steps, the total epochs <= max_epochs. The stages share one sigma (a job's
+    `sigma`, or the exact shared sigma): a stage's own @sigma is refused."""
+    from certifier.numerics.stages import parse_stages
+    if isinstance(value, str):
+        if len(value) > MAX_STAGES_TEXT:
+            raise ParameterError(f"stages is too long (at most {MAX_STAGES_TEXT} characters)")
+        if not value.isascii() or not value.isprintable():
+            raise ParameterError("stages must be written in ASCII, like 100x5,400x5")
+        run = parse_stages(value, sigma_per_stage=False)
+    else:
+        run = parse_stages([(parse_count(f"stage {i} steps M", _text("steps M", x.steps), 10**7),
+                             parse_count(f"stage {i} epochs E", _text("epochs E", x.epochs), 10**5))
+                            for i, x in enumerate(value, 1)], sigma_per_stage=False)     # StageIn values
+    for i, st in enumerate(run, 1):
+        if st.steps > limits.max_steps:
+            raise ParameterError(f"stage {i}: steps M must be at most {limits.max_steps} on this service, got "
+                                 f"{st.steps}")
+    total = sum(st.epochs for st in run)
+    if total > limits.max_epochs:
+        raise ParameterError(f"the stages' epochs add up to {total}, more than this service's {limits.max_epochs}")
+    return run
+
+
+def stages_json(run) -> list:
+    """The canonical stage list of a request and of a v5 claim: [{"steps": M_s, "epochs": E_s}, ...]."""
+    return [{"steps": st.steps, "epochs": st.epochs} for st in run]
+
+
+def staged_shape(stages, steps, epochs, scheme, iterations, limits: Limits) -> dict:
+    """{"stages", "steps": None, "epochs": the total, "scheme", "iterations": None} of a run in stages;
+    refuses stages beside steps, epochs or iterations, and any scheme but random allocation."""
+    if steps is not None or epochs is not None or iterations is not None:
+        raise ParameterError("stages replaces steps, epochs and iterations: give one or the other")
+    if scheme_of(scheme) != schemes.RANDOM_ALLOCATION:
+        raise ParameterError("stages are for random allocation (Algorithm 1) only")
+    run = stages_of(stages, limits)
+    return {"stages": stages_json(run), "steps": None, "epochs": sum(st.epochs for st in run),
+            "scheme": schemes.RANDOM_ALLOCATION, "iterations": None}
+
+
+def run_of(stages, steps, epochs, scheme, iterations, limits: Limits) -> dict:
+    """shape_of, or staged_shape when stages are given; one of steps or stages is required."""
+    if stages is not None:
+        return staged_shape(stages, steps, epochs, scheme, iterations, limits)
+    if steps is None:
+        raise ParameterError("give steps (with epochs) or stages")
+    return shape_of(steps, epochs, scheme, iterations, limits)
+
+
 ONE_KIND = "give exactly one target: target (TV lambda), or epsilon with delta, or fpr with tpr"
 HALVES = {"epsilon": "delta", "delta": "epsilon", "fpr": "tpr", "tpr": "fpr"}
 MAX_EPSILON = "100"
 
 
 KIND_FIELDS = ("target", "epsilon", "delta", "fpr", "tpr")
+
+
+def _checked(k: dict) -> dict:
+    """The kind as the certifier reads a claim's kind (certifier.targets.kind): the same refusals."""
+    from certifier.targets import kind
+    kind(k["kind"]["name"], {n: v for n, v in k["kind"].items() if n != "name"}, parse_decimal("target", k["target"]))
+    return k
 
 
 def kind_of(given, limits: Limits) -> dict:
@@ -168,15 +243,16 @@ def kind_of(given, limits: Limits) -> dict:
         return {"target": target_of(given["target"], limits)}
     if named == {"epsilon", "delta"}:
         eps = decimal_str(_bounded("epsilon", given["epsilon"], "0", MAX_EPSILON, limits))
-        return {"target": decimal_str(_bounded("delta", given["delta"], limits.min_target, limits.max_target,
-                                               limits)), "kind": {"name": "dp", "epsilon": eps}}
+        return _checked({"target": decimal_str(_bounded("delta", given["delta"], limits.min_target,
+                                                        limits.max_target, limits)),
+                         "kind": {"name": "dp", "epsilon": eps}})
     if named == {"fpr", "tpr"}:
         a = _bounded("fpr", given["fpr"], limits.min_target, limits.max_target, limits)
         b = _bounded("tpr", given["tpr"], limits.min_target, limits.max_target, limits)
         if b <= a:
             raise ParameterError(f"tpr must exceed fpr (a coin that says in with probability fpr has TPR = fpr); "
                                  f"got fpr={decimal_str(a)}, tpr={decimal_str(b)}")
-        return {"target": decimal_str(b), "kind": {"name": "tpr", "fpr": decimal_str(a)}}
+        return _checked({"target": decimal_str(b), "kind": {"name": "tpr", "fpr": decimal_str(a)}})
     if len(named) == 1 and next(iter(named)) in HALVES:
         only = next(iter(named))
         raise ParameterError(f"{only} needs {HALVES[only]} ({ONE_KIND})")
@@ -186,10 +262,22 @@ def kind_of(given, limits: Limits) -> dict:
 def normalise(req: CertificateRequest, limits: Limits) -> dict:
     """The canonical request (exact decimal strings): the idempotency key is its hash. A tv request has no
     `kind` key (its key is the one it always had); dp / tpr requests carry theirs."""
-    return {**shape_of(req.steps, req.epochs, req.scheme, req.iterations, limits),
-            **kind_of(req, limits),
+    shape = run_of(req.stages, req.steps, req.epochs, req.scheme, req.iterations, limits)
+    k = kind_of(req, limits)
+    if req.stages is not None and "kind" in k and not stages_take_kinds():
+        raise ParameterError(f"a run in stages is certified for the tv target only on this service, not "
+                             f"{k['kind']['name']!r} (GET /v1/sigma gives its exact sigma)")
+    return {**shape, **k,
             "sigma": None if req.sigma is None else sigma_of(req.sigma, limits),
             "subject": None if req.subject is None else {"name": req.subject.name, "sha256": req.subject.sha256}}
+
+
+def stages_take_kinds() -> bool:
+    """Whether the certifier certifies a run in stages for a dp / tpr target (certify_stages takes kind_name)."""
+    import inspect
+
+    from certifier.stages_certify import certify_stages
+    return "kind_name" in inspect.signature(certify_stages).parameters
 
 
 def describe_errors(errors) -> str:
@@ -198,7 +286,7 @@ def describe_errors(errors) -> str:
     for e in errors:
         loc = [str(p) for p in e.get("loc", ()) if p not in ("body", "query", "path")]
         # union members appear as an extra loc element (e.g. 'int', 'str'): keep the field only
-        loc = [p for p in loc if p not in ("int", "str", "float", "constrained-str")]
+        loc = [p for p in loc if p not in ("int", "str", "float", "constrained-str", "list[StageIn]")]
         field = ".".join(loc) or "body"
         if field in seen:
             continue
@@ -214,6 +302,8 @@ def describe_errors(errors) -> str:
             msg = "must be a positive integer"
         elif field in ("target", "sigma", "epsilon", "delta", "fpr", "tpr"):
             msg = "must be a decimal number (a string like \"0.1\" is read exactly)"
+        elif field.startswith("stages"):
+            msg = "must be a stage list: \"100x5,400x5\" or [{\"steps\": 100, \"epochs\": 5}, ...]"
         elif field == "scheme":
             msg = f"must be one of {', '.join(schemes.SCHEMES)}"
         elif kind == "model_attributes_type" or kind == "dict_type":

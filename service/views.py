@@ -19,12 +19,15 @@ def job_view(row: dict, full: bool = True, viewer_owns: bool = False) -> dict:
     req = json.loads(row["request"])
     if not viewer_owns and isinstance(req.get("subject"), dict):
         req["subject"] = {"sha256": req["subject"].get("sha256")}
-    out = {"id": row["id"], "status": row["status"], "request": req, "steps": row["steps"],
+    staged = req.get("stages") is not None      # a run in stages (format v5): no single M, epochs the total
+    out = {"id": row["id"], "status": row["status"], "request": req, "steps": None if staged else row["steps"],
            "epochs": row["epochs"], "scheme": req.get("scheme", "random-allocation"),
            "kind": req.get("kind", {"name": "tv"}), "target": row["target"], "sigma": row["sigma"],
            "created_at": iso(row["created_at"]), "finished_at": iso(row["finished_at"])}
     if req.get("iterations") is not None:
         out["iterations"] = req["iterations"]
+    if staged:
+        out["stages"] = req["stages"]
     if row.get("bound") is not None:
         out["bound"] = row["bound"]
     if row.get("keyid"):

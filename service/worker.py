@@ -49,6 +49,11 @@ def matches_request(req: dict, outcome: dict) -> str | None:
     claim.setdefault("scheme", RANDOM_ALLOCATION)  # formats v1 and v2 name no scheme: random allocation
     want = {"steps": req["steps"], "epochs": req["epochs"], "target": req["target"],
             "scheme": req.get("scheme", RANDOM_ALLOCATION)}
+    if req.get("stages") is not None:  # format v5: the claim lists the stages in order and has no steps/epochs
+        want = {"steps": None, "epochs": None, "target": req["target"], "scheme": RANDOM_ALLOCATION}
+        why = _stages_differ(req["stages"], claim)
+        if why:
+            return why
     for k in ("sigma", "iterations"):
         if req.get(k) is not None:
             want[k] = req[k]
@@ -64,6 +69,20 @@ def matches_request(req: dict, outcome: dict) -> str | None:
             return f"bound {upper} exceeds the target {claim['target']}"
     except (KeyError, TypeError, ValueError):
         return "no readable bound"
+    return None
+
+
+def _stages_differ(stages: list, claim: dict) -> str | None:
+    """Why a v5 claim's stage list is not the requested one at the one shared sigma (None: it is). A stage
+    entry may carry a sigma (an optional key of format v5): it must then be the claim's sigma."""
+    got = claim.get("stages")
+    try:
+        pairs = [(st["steps"], st["epochs"]) for st in got]
+        shared = all(st.get("sigma", claim.get("sigma")) == claim.get("sigma") for st in got)
+    except (KeyError, TypeError, AttributeError):
+        return "claim.stages is not a stage list"
+    if pairs != [(st["steps"], st["epochs"]) for st in stages] or not shared:
+        return f"claim.stages is {got!r}, the request asked for {stages!r} at one sigma"
     return None
 
 

@@ -20,7 +20,17 @@ from service.auth import Caller
 from service.errors import ApiError
 from service.state import ServiceState, caller, get_state, viewer
 from service.store import ACTIVE, RETRYABLE, RefusedSubmissionError
-from service.validate import CertificateRequest, describe_errors, epochs_of, normalise, steps_of, strict_json, target_of
+from service.validate import (
+    CertificateRequest,
+    describe_errors,
+    epochs_of,
+    normalise,
+    stages_json,
+    stages_of,
+    steps_of,
+    strict_json,
+    target_of,
+)
 from service.views import envelope_file, job_view
 
 router = APIRouter()
@@ -93,7 +103,10 @@ def cancel(jid: str, who: Caller = Depends(caller), state: ServiceState = Depend
 
 @router.get("/v1/certificates", summary="archive listing (newest first, paginated)")
 def listing(steps: str | None = None, epochs: str | None = None, target: str | None = None,
-            status: str | None = None, kind: str | None = None, limit: int = Query(50, ge=1, le=200),
+            status: str | None = None, kind: str | None = None,
+            stages: str | None = Query(None, description="a stage list (100x5,400x5): its runs only; \"any\": every "
+                                                         "run in stages; \"none\": no run in stages"),
+            limit: int = Query(50, ge=1, le=200),
             offset: int = Query(0, ge=0, le=10**9), who: Caller | None = Depends(viewer),
             state: ServiceState = Depends(get_state)):
     if status is not None and status not in STATUSES:
@@ -104,10 +117,19 @@ def listing(steps: str | None = None, epochs: str | None = None, target: str | N
     rows, total = state.store.listing(steps=None if steps is None else steps_of(steps, bounds),
                                       epochs=None if epochs is None else epochs_of(epochs, bounds),
                                       target=None if target is None else target_of(target, bounds),
-                                      status=status, kind=kind, limit=limit, offset=offset)
+                                      status=status, kind=kind, stages=_stages_filter(stages, bounds),
+                                      limit=limit, offset=offset)
     nxt = offset + limit if offset + limit < total else None
     return {"items": [job_view(r, full=False, viewer_owns=owns(who, r)) for r in rows], "total": total,
             "limit": limit, "offset": offset, "next_offset": nxt}
+
+
+def _stages_filter(stages: str | None, bounds):
+    if stages is None:
+        return None
+    if stages in ("any", "none"):
+        return stages == "any"
+    return stages_json(stages_of(stages, bounds))
 
 
 __all__ = ["router", "job_or_404", "ACTIVE"]

@@ -32,6 +32,20 @@ function targetText(j) {
   return `TV <= ${j.target}`;
 }
 
+// the run: M and E, or a run in stages as the CLI spells it (100x5,400x5; E is then the total)
+function runText(j) {
+  if (j.stages) return "stages " + j.stages.map((s) => `${s.steps}x${s.epochs}`).join(",");
+  return `M=${j.steps}`;
+}
+
+// the form's run: stages replace M, E and T
+function runFields(into) {
+  const st = $("stages").value.trim();
+  if (st) { into.stages = st; return; }
+  into.steps = $("steps").value.trim();
+  for (const k of ["epochs", "iterations"]) if ($(k).value.trim()) into[k] = $(k).value.trim();
+}
+
 function renderJob(j) {
   $("job").hidden = false;
   $("job-id").textContent = j.id;
@@ -39,7 +53,7 @@ function renderJob(j) {
   $("job-stage").textContent = j.status === "running" && j.stage
     ? `${j.stage} ${Number(j.percent || 0).toFixed(0)} %, ${Number(j.elapsed || 0).toFixed(1)} s` : "";
   $("job-progress").value = j.status === "done" ? 100 : (j.status === "running" ? Number(j.percent || 0) : 0);
-  let detail = `${j.scheme} M=${j.steps} E=${j.epochs}` + (j.iterations ? ` (T=${j.iterations})` : "")
+  let detail = `${j.scheme} ${runText(j)} E=${j.epochs}` + (j.iterations ? ` (T=${j.iterations})` : "")
     + ` target ${targetText(j)}` + (j.sigma ? ` sigma ${j.sigma}` : "");
   const what = (j.kind && j.kind.name !== "tv") ? `${targetText(j)}: bound` : "TV <=";
   if (j.status === "done") detail += ` : certified ${what} ${j.bound} (key ${String(j.keyid).slice(0, 12)}...)`;
@@ -81,8 +95,9 @@ async function submitRequest(ev) {
   ev.preventDefault();
   showError("");
   sessionStorage.setItem("sigmacert-token", $("token").value);
-  const body = { steps: $("steps").value.trim(), target: $("target").value.trim(), scheme: $("scheme").value };
-  for (const k of ["epochs", "iterations", "sigma"]) if ($(k).value.trim()) body[k] = $(k).value.trim();
+  const body = { target: $("target").value.trim(), scheme: $("scheme").value };
+  runFields(body);
+  if ($("sigma").value.trim()) body.sigma = $("sigma").value.trim();
   const { status, data } = await api("POST", "/v1/certificates", body, true);
   if (status !== 200 && status !== 202) { showError(`${status}: ${data.detail}`); return; }
   watch(data.id);
@@ -97,9 +112,9 @@ async function cancelJob() {
 
 async function lookupSigma() {
   showError("");
-  const q = new URLSearchParams({ steps: $("steps").value.trim(), target: $("target").value.trim(),
-                                  scheme: $("scheme").value });
-  for (const k of ["epochs", "iterations"]) if ($(k).value.trim()) q.set(k, $(k).value.trim());
+  const run = {};
+  runFields(run);
+  const q = new URLSearchParams({ ...run, target: $("target").value.trim(), scheme: $("scheme").value });
   $("sigma-result").textContent = "computing...";
   const { status, data } = await api("GET", "/v1/sigma?" + q);
   if (status !== 200 && status !== 202) { $("sigma-result").textContent = ""; showError(`${status}: ${data.detail}`); return; }
@@ -111,7 +126,7 @@ async function lookupSigma() {
 async function loadArchive(ev) {
   if (ev) { ev.preventDefault(); offset = 0; }
   const q = new URLSearchParams({ limit: String(limit), offset: String(offset) });
-  for (const [k, id] of [["steps", "f-steps"], ["epochs", "f-epochs"], ["target", "f-target"]])
+  for (const [k, id] of [["steps", "f-steps"], ["epochs", "f-epochs"], ["target", "f-target"], ["stages", "f-stages"]])
     if ($(id).value.trim()) q.set(k, $(id).value.trim());
   const { status, data } = await api("GET", "/v1/certificates?" + q);
   if (status !== 200) { showError(`${status}: ${data.detail}`); return; }
@@ -124,7 +139,8 @@ async function loadArchive(ev) {
     a.addEventListener("click", (e) => { e.preventDefault(); watch(j.id); $("job").scrollIntoView(); });
     const td = document.createElement("td"); td.appendChild(a); tr.appendChild(td);
     const tgt = (j.kind && j.kind.name !== "tv") ? targetText(j) : j.target;
-    for (const v of [j.status, j.scheme, j.steps, j.epochs, tgt, j.sigma, j.bound, j.created_at]) cell(tr, v);
+    const m = j.stages ? runText(j) : j.steps;
+    for (const v of [j.status, j.scheme, m, j.epochs, tgt, j.sigma, j.bound, j.created_at]) cell(tr, v);
     const last = cell(tr, "");
     if (j.status === "done") {
       const d = document.createElement("a");

@@ -1,4 +1,8 @@
-"""The grid of an atlas: cells (M, E, lambda), parsed exactly, and their certificate names."""
+"""The grid of an atlas: cells (M, E, target), parsed exactly, and their certificate names.
+
+The target is of one kind per atlas (sigmacert.kinds): tv (TV <= lambda), dp ((eps, delta)-DP both ways:
+the cell's target is delta, its parameter eps) or tpr (TPR <= beta at FPR alpha: target beta, parameter alpha).
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,16 +12,39 @@ from certifier.params import ParameterError, decimal_str, parse_decimal, parse_e
 MAX_CELLS = 10_000
 
 
+PARAM = {"dp": "epsilon", "tpr": "fpr"}     # the kind's parameter beside its target (docs/targets.md)
+TARGET = {"tv": "lambda", "dp": "delta", "tpr": "tpr"}   # the index's name of the cell's target
+
+
 @dataclass(frozen=True)
 class Cell:
-    """One cell: M steps per epoch, E epochs, target lambda (exact decimal text, normalized)."""
+    """One cell: M steps per epoch, E epochs, the target (exact decimal text, normalized: lambda, delta or beta)
+    of the kind, and the kind's parameter (eps for dp, the FPR alpha for tpr; None for tv)."""
     steps: int
     epochs: int
     target: str
+    kind: str = "tv"
+    param: str | None = None
 
     @property
     def name(self) -> str:
+        if self.kind == "dp":
+            return f"M{self.steps}_E{self.epochs}_dp_eps{self.param}_delta{self.target}"
+        if self.kind == "tpr":
+            return f"M{self.steps}_E{self.epochs}_tpr_fpr{self.param}_tpr{self.target}"
         return f"M{self.steps}_E{self.epochs}_L{self.target}"
+
+    def target_text(self) -> str:
+        """The cell's target in words (the heatmap's panel title and the progress lines)."""
+        if self.kind == "dp":
+            return f"ε = {self.param}, δ = {self.target}"
+        if self.kind == "tpr":
+            return f"FPR = {self.param}, TPR ≤ {self.target}"
+        return f"λ = {self.target}"
+
+    def claim_kind(self) -> dict:
+        """The kind a certificate of this cell states (claim.kind; formats v1-v3 state none: tv)."""
+        return {"name": "tv"} if self.kind == "tv" else {"name": self.kind, PARAM[self.kind]: self.param}
 
     @property
     def file(self) -> str:
@@ -25,13 +52,20 @@ class Cell:
         return f"certificates/{self.name}.json"
 
     def label(self) -> str:
-        return f"M={self.steps} E={self.epochs} lambda={self.target}"
+        if self.kind == "tv":
+            return f"M={self.steps} E={self.epochs} lambda={self.target}"
+        return f"M={self.steps} E={self.epochs} {self.kind} {PARAM[self.kind]}={self.param} {TARGET[self.kind]}=" \
+               f"{self.target}"
 
     def matches(self, claim: dict, scheme: str) -> bool:
         """Whether a certificate's claim is about this cell under `scheme` (exact comparison)."""
         try:
+            kind = claim.get("kind", {"name": "tv"})
+            if kind.get("name") != self.kind or (self.kind != "tv" and parse_decimal(
+                    "kind", kind[PARAM[self.kind]]) != parse_decimal("kind", self.param)):
+                return False
             return (claim["steps"] == self.steps and claim["epochs"] == self.epochs
-                    and parse_decimal("target", claim["target"]) == parse_target(self.target)
+                    and parse_decimal("target", claim["target"]) == parse_decimal("target", self.target)
                     and claim_scheme(claim) == scheme)
         except (KeyError, TypeError, ValueError):
             return False
@@ -55,11 +89,38 @@ def parse_targets(text: str) -> list[str]:
     return [decimal_str(q) for q in sorted(qs)]
 
 
-def grid_cells(steps: str, epochs: str, targets: str) -> list[Cell]:
-    """Every cell of steps x epochs x targets (comma-separated lists), sorted by (M, E, lambda)."""
+def _exact_list(name: str, text: str) -> list[str]:
+    """Distinct exact decimals (as written, normalized), sorted by value."""
+    qs = {parse_decimal(name, s) for s in _items(name, text)}
+    return [decimal_str(q) for q in sorted(qs)]
+
+
+def kind_targets(targets=None, *, epsilon=None, delta=None, fpr=None, tpr=None) -> tuple[str, list]:
+    """(kind, [(param, target), ...]): exactly one kind per atlas, each of its lists comma-separated, every
+    (param, target) checked by the face's one kind parser (sigmacert.kinds.parse_kind). dp: every eps with
+    every delta; tpr: every FPR with every TPR bound."""
+    from sigmacert.kinds import parse_kind
+    given = {"target": targets, "epsilon": epsilon, "delta": delta, "fpr": fpr, "tpr": tpr}
+    first = {k: (None if v is None else _items(k, v)[0]) for k, v in given.items()}
+    kind = parse_kind(first["target"], epsilon=first["epsilon"], delta=first["delta"], fpr=first["fpr"],
+                      tpr=first["tpr"]).kind                 # exactly one kind, or its one-line refusal
+    if kind == "tv":
+        return "tv", [(None, lam) for lam in parse_targets(targets)]
+    pname, tname = ("epsilon", "delta") if kind == "dp" else ("fpr", "tpr")
+    pairs = []
+    for p in _exact_list(pname, given[pname]):
+        for t in _exact_list(tname, given[tname]):
+            k = parse_kind(**{pname: p, tname: t})
+            pairs.append((k.params[pname], decimal_str(parse_decimal(tname, k.params[tname]))))
+    return kind, pairs
+
+
+def grid_cells(steps: str, epochs: str, targets: str | None = None, **kind) -> list[Cell]:
+    """Every cell of steps x epochs x targets (comma-separated lists), sorted by (M, E, target); a dp or tpr
+    atlas names its kind instead of targets (kind_targets: epsilon= and delta=, or fpr= and tpr=)."""
     ms = sorted({parse_steps(s) for s in _items("steps", steps)})
     es = sorted({parse_epochs(s) for s in _items("epochs", epochs)})
-    ls = parse_targets(targets)
-    if len(ms) * len(es) * len(ls) > MAX_CELLS:
-        raise ParameterError(f"the grid has {len(ms) * len(es) * len(ls)} cells; at most {MAX_CELLS} per atlas")
-    return [Cell(m, e, lam) for m in ms for e in es for lam in ls]
+    name, ts = kind_targets(targets, **kind)
+    if len(ms) * len(es) * len(ts) > MAX_CELLS:
+        raise ParameterError(f"the grid has {len(ms) * len(es) * len(ts)} cells; at most {MAX_CELLS} per atlas")
+    return [Cell(m, e, t, name, p) for m in ms for e in es for p, t in ts]

@@ -25,7 +25,7 @@ from certifier.certificate.envelope import (
     sign_certificate,
 )
 from sigmacert.atlas.cells import Cell
-from sigmacert.atlas.index import certified_entry, failed_entry, index_document, pending_entry, summary
+from sigmacert.atlas.index import cell_of, certified_entry, failed_entry, index_document, pending_entry, summary
 from sigmacert.atlas.store import AtlasStore, sha256
 from sigmacert.atlas.work import certify_cell, verify_certificate
 
@@ -88,12 +88,12 @@ def run_atlas(client, cells: list[Cell], *, scheme: str, key, out_dir: str, prog
             fut = client.submit(verify_certificate, job.data, pem, key=name, pure=False)
         else:
             c = job.cell
-            fut = client.submit(certify_cell, c.steps, c.epochs, c.target, scheme, key=name, pure=False)
+            kind = () if c.kind == "tv" else (c.kind, c.param)   # tv cells: the call they always had
+            fut = client.submit(certify_cell, c.steps, c.epochs, c.target, scheme, *kind, key=name, pure=False)
         jobs[fut] = job
 
     def finish(entry: dict) -> None:
-        cell = Cell(entry["M"], entry["E"], entry["lambda"])
-        entries[cell] = entry
+        entries[cell_of(entry)] = entry
         progress.cell(entry, summary(list(entries.values())))
 
     def on_verify(job: _Job, fut) -> None:
@@ -108,7 +108,7 @@ def run_atlas(client, cells: list[Cell], *, scheme: str, key, out_dir: str, prog
                 sha = sha256(job.data)
                 finish(certified_entry(cell, scheme, predicate, sha, previous.get(sha, {}), reused=True))
                 return
-            verdict = {"reason": "other claim", "detail": "the certificate is about another cell or scheme"}
+            verdict = {"reason": "other claim", "detail": "the certificate is about another cell, kind or scheme"}
         progress.note(f"{cell.label()}: existing certificate not accepted ({verdict['reason']}: "
                       f"{verdict['detail']}); certifying it again")
         submit(_Job(cell, "certify"))

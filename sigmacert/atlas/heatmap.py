@@ -1,4 +1,7 @@
-"""The heatmap of an atlas: certified sigma over (E, M), one panel per lambda, one colour scale.
+"""The heatmap of an atlas: certified sigma over (E, M), one panel per target, one colour scale.
+
+The target is the atlas's kind (sigmacert.atlas.cells): a panel per lambda (tv), per (eps, delta) (dp) or
+per (FPR, TPR bound) (tpr); the title names the kind.
 
 Deterministic SVG (same entries, same matplotlib -> same bytes): fixed font, a fixed
 svg.hashsalt, no date or creator stamp; text stays text (searchable). Failed cells are grey with a cross, pending ones
@@ -20,6 +23,8 @@ def _axis(entries: list[dict], key: str, as_number=int) -> list:
 
 
 TITLE = "sigmacert atlas: certified σ, {scheme}  (× failed, · pending)"
+KIND_TITLE = {"dp": "sigmacert atlas: certified σ for (ε, δ)-DP, both directions, {scheme}  (× failed, · pending)",
+              "tpr": "sigmacert atlas: certified σ for TPR ≤ β at FPR α, {scheme}  (× failed, · pending)"}
 TITLE_INCHES_PER_CHAR = 0.075  # 9 pt DejaVu Sans, with room to spare: the title is never clipped
 
 
@@ -41,19 +46,24 @@ def figure(entries: list[dict], scheme: str):
     from matplotlib.figure import Figure
     from matplotlib.ticker import FormatStrFormatter
 
+    from sigmacert.atlas.index import cell_of
     ms, es = _axis(entries, "M"), _axis(entries, "E")
-    lams = _axis(entries, "lambda", lambda t: parse_decimal("target", t))
-    by_key = {(e["M"], e["E"], e["lambda"]): e for e in entries}
+    cells = {id(e): cell_of(e) for e in entries}
+    num = lambda t: parse_decimal("target", t)  # noqa: E731
+    panels = sorted({(c.param or "0", c.target) for c in cells.values()}, key=lambda pt: (num(pt[0]), num(pt[1])))
+    by_key = {(c.steps, c.epochs, (c.param or "0", c.target)): e for e in entries for c in [cells[id(e)]]}
+    titles = {(c.param or "0", c.target): c.target_text() for c in cells.values()}
+    kind = next(iter(cells.values())).kind if cells else "tv"
     sigmas = [float(e["sigma"]) for e in entries if e["status"] == "certified"]
     norm = LogNorm(min(sigmas), max(sigmas) * 1.0001) if sigmas else LogNorm(1.0, 10.0)
-    title = TITLE.format(scheme=scheme)
+    title = KIND_TITLE.get(kind, TITLE).format(scheme=scheme)
     cmap = matplotlib.colormaps["viridis"].with_extremes(bad="#d9d9d9")
-    width = 1.2 + 0.75 * len(es) * len(lams) + 0.6 * len(lams)
+    width = 1.2 + 0.75 * len(es) * len(panels) + 0.6 * len(panels)
     fig = Figure(figsize=(max(width, TITLE_INCHES_PER_CHAR * len(title)), 1.5 + 0.4 * len(ms)),
                  layout="constrained")
-    axes = fig.subplots(1, len(lams), squeeze=False)[0]
+    axes = fig.subplots(1, max(1, len(panels)), squeeze=False)[0]
     image = None
-    for ax, lam in zip(axes, lams):
+    for ax, lam in zip(axes, panels):
         z = np.full((len(ms), len(es)), np.nan)
         for i, m in enumerate(ms):
             for j, ep in enumerate(es):
@@ -72,10 +82,11 @@ def figure(entries: list[dict], scheme: str):
         ax.set_xticks(range(len(es)), labels=[str(x) for x in es])
         ax.set_yticks(range(len(ms)), labels=[str(x) for x in ms])
         ax.set_xlabel("epochs E")
-        ax.set_title(f"λ = {lam}")
+        ax.set_title(titles[lam])
     axes[0].set_ylabel("steps per epoch M")
     if sigmas:
-        bar = fig.colorbar(image, ax=list(axes), label="certified σ (two-sided)")
+        what = {"dp": ", (ε, δ)-DP", "tpr": ", TPR at FPR α"}.get(kind, "")
+        bar = fig.colorbar(image, ax=list(axes), label=f"certified σ{what} (two-sided)")
         for axis_format in (bar.ax.yaxis.set_major_formatter, bar.ax.yaxis.set_minor_formatter):
             axis_format(FormatStrFormatter("%.3g"))
     fig.suptitle(title)

@@ -22,7 +22,8 @@ def eta_seconds(counts: dict, elapsed: float) -> float | None:
 
 
 def cell_line(entry: dict) -> str:
-    head = f"M={entry['M']} E={entry['E']} lambda={entry['lambda']}"
+    from sigmacert.atlas.index import cell_of
+    head = cell_of(entry).label()
     secs = "" if entry.get("seconds") is None else f" ({entry['seconds']:.1f} s)"
     if entry["status"] == "failed":
         return f"{head}: FAILED: {entry['reason']}{secs}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 
 from certifier.errors import SigmacertError
+from sigmacert.atlas.cells import PARAM
 
 
 def worker_version() -> str:
@@ -18,14 +19,20 @@ def worker_version() -> str:
     return __version__
 
 
-def certify_cell(steps: int, epochs: int, target: str, scheme: str) -> dict:
-    """One cell, two-sided, at its exact sigma: {"ok": True, "predicate", "sigma", ...} or
+def certify_cell(steps: int, epochs: int, target: str, scheme: str, kind: str = "tv",
+                 param: str | None = None) -> dict:
+    """One cell, two-sided, at its exact sigma for its kind (tv: TV <= lambda; dp: target delta at eps = param;
+    tpr: target beta at FPR = param; certifier.targets): {"ok": True, "predicate", "sigma", ...} or
     {"ok": False, "reason"}. Unexpected exceptions propagate (the driver records them)."""
     from certifier.certify import certify
-    from certifier.params import parse_target
+    from certifier.params import parse_decimal, parse_target
     t0, c0 = time.perf_counter(), time.process_time()
     try:
-        out = certify(steps, epochs, parse_target(target), None, scheme=scheme, two_sided=True)
+        if kind == "tv":
+            out = certify(steps, epochs, parse_target(target), None, scheme=scheme, two_sided=True)
+        else:
+            out = certify(steps, epochs, parse_decimal("target", target), None, scheme=scheme, two_sided=True,
+                          kind_name=kind, kind_params={PARAM.get(kind, "param"): param})
     except SigmacertError as err:
         return {"ok": False, "reason": str(err), "seconds": round(time.perf_counter() - t0, 3)}
     seconds, cpu = round(time.perf_counter() - t0, 3), round(time.process_time() - c0, 3)

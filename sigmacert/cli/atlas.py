@@ -1,4 +1,5 @@
-"""`sigmacert atlas`: certify a grid of cells (M, E, lambda) on a Dask cluster (docs/atlas.md)."""
+"""`sigmacert atlas`: certify a grid of cells (M, E, target) on a Dask cluster (docs/atlas.md); the target of one
+kind per atlas: --targets (TV lambda), --epsilon with --delta ((eps, delta)-DP), or --fpr with --tpr."""
 from __future__ import annotations
 
 import json
@@ -14,9 +15,11 @@ def run_atlas(args) -> int:
     from sigmacert.atlas.cells import grid_cells
     from sigmacert.atlas.cluster import dask_client
     from sigmacert.atlas.engine import run_atlas as run
+    from sigmacert.atlas.index import cell_of
     from sigmacert.atlas.progress import Progress
 
-    cells = grid_cells(args.steps, args.epochs, args.targets)
+    cells = grid_cells(args.steps, args.epochs, args.targets, epsilon=args.epsilon, delta=args.delta, fpr=args.fpr,
+                       tpr=args.tpr)
     workers = parse_count("workers", args.workers, MAX_LOCAL_WORKERS) if args.workers else (os.cpu_count() or 1)
     key = load_private(args.key)  # fail early, before any cluster starts; it never leaves this process
     progress = Progress(len(cells), quiet=args.quiet)
@@ -27,16 +30,20 @@ def run_atlas(args) -> int:
         progress.close()
     out = os.path.abspath(args.output)
     s = index["summary"]
-    failures = [{k: c[k] for k in ("M", "E", "lambda", "reason")} for c in index["cells"] if c["status"] == "failed"]
+    failures = [{k: c[k] for k in ("M", "E", "kind", "lambda", "epsilon", "delta", "fpr", "tpr", "reason") if k in c}
+                for c in index["cells"] if c["status"] == "failed"]
     if args.json:
-        print(json.dumps({"output": out, "index": os.path.join(out, "index.json"), **s, "seconds": index["seconds"],
+        print(json.dumps({"output": out, "index": os.path.join(out, "index.json"), "kind": index.get("kind", "tv"),
+                          **s, "seconds": index["seconds"],
                           "keyid": index["keyid"], "heatmap": os.path.join(out, index["heatmap"]),
                           "failures": failures}))
     else:
-        print(f"atlas {out}: {s['certified']}/{s['cells']} cells certified ({s['reused']} reused), "
+        kind = {"dp": " for (eps, delta)-DP", "tpr": " for TPR at FPR"}.get(index.get("kind", "tv"), "")
+        print(f"atlas {out}: {s['certified']}/{s['cells']} cells certified{kind} ({s['reused']} reused), "
               f"{s['failed']} failed, in {index['seconds']:.1f} s")
-        for f in failures:
-            print(f"  failed M={f['M']} E={f['E']} lambda={f['lambda']}: {f['reason']}")
+        for c in index["cells"]:
+            if c["status"] == "failed":
+                print(f"  failed {cell_of(c).label()}: {c['reason']}")
         print(f"  index {os.path.join(out, 'index.json')}, heatmap {os.path.join(out, index['heatmap'])}, "
               f"public key {os.path.join(out, 'public.pem')} (key id {index['keyid']})")
     return 0 if s["certified"] == s["cells"] else 1
@@ -44,10 +51,15 @@ def run_atlas(args) -> int:
 
 def register(sub) -> None:
     from certifier.certificate.claim import RANDOM_ALLOCATION, SCHEMES
-    p = sub.add_parser("atlas", help="certify every cell of a grid (M, E, lambda) on a Dask cluster (local by default)")
+    p = sub.add_parser("atlas", help="certify every cell of a grid (M, E, target) on a Dask cluster (local by "
+                                     "default); one target kind: --targets, --epsilon/--delta or --fpr/--tpr")
     p.add_argument("--steps", "-M", required=True, metavar="LIST", help="steps per epoch M, comma-separated: 50,100")
     p.add_argument("--epochs", "-E", required=True, metavar="LIST", help="epochs E, comma-separated: 1,10,100")
-    p.add_argument("--targets", "-l", required=True, metavar="LIST", help="targets lambda, comma-separated: 0.05,0.1")
+    p.add_argument("--targets", "-l", metavar="LIST", help="TV targets lambda, comma-separated: 0.05,0.1")
+    p.add_argument("--epsilon", metavar="LIST", help="dp kind: epsilons (with --delta; every pair is a panel): 1,4")
+    p.add_argument("--delta", metavar="LIST", help="dp kind: deltas, (eps, delta)-DP both directions: 1e-5")
+    p.add_argument("--fpr", metavar="LIST", help="tpr kind: false-positive rates alpha (with --tpr): 0.001")
+    p.add_argument("--tpr", metavar="LIST", help="tpr kind: TPR bounds beta, every test with FPR alpha: 0.002")
     p.add_argument("--scheme", choices=SCHEMES, default=RANDOM_ALLOCATION,
                    help=f"sampling scheme (default {RANDOM_ALLOCATION})")
     p.add_argument("--key", required=True, metavar="PRIVATE.pem",

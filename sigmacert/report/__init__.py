@@ -29,7 +29,7 @@ from certifier.numerics import closed_form as cf
 from certifier.numerics import schemes
 from certifier.params import parse_decimal
 from sigmacert.files import read_regular, sha256_regular
-from sigmacert.report import curves, plots
+from sigmacert.report import curves, plots, stages
 from sigmacert.report.facts import Facts, read_facts
 from sigmacert.report.page import page
 
@@ -74,7 +74,10 @@ def _subject_digest(subject) -> str | None:
 
 def gaussian_pair_of(claim: dict) -> tuple[int, int, float] | None:
     """(M, E, scale): the claim's scheme reduces to the pair (P_M^E, Q_M^E) at sigma / scale (Section 2;
-    docs/method-v2.md §3), or None for a scheme this version does not know."""
+    docs/method-v2.md §3), or None for a scheme this version does not know (and for a run in stages,
+    whose pair is a product: sigmacert.report.stages)."""
+    if stages.is_staged(claim):
+        return None
     try:
         c = Claim(claim.get("scheme", RANDOM_ALLOCATION), claim["steps"], claim["epochs"],
                   parse_decimal("sigma", claim["sigma"]), parse_decimal("target", claim["target"]))
@@ -88,6 +91,8 @@ def _plots(f: Facts) -> tuple[dict, dict]:
     if f.kind["name"] != "tv":                        # dp / tpr (format v4): the certified target on its curve
         from sigmacert.report.kinds import kind_plots
         return kind_plots(f)
+    if stages.is_staged(f.claim):                     # format v5: the product pair of the stages
+        return stages.stages_plots(f)
     c, p = f.claim, f.predicate
     pair_of = gaussian_pair_of(c)
     if pair_of is None:
@@ -115,6 +120,9 @@ def _plots(f: Facts) -> tuple[dict, dict]:
 def _comparisons(f: Facts) -> dict:
     """FPR -> (chi-square bound of Prop. B.2, alpha + lambda), floats, for the TPR table."""
     c, pair_of = f.claim, gaussian_pair_of(f.claim)
+    if stages.is_staged(c):
+        chi2 = stages.chi2(stages.runs_at(c))
+        return {a: (cf.chi2_tpr_bound(float(a), chi2), min(1.0, float(a) + float(c["target"]))) for a, _ in f.tpr_rows}
     if pair_of is None:
         return {a: (math.nan, min(1.0, float(a) + float(c["target"]))) for a, _ in f.tpr_rows}
     m, e, scale = pair_of

@@ -103,8 +103,9 @@ class TradeOff:
     tv: np.ndarray              # alpha + lambda (the TV bound, eq. 19)
 
 
-def trade_off(pair, steps: int, epochs: int, sigma: float, target: float) -> TradeOff:
-    c = cf.c_E(steps, epochs, sigma)
+def trade_off(pair, steps: int, epochs: int, sigma: float, target: float, c: float | None = None) -> TradeOff:
+    """c: the pair's chi-square (default c_E of (M, E, sigma); a run in stages passes its product's)."""
+    c = cf.c_E(steps, epochs, sigma) if c is None else c
     chi2 = np.array([cf.chi2_tpr_bound(float(a), c) for a in ALPHAS])
     exact = None if pair is None else np.array([pair.tpr(float(a)) for a in ALPHAS])
     return TradeOff(ALPHAS, exact, chi2, np.minimum(1.0, ALPHAS + target))

@@ -15,9 +15,11 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from certifier.errors import NumericsUnreliableError, ParameterError
+from certifier.numerics.stages_profile import exact_privacy_stages
 from certifier.numerics.targets import exact_privacy_scheme
 from sigmacert.report import plots
 from sigmacert.report.facts import Facts
+from sigmacert.report.stages import is_staged, runs_at
 
 ALPHAS = np.logspace(-5, 0, 61)[:-1]   # FPRs of the trade-off curve (alpha < 1)
 PROFILE_POINTS = 61                    # points of the delta(eps) curve
@@ -27,8 +29,12 @@ RESOLVED = 10.0                        # a profile point is drawn when its value
 
 
 def _profile(claim: dict, sigma: float, **kw):
-    """exact_privacy_scheme at the claim's run and sigma, or None when the numerics refuse."""
+    """exact_privacy_scheme at the claim's run and sigma (a run in stages: exact_privacy_stages, every stage
+    at sigma unless it carries its own), or None when the numerics refuse."""
     try:
+        if is_staged(claim):
+            return exact_privacy_stages([(m, e, repr(s)) for m, e, s in runs_at(claim, repr(sigma))], check=False,
+                                        **kw)
         return exact_privacy_scheme(claim["steps"], claim["epochs"], sigma, claim.get("scheme"), check=False, **kw)
     except (NumericsUnreliableError, ParameterError):
         return None

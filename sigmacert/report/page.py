@@ -125,13 +125,50 @@ SCHEMES = {  # how each scheme samples, and the pair its certificate bounds (doc
 }
 
 
+def _stages_table(c: dict) -> str:
+    """The stages of a run in stages (format v5), in the order listed: M_s, E_s and sigma_s."""
+    rows = "".join(f"<tr><td class=num>{i}</td><td class=num>{_t(st.get('steps'))}</td><td class=num>"
+                   f"{_t(st.get('epochs'))}</td><td class=num>{_t(st.get('sigma', c.get('sigma')))}"
+                   f"{'' if 'sigma' in st else ' (shared)'}</td></tr>"
+                   for i, st in enumerate(c["stages"], 1) if isinstance(st, dict))
+    return ('<table id="stages"><tr><th>stage s</th><th>M<sub>s</sub> steps per epoch</th><th>E<sub>s</sub> '
+            "epochs</th><th>&sigma;<sub>s</sub></th></tr>" + rows + "</table>")
+
+
+def _run(f: Facts) -> str:
+    """The run in words: M, E and sigma, or (format v5) the stages, their total and the table."""
+    c = f.claim
+    if not isinstance(c.get("stages"), list):
+        runs = f", {_t(c['iterations'])} iterations" if "iterations" in c else ""
+        return (f"<b>M = {_t(c['steps'])}</b> steps per epoch,\n<b>E = {_t(c['epochs'])}</b> epochs{runs}, noise "
+                f"multiplier <b>&sigma; = {_t(c['sigma'])}</b>")
+    st = [x for x in c["stages"] if isinstance(x, dict)]
+    total = sum(x.get("epochs", 0) for x in st if isinstance(x.get("epochs"), int))
+    own = any("sigma" in x for x in st)
+    sigma = "each stage at its own noise multiplier &sigma;<sub>s</sub>" if own else \
+        f"one noise multiplier <b>&sigma; = {_t(c['sigma'])}</b> shared by the stages"
+    return (f"a <b>run in {len(st)} stages</b>, in the order listed (stage s: E<sub>s</sub> epochs of M<sub>s</sub> "
+            f"steps, {total} epochs in all), {sigma}")
+
+
+def _stages_block(f: Facts) -> str:
+    """After the claim's first paragraph: the stages table and the product pair (format v5), or nothing."""
+    c = f.claim
+    if not isinstance(c.get("stages"), list):
+        return ""
+    return (_stages_table(c) + "<p>The pair of the run is the product of the stages' pairs, &prod;<sub>s</sub> "
+            "P<sub>M<sub>s</sub></sub><sup>&otimes;E<sub>s</sub></sup> against &prod;<sub>s</sub> "
+            "Q<sub>M<sub>s</sub></sub><sup>&otimes;E<sub>s</sub></sup> (Theorem 4.1 with a product in place of a "
+            "power: E &Lambda;<sup>q</sup> = &prod;<sub>s</sub> F<sub>M<sub>s</sub>,&sigma;<sub>s</sub></sub>(q)"
+            "<sup>E<sub>s</sub></sup>); its &chi;<sup>2</sup> is 1 + c = &prod;<sub>s</sub> (1 + c<sub>s</sub>)"
+            "<sup>E<sub>s</sub></sup>, which the closed-form curves below use for c<sub>E</sub>.</p>")
+
+
 def _claim_kind(f: Facts) -> str:
     """The claim of a dp or tpr certificate (format v4) in words."""
     from sigmacert.kinds import claim_statement
     c, kind = f.claim, f.kind
-    m, e, s = (_t(c[k]) for k in ("steps", "epochs", "sigma"))
     how, _ = SCHEMES.get(f.scheme, ("see the statement below", ""))
-    runs = f", {_t(c['iterations'])} iterations" if "iterations" in c else ""
     if kind["name"] == "dp":
         meaning = (f"(&epsilon;, &delta;)-differential privacy with &epsilon; = {_t(kind['epsilon'])} and &delta; = "
                    f"{_t(c['target'])}, in both directions (adding or removing the record): for every set S of "
@@ -143,9 +180,9 @@ def _claim_kind(f: Facts) -> str:
                    f"(FPR &le; {_t(kind['fpr'])}), finds at most a fraction {_t(c['target'])} of the records that "
                    "were in (TPR), whatever test it uses and whatever else it knows.")
     return f"""<section id="claim"><h2>The claim</h2>
-<p>Training by DP-SGD with <b>{_t(f.scheme)}</b> sampling ({how}), <b>M = {m}</b> steps per epoch,
-<b>E = {e}</b> epochs{runs}, noise multiplier <b>&sigma; = {s}</b> (noise N(0, &sigma;<sup>2</sup>C<sup>2</sup>I) at
-every step, C the clipping norm), {_t(c['adjacency'])} adjacency ({_t(c['mechanism'])}).</p>
+<p>Training by DP-SGD with <b>{_t(f.scheme)}</b> sampling ({how}), \
+{_run(f)} (noise N(0, &sigma;<sup>2</sup>C<sup>2</sup>I) at
+every step, C the clipping norm), {_t(c['adjacency'])} adjacency ({_t(c['mechanism'])}).</p>{_stages_block(f)}
 <p>Certified, target kind <b>{_t(kind['name'])}</b>: <b>{escape(claim_statement(kind, c['target']))}</b> for the
 Gaussian pair of Section 2, which dominates every run of that training. The certificate's statement:
 <q>{_t(c['statement'])}</q>.</p>
@@ -156,13 +193,14 @@ def _claim(f: Facts) -> str:
     if f.kind["name"] != "tv":
         return _claim_kind(f)
     c = f.claim
-    m, e, s, lam = (_t(c[k]) for k in ("steps", "epochs", "sigma", "target"))
+    lam = _t(c["target"])
     how, pair = SCHEMES.get(f.scheme, ("see the statement below", "TV"))
-    runs = f", {_t(c['iterations'])} iterations" if "iterations" in c else ""
+    if isinstance(c.get("stages"), list):
+        pair = "TV of the product pair"
     return f"""<section id="claim"><h2>The claim</h2>
-<p>Training by DP-SGD with <b>{_t(f.scheme)}</b> sampling ({how}), <b>M = {m}</b> steps per epoch,
-<b>E = {e}</b> epochs{runs}, noise multiplier <b>&sigma; = {s}</b> (noise N(0, &sigma;<sup>2</sup>C<sup>2</sup>I) at
-every step, C the clipping norm), {_t(c['adjacency'])} adjacency ({_t(c['mechanism'])}).</p>
+<p>Training by DP-SGD with <b>{_t(f.scheme)}</b> sampling ({how}), \
+{_run(f)} (noise N(0, &sigma;<sup>2</sup>C<sup>2</sup>I) at
+every step, C the clipping norm), {_t(c['adjacency'])} adjacency ({_t(c['mechanism'])}).</p>{_stages_block(f)}
 <p>Certified: <b>{pair} &le; &lambda; = {lam}</b> for the Gaussian pair of Section 2, which dominates every run
 of that training. The certificate's statement: <q>{_t(c['statement'])}</q>.</p>
 <p>What it means: an attacker is given the trained model and must say whether one target record was in the
@@ -256,8 +294,10 @@ def _claimed(f: Facts) -> str:
         return ('<section id="claimed"><h2>Contents not read</h2><p>No signature by a given key checked, so the '
                 "certificate's contents were not read (verify, then read). No plots are drawn.</p></section>")
     c, p = f.claim, f.predicate
-    keys = ("steps", "epochs", "sigma", "target", "mechanism", "adjacency")
-    rows = "".join(f"<dt>{k}</dt><dd class=mono>{_t(c.get(k))}</dd>" for k in keys)
+    keys = ("stages",) if "stages" in c else ("steps", "epochs")
+    keys += ("sigma", "target", "mechanism", "adjacency")
+    rows = "".join(f"<dt>{k}</dt><dd class=mono>{_t(_stages_text(c[k]) if k == 'stages' else c.get(k))}</dd>"
+                   for k in keys)
     rows += f"<dt>scheme</dt><dd class=mono>{_t(f.scheme)}</dd><dt>bound</dt><dd class=mono>{_t(p.get('bound'))}</dd>"
     return ('<section id="claimed" class="claimed"><h2>What the certificate claims &mdash; NOT verified</h2>'
             f"<dl>{rows}</dl><p class=note>The signature checked, but the verifier rejected the contents. No plots "
@@ -290,9 +330,18 @@ def _provenance(f: Facts, versions: dict) -> str:
     return f'<section id="provenance"><h2>Issuer, software and this file</h2><dl>{dl}</dl></section>'
 
 
+def _stages_text(stages) -> str:
+    """A stage list as the CLI spells it (100x5,400x5; a stage's own sigma as @sigma), from claimed data."""
+    if not isinstance(stages, list):
+        return str(stages)
+    return ",".join(f"{x.get('steps')}x{x.get('epochs')}" + (f"@{x['sigma']}" if "sigma" in x else "")
+                    if isinstance(x, dict) else str(x) for x in stages)
+
+
 def _title(f: Facts) -> str:
     c = f.claim
-    cell = f" \u2014 M={c.get('steps')}, E={c.get('epochs')}, \u03c3={c.get('sigma')}" if f.accepted else ""
+    run = f"stages {_stages_text(c['stages'])}" if "stages" in c else f"M={c.get('steps')}, E={c.get('epochs')}"
+    cell = f" \u2014 {run}, \u03c3={c.get('sigma')}" if f.accepted else ""
     return f"sigmacert report: {f.verdict}{_t(cell)}"
 
 

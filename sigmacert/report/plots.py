@@ -39,18 +39,20 @@ def _note(ax, text: str) -> None:
             bbox={"boxstyle": "round", "fc": "white", "ec": GREY})
 
 
-def tv_figure(c: TVCurves, cert: dict) -> Figure:
+def tv_figure(c: TVCurves, cert: dict, ylabel: str = TV_PAIR,
+              bound_label: str = r"closed-form bound $U(c_E)$ (Thm 3.3)") -> Figure:
     """TV against sigma: U(c_E), the exact TV, lambda and the certified points; a zoom on the bracket.
 
     cert: the certificate's decimal strings sigma, bound, target and, when two-sided, sigma_low and
-    tv_lower (then a second panel zooms on sigma_low < sigma_lambda <= sigma)."""
+    tv_lower (then a second panel zooms on sigma_low < sigma_lambda <= sigma). ylabel and bound_label name
+    the pair and its closed-form bound (a run in stages: the product pair)."""
     sigma, bound, target = (float(cert[k]) for k in ("sigma", "bound", "target"))
     lower = (float(cert["sigma_low"]), float(cert["tv_lower"])) if "sigma_low" in cert else None
     with matplotlib.rc_context(RC):
         fig = Figure(figsize=(8.4, 4.8) if lower else (6.4, 4.8), layout="constrained")
         axes = fig.subplots(1, 2, width_ratios=[3, 2]) if lower else [fig.subplots()]
         ax = axes[0]
-        ax.plot(c.sigma, c.bound, color=BOUND, lw=1.6, label=r"closed-form bound $U(c_E)$ (Thm 3.3)")
+        ax.plot(c.sigma, c.bound, color=BOUND, lw=1.6, label=bound_label)
         xs = sorted(c.exact)
         if xs:
             ax.plot(xs, [c.exact[x] for x in xs], "o-", color=EXACT, ms=3.5, lw=1.2,
@@ -65,7 +67,7 @@ def tv_figure(c: TVCurves, cert: dict) -> Figure:
                     label=rf"certified: TV $\geq$ {cert['tv_lower']} at $\sigma_{{low}}$ = {cert['sigma_low']}")
         if c.refused:
             ax.plot([], [], " ", label=f"exact TV refused at {len(c.refused)} point(s)")
-        ax.set(xlabel=r"noise multiplier $\sigma$", ylabel=TV_PAIR, ylim=(0, None))
+        ax.set(xlabel=r"noise multiplier $\sigma$", ylabel=ylabel, ylim=(0, None))
         if lower:
             _zoom(axes[1], c, cert)
         fig.legend(loc="outside lower center", ncols=2)  # one legend for both panels
