@@ -176,7 +176,8 @@ def _upper(out, claim, sigma, target_kind, prec, max_tries, say, limit):
 
     def row(plan, r):
         out.bound = r.bound
-        return cf._row_v2(plan, "bound", r.bound)
+        kb = {} if target_kind.upper_bound is None else {f"{target_kind.name}_bound": target_kind.upper_bound(r)}
+        return {**cf._row_v2(plan, "bound", r.bound), **kb}          # bound: the grid's TV
     margin = target_kind.upper_margin(target, value, out.tv_error)
     if limit < cf.MAX_PREDICTED_SECONDS and margin is not None and margin <= 0:
         raise CannotCertifyError(f"the margin target - value - error at sigma {decimal_str(sigma)} is "
