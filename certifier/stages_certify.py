@@ -30,7 +30,7 @@ from certifier.bounds.upper_v2 import METHOD_NAME, METHOD_VERSION, UpperV2
 from certifier.certificate.stages import build_stages, stages_claim, t2_runs
 from certifier.errors import CannotCertifyError, ParameterError
 from certifier.params import decimal_str, parse_sigma
-from certifier.resolution import round_up, step_up
+from certifier.resolution import round_up
 from certifier.targets import kind
 
 LABEL = f"{METHOD_NAME} v{METHOD_VERSION} (stages)"
@@ -120,24 +120,10 @@ def certify_stages(stages, target: fmpq, sigma: fmpq | None = None, *, two_sided
         sigma = round_up(target_kind.exact_sigma(stages_claim(stages, fmpq(1), target, named), target))
     if not own and (not isinstance(sigma, fmpq) or sigma <= 0):
         raise ParameterError("sigma must be a positive exact rational")
-    spare = 0 if given or own else 1        # automatic sigma: one more resolution step if its margin is too thin
-    earlier: list = []
-    while True:
+    def attempt(sigma, limit):
         claim, out = _at(stages, sigma, target, target_kind, named, say)
-        try:
-            found = _upper(out, claim, sigma, target_kind, prec, max_tries, say,
-                           cf.STEP_SECONDS if spare else cf.MAX_PREDICTED_SECONDS)
-        except CannotCertifyError as err:
-            if not spare:
-                raise
-            earlier.append({"try": len(earlier) + 1, "sigma": decimal_str(sigma), "skipped": str(err)})
-        else:
-            if found is not None or not spare:
-                break
-            earlier += [{"sigma": decimal_str(sigma), **t} for t in out.tries]
-        spare, sigma = spare - 1, step_up(sigma)
-        say(f"next sigma step {decimal_str(sigma)}", 0.0)
-    out.tries, out.sigma_steps = earlier + out.tries, (1 if earlier else 0)
+        return out, claim, _upper(out, claim, sigma, target_kind, prec, max_tries, say, limit)
+    out, claim, found = cf.stepping(sigma, 0 if given or own else 1, attempt, say)   # automatic: one step up
     if found is None:
         say("done", 1.0)
         return out

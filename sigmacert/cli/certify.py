@@ -188,14 +188,7 @@ def run_certify(args) -> int:
                   f"{res.sigma_low} < {exact} <= {res.sigma}")
         elif not args.one_sided:
             print("  two-sided: no sigma_low could be certified to miss the target; the certificate is one-sided")
-        for d, row in ((res.privacy or {}).get("epsilon_at_delta") or {}).items():
-            print(f"  certified ({row['epsilon']}, {d})-DP (both directions)")
-        for a, row in (res.tpr or {}).items():
-            print(f"  certified TPR <= {row['tpr']} at FPR {a}")
-        for kind, why in (res.rows_missing or {}).items():
-            for k, reason in why.items():
-                print(f"  not certified: the {kind} row at {k} ({reason}); recorded in the certificate")
-        print(f"  certificate: {args.output}  (key id {summary['keyid']})")
+        _print_rows(res, args.output, summary["keyid"])
     return 0
 
 
@@ -275,6 +268,12 @@ def run_certify_stages(args, stages, kind) -> int:
               "side only); no single sigma steps down to a lower side")
     elif not args.one_sided:
         print("  two-sided: no sigma_low could be certified to miss the target; the certificate is one-sided")
+    _print_rows(res, args.output, summary["keyid"])
+    return 0
+
+
+def _print_rows(res, output: str, keyid: str) -> None:
+    """The certified rows, the rows left out with their reasons, and where the certificate went."""
     for d, row in ((res.privacy or {}).get("epsilon_at_delta") or {}).items():
         print(f"  certified ({row['epsilon']}, {d})-DP (both directions)")
     for a, row in (res.tpr or {}).items():
@@ -282,8 +281,7 @@ def run_certify_stages(args, stages, kind) -> int:
     for what, why in (res.rows_missing or {}).items():
         for k, reason in why.items():
             print(f"  not certified: the {what} row at {k} ({reason}); recorded in the certificate")
-    print(f"  certificate: {args.output}  (key id {summary['keyid']})")
-    return 0
+    print(f"  certificate: {output}  (key id {keyid})")
 
 
 # ----------------------------------------------------------------------------- show
