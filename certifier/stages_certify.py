@@ -78,15 +78,24 @@ def plan_stages(stages, t2: fmpq | None, loss_budget: float, tv: float, k_scale:
     loss: the largest of the plans'; seconds: their sum."""
     E = sum(s[1] for s in stages)
     lines = sorted({(s[0], s[2] if len(s) == 3 else t2) for s in stages})
-    kw = dict(prec=prec, k_scale=k_scale, need_eps=need_eps)
-    first = [choose_v2(M, E, q, loss_budget, tv, **kw) for M, q in lines]
+    kw = dict(prec=prec, k_scale=k_scale)
+    need = {(M, q): max(need_eps, _rows_eps(M, E, q, tv)) for M, q in lines}
+    first = [choose_v2(M, E, q, loss_budget, tv, need_eps=need[M, q], **kw) for M, q in lines]
     n = max(p.method.mantissa_bits for p in first)
     eta = decimal_str(min(p.method.eta for p in first))
-    plans = [plan_v2(M, E, q, loss_budget, tv, n=n, eta=eta, **kw) for M, q in lines]
+    plans = [plan_v2(M, E, q, loss_budget, tv, n=n, eta=eta, need_eps=need[M, q], **kw) for M, q in lines]
     method = merge([p.method for p in plans], sorted({M for M, _ in lines}))
     return Plan(method, max(p.predicted_loss for p in plans), sum(p.predicted_seconds for p in plans), loss_budget,
                 {"seconds": {k: sum(p.detail["seconds"][k] for p in plans) for k in plans[0].detail["seconds"]},
                  "plans": len(plans)})
+
+
+def _rows_eps(M: int, E: int, t2: fmpq, tv: float | None) -> float:
+    """The eps range of the rows, as certifier.certify's v2 search guesses it (heavy tails included); a
+    plan with no eps range (need_eps = 0) may also cut the lattice's top below the epoch sum (measured:
+    (400, 1) at sigma 1.5 loses 0.46), so every stage plan gets one."""
+    from certifier.bounds.grids_v2 import EPS_CEILING, eps_gaussian, eps_tail
+    return 0.0 if tv is None else min(max(2 * eps_gaussian(tv) + 5, eps_tail(M, E, float(t2)) + 3), EPS_CEILING)
 
 
 def certify_stages(stages, target: fmpq, sigma: fmpq | None = None, *, two_sided: bool = False,

@@ -80,3 +80,14 @@ def test_stages_refuse_what_they_do_not_cover(kw):
 def test_bad_stage_lists_and_targets_refused(stages, target, kw):
     with pytest.raises(ParameterError):
         certify_stages(stages, target, **kw)
+
+
+def test_every_stage_plan_keeps_the_epoch_sum_on_its_lattice():
+    """A stage of 400 steps at sigma 1.5 once lost 0.46 (its plan's top octave below the epoch sum of M
+    steps); with the rows' eps range every plan covers it, alone or beside another stage's own sigma."""
+    from certifier.bounds.stages_v2 import t2_of
+    a, b = t2_of(parse_decimal("sigma", "1.2")), t2_of(parse_decimal("sigma", "1.5"))
+    for runs, sigmas in (([(400, 1, b)], ["1.5"]), ([(10, 1, a), (400, 1, b)], ["1.2", "1.5"])):
+        exact = exact_tv_stages([(m, e, s) for (m, e, _), s in zip(runs, sigmas)])
+        up = rounding_bound_v2_stages(runs, plan_stages(runs, None, 1e-6, exact.tv).method)
+        assert exact.tv + exact.error <= float(up.bound) <= exact.tv + 2e-6
