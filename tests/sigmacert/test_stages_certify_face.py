@@ -95,3 +95,15 @@ def test_cli_certify_bad_stages_one_line_exit_2(keys, tmp_path, capsys, extra):
 def test_api_certify_bad_per_stage_sigmas(kwargs):
     with pytest.raises(sigmacert.ParameterError):
         sigmacert.certify(**kwargs)
+
+
+def test_api_certify_a_dp_target_with_a_sigma_per_stage_verifies(keys):
+    private, public = keys
+    cert = sigmacert.certify(stages="4x1@1.2,8x1@1.5", epsilon=1, delta="0.3", key=private)
+    assert cert.kind == "dp" and cert.kind_params == {"epsilon": "1", "delta": "0.3"} and not cert.two_sided
+    delta = sigmacert.exact_privacy(stages="4x1@1.2,8x1@1.5", epsilon=1).delta
+    exact = next(iter(delta.values()))
+    assert exact.value + exact.error <= float(cert.bound) <= 0.3
+    v = sigmacert.verify(cert, public)
+    assert v.accepted and v.claim["kind"] == {"name": "dp", "epsilon": "1"}, (v.reason, v.detail)
+    assert "sigma" not in v.claim and all("sigma" in s for s in v.claim["stages"])
