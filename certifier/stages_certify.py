@@ -129,6 +129,7 @@ def certify_stages(stages, target: fmpq, sigma: fmpq | None = None, *, two_sided
         sigma = round_up(target_kind.exact_sigma(stages_claim(stages, fmpq(1), target, named), target))
     if not own and (not isinstance(sigma, fmpq) or sigma <= 0):
         raise ParameterError("sigma must be a positive exact rational")
+
     def attempt(sigma, limit):
         claim, out = _at(stages, sigma, target, target_kind, named, say)
         return out, claim, _upper(out, claim, sigma, target_kind, prec, max_tries, say, limit)
