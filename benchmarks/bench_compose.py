@@ -9,8 +9,9 @@ Part 2: eps(1e-5), eps(1e-6) that dp_accounting reads from the exported dominati
 certified eps rows of the same law (the certificate's rows), with the seconds of the bound and the
 export. Part 3: the cost of a certificate for a run in stages (certifier.stages_certify, format v5) at
 the exact shared sigma: two and five stages against the one stage of the same total epochs (upper side,
-lower side, the verifier's replay), ratios in one process. --small: tiny cells, to check the benchmark
-runs (seconds; part 3 one-sided).
+lower side, the verifier's replay), ratios in one process. Part 4: other kinds in stages (dp, tpr,
+two-sided at the exact shared sigma) and a sigma per stage (tv and dp, one-sided). --small: tiny cells,
+to check the benchmark runs (seconds; parts 3 and 4 one-sided).
 """
 from __future__ import annotations
 
@@ -34,6 +35,14 @@ SMALL_PLD = [(20, 3, "1.2", None)]
 SIGMA = "1.3"
 CERT_SPLITS = {"100x10": [(100, 10)], "100x5,100x5": [(100, 5), (100, 5)], "100x2 x5": [(100, 2)] * 5}
 SMALL_CERT = {"4x2": [(4, 2)], "4x1,4x1": [(4, 1), (4, 1)]}
+# part 4: other kinds and a sigma per stage (one-sided); name -> stages, and name -> (kind, parameters, target)
+KIND_CERT = {"100x5,400x5 dp": [(100, 5), (400, 5)], "100x5,400x5 tpr": [(100, 5), (400, 5)],
+             "100x5@1.2,400x5@1.5": [(100, 5, "1.2"), (400, 5, "1.5")],
+             "100x5@1.2,400x5@1.5 dp": [(100, 5, "1.2"), (400, 5, "1.5")]}
+KINDS = {"100x5,400x5 dp": ("dp", {"epsilon": "0.5"}, "0.1"), "100x5,400x5 tpr": ("tpr", {"fpr": "0.1"}, "0.3"),
+         "100x5@1.2,400x5@1.5 dp": ("dp", {"epsilon": "1"}, "1e-5")}
+SMALL_KIND_CERT = {"4x1,8x1 dp": [(4, 1), (8, 1)], "4x1@1.2,8x1@1.5": [(4, 1, "1.2"), (8, 1, "1.5")]}
+SMALL_KINDS = {"4x1,8x1 dp": ("dp", {"epsilon": "0.5"}, "0.1"), "4x1@1.2,8x1@1.5": ("tv", None, "0.3")}
 
 
 def load() -> str:
@@ -81,7 +90,9 @@ def pld_table(cells, md: bool) -> None:
         print(("| " + " | ".join(map(str, out)) + " |") if md else "  ".join(map(str, out)), flush=True)
 
 
-def certificate_table(splits, target: str, two_sided: bool, md: bool) -> None:
+def certificate_table(splits, target: str, two_sided: bool, md: bool, kinds: dict | None = None) -> None:
+    """kinds: name -> (kind_name, kind_params, target) for rows of another kind (default: tv at `target`);
+    a stage list with a sigma per stage is certified one-sided whatever two_sided says."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     from certifier.certificate.envelope import claim_subject, sign_envelope, statement
@@ -89,13 +100,16 @@ def certificate_table(splits, target: str, two_sided: bool, md: bool) -> None:
     from certifier.stages_certify import certify_stages
     from verifier import verify_bytes
     print(load())
-    head = ("stages", "S", "lambda", "sigma", "bound", "tv_lower", "upper s", "lower s", "verify s", "total s",
-            "x 1-stage", "verdict")
+    head = ("stages", "S", "kind", "target", "sigma", "bound", "lower", "upper s", "lower s", "verify s", "total s",
+            "x first", "verdict")
     print("| " + " | ".join(head) + " |\n|" + "---|" * len(head) if md else "  ".join(head))
     key, base = Ed25519PrivateKey.generate(), None
     for name, st in splits.items():
         t0 = time.perf_counter()
-        out = certify_stages(st, parse_decimal("target", target), two_sided=two_sided)
+        kn, kp, tg = (kinds or {}).get(name, ("tv", None, target))
+        own = len(st[0]) == 3
+        out = certify_stages(st, parse_decimal("target", tg), two_sided=two_sided and not own, kind_name=kn,
+                             kind_params=kp)
         t1 = time.perf_counter()
         if not out.success:
             print(f"{name}: not certified ({out.tries})", flush=True)
@@ -106,7 +120,9 @@ def certificate_table(splits, target: str, two_sided: bool, md: bool) -> None:
         upper = sum(t.get("seconds", 0) for t in out.tries)
         total = t2 - t0
         base = base or total
-        row = (name, len(st), target, out.sigma, out.bound, out.tv_lower or "-", f"{upper:.1f}",
+        what = kn if kp is None else f"{kn} {','.join(f'{k}={v}' for k, v in kp.items())}"
+        row = (name, len(st), what, tg, out.sigma or "per stage", out.bound, out.bound_lower or out.tv_lower or "-",
+               f"{upper:.1f}",
                f"{out.lower_seconds or 0:.1f}", f"{t2 - t1:.1f}", f"{total:.1f}", f"{total / base:.2f}", r.reason)
         print(("| " + " | ".join(map(str, row)) + " |") if md else "  ".join(map(str, row)), flush=True)
 
@@ -122,6 +138,8 @@ def main() -> int:
         certificate_table(SMALL_CERT, "0.3", False, args.markdown)
     else:
         certificate_table(CERT_SPLITS, "0.1", True, args.markdown)
+    certificate_table(SMALL_KIND_CERT if args.small else KIND_CERT, "0.1", not args.small, args.markdown,
+                      SMALL_KINDS if args.small else KINDS)
     return 0
 
 

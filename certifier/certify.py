@@ -148,25 +148,14 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
         say("exact sigma", 1.0)
     check_sigma(probe.sigma_of_pair(float(sigma)), *probe.pair(), target, given)
     grid = {k: v for k, v in (("h", h), ("eta", eta), ("cap", cap)) if v is not None}
-    spare = 0 if given or grid else 1                 # automatic sigma: one more resolution step if needed
-    earlier: list = []
-    while True:
+
+    def attempt(sigma, limit):
         ctx = _context(scheme, steps, epochs, sigma, target, iterations, target_kind, grid, prec, max_tries, say,
-                       STEP_SECONDS if spare else MAX_PREDICTED_SECONDS)
-        try:
-            search, found = _upper(ctx, forced)
-        except CannotCertifyError as err:
-            if not spare:
-                raise
-            earlier.append({"try": len(earlier) + 1, "sigma": decimal_str(sigma), "skipped": str(err)})
-        else:
-            if found is not None or not spare:
-                break
-            earlier += [{"sigma": decimal_str(sigma), **t} for t in ctx.out.tries]
-        spare, sigma = spare - 1, step_up(sigma)
-        say(f"next sigma step {decimal_str(sigma)}", 0.0)
-    claim, out = ctx.claim, ctx.out
-    out.tries, out.sigma_steps = earlier + out.tries, (1 if earlier else 0)
+                       limit)
+        search, found = _upper(ctx, forced)
+        return ctx.out, (ctx, search), found
+    out, (ctx, search), found = stepping(sigma, 0 if given or grid else 1, attempt, say)
+    claim = ctx.claim
     if found is None:
         say("done", 1.0)
         return out
@@ -186,6 +175,27 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
     if kind_upper:                                    # the kind's value and functional, as without a format
         out.bound, out.method = kind_upper["bound"], f"{search.method.label} ({target_kind.functional})"
     return _finish(out, claim, search.method.to_json(meth, claim), res, low, rows, say, kind_upper)
+
+
+def stepping(sigma: fmpq, spare: int, attempt, say):
+    """attempt(sigma, limit) -> (Outcome, state, found or None) at sigma, and while spare (an automatic
+    sigma: 1), at the next resolution step when the margin allows no grid within STEP_SECONDS (a refusal or
+    nothing found); the earlier tries are kept in the last Outcome. Returns (Outcome, state, found)."""
+    earlier: list = []
+    while True:
+        try:
+            out, state, found = attempt(sigma, STEP_SECONDS if spare else MAX_PREDICTED_SECONDS)
+        except CannotCertifyError as err:
+            if not spare:
+                raise
+            earlier.append({"try": len(earlier) + 1, "sigma": decimal_str(sigma), "skipped": str(err)})
+        else:
+            if found is not None or not spare:
+                out.tries, out.sigma_steps = earlier + out.tries, (1 if earlier else 0)
+                return out, state, found
+            earlier += [{"sigma": decimal_str(sigma), **t} for t in out.tries]
+        spare, sigma = spare - 1, step_up(sigma)
+        say(f"next sigma step {decimal_str(sigma)}", 0.0)
 
 
 def _exact_sigma(target_kind: TargetKind, probe: Claim, target: fmpq) -> fmpq:

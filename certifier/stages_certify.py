@@ -1,13 +1,17 @@
-"""`certify` for a run in stages (one shared sigma): method v2 on both sides, the format-v5 predicate.
+"""`certify` for a run in stages: method v2 on both sides, the format-v5 predicate, every target kind.
 
-The upper side is certifier.bounds.stages_v2 (step (iv) multiplies the stages' log-grid polynomials),
+One shared sigma (two-sided by default on the faces) or a sigma per stage (one-sided: the upper side
+proves the target at those sigmas; no single sigma steps down). The kind (tv, dp, tpr) is its registry
+entry in certifier.targets, as for one block: its numerics and exact sigma (which read Claim.stages), its
+margins and loss factor, and what the upper result (the b_k) and the lower result (the processed pmfs)
+must show. The upper side is certifier.bounds.stages_v2 (step (iv) multiplies the stages' log-grid polynomials),
 the lower side certifier.bounds.stages_lower (step (d) multiplies the stages' bucket pmfs); both run
 on ONE method-v2 grid, planned here from the stages' numerics: a plan of certifier.bounds.grids_v2 per
-distinct M_s for the run's total epochs, merged into the finest grid covering every plan (smallest h and
+distinct line (M_s, sigma_s) for the run's total epochs, merged into the finest grid covering every plan (smallest h and
 eta, widest octaves, log range and k_top). Retries shrink the budget as for one block
-(certifier.certify._prove). The exact TV and the exact shared sigma are certifier.numerics.stages'
-(numerics only: they choose grids). The rows come from the upper side's b_k (Lemma C.5 functionals);
-a row that cannot be certified is left out with its reason.
+(certifier.certify._prove). The kind's numerics and exact shared sigma are certifier.numerics.stages' and
+stages_profile's (numerics only: they choose grids and sigma). The rows come from the upper side's
+b_k (Lemma C.5 functionals); a row that cannot be certified is left out with its reason.
 """
 from __future__ import annotations
 
@@ -23,30 +27,20 @@ from certifier.bounds.lower_v2 import method_json as lower_json
 from certifier.bounds.stages_lower import lower_bound_v2_stages
 from certifier.bounds.stages_v2 import rounding_bound_v2_stages
 from certifier.bounds.upper_v2 import METHOD_NAME, METHOD_VERSION, UpperV2
-from certifier.certificate.stages import build_stages, stages_claim
+from certifier.certificate.stages import build_stages, stages_claim, t2_runs
 from certifier.errors import CannotCertifyError, ParameterError
-from certifier.params import decimal_str, parse_decimal
+from certifier.params import decimal_str, parse_sigma
 from certifier.resolution import round_up
 from certifier.targets import kind
 
 LABEL = f"{METHOD_NAME} v{METHOD_VERSION} (stages)"
 
 
-def _stages(spec) -> tuple[tuple[int, int], ...]:
+def _stages(spec) -> tuple[tuple, ...]:
+    """((M_s, E_s), ...) or, with a sigma per stage, ((M_s, E_s, sigma_s exact), ...)."""
     from certifier.numerics.stages import parse_stages
-    return tuple((s.steps, s.epochs) for s in parse_stages(spec, sigma_per_stage=False))
-
-
-def _t2(sigma: fmpq) -> fmpq:
-    return 1 / (sigma * sigma)
-
-
-def numerics(stages, sigma: fmpq) -> tuple[float, float]:
-    """(exact TV, error estimate) of the stages at one sigma (certifier.numerics.stages)."""
-    from certifier.numerics.stages import exact_tv_stages
-    s = decimal_str(sigma)
-    r = exact_tv_stages([(m, e, s) for m, e in stages])
-    return r.tv, r.error
+    return tuple((s.steps, s.epochs) if s.sigma is None else (s.steps, s.epochs, parse_sigma(s.sigma))
+                 for s in parse_stages(spec))
 
 
 def merge(methods: list[UpperV2], steps: list[int]) -> UpperV2:
@@ -77,69 +71,124 @@ def merge(methods: list[UpperV2], steps: list[int]) -> UpperV2:
     return out
 
 
-def plan_stages(stages, t2: fmpq, loss_budget: float, tv: float, k_scale: float = 1.0, prec: int = 100) -> Plan:
-    """One grid for every stage: the cheapest plan per distinct M (for the total epochs), on a common
-    mantissa and eta, merged. Predicted loss: the largest of the plans'; seconds: their sum."""
-    E = sum(e for _, e in stages)
-    Ms = sorted({m for m, _ in stages})
-    first = [choose_v2(M, E, t2, loss_budget, tv, prec=prec, k_scale=k_scale) for M in Ms]
+def plan_stages(stages, t2: fmpq | None, loss_budget: float, tv: float, k_scale: float = 1.0, prec: int = 100,
+                need_eps: float = 0.0) -> Plan:
+    """One grid for every stage: the cheapest plan per distinct line (M_s, t_s^2; a stage (M, E) is at t2, a
+    stage (M, E, t_s^2) at its own) for the total epochs, on a common mantissa and eta, merged. Predicted
+    loss: the largest of the plans'; seconds: their sum."""
+    E = sum(s[1] for s in stages)
+    lines = sorted({(s[0], s[2] if len(s) == 3 else t2) for s in stages})
+    kw = dict(prec=prec, k_scale=k_scale)
+    need = {(M, q): max(need_eps, _rows_eps(M, E, q, tv)) for M, q in lines}
+    first = [choose_v2(M, E, q, loss_budget, tv, need_eps=need[M, q], **kw) for M, q in lines]
     n = max(p.method.mantissa_bits for p in first)
     eta = decimal_str(min(p.method.eta for p in first))
-    plans = [plan_v2(M, E, t2, loss_budget, tv, n=n, eta=eta, prec=prec, k_scale=k_scale) for M in Ms]
-    method = merge([p.method for p in plans], Ms)
+    plans = [plan_v2(M, E, q, loss_budget, tv, n=n, eta=eta, need_eps=need[M, q], **kw) for M, q in lines]
+    method = merge([p.method for p in plans], sorted({M for M, _ in lines}))
     return Plan(method, max(p.predicted_loss for p in plans), sum(p.predicted_seconds for p in plans), loss_budget,
                 {"seconds": {k: sum(p.detail["seconds"][k] for p in plans) for k in plans[0].detail["seconds"]},
                  "plans": len(plans)})
 
 
+def _rows_eps(M: int, E: int, t2: fmpq, tv: float | None) -> float:
+    """The eps range of the rows, as certifier.certify's v2 search guesses it (heavy tails included); a
+    plan with no eps range (need_eps = 0) may also cut the lattice's top below the epoch sum (measured:
+    (400, 1) at sigma 1.5 loses 0.46), so every stage plan gets one."""
+    from certifier.bounds.grids_v2 import EPS_CEILING, eps_gaussian, eps_tail
+    return 0.0 if tv is None else min(max(2 * eps_gaussian(tv) + 5, eps_tail(M, E, float(t2)) + 3), EPS_CEILING)
+
+
 def certify_stages(stages, target: fmpq, sigma: fmpq | None = None, *, two_sided: bool = False,
-                   max_tries: int = 3, progress=None, prec: int | None = None) -> cf.Outcome:
-    """Certify TV(prod_s P_{M_s}^{E_s}, prod_s Q_{M_s}^{E_s}) <= target at one sigma (the exact shared sigma
-    when absent), upper side by stages_v2, with two_sided the lower side at sigma - k res(sigma) by
-    stages_lower; the predicate is format v5 (certifier.certificate.stages)."""
+                   kind_name: str = "tv", kind_params: dict | None = None, max_tries: int = 3, progress=None,
+                   prec: int | None = None) -> cf.Outcome:
+    """Certify the target kind's functional of prod_s (P_{M_s}^{E_s}, Q_{M_s}^{E_s}) <= target: tv (TV), dp
+    (kind_params {"epsilon": text}, target = delta) or tpr ({"fpr": text}, target = the TPR bound), as
+    certifier.certify.certify does for one block (the kind's registry entry, certifier.targets).
+
+    stages: ((M_s, E_s), ...) at one sigma (the exact shared sigma of the kind when absent; two_sided adds
+    the lower side at sigma - k res(sigma) by stages_lower), or ((M_s, E_s, sigma_s), ...) with a sigma per
+    stage (sigma absent; one-sided only: there is no single sigma to step down). Upper side by stages_v2;
+    the predicate is format v5 (certifier.certificate.stages)."""
     stages = _stages(stages)
+    own = len(stages[0]) == 3
+    target_kind = kind(kind_name) if kind_params is None else kind(kind_name, kind_params, target)
     if not isinstance(target, fmpq) or not 0 < target < 1:
-        raise ParameterError(f"the tv target must be an exact rational strictly between 0 and 1, got {target!r}")
+        raise ParameterError(f"the {target_kind.name} target must be an exact rational strictly between 0 and 1, "
+                             f"got {target!r}")
+    if own and sigma is not None:
+        raise ParameterError("the stages carry their sigma already: give no shared sigma")
+    if own and two_sided:
+        raise ParameterError("a sigma per stage is certified one-sided only (no single sigma to step down for the "
+                             "lower side)")
     t_start = time.perf_counter()
     say = cf._say(progress, t_start)
-    tv_kind = kind("tv")
-    if sigma is None:
-        from certifier.numerics.stages import exact_sigma_stages
+    named = () if target_kind.name == "tv" else (("name", target_kind.name), *target_kind.params)
+    given = sigma is not None
+    if sigma is None and not own:
         say("exact sigma", 0.0)
-        sigma = round_up(parse_decimal("sigma", exact_sigma_stages([(m, e) for m, e in stages],
-                                                                   float(target))))
-    if not isinstance(sigma, fmpq) or sigma <= 0:
+        sigma = round_up(target_kind.exact_sigma(stages_claim(stages, fmpq(1), target, named), target))
+    if not own and (not isinstance(sigma, fmpq) or sigma <= 0):
         raise ParameterError("sigma must be a positive exact rational")
-    claim = stages_claim(stages, sigma, target)
-    say("exact tv", 0.0)
-    tv, err = numerics(stages, sigma)
-    out = cf.Outcome(False, None, claim.epochs, decimal_str(sigma), decimal_str(target), None, tv=tv, tv_error=err,
-                     kind="tv")
-    out.stages = [list(s) for s in stages]
-    runs = lambda t2: [(m, e, t2) for m, e in stages]
-    t2 = _t2(sigma)
 
-    def row(plan, r):
-        out.bound = r.bound
-        return cf._row_v2(plan, "bound", r.bound)
-    margin = tv_kind.upper_margin(target, tv, err)
-    side = cf.Side("upper", margin, cf.SAFETY, cf.V2_CEILING,
-                   lambda b: plan_stages(stages, t2, b, tv, prec=prec or 100),
-                   lambda m, prog: rounding_bound_v2_stages(runs(t2), m),
-                   lambda r: tv_kind.upper_proves(r, target), row)
-    found = cf._prove(side, max_tries, out.tries, say)
+    def attempt(sigma, limit):
+        claim, out = _at(stages, sigma, target, target_kind, named, say)
+        return out, claim, _upper(out, claim, sigma, target_kind, prec, max_tries, say, limit)
+    out, claim, found = cf.stepping(sigma, 0 if given or own else 1, attempt, say)   # automatic: one step up
     if found is None:
         say("done", 1.0)
         return out
     res, meth = found
     out.success, out.method = True, LABEL
+    kind_upper = None if target_kind.upper_record is None else target_kind.upper_record(res)
+    if kind_upper:                                    # the kind's certified value (the TV bound stays in `bound`)
+        out.bound, out.method = kind_upper["bound"], f"{LABEL} ({target_kind.functional})"
     rows = _rows(out, res, meth)
-    low = _lower(out, stages, claim, meth, say) if two_sided else None
-    out.predicate = build_stages(claim, meth.to_json(), res, low, rows, tv, err, missing=out.rows_missing)
+    low = _lower(out, claim, target_kind, meth, _need_eps(target_kind), say) if two_sided else None
+    out.predicate = build_stages(claim, meth.to_json(), res, low, rows, out.tv, out.tv_error, missing=out.rows_missing,
+                                 kind_upper=kind_upper)
     if low is not None:
         out.two_sided, out.sigma_low, out.tv_lower = True, low["sigma_low"], low["tv_lower"]
+        out.bound_lower = low.get("bound_lower")
     say("done", 1.0)
     return out
+
+
+def _at(stages, sigma, target, target_kind, named, say):
+    """The claim at sigma (None: a sigma per stage) and a fresh record with the kind's numerics there."""
+    own = len(stages[0]) == 3
+    claim = stages_claim(stages, sigma, target, named)
+    say("exact tv", 0.0)
+    value, err = target_kind.numerics(claim, sigma)
+    out = cf.Outcome(False, None, claim.epochs, None if own else decimal_str(sigma), decimal_str(target), None,
+                     tv=value, tv_error=err, kind=target_kind.name)
+    out.stages = [[s[0], s[1], *([decimal_str(s[2])] if own else [])] for s in stages]
+    return claim, out
+
+
+def _upper(out, claim, sigma, target_kind, prec, max_tries, say, limit):
+    """The upper side at sigma by stages_v2 on one planned grid: (result, method) or None."""
+    runs, value, target = t2_runs(claim, sigma), out.tv, claim.target
+    need = _need_eps(target_kind)
+
+    def row(plan, r):
+        out.bound = r.bound
+        kb = {} if target_kind.upper_bound is None else {f"{target_kind.name}_bound": target_kind.upper_bound(r)}
+        return {**cf._row_v2(plan, "bound", r.bound), **kb}          # bound: the grid's TV
+    margin = target_kind.upper_margin(target, value, out.tv_error)
+    if limit < cf.MAX_PREDICTED_SECONDS and margin is not None and margin <= 0:
+        raise CannotCertifyError(f"the margin target - value - error at sigma {decimal_str(sigma)} is "
+                                 f"{margin:.3g}: no grid can decide it")
+    side = cf.Side("upper", None if margin is None else margin / target_kind.loss_factor, cf.SAFETY, cf.V2_CEILING,
+                   lambda b: plan_stages(runs, None, b, value, prec=prec or 100, need_eps=need),
+                   lambda m, prog: rounding_bound_v2_stages(runs, m),
+                   lambda r: target_kind.upper_proves(r, target), row, limit)
+    return cf._prove(side, max_tries, out.tries, say)
+
+
+def _need_eps(target_kind) -> float:
+    """The eps range the grid must resolve: none beyond the rows' for tv; for a kind whose hockey-stick loss
+    is loss_factor = e^eps (tpr: about beta/alpha, the slope of its bound) times TV's, ln(loss_factor) + 3."""
+    return 0.0 if target_kind.upper_record is None else math.log(target_kind.loss_factor) + 3.0
 
 
 def _rows(out, res, meth):
@@ -154,26 +203,29 @@ def _rows(out, res, meth):
     return priv, tpr
 
 
-def _lower(out, stages, claim, meth: UpperV2, say) -> dict | None:
-    """sigma_low = sigma - k res(sigma), k = 1, 2, certified to miss the target, or None."""
-    tv_kind, target = kind("tv"), claim.target
+def _lower(out, claim, target_kind, meth: UpperV2, need: float, say) -> dict | None:
+    """sigma_low = sigma - k res(sigma), k = 1, 2, certified to miss the target (the kind's lower value from
+    the processed pmfs, certifier.bounds.lower_kinds, for dp / tpr), or None."""
+    target = claim.target
     t0 = time.perf_counter()
     for s_low in cf._sigma_lows(claim.sigma):
         s_str = decimal_str(s_low)
-        tv_low, err = numerics(stages, s_low)
-        if tv_low - err <= float(target):
-            out.lower_tries.append({"sigma_low": s_str, "skipped": f"numerical TV {tv_low:.12g} does not exceed "
-                                    "the target"})
+        value_low, err = target_kind.numerics(claim, s_low)
+        if value_low is not None and value_low - err <= float(target):
+            out.lower_tries.append({"sigma_low": s_str, "skipped": f"numerical value {value_low:.12g} does not "
+                                    "exceed the target"})
             continue
-        t2 = _t2(s_low)
-        side = cf.Side("lower", tv_kind.lower_margin(target, tv_low, err), cf.LOWER_SAFETY, cf.V2_CEILING,
-                       lambda b, t2=t2, tv_low=tv_low: plan_stages(stages, t2, b, tv_low,
-                                                                   k_scale=cf.V2_LOWER_LOSS_RATIO, prec=meth.prec),
-                       lambda m, prog, t2=t2: lower_bound_v2_stages([(M, E, t2) for M, E in stages], m),
-                       lambda L: tv_kind.lower_proves(L, target),
-                       lambda plan, L, s_str=s_str, tv_low=tv_low: {"sigma_low": s_str,
-                                                                    **cf._row_v2(plan, "tv_lower", L.tv_lower),
-                                                                    "tv_exact": tv_low})
+        runs = t2_runs(claim, s_low)
+        margin = target_kind.lower_margin(target, value_low, err)
+        side = cf.Side("lower", None if margin is None else margin / target_kind.loss_factor, cf.LOWER_SAFETY,
+                       cf.V2_CEILING,
+                       lambda b, runs=runs, v=value_low: plan_stages(runs, None, b, v, k_scale=cf.V2_LOWER_LOSS_RATIO,
+                                                                    prec=meth.prec, need_eps=need),
+                       lambda m, prog, runs=runs: lower_bound_v2_stages(runs, m),
+                       lambda L: target_kind.lower_proves(L, target),
+                       lambda plan, L, s_str=s_str, v=value_low: {"sigma_low": s_str,
+                                                                  **cf._row_v2(plan, "tv_lower", L.tv_lower),
+                                                                  "tv_exact": v})
         try:
             found = cf._prove(side, len(cf.LOWER_SAFETY), out.lower_tries, say)
         except CannotCertifyError as e:
@@ -182,16 +234,19 @@ def _lower(out, stages, claim, meth: UpperV2, say) -> dict | None:
         if found is not None:
             out.lower_seconds = round(time.perf_counter() - t0, 3)
             L, lm = found
-            return {"sigma_low": s_str, "method": lower_json(lm), "tv_lower": cf.tv_lower_str(L.exact, target),
-                    "enclosures": L.enclosures}
+            low = {"sigma_low": s_str, "method": lower_json(lm), "enclosures": L.enclosures}
+            if target_kind.name == "tv":
+                return {**low, "tv_lower": cf.tv_lower_str(L.exact, target)}
+            return {**low, "tv_lower": L.tv_lower,           # TV at sigma_low >= it; the kind's value below
+                    "bound_lower": cf.tv_lower_str(target_kind.lower_value(L), target)}
     out.lower_seconds = round(time.perf_counter() - t0, 3)
     return None
 
 
-
 def refuse_with_stages(steps, epochs, scheme, method, kind_name, iterations, grid) -> None:
     """For a face that accepts stages beside certify's options: a run in stages has no steps/epochs of its
-    own, random allocation, method v2, kind tv and automatic grids; anything else is a one-line refusal."""
+    own, random allocation, method v2 and automatic grids (any target kind); anything else is a one-line
+    refusal."""
     from certifier.certificate.claim import RANDOM_ALLOCATION
     if steps is not None or epochs is not None:
         raise ParameterError("give either stages or steps and epochs, not both")
@@ -199,7 +254,5 @@ def refuse_with_stages(steps, epochs, scheme, method, kind_name, iterations, gri
         raise ParameterError("a run in stages is certified for random allocation only (not fixed bins)")
     if method not in ("auto", "v2"):
         raise ParameterError(f"a run in stages is certified with method v2 only, not {method!r}")
-    if kind_name != "tv":
-        raise ParameterError(f"a run in stages is certified for the tv target only, not {kind_name!r}")
     if any(g is not None for g in grid):
         raise ParameterError("a run in stages takes no user grid (h, eta, cap): its grid is planned per stage")

@@ -1,9 +1,11 @@
 """Target kinds: the functional a certificate bounds, and how a bound decides its target.
 
-Today one kind, `tv`: TV(P_M^E, Q_M^E) <= lambda (Section 2). A kind holds its numerics (a float
-estimate and its error, never a proof: they only choose grids and sigma), the exact-sigma search,
-the margins the grid planners may spend, and what an upper / lower result must show. Every rigorous
-bound (certifier.methods) bounds a functional non-decreasing in Lambda. A new kind is one entry.
+Kinds `tv` (TV(P_M^E, Q_M^E) <= lambda, Section 2), `dp` and `tpr`; a claim in stages (Claim.stages)
+has its numerics and exact sigma from the product of the stages' lines (certifier.numerics.stages*).
+A kind holds its numerics (a float estimate and its error, never a proof: they only choose grids and
+sigma), the exact-sigma search, the margins the grid planners may spend, and what an upper / lower
+result must show. Every rigorous bound (certifier.methods) bounds a functional non-decreasing in
+Lambda. A new kind is one entry.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from flint import fmpq
 
 from certifier.bounds.result import LowerResult, UpperResult
 from certifier.certificate.claim import Claim
+from certifier.certificate.stages import runs_at
 from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.params import parse_decimal
 
@@ -50,11 +53,14 @@ class TargetKind:
 
 
 def _tv_numerics(claim: Claim, sigma: fmpq) -> tuple[float | None, float | None]:
-    """The exact TV at sigma (FFT route) and its error estimate, or (None, None) if unavailable."""
+    """The exact TV at sigma (FFT route; a run in stages: the product route, checked) and its error
+    estimate, or (None, None) if unavailable."""
     from certifier.numerics.exact import exact_tv
+    from certifier.numerics.stages import exact_tv_stages
     M, E = claim.pair()
     try:
-        r = exact_tv(M, E, claim.sigma_of_pair(float(sigma)), check=False)
+        r = (exact_tv_stages(runs_at(claim, sigma)) if claim.stages else
+             exact_tv(M, E, claim.sigma_of_pair(float(sigma)), check=False))
         return float(r.tv), float(r.error)
     except (NumericsUnreliableError, ParameterError, OverflowError):
         return None, None
@@ -63,6 +69,9 @@ def _tv_numerics(claim: Claim, sigma: fmpq) -> tuple[float | None, float | None]
 def _tv_exact_sigma(claim: Claim, target: fmpq) -> fmpq:
     """The exact sigma on the 1e-6 grid for the claim's scheme (Theorem 4.1, numerical)."""
     from certifier.numerics.schemes import exact_sigma
+    from certifier.numerics.stages import exact_sigma_stages
+    if claim.stages:                                     # one sigma shared by the stages
+        return parse_decimal("sigma", exact_sigma_stages(claim.stages, float(target)))
     return parse_decimal("sigma", exact_sigma(claim.steps, claim.epochs, target, scheme=claim.scheme,
                                               resolution=SEARCH_RESOLUTION))
 
@@ -125,11 +134,13 @@ def _proves_above(lower):
 
 def _profile_numerics(what: str, x: float):
     def numerics(claim: Claim, sigma: fmpq):
+        from certifier.numerics.stages_profile import exact_privacy_stages
         from certifier.numerics.targets import exact_privacy_scheme
         try:
             kw = {"epsilons": (x,)} if what == "dp" else {"fprs": (x,)}
-            p = exact_privacy_scheme(claim.steps, claim.epochs, float(sigma), scheme=claim.scheme, check=False,
-                                     **kw)
+            p = (exact_privacy_stages(runs_at(claim, sigma), check=False, **kw) if claim.stages else
+                 exact_privacy_scheme(claim.steps, claim.epochs, float(sigma), scheme=claim.scheme, check=False,
+                                      **kw))
         except (NumericsUnreliableError, ParameterError, OverflowError):
             return None, None
         v = (p.delta if what == "dp" else p.tpr)[x]
@@ -151,6 +162,7 @@ def dp_kind(epsilon: str, delta: fmpq) -> TargetKind:
     """(eps, delta)-DP: max(delta_{Q||P}(eps), delta_{P||Q}(eps)) <= delta (Appendix B.4); target = delta."""
     import math
 
+    from certifier.numerics.stages_profile import exact_sigma_dp_stages
     from certifier.numerics.targets import exact_sigma_dp
     eps = parse_decimal("epsilon", epsilon)
     if not (0 <= eps <= 100):
@@ -160,14 +172,17 @@ def dp_kind(epsilon: str, delta: fmpq) -> TargetKind:
     lower = lambda r: _dp_lower(r, eps)
     return TargetKind(
         "dp", f"max(delta_Q||P({epsilon}), delta_P||Q({epsilon}))", _profile_numerics("dp", e),
-        lambda claim, target: parse_decimal("sigma", exact_sigma_dp(claim.steps, claim.epochs, e, float(target),
-                                                                    SEARCH_RESOLUTION, scheme=claim.scheme)),
+        lambda claim, target: parse_decimal("sigma", exact_sigma_dp_stages(claim.stages, e, float(target)) if
+                                            claim.stages else exact_sigma_dp(claim.steps, claim.epochs, e,
+                                                                             float(target), SEARCH_RESOLUTION,
+                                                                             scheme=claim.scheme)),
         _proves_below(upper), _proves_above(lower), (("epsilon", epsilon),), upper, True, math.exp(e),
         lower_value=lower, upper_record=lambda r: {"bound": upper(r)}, **_V1_UPPER)
 
 
 def tpr_kind(fpr: str, tpr: fmpq) -> TargetKind:
     """Every test with FPR <= alpha has TPR <= beta: 1 - T(alpha) <= beta ((7)); target = beta."""
+    from certifier.numerics.stages_profile import exact_sigma_tpr_stages
     from certifier.numerics.targets import exact_sigma_tpr
     alpha = parse_decimal("fpr", fpr)
     if not (0 < alpha < 1):
@@ -177,8 +192,10 @@ def tpr_kind(fpr: str, tpr: fmpq) -> TargetKind:
     lower = lambda r: _tpr_lower(r, alpha)
     return TargetKind(
         "tpr", f"1 - T({fpr})", _profile_numerics("tpr", a),
-        lambda claim, target: parse_decimal("sigma", exact_sigma_tpr(claim.steps, claim.epochs, a, float(target),
-                                                                     SEARCH_RESOLUTION, scheme=claim.scheme)),
+        lambda claim, target: parse_decimal("sigma", exact_sigma_tpr_stages(claim.stages, a, float(target)) if
+                                            claim.stages else exact_sigma_tpr(claim.steps, claim.epochs, a,
+                                                                              float(target), SEARCH_RESOLUTION,
+                                                                              scheme=claim.scheme)),
         _proves_below(upper), _proves_above(lower), (("fpr", fpr),), upper, True, max(1.0, float(tpr) / a),
         lower_value=lower, upper_record=lambda r: (lambda row: {"bound": row["tpr"], "epsilon": row["epsilon"]})(
             _tpr_row(r, alpha)), **_V1_UPPER)

@@ -159,7 +159,7 @@ class Certificate:
     steps: int
     epochs: int
     target: Decimal
-    sigma: Decimal
+    sigma: Decimal | None           # None: a run in stages with a sigma per stage (see stages)
     bound: Decimal
     two_sided: bool
     sigma_low: Decimal | None
@@ -173,7 +173,8 @@ class Certificate:
     iterations: int | None = None   # fixed-bins: the run's rounds; epochs = ceil(iterations / steps)
     kind: str = "tv"                # the target kind: "tv", "dp" or "tpr" (docs/targets.md)
     kind_params: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # exact decimals
-    stages: tuple = ()              # a run in stages: ((M_s, E_s), ...) at one sigma (steps None, epochs the total)
+    stages: tuple = ()              # a run in stages: ((M_s, E_s), ...) at one sigma (steps None, epochs the total),
+    #                                 or ((M_s, E_s, sigma_s), ...) with a sigma per stage (then sigma None, one-sided)
 
     @property
     def bound_lower(self) -> Decimal | None:
@@ -257,12 +258,15 @@ def certify(steps=None, epochs=None, target=None, sigma=None, *, stages=None, ep
     scheme="fixed-bins" certifies jax_privacy's balls-in-bins sampler (one bin per record for the
     whole run; iterations instead of epochs gives E = ceil(iterations/M)); the claim names it.
     stages=[(100, 5), (400, 5)] (or "100x5,400x5", or Stage values) instead of steps and epochs: a run in
-    stages at one shared sigma, tv target only (certifier.stages_certify, format v5; docs/compose.md).
+    stages at one shared sigma, any target kind (certifier.stages_certify, format v5; docs/compose.md); or
+    stages=[(100, 5, "1.2"), (400, 5, "1.5")] ("100x5@1.2,400x5@1.5", Stage(100, 5, sigma="1.2")): a sigma per
+    stage, no sigma=, and the certificate is one-sided (the upper side proves the target at those sigmas;
+    there is no single sigma to step down), whatever two_sided says.
     Raises ParameterError (bad input), CannotCertifyError (no certificate; the message says why).
     """
     from sigmacert import kinds
     if stages is not None:
-        run = _stages(stages, steps, epochs, scheme, iterations, False)
+        run = _stages(stages, steps, epochs, scheme, iterations, None)
         return _certify_stages(run, kinds.parse_kind(target, epsilon=epsilon, delta=delta, fpr=fpr, tpr=tpr),
                                sigma, key, two_sided, subject, progress)
     if steps is None:
@@ -302,27 +306,36 @@ def _subject(subject):
 
 
 def _certify_stages(run, kind, sigma, key, two_sided, subject, progress) -> Certificate:
-    """certify(stages=...): certifier.stages_certify.certify_stages, signed like every certificate."""
+    """certify(stages=...): certifier.stages_certify.certify_stages, signed like every certificate. A sigma per
+    stage makes the certificate one-sided (the upper side at those sigmas; no single sigma steps down)."""
     from certifier.certificate.envelope import key_id, sign_certificate
     from certifier.stages_certify import certify_stages
     from sigmacert import kinds
-    if kind.kind != "tv":
-        raise ParameterError(f"a run in stages is certified for the tv target only, not {kind.kind!r}")
-    lam, _, _ = kinds.certifier_target(kind)
+    own = run[0].sigma is not None
+    if own and sigma is not None:
+        raise ParameterError("the stages carry their sigma already: drop sigma=")
+    lam, kind_name, kind_params = kinds.certifier_target(kind)
     s = None if sigma is None else parse_sigma(as_decimal_text("sigma", sigma))
     priv = None if key is None else _private_key(key)
     subj = _subject(subject)
-    pairs = [(st.steps, st.epochs) for st in run]
-    res = certify_stages(pairs, lam, s, two_sided=two_sided, progress=progress)
+    specs = [(st.steps, st.epochs, *([st.sigma] if own else [])) for st in run]
+    res = certify_stages(specs, lam, s, two_sided=two_sided and not own, progress=progress, kind_name=kind_name,
+                         kind_params=kind_params)
     if not res.success:
-        raise CannotCertifyError(f"not certified: the bound reached, {res.bound}, exceeds the target {res.target} "
-                                 f"at sigma {res.sigma} (stages {','.join(f'{m}x{e}' for m, e in pairs)})")
+        at = "each stage's sigma" if own else f"sigma {res.sigma}"
+        raise CannotCertifyError(f"not certified: the bound reached, {kinds.bound_reached(res, kind)}, exceeds the "
+                                 f"target {res.target} ({kind.describe()}) at {at} (stages {','.join(map(str, run))})")
     envelope = None if priv is None else sign_certificate(res.predicate, priv, subj)
-    return Certificate(None, sum(e for _, e in pairs), Decimal(res.target), Decimal(res.sigma), Decimal(res.bound),
+    eps = {d: Decimal(r["epsilon"]) for d, r in (res.privacy or {}).get("epsilon_at_delta", {}).items()}
+    tpr = {a: Decimal(r["tpr"]) for a, r in (res.tpr or {}).items()}
+    stages = tuple((st.steps, st.epochs, *([Decimal(st.sigma)] if own else [])) for st in run)
+    return Certificate(None, sum(st.epochs for st in run), Decimal(res.target),
+                       None if res.sigma is None else Decimal(res.sigma), Decimal(res.bound),
                        res.two_sided, None if res.sigma_low is None else Decimal(res.sigma_low),
-                       None if res.tv_lower is None else Decimal(res.tv_lower), MappingProxyType({}),
-                       MappingProxyType({}), MappingProxyType(res.predicate), envelope,
-                       None if priv is None else key_id(priv.public_key()), stages=tuple(pairs))
+                       None if _lower(res) is None else Decimal(_lower(res)), MappingProxyType(eps),
+                       MappingProxyType(tpr), MappingProxyType(res.predicate), envelope,
+                       None if priv is None else key_id(priv.public_key()), kind=kind.kind,
+                       kind_params=MappingProxyType({} if kind.kind == "tv" else dict(kind.params)), stages=stages)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from flint import arb, fmpq
 from . import kinds, methods
 from .cost import DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS, check_budget, predict
 from .format.envelope import MAX_BYTES, load_public_key, open_envelope
+from .format.stages import where
 from .format.statement import parse_statement
 from .format.strict import Reject, decimal, working_prec
 from .replay.slack import compare, upper_end
@@ -131,8 +132,8 @@ def _verify(data: bytes, keys: list | None, subject_digest, max_memory, max_seco
         if res.mismatches:
             raise Reject("enclosure-mismatch", "recorded enclosures disagree with the replay: "
                          + "; ".join(res.mismatches))
-        res.detail = (f"TV <= {raw['bound']} <= target {raw['claim']['target']} at sigma "
-                      f"{raw['claim']['sigma']}, {_run(c)} (replayed {res.replayed_bound})")
+        res.detail = (f"TV <= {raw['bound']} <= target {raw['claim']['target']} {where(raw['claim'])} "
+                      f"(replayed {res.replayed_bound})")
         if c.get("scheme") == "fixed-bins":
             res.detail += f" in fixed bins ({c['iterations']} iterations)"
         if c.get("kind", {"name": "tv"})["name"] != "tv":  # format v4: the kind's functional, both sides (kinds.py)
@@ -157,13 +158,6 @@ def _verify(data: bytes, keys: list | None, subject_digest, max_memory, max_seco
         res.reason, res.detail = "internal-error", f"replay failed: {type(e).__name__}: {e}"
     res.seconds = time.perf_counter() - t0
     return res.truncate()
-
-
-def _run(c: dict) -> str:
-    """M=.., E=.. of one block, or the stages MxE,MxE of a run in stages (format v5)."""
-    if "stages" in c:
-        return "stages " + ",".join(f"{s['steps']}x{s['epochs']}" for s in c["stages"])
-    return f"M={c['steps']}, E={c['epochs']}"
 
 
 def _verify_lower(p, raw, res):

@@ -337,7 +337,7 @@ def predict(p: dict) -> Cost:
 
 
 def _stages(p: dict) -> Cost:
-    """A run in stages: steps (i)-(iii) (or (a)-(c)) once per distinct M, step (iv) ((d)) bounded by the
+    """A run in stages: steps (i)-(iii) (or (a)-(c)) once per distinct M (and sigma), step (iv) ((d)) bounded by the
     total E's power on the widest line -- each distinct M costed as a block of the total epochs (an
     upper estimate: the stages' powers and their products are at most one such power per line)."""
     c, m = p["claim"], p["method"]
@@ -347,16 +347,18 @@ def _stages(p: dict) -> Cost:
         return Cost(math.inf, math.inf, {"stages: at most 64, M <= 10^7, total E <= 10^5 only":
                                          {"seconds": 1e18, "memory": 1e18}})
     cost = Cost()
-    for M in Ms:
-        block = {**c, "steps": M, "epochs": E}
+    lines = sorted({(s["steps"], s.get("sigma")) for s in c["stages"]})   # a sigma per stage: a line per (M, sigma)
+    for M, own in lines:
+        block = {**c, "steps": M, "epochs": E, "sigma": c["sigma"] if own is None else own}
+        at = "" if own is None else f"@{_f(own):.6g}"
         one = upper_v2(block, m)
         for name, s in one.steps.items():
-            cost.add(f"M={M}.{name}", s["seconds"], s["memory"], cost.b_bytes)
+            cost.add(f"M={M}{at}.{name}", s["seconds"], s["memory"], cost.b_bytes)
         cost.b_length, cost.b_bytes = max(cost.b_length, one.b_length), max(cost.b_bytes, one.b_bytes)
         if "lower" in p:
             low = lower_v2(block, p["lower"])
             for name, s in low.steps.items():
-                cost.add(f"M={M}.lower.{name}", s["seconds"], s["memory"], cost.b_bytes)
+                cost.add(f"M={M}{at}.lower.{name}", s["seconds"], s["memory"], cost.b_bytes)
     if "privacy" in p:
         cost.add("rows", 14 * cost.b_length * (FLINT_COEF + EVAL_COEF * max(1.0, m["prec"] / 200)),
                  2 * cost.b_bytes, cost.b_bytes)

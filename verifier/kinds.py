@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from flint import arb, fmpq
 
+from .format.stages import where
 from .format.strict import Reject, working_prec
 from .format.v4 import parameter
 from .replay.slack import upper_end
@@ -107,12 +108,11 @@ def verify(p: dict, raw: dict, res, deltas_at, round_up) -> None:
     what = {k: v for k, v in kind.items() if k != "name"}
     verify_upper(p, deltas_at, round_up, res)
     res.detail = (f"{kind['name']} {what}: {KIND_FUNCTIONAL[kind['name']]} <= {raw['upper']['bound']} <= target "
-                  f"{raw['claim']['target']} at sigma {raw['claim']['sigma']}, M={c['steps']}, E={c['epochs']} "
-                  f"(replayed {res.derived['upper']})")
+                  f"{raw['claim']['target']} {where(raw['claim'])} (replayed {res.derived['upper']})")
     if "lower" not in p:
         return
     lo = p["lower"]
-    method = methods.lower(lo["method"])
+    method = methods.lower(lo["method"], c)
     lr = method.replay(c, lo["sigma_low"], lo["method"])
     res.replayed_lower, res.replay_seconds["lower"] = round_up(lr.bound, 13, up=False), lr.seconds
     verify_lower(p, lr, round_up, res)

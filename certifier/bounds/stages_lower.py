@@ -6,7 +6,9 @@ certifier.bounds.lower_v2 run once per distinct (M_s, t_s^2) on ONE grid, giving
 (u_s, w_s); step (d) forms U = prod_s u_s^{E_s} and W = prod_s w_s^{E_s} on one bucket grid, each
 power by binary powering and the product with the same clamp to k_top after every product (the same
 fixed map on both sides). P-side floors and trims are paid by deleted_p = 1 - sum_k U_k (recorded); a
-Q-side floor or trim only lowers W. For A = {k : W_k > U_k}, W(A) - U(A) - deleted_p <= TV at sigma_low.
+Q-side floor or trim only lowers W. For A = {k : W_k > U_k}, W(A) - U(A) - deleted_p <= TV at sigma_low;
+the final pmfs (U, W) give the dp and tpr kinds' lower bounds (certifier.bounds.lower_kinds). Each stage
+may have its own t_s^2 (the map is fixed per stage all the same).
 """
 from __future__ import annotations
 
@@ -62,4 +64,5 @@ def lower_bound_v2_stages(stages, method: UpperV2) -> LowerResult:
         exact = fmpq(W_A - U_A - deleted_p, 1 << F)
     enc = {"W_A": exact_str(W_A, F), "U_A": exact_str(U_A, F), "deleted_p": exact_str(deleted_p, F)}
     stats = {"stages": len(stages), "lines": len(lines), "final_length": n, "products": led.products}
-    return LowerResult(round_down_sig(exact, 10), exact, enc, {"total": round(time.perf_counter() - t0, 3)}, stats)
+    return LowerResult(round_down_sig(exact, 10), exact, enc, {"total": round(time.perf_counter() - t0, 3)}, stats,
+                       pmfs=(list(uu), list(ww), F))

@@ -1,12 +1,16 @@
-"""The claim and predicate of a run in stages: format v5 (docs/compose.md §4).
+"""The claim and predicate of a run in stages: format v5 (docs/compose.md §3-4).
 
-Format v5 is the v4 layout (the v3 predicate, the claim naming its kind) with, in the claim, no `steps`
-and `epochs` but `stages`: [{"steps": M_s, "epochs": E_s}, ...] in the order of the run, one shared sigma,
-random allocation only, kind tv. The predicate type is PREDICATE_TYPE_V5.
+Format v5 is the v3 layout (tv) or the v4 layout (dp, tpr: claim.kind, `upper`, lower.bound_lower, the
+kind's numerics) with, in the claim, no `steps` and `epochs` but `stages`: [{"steps": M_s, "epochs": E_s},
+...] in the order of the run, and either one shared `sigma` or a `sigma` on every stage (then no
+claim.sigma, and no lower side: there is no single sigma to step down), random allocation only. The
+predicate type is PREDICATE_TYPE_V5.
 """
 from __future__ import annotations
 
-from certifier.certificate.claim import RANDOM_ALLOCATION, Claim
+from flint import fmpq
+
+from certifier.certificate.claim import KIND_TEXT, RANDOM_ALLOCATION, Claim
 from certifier.errors import ParameterError
 from certifier.params import decimal_str
 
@@ -14,34 +18,77 @@ PREDICATE_TYPE_V5 = "https://sigmacert.dev/certificate/v5"
 STAGES_FORMAT = 5
 STAGES_TEXT = ("TV(prod_s P_{M_s}^{E_s}, prod_s Q_{M_s}^{E_s}) <= target for the stages (M_s, E_s) in the order "
                "listed, at one sigma, so every membership-inference test has accuracy <= 1/2 + target/2")
+STAGES_SIGMA_TEXT = ("TV(prod_s P_{M_s}^{E_s}, prod_s Q_{M_s}^{E_s}) <= target for the stages (M_s, E_s, sigma_s) "
+                     "in the order listed, each at its own sigma, so every membership-inference test has "
+                     "accuracy <= 1/2 + target/2")
+# the pair a dp / tpr claim in stages is about (KIND_TEXT's {pair}); key: a sigma per stage
+STAGES_PAIR = {False: "the pair (prod_s P_{M_s}^{E_s}, prod_s Q_{M_s}^{E_s}) of the stages (M_s, E_s) in the "
+                      "order listed, at one sigma",
+               True: "the pair (prod_s P_{M_s}^{E_s}, prod_s Q_{M_s}^{E_s}) of the stages (M_s, E_s, sigma_s) in "
+                     "the order listed, each at its own sigma"}
 
 
-def stages_claim(stages, sigma, target) -> Claim:
-    """A claim in stages ((M_s, E_s), ...) at one sigma; steps/epochs hold the first M and the total E."""
-    stages = tuple((int(m), int(e)) for m, e in stages)
+def per_stage(claim: Claim) -> bool:
+    """The stages carry their own sigma: ((M_s, E_s, sigma_s), ...)."""
+    return bool(claim.stages) and len(claim.stages[0]) == 3
+
+
+def stages_claim(stages, sigma, target, kind: tuple = ()) -> Claim:
+    """A claim in stages ((M_s, E_s), ...) at one sigma, or ((M_s, E_s, sigma_s), ...) with sigma None;
+    steps/epochs hold the first M and the total E. kind: as Claim.kind (() for tv)."""
+    stages = tuple((int(s[0]), int(s[1]), *s[2:]) for s in stages)
     if not stages:
         raise ParameterError("at least one stage is needed")
-    return Claim(RANDOM_ALLOCATION, stages[0][0], sum(e for _, e in stages), sigma, target, None, stages=stages)
+    own = {len(s) == 3 for s in stages}
+    if len(own) != 1 or own == {True} and (sigma is not None or any(not isinstance(s[2], fmpq) or s[2] <= 0
+                                                                    for s in stages)):
+        raise ParameterError("give a positive exact sigma on every stage (and no shared sigma), or one shared sigma")
+    return Claim(RANDOM_ALLOCATION, stages[0][0], sum(s[1] for s in stages), sigma, target, None, kind,
+                 stages=stages)
+
+
+def runs_at(claim: Claim, sigma) -> list[tuple[int, int, str]]:
+    """(M_s, E_s, sigma_s as exact decimal text): each stage's own sigma, else `sigma` shared (numerics)."""
+    return [(s[0], s[1], decimal_str(s[2] if len(s) == 3 else sigma)) for s in claim.stages]
+
+
+def t2_runs(claim: Claim, sigma) -> list[tuple[int, int, fmpq]]:
+    """(M_s, E_s, t_s^2 = 1/sigma_s^2) exact: each stage's own sigma, else `sigma` shared (the bounds)."""
+    return [(s[0], s[1], 1 / (x * x)) for s in claim.stages for x in [s[2] if len(s) == 3 else sigma]]
+
+
+def statement(claim: Claim) -> str:
+    """The claim's statement: the kind's text (tv: the stages' TV text) for the stages' pair."""
+    named = dict(claim.kind)
+    if named and named["name"] != "tv":
+        return KIND_TEXT[named["name"]].format(pair=STAGES_PAIR[per_stage(claim)], **named)
+    return STAGES_SIGMA_TEXT if per_stage(claim) else STAGES_TEXT
 
 
 def stages_claim_json(claim: Claim, version: int) -> dict:
-    """The v5 `claim` object: stages instead of steps and epochs."""
+    """The v5 `claim` object: stages instead of steps and epochs; a sigma per stage or one shared."""
     if version < STAGES_FORMAT or claim.scheme != RANDOM_ALLOCATION:
         raise ParameterError("a claim in stages needs format v5 and random allocation")
-    return {"mechanism": "dp-sgd/" + RANDOM_ALLOCATION, "adjacency": "zero-out",
-            "stages": [{"steps": m, "epochs": e} for m, e in claim.stages], "sigma": decimal_str(claim.sigma),
-            "target": decimal_str(claim.target), "statement": STAGES_TEXT, "scheme": RANDOM_ALLOCATION,
-            "kind": {"name": "tv"}}
+    own = per_stage(claim)
+    stages = [{"steps": s[0], "epochs": s[1], **({"sigma": decimal_str(s[2])} if own else {})} for s in claim.stages]
+    shared = {} if own else {"sigma": decimal_str(claim.sigma)}
+    return {"mechanism": "dp-sgd/" + RANDOM_ALLOCATION, "adjacency": "zero-out", "stages": stages, **shared,
+            "target": decimal_str(claim.target), "statement": statement(claim), "scheme": RANDOM_ALLOCATION,
+            "kind": dict(claim.kind) or {"name": "tv"}}
 
 
 def build_stages(claim: Claim, method_json: dict, res, low: dict | None, rows, tv, tv_err,
-                 missing: dict | None = None) -> dict:
-    """The v5 predicate: the v3 layout (certifier.certificate.predicate.build) with the stages' claim."""
+                 missing: dict | None = None, kind_upper: dict | None = None) -> dict:
+    """The v5 predicate: the v3 layout (v4 for a dp / tpr kind: certifier.certificate.predicate.build) with
+    the stages' claim."""
     from certifier.certificate import predicate as pred_
-    base = Claim(RANDOM_ALLOCATION, 2, 1, claim.sigma, claim.target)     # v3 layout; its claim is replaced
-    pred = pred_.build(base, method_json, res, low, rows, tv, tv_err, missing=missing)
+    own = per_stage(claim)
+    base = Claim(RANDOM_ALLOCATION, 2, 1, fmpq(1) if own else claim.sigma, claim.target, None, claim.kind)
+    pred = pred_.build(base, method_json, res, low, rows, tv, tv_err, missing=missing, kind_upper=kind_upper)
     pred["claim"] = stages_claim_json(claim, STAGES_FORMAT)
     pred["numerics"]["closed_form_sigma"] = "n/a"
+    if own:
+        pred["numerics"]["search_resolution"] = "n/a"          # no sigma was searched
     if low is not None:
         from certifier.resolution import sigma_resolution
         pred["lower"]["resolution"] = decimal_str(sigma_resolution(claim.sigma))

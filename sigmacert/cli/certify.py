@@ -113,7 +113,7 @@ def run_certify(args) -> int:
     from sigmacert import kinds
     from sigmacert.api import issue
     from sigmacert.cli.core import run_shape, stages_of
-    stages = stages_of(args, False)
+    stages = stages_of(args, None)
     kind = kinds.parse_kind(args.target, epsilon=args.epsilon, delta=args.delta, fpr=args.fpr, tpr=args.tpr)
     if stages is not None:
         return run_certify_stages(args, stages, kind)
@@ -188,27 +188,28 @@ def run_certify(args) -> int:
                   f"{res.sigma_low} < {exact} <= {res.sigma}")
         elif not args.one_sided:
             print("  two-sided: no sigma_low could be certified to miss the target; the certificate is one-sided")
-        for d, row in ((res.privacy or {}).get("epsilon_at_delta") or {}).items():
-            print(f"  certified ({row['epsilon']}, {d})-DP (both directions)")
-        for a, row in (res.tpr or {}).items():
-            print(f"  certified TPR <= {row['tpr']} at FPR {a}")
-        for kind, why in (res.rows_missing or {}).items():
-            for k, reason in why.items():
-                print(f"  not certified: the {kind} row at {k} ({reason}); recorded in the certificate")
-        print(f"  certificate: {args.output}  (key id {summary['keyid']})")
+        _print_rows(res, args.output, summary["keyid"])
     return 0
 
 
 def run_certify_stages(args, stages, kind) -> int:
-    """`certify --stages`: a run in stages at one shared sigma (certifier.stages_certify, format v5)."""
+    """`certify --stages`: a run in stages (certifier.stages_certify, format v5), any target kind; one shared
+    sigma (two-sided by default) or a sigma per stage, 100x5@1.2,400x5@1.5 (one-sided: the upper side proves
+    the target at those sigmas, and no single sigma steps down)."""
     from certifier.certificate.claim import RANDOM_ALLOCATION
     from certifier.certificate.envelope import key_id, sign_certificate
     from certifier.certificate.keys import load_private
     from certifier.stages_certify import certify_stages, refuse_with_stages
     from sigmacert import kinds
-    lam, kind_name, _ = kinds.certifier_target(kind)
+    lam, kind_name, kind_params = kinds.certifier_target(kind)
     refuse_with_stages(None, None, RANDOM_ALLOCATION, "auto", kind_name, None,
                        (args.h, args.eta, args.cap, args.prec))
+    own = stages[0].sigma is not None
+    if own and args.sigma is not None:
+        raise ParameterError("the stages carry their sigma already (100x5@1.2,...): drop --sigma")
+    if own and args.two_sided:
+        raise ParameterError("a sigma per stage is certified one-sided only (no single sigma to step down): drop "
+                             "--two-sided")
     sigma = parse_sigma(args.sigma) if args.sigma is not None else None
     key = load_private(args.key)  # fail early, before the long computation
     subject_digest = sha256_regular(args.subject) if args.subject else None
@@ -218,22 +219,34 @@ def run_certify_stages(args, stages, kind) -> int:
     subject = ({"name": os.path.basename(args.subject), "digest": {"sha256": subject_digest}} if args.subject
                else None)
     progress = _Progress(args.quiet)
-    res = certify_stages([(s.steps, s.epochs) for s in stages], lam, sigma, two_sided=not args.one_sided,
-                         progress=progress)
-    run = ",".join(f"{s.steps}x{s.epochs}" for s in stages)
-    summary = {"certified": res.success, "stages": [{"steps": s.steps, "epochs": s.epochs} for s in stages],
-               "kind": "tv", "sigma": res.sigma, "target": res.target, "bound": res.bound, "tries": res.tries,
-               "tv_exact": res.tv, "output": None, "two_sided": res.two_sided, "sigma_low": res.sigma_low,
-               "tv_lower_at_sigma_low": res.tv_lower, "lower_tries": res.lower_tries,
-               "rows_not_certified": res.rows_missing}
+    res = certify_stages([(s.steps, s.epochs, *([s.sigma] if own else [])) for s in stages], lam, sigma,
+                         two_sided=not args.one_sided and not own, progress=progress, kind_name=kind_name,
+                         kind_params=kind_params)
+    from sigmacert.cli.core import stages_json
+    run = ",".join(map(str, stages))
+    summary = {"certified": res.success, "stages": stages_json(stages), "kind": kind.kind,
+               **({} if kind.kind == "tv" else {"kind_params": kind.params}), "sigma": res.sigma,
+               "sigma_per_stage": own, "target": res.target, "bound": kinds.bound_reached(res, kind),
+               "tries": res.tries, "tv_exact": res.tv if kind.kind == "tv" else None,
+               **({} if kind.kind == "tv" else {"value_exact": res.tv, "value_error": res.tv_error}),
+               "output": None, "two_sided": res.two_sided,
+               "one_sided_reason": "a sigma per stage: no single sigma to step down" if own else None,
+               "sigma_low": res.sigma_low, "tv_lower_at_sigma_low": res.tv_lower if kind.kind == "tv" else None,
+               "bound_lower_at_sigma_low": _lower_value(res), "lower_tries": res.lower_tries,
+               "epsilon_at_delta": ({k: v["epsilon"] for k, v in res.privacy["epsilon_at_delta"].items()}
+                                    if res.privacy else None),
+               "tpr_at_fpr": {k: v["tpr"] for k, v in res.tpr.items()} if res.tpr else None,
+               "rows_not_certified": res.rows_missing, "sigma_steps": res.sigma_steps}
+    at = "at each stage's sigma" if own else f"at sigma {res.sigma}"
     if not res.success:
         if args.json:
             print(json.dumps(summary))
         else:
             for t in res.tries:
                 print(_try_line(t))
-            print(f"NOT certified: the bound reached, {res.bound}, exceeds the target {res.target} at sigma "
-                  f"{res.sigma} (stages {run}); no certificate written")
+            what = "" if kind.kind == "tv" else f" ({kind.describe()})"
+            print(f"NOT certified: the bound reached, {kinds.bound_reached(res, kind)}, exceeds the target "
+                  f"{res.target}{what} {at} (stages {run}); no certificate written")
         return 1
     write_atomic(args.output, sign_certificate(res.predicate, key, subject) + b"\n", force=args.force)
     summary.update(output=os.path.abspath(args.output), keyid=key_id(key.public_key()))
@@ -244,14 +257,31 @@ def run_certify_stages(args, stages, kind) -> int:
         print(_try_line(t))
     for t in res.lower_tries:
         print(_lower_line(t))
-    print(f"certified: TV <= {res.bound} <= {res.target} at sigma {res.sigma} (stages {run}, random allocation)")
+    f = _functional(kind)
+    print(f"certified: {f} <= {res.bound} <= {res.target} {at} (stages {run}, random allocation)")
     if res.two_sided:
-        print(f"certified: TV >= {res.tv_lower} > {res.target} at sigma_low {res.sigma_low}, so "
-              f"{res.sigma_low} < sigma_lambda <= {res.sigma}")
+        exact = "sigma_lambda" if kind.kind == "tv" else f"the least shared sigma meeting {kind.describe()}"
+        print(f"certified: {f} >= {_lower_value(res)} > {res.target} at sigma_low {res.sigma_low}, so "
+              f"{res.sigma_low} < {exact} <= {res.sigma}")
+    elif own:
+        print("  one-sided: the sigmas are given per stage, so the certificate proves the target at them (upper "
+              "side only); no single sigma steps down to a lower side")
     elif not args.one_sided:
         print("  two-sided: no sigma_low could be certified to miss the target; the certificate is one-sided")
-    print(f"  certificate: {args.output}  (key id {summary['keyid']})")
+    _print_rows(res, args.output, summary["keyid"])
     return 0
+
+
+def _print_rows(res, output: str, keyid: str) -> None:
+    """The certified rows, the rows left out with their reasons, and where the certificate went."""
+    for d, row in ((res.privacy or {}).get("epsilon_at_delta") or {}).items():
+        print(f"  certified ({row['epsilon']}, {d})-DP (both directions)")
+    for a, row in (res.tpr or {}).items():
+        print(f"  certified TPR <= {row['tpr']} at FPR {a}")
+    for what, why in (res.rows_missing or {}).items():
+        for k, reason in why.items():
+            print(f"  not certified: the {what} row at {k} ({reason}); recorded in the certificate")
+    print(f"  certificate: {output}  (key id {keyid})")
 
 
 # ----------------------------------------------------------------------------- show
@@ -359,8 +389,9 @@ def register(sub) -> None:
                                        "(Lemma C.5) and sign a certificate")
     p.add_argument("--steps", "-M", help="steps per epoch M (fixed-bins: number of bins)")
     p.add_argument("--epochs", "-E", help="epochs E (fixed-bins: rounds per bin)")
-    p.add_argument("--stages", help="a run in stages M x E at one sigma, 100x5,400x5 (instead of -M/-E; tv "
-                                    "target, method v2, a format-v5 certificate)")
+    p.add_argument("--stages", help="a run in stages M x E at one sigma, 100x5,400x5, or with a sigma per stage, "
+                                    "100x5@1.2,400x5@1.5 (one-sided) (instead of -M/-E; any target kind, method v2, "
+                                    "a format-v5 certificate)")
     add_scheme_arguments(p)
     p.add_argument("--target", "-l", help="TV target lambda in (0, 1) (or a dp / tpr target below)")
     from sigmacert.cli.targets import add_kind_arguments

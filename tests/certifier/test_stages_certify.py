@@ -57,17 +57,37 @@ GOOD = dict(steps=None, epochs=None, scheme="random-allocation", method="auto", 
             grid=(None, None, None))
 
 
-@pytest.mark.parametrize("kw", [dict(steps=10), dict(epochs=3), dict(kind_name="dp"), dict(scheme="fixed-bins"),
+@pytest.mark.parametrize("kw", [dict(steps=10), dict(epochs=3), dict(scheme="fixed-bins"),
                                 dict(iterations=30), dict(method="v1"), dict(grid=(None, "0.001", None))])
 def test_stages_refuse_what_they_do_not_cover(kw):
-    refuse_with_stages(**GOOD)                                    # the defaults pass
+    refuse_with_stages(**GOOD)                                    # the defaults pass, and every kind
+    refuse_with_stages(**{**GOOD, "kind_name": "dp"})
     with pytest.raises(ParameterError):
         refuse_with_stages(**{**GOOD, **kw})
 
 
-@pytest.mark.parametrize("stages, target", [([], fmpq(1, 10)), ([(10, 0)], fmpq(1, 10)), ("10x1,", fmpq(1, 10)),
-                                            ([(10, 1, "1.2")], fmpq(1, 10)), ([(10, 1)], fmpq(1)),
-                                            ([(10, 1)], 0.1)])
-def test_bad_stage_lists_and_targets_refused(stages, target):
+@pytest.mark.parametrize("stages, target, kw", [
+    ([], fmpq(1, 10), {}), ([(10, 0)], fmpq(1, 10), {}), ("10x1,", fmpq(1, 10), {}), ([(10, 1)], fmpq(1), {}),
+    ([(10, 1)], 0.1, {}),
+    ([(10, 1, "1.2")], fmpq(1, 10), {"sigma": fmpq(6, 5)}),                 # a sigma per stage and a shared one
+    ([(10, 1, "1.2")], fmpq(1, 10), {"two_sided": True}),                   # a sigma per stage: one-sided only
+    ([(10, 1, "1.2"), (10, 1)], fmpq(1, 10), {}),                           # sigma on some stages only
+    ([(10, 1, "0")], fmpq(1, 10), {}), ([(10, 1, "-1")], fmpq(1, 10), {}), ([(10, 1, "1.2.3")], fmpq(1, 10), {}),
+    ([(10, 1)], fmpq(1, 10), {"kind_name": "dp"}),                          # dp without its epsilon
+    ([(10, 1)], fmpq(1, 10), {"kind_name": "dp", "kind_params": {"epsilon": "101"}}),
+    ([(10, 1)], fmpq(1, 10), {"kind_name": "rdp", "kind_params": {}}),
+])
+def test_bad_stage_lists_and_targets_refused(stages, target, kw):
     with pytest.raises(ParameterError):
-        certify_stages(stages, target)
+        certify_stages(stages, target, **kw)
+
+
+def test_every_stage_plan_keeps_the_epoch_sum_on_its_lattice():
+    """A stage of 400 steps at sigma 1.5 once lost 0.46 (its plan's top octave below the epoch sum of M
+    steps); with the rows' eps range every plan covers it, alone or beside another stage's own sigma."""
+    from certifier.bounds.stages_v2 import t2_of
+    a, b = t2_of(parse_decimal("sigma", "1.2")), t2_of(parse_decimal("sigma", "1.5"))
+    for runs, sigmas in (([(400, 1, b)], ["1.5"]), ([(10, 1, a), (400, 1, b)], ["1.2", "1.5"])):
+        exact = exact_tv_stages([(m, e, s) for (m, e, _), s in zip(runs, sigmas)])
+        up = rounding_bound_v2_stages(runs, plan_stages(runs, None, 1e-6, exact.tv).method)
+        assert exact.tv + exact.error <= float(up.bound) <= exact.tv + 2e-6

@@ -65,7 +65,9 @@ def test_reordered_stages_state_the_same_pair_and_verify(issued):
     (lambda p: p["claim"].update(stages=[]), "claim-stages-empty"),
     (lambda p: p["claim"].pop("stages"), "claim-stages-missing"),
     (lambda p: p["claim"].update(scheme="fixed-bins"), "claim-scheme"),
-    (lambda p: p["claim"].update(kind={"name": "dp"}), "claim-kind"),
+    (lambda p: p["claim"].update(kind={"name": "dp"}), "schema-missing-field"),       # dp needs epsilon and upper
+    (lambda p: p["claim"].update(kind={"name": "tv", "epsilon": "1"}), "schema-unknown-field"),
+    (lambda p: p["claim"].update(kind={"name": "rdp"}), "claim-kind-unknown"),
     (lambda p: p["claim"]["stages"][0].update(epochs=0), "claim-invalid"),
     (lambda p: p["claim"]["stages"][0].update(epochs="1"), "schema-type"),
     (lambda p: p["claim"].update(stages=[{"steps": 4, "epochs": 1}] * 65), "claim-stages-too-many"),

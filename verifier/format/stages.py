@@ -1,9 +1,12 @@
-"""Format v5 (docs/compose.md §4): a run in stages. The claim has no `steps` and `epochs` but
-`stages`: [{"steps": M_s, "epochs": E_s}, ...] (the run's order), one sigma, random allocation,
-kind tv; the upper method is lemma-c5-rounding v2 on one grid (its enclosure: O), the lower side
-(optional) data-processing-lower v2, the rows as in v3. Exact schema, then static checks."""
+"""Format v5 (docs/compose.md §3-4): a run in stages. The claim has no `steps` and `epochs` but
+`stages`: [{"steps": M_s, "epochs": E_s}, ...] (the run's order) and one `sigma`, or a `sigma` on every
+stage and none in the claim (then no lower side); random allocation; kind tv, or dp / tpr with the v4
+additions (claim.kind's parameter, `upper`, lower.bound_lower, numerics value/error; format/v4.py). The
+upper method is lemma-c5-rounding v2 on one grid (its enclosure: O), the lower side (optional)
+data-processing-lower v2, the rows as in v3. Exact schema, then static checks."""
 from __future__ import annotations
 
+from . import v4
 from .schema import B, D, I, S
 from .schema import typed as typed_as
 from .strict import Reject
@@ -14,8 +17,17 @@ from .v3 import schema as schema_v3
 
 STATEMENT_STAGES = ("TV(prod_s P_{M_s}^{E_s}, prod_s Q_{M_s}^{E_s}) <= target for the stages (M_s, E_s) in the "
                     "order listed, at one sigma, so every membership-inference test has accuracy <= 1/2 + target/2")
+STATEMENT_STAGES_SIGMA = ("TV(prod_s P_{M_s}^{E_s}, prod_s Q_{M_s}^{E_s}) <= target for the stages (M_s, E_s, "
+                          "sigma_s) in the order listed, each at its own sigma, so every membership-inference test "
+                          "has accuracy <= 1/2 + target/2")
+PAIR_STAGES = {False: "the pair (prod_s P_{M_s}^{E_s}, prod_s Q_{M_s}^{E_s}) of the stages (M_s, E_s) in the order "
+                      "listed, at one sigma",
+               True: "the pair (prod_s P_{M_s}^{E_s}, prod_s Q_{M_s}^{E_s}) of the stages (M_s, E_s, sigma_s) in the "
+                     "order listed, each at its own sigma"}
 CLAIM_STAGES = {"mechanism": S, "adjacency": S, "stages": [{"steps": I, "epochs": I}], "sigma": D, "target": D,
                 "statement": S, "scheme": S, "kind": {"name": S}}
+CLAIM_STAGES_SIGMA = {**{k: v for k, v in CLAIM_STAGES.items() if k != "sigma"},
+                      "stages": [{"steps": I, "epochs": I, "sigma": D}]}
 ENCLOSURES_STAGES = {"O": B}
 UPPER, LOWER = ("lemma-c5-rounding", 2), ("data-processing-lower", 2)
 MAX_STAGES, MAX_STEPS, MAX_EPOCHS = 64, 10**7, 10**5   # the epochs limit is on the run's total
@@ -25,8 +37,20 @@ def _name(obj) -> tuple:
     return (obj.get("name"), obj.get("version")) if isinstance(obj, dict) else (None, None)
 
 
+def own_sigma(claim) -> bool:
+    """Every stage carries its sigma (the raw or typed claim)."""
+    st = claim.get("stages") if isinstance(claim, dict) else None
+    return isinstance(st, list) and bool(st) and all(isinstance(s, dict) and "sigma" in s for s in st)
+
+
+def _kind_name(raw) -> str:
+    kind = _dict(_dict(raw).get("claim")).get("kind")
+    return kind.get("name") if isinstance(kind, dict) else None
+
+
 def schema(raw) -> dict:
-    """The v3 schema with the stages' claim and enclosures; one-line rejections for what v5 refuses."""
+    """The v3 schema (v4's for a dp / tpr kind) with the stages' claim and enclosures; one-line rejections
+    for what v5 refuses."""
     claim = raw.get("claim") if isinstance(raw, dict) else None
     if isinstance(claim, dict):
         if "steps" in claim or "epochs" in claim:
@@ -37,12 +61,22 @@ def schema(raw) -> dict:
             raise Reject("claim-stages-empty", "claim.stages is empty: a run needs at least one stage")
         if claim.get("scheme") != RANDOM_ALLOCATION:
             raise Reject("claim-scheme", f"a run in stages is random allocation only, not {claim.get('scheme')!r}")
+        st = claim["stages"]
+        if isinstance(st, list) and any(isinstance(s, dict) and "sigma" in s for s in st):
+            if not own_sigma(claim) or "sigma" in claim:
+                raise Reject("claim-stages-sigma-mixed", "give a sigma on every stage and none in the claim, or one "
+                             "claim.sigma and none on the stages")
+            if "lower" in raw:
+                raise Reject("lower-per-stage-sigma", "a sigma per stage is certified one-sided only (no single "
+                             "sigma to step down)")
     if _name(raw.get("method") if isinstance(raw, dict) else None) != UPPER:
         raise Reject("method-unknown", "a run in stages is certified by lemma-c5-rounding v2 only")
     if isinstance(raw, dict) and "lower" in raw and _name(_dict(raw["lower"]).get("method")) != LOWER:
         raise Reject("lower-method-unknown", "a run in stages has its lower side by data-processing-lower v2 only")
-    sch = schema_v3(raw)
-    sch.update(claim=CLAIM_STAGES, enclosures=ENCLOSURES_STAGES)
+    name = _kind_name(raw)
+    sch = schema_v3(raw) if name == "tv" else v4.schema(raw)      # v4 rejects an unknown kind
+    base = CLAIM_STAGES_SIGMA if own_sigma(claim) else CLAIM_STAGES
+    sch.update(claim={**base, "kind": v4.KINDS.get(name, {"name": S})}, enclosures=ENCLOSURES_STAGES)
     return sch
 
 
@@ -57,17 +91,36 @@ def typed(raw) -> dict:
 def block(c: dict) -> dict:
     """The claim as the per-block checks and the cost fences see it: the largest M, the total E."""
     return {"scheme": RANDOM_ALLOCATION, "steps": max(s["steps"] for s in c["stages"]),
-            "epochs": sum(s["epochs"] for s in c["stages"]), "sigma": c["sigma"], "target": c["target"]}
+            "epochs": sum(s["epochs"] for s in c["stages"]), "sigma": c.get("sigma"), "target": c["target"]}
+
+
+def statement(c: dict) -> str:
+    """The statement a claim in stages must carry: its kind's, for the stages' pair."""
+    own, kind = own_sigma(c), c["kind"]
+    if kind["name"] == "tv":
+        return STATEMENT_STAGES_SIGMA if own else STATEMENT_STAGES
+    return v4.KIND_TEXT[kind["name"]].format(pair=PAIR_STAGES[own], **kind)
+
+
+def where(claim: dict) -> str:
+    """'at sigma S, M=.., E=..' of one block, or the stages' run (each stage's sigma when it has one)."""
+    if "stages" not in claim:
+        return f"at sigma {claim['sigma']}, M={claim['steps']}, E={claim['epochs']}"
+    run = ",".join(f"{s['steps']}x{s['epochs']}" + (f"@{s['sigma']}" if "sigma" in s else "")
+                   for s in claim["stages"])
+    return (f"at sigma {claim['sigma']}, " if "sigma" in claim else "at each stage's own sigma, ") + f"stages {run}"
 
 
 def check_claim(c: dict) -> None:
     if c["mechanism"] != MECHANISM or c["adjacency"] != ADJACENCY:
         raise Reject("claim-mechanism", f"mechanism/adjacency {c['mechanism']!r}/{c['adjacency']!r} are not "
                      f"{MECHANISM!r}/{ADJACENCY!r}")
-    if c["statement"] != STATEMENT_STAGES:
-        raise Reject("claim-statement", "claim.statement is not the statement of a run in stages")
-    if c["kind"] != {"name": "tv"}:
-        raise Reject("claim-kind", f"a run in stages is certified for the kind tv only, not {c['kind']!r}")
+    if c["kind"]["name"] != "tv":
+        v4.check_parameter(c["kind"])
+    elif c["kind"] != {"name": "tv"}:
+        raise Reject("claim-kind", f"claim.kind {c['kind']!r} is not a kind of a run in stages")
+    if c["statement"] != statement(c):
+        raise Reject("claim-statement", "claim.statement is not the statement of a run in stages of its kind")
     st = c["stages"]
     if len(st) > MAX_STAGES:
         raise Reject("claim-stages-too-many", f"{len(st)} stages > {MAX_STAGES}")
@@ -76,7 +129,8 @@ def check_claim(c: dict) -> None:
     if max(s["steps"] for s in st) > MAX_STEPS or sum(s["epochs"] for s in st) > MAX_EPOCHS:
         raise Reject("method-too-expensive", f"stages beyond the verifier's limits (M <= {MAX_STEPS}, total E <= "
                      f"{MAX_EPOCHS})")
-    if c["sigma"] <= 0 or not 0 < c["target"] < 1:
+    sigmas = [s["sigma"] for s in st] if own_sigma(c) else [c["sigma"]]
+    if any(x <= 0 for x in sigmas) or not 0 < c["target"] < 1:
         raise Reject("claim-invalid", "need sigma > 0, 0 < target < 1")
 
 
@@ -85,10 +139,14 @@ def check(p: dict) -> None:
     c = p["claim"]
     check_claim(c)
     check_method_v2(p["method"], block(c), "method-invalid")
-    if p["bound"] > c["target"]:
-        raise Reject("bound-above-target", f"recorded bound {p['bound']} > target {c['target']}")
+    kind = c["kind"]["name"] != "tv"
+    bound = p["upper"]["bound"] if kind else p["bound"]      # a kind's `bound` is the grid's TV bound
+    if bound > c["target"]:
+        raise Reject("bound-above-target", f"recorded bound {bound} > target {c['target']}")
+    if kind and "epsilon" in p["upper"] and abs(p["upper"]["epsilon"]) > 100:
+        raise Reject("upper-invalid", "upper.epsilon is outside [-100, 100]")
     if "lower" in p:
         check_method_v2(p["lower"]["method"], block(c), "lower-method-invalid")
-        check_lower(p)
+        (v4.check_lower_numbers if kind else check_lower)(p)
     if "privacy" in p:
         check_rows(p)

@@ -76,14 +76,19 @@ def parameter(kind: dict) -> fmpq:
     return decimal(kind[key], f"claim.kind.{key}")
 
 
-def check_v4(p: dict) -> None:
-    """Static checks of a typed v4 predicate (before any replay)."""
-    c, kind = p["claim"], p["claim"]["kind"]
+def check_parameter(kind: dict) -> None:
+    """The kind's parameter lies in its range (dp: epsilon in [0, 100], tpr: fpr in (0, 1))."""
     x = parameter(kind)
     if kind["name"] == "dp" and not 0 <= x <= 100:
         raise Reject("claim-kind-invalid", f"epsilon {kind['epsilon']} is outside [0, 100]")
     if kind["name"] == "tpr" and not 0 < x < 1:
         raise Reject("claim-kind-invalid", f"fpr {kind['fpr']} is not strictly between 0 and 1")
+
+
+def check_v4(p: dict) -> None:
+    """Static checks of a typed v4 predicate (before any replay)."""
+    c, kind = p["claim"], p["claim"]["kind"]
+    check_parameter(kind)
     if c["statement"] != statement(kind, c["scheme"]):
         raise Reject("claim-statement", f"claim.statement is not the statement of kind {kind['name']!r}")
     m = p["method"]
@@ -110,6 +115,13 @@ def _check_lower(p: dict, view: dict) -> None:
         raise Reject("lower-method-kind", f"lower method {lm['name']!r} v{lm['version']} does not certify "
                      f"kind {c['kind']['name']!r}")
     v3.LOWER[(lm["name"], lm["version"])][2](view)
+    check_lower_numbers(p)
+
+
+def check_lower_numbers(p: dict) -> None:
+    """The kind's lower side against its claim (one block or a run in stages): sigma_low, target,
+    resolution, bound_lower > target."""
+    c, lo = p["claim"], p["lower"]
     if not 0 < lo["sigma_low"] < c["sigma"]:
         raise Reject("lower-sigma-not-below", "need 0 < sigma_low < sigma")
     if lo["target"] != c["target"]:

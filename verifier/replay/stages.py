@@ -1,14 +1,16 @@
 """Independent replay of a run in stages (format v5): methods lemma-c5-rounding v2 and
 data-processing-lower v2 on one grid, the stages multiplied (docs/compose.md §3).
 
-The pair of stages s = 1..S (M_s, E_s) at one sigma is the product of the stages' pairs, so
-Lambda = prod_s prod_e L_{s,e}. Upper side: steps (i)-(iii) of replay/upper_v2.py once per distinct
-M_s, then (iv) prod_s R_s^{E_s} -- every power and every product of the stages floored, clamped to
-k_top and trimmed as in (iv) (Epochs.mul) -- and O = sum_k b_k min{1, e^{k eta}}; every operation is
+The pair of stages s = 1..S (M_s, E_s) at one sigma, or each at its own sigma_s, is the product of the
+stages' pairs, so Lambda = prod_s prod_e L_{s,e}. Upper side: step (i) of replay/upper_v2.py once per
+distinct sigma_s, (ii)-(iii) once per distinct (M_s, sigma_s), then (iv) prod_s R_s^{E_s} -- every
+power and every product of the stages floored, clamped to k_top and trimmed as in (iv) (Epochs.mul)
+-- and O = sum_k b_k min{1, e^{k eta}}; every operation is
 one of the generalised Lemma C.5's, so 1 - O bounds the TV. Lower side: steps (a)-(c) of
 replay/lower_v2.py once per distinct M_s, then (d) prod_s u_s^{E_s} and prod_s w_s^{E_s} with the
 same clamps on both sides (one fixed map: the processed pair of a product is the product of the
-processed pairs), (e) W(A) - U(A) - (1 - sum U) <= TV at sigma_low.
+processed pairs), (e) W(A) - U(A) - (1 - sum U) <= TV at sigma_low; the pmfs U, W also give the
+dp / tpr kinds' lower values (kinds.py).
 """
 from __future__ import annotations
 
@@ -34,28 +36,34 @@ def _poly(r: dict) -> tuple:
     return lo, fmpz_poly([r.get(j, 0) for j in range(lo, max(r, default=-1) + 1)])
 
 
+def lines_of(claim: dict) -> list[tuple[int, int, fmpq]]:
+    """(M_s, E_s, t_s^2 = 1/sigma_s^2) exactly: each stage's own sigma, or the claim's one sigma."""
+    return [(s["steps"], s["epochs"], 1 / (x * x)) for s in claim["stages"]
+            for x in [s.get("sigma", claim.get("sigma"))]]
+
+
 def replay_stages(claim: dict, m: dict) -> ReplayResultV2:
     t0 = time.perf_counter()
-    t2 = 1 / (claim["sigma"] * claim["sigma"])
     n, T, F = m["mantissa_bits"], m["top_octave"], m["fixed_point_bits"] + EXTRA_BITS
     one = 2**F
     tally = Tally()
-    lines, log_grid, k_plus, fixed = {}, 0, 0, fmpq(0)
+    lines, steps, log_grid, k_plus, fixed, tail = {}, {}, 0, 0, fmpq(0), arb(0)
     with working_prec(m["prec"]):
         points = grid_points(n, m["y_mantissa_bits"])
-        q, tail = step_i_v2(t2, m["h"], points, F)            # (i) once: one sigma for every stage
-        step = place(points, n, T, q)[0]
-        fixed += 1 - fmpq(sum(q), one)
-        for M in sorted({M for M, _ in runs(claim)}):          # (ii)-(iii) once per distinct M
-            A = epoch(step, M, Lattice(n, T, F, True, int(m["trim"] * one / 4), tally))
+        for t2 in sorted({t2 for _, _, t2 in lines_of(claim)}):    # (i) once per distinct sigma
+            q, moved = step_i_v2(t2, m["h"], points, F)
+            steps[t2], tail = place(points, n, T, q)[0], tail + moved
+            fixed += 1 - fmpq(sum(q), one)
+        for M, t2 in sorted({(M, t2) for M, _, t2 in lines_of(claim)}):   # (ii)-(iii) once per distinct line
+            A = epoch(steps[t2], M, Lattice(n, T, F, True, int(m["trim"] * one / 4), tally))
             lg = to_log_grid(A, n, LogCells(M, m["h"], m["eta"], m["prec"]), m["k_minus"], m["k_plus"])
-            lines[M] = _poly(lg.r)
+            lines[M, t2] = _poly(lg.r)
             log_grid, k_plus, fixed = log_grid + lg.log_grid, k_plus + lg.k_plus, fixed + fmpq(lg.fixed_point, one)
         t1 = time.perf_counter()
         ep = Epochs(F, m["eta"], m["k_top"], int(m["trim"] * one / 2), m["trim_shift"])
         b = None
-        for M, E in runs(claim):                               # (iv) each stage's power, then the product
-            bs = ep.power(ep.clamp(*lines[M]), E)
+        for M, E, t2 in lines_of(claim):                       # (iv) each stage's power, then the product
+            bs = ep.power(ep.clamp(*lines[M, t2]), E)
             b = bs if b is None else ep.mul(b, bs)
         ob, bp = b
         nneg = min(max(-ob, 0), bp.length())
@@ -118,7 +126,8 @@ def replay_lower_stages(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
     deficit = fmpq(one - sum(uc), one)
     t2_ = time.perf_counter()
     return LowerResult(bound=fmpq(wa - ua, one) - deficit, W_A=fmpq(wa, one), U_A=fmpq(ua, one),
-                       deleted_p=deficit, seconds={"lines": t1 - t0, "epochs": t2_ - t1, "total": t2_ - t0})
+                       deleted_p=deficit, seconds={"lines": t1 - t0, "epochs": t2_ - t1, "total": t2_ - t0},
+                       pmfs=(uc, wc, F))
 
 
 def _sizes(claim: dict, m: dict) -> tuple[int, int, int]:
