@@ -264,20 +264,9 @@ def normalise(req: CertificateRequest, limits: Limits) -> dict:
     `kind` key (its key is the one it always had); dp / tpr requests carry theirs."""
     shape = run_of(req.stages, req.steps, req.epochs, req.scheme, req.iterations, limits)
     k = kind_of(req, limits)
-    if req.stages is not None and "kind" in k and not stages_take_kinds():
-        raise ParameterError(f"a run in stages is certified for the tv target only on this service, not "
-                             f"{k['kind']['name']!r} (GET /v1/sigma gives its exact sigma)")
     return {**shape, **k,
             "sigma": None if req.sigma is None else sigma_of(req.sigma, limits),
             "subject": None if req.subject is None else {"name": req.subject.name, "sha256": req.subject.sha256}}
-
-
-def stages_take_kinds() -> bool:
-    """Whether the certifier certifies a run in stages for a dp / tpr target (certify_stages takes kind_name)."""
-    import inspect
-
-    from certifier.stages_certify import certify_stages
-    return "kind_name" in inspect.signature(certify_stages).parameters
 
 
 def describe_errors(errors) -> str:

@@ -14,7 +14,7 @@ from service_fixtures import issuer_pem, serving, verify_cli, wait_done, wait_fo
 import sigmacert
 from certifier.numerics.stages import closed_form_sigma_stages, exact_tv_stages
 from service.admission import predicted_seconds, predicted_seconds_stages
-from service.validate import Limits, stages_take_kinds
+from service.validate import Limits
 
 RUN = {"stages": "4x2,8x1", "target": "0.3"}
 AS_LIST = {"stages": [{"steps": 4, "epochs": 2}, {"steps": 8, "epochs": 1}], "target": "0.3"}
@@ -74,12 +74,20 @@ def test_bad_stage_lists_on_the_sigma_route_get_422(svc, q, words):
     assert r.status_code == 422 and words in r.json()["detail"] and "\n" not in r.json()["detail"], r.text
 
 
-def test_a_staged_dp_job_is_refused_while_the_certifier_certifies_tv_only(svc):
-    r = post(svc, {"stages": "4x2,8x1", "epsilon": "1", "delta": "0.01"})
-    if stages_take_kinds():       # the certifier gained dp/tpr for stages: then the job is queued
-        assert r.status_code in (200, 202), r.text
-    else:
-        assert r.status_code == 422 and "tv target only" in r.json()["detail"], r.text
+def test_a_staged_dp_job_is_certified_in_v5_with_its_kind_and_verifies(svc, tmp_path):
+    r = post(svc, {"stages": "4x1,8x1", "epsilon": "0.5", "delta": "0.1"})
+    assert r.status_code == 202, r.text
+    job = wait_done(svc, r.json()["id"])
+    assert job["status"] == "done", job.get("reason")
+    stmt = json.loads(base64.b64decode(job["envelope"]["payload"]))
+    claim = stmt["predicate"]["claim"]
+    assert stmt["predicateType"] == V5 and claim["kind"] == {"name": "dp", "epsilon": "0.5"}
+    assert claim["stages"] == [{"steps": 4, "epochs": 1}, {"steps": 8, "epochs": 1}] and claim["target"] == "0.1"
+    assert float(stmt["predicate"]["upper"]["bound"]) <= 0.1 < float(stmt["predicate"]["lower"]["bound_lower"])
+    cert = tmp_path / "dp.json"
+    cert.write_text(json.dumps(job["envelope"]))
+    out = verify_cli(cert, issuer_pem(svc, tmp_path / "k.pem"))
+    assert out.returncode == 0 and "ACCEPT" in out.stdout, out.stdout + out.stderr
 
 
 def test_a_staged_job_is_certified_in_v5_verified_listed_and_reported(svc, tmp_path):
