@@ -294,7 +294,14 @@ def _flat(env: dict, stmt: dict) -> dict:
                                     "top_octave", "k_top")}
     from sigmacert.kinds import certified_sides
     sides = certified_sides(p)
-    return {"steps": c["steps"], "epochs": c["epochs"], "sigma": c["sigma"], "target": c["target"],
+    stages = c.get("stages")  # format v5: a run in stages, no steps/epochs (a stage may carry its own sigma)
+    if stages is not None:
+        stages = [{"steps": int(s["steps"]), "epochs": int(s["epochs"]), **({"sigma": str(s["sigma"])}
+                   if "sigma" in s else {})} for s in stages]
+    return {"steps": c["steps"] if stages is None else None,
+            "epochs": c["epochs"] if stages is None else sum(s["epochs"] for s in stages),
+            "stages": stages, "statement": c.get("statement"), "sigma": c.get("sigma") if stages else c["sigma"],
+            "target": c["target"],
             "kind": sides["kind"], "scheme": c.get("scheme", "random-allocation"), "iterations": c.get("iterations"),
             "bound": sides["upper"], **grid, "method": f"{mth['name']} v{mth['version']}", "method_object": mth,
             "keyid": env["signatures"][0]["keyid"], "issued_at": p["issued_at"],
@@ -321,6 +328,15 @@ def _show_kind(f: dict) -> None:
     print(f"            for DP-SGD, zero-out, {run}, sigma={f['sigma']}")
 
 
+def _show_stages(f: dict) -> None:
+    """The claim lines of a run in stages (format v5): the claim's own statement and its stage list."""
+    own = any("sigma" in s for s in f["stages"])
+    listed = ",".join(f"{s['steps']}x{s['epochs']}" + (f"@{s['sigma']}" if own else "") for s in f["stages"])
+    print(f"  claim   : {f['statement']}")
+    print(f"            target {f['target']}, stages {listed} (M x E" + (" @ sigma" if own else "")
+          + ", random allocation)" + ("" if own else f", sigma={f['sigma']}"))
+
+
 def run_show(args) -> int:
     from certifier.certificate.envelope import load_envelope, read_unverified
     from certifier.errors import EnvelopeError
@@ -341,7 +357,9 @@ def run_show(args) -> int:
     f = flat
     fixed = f["scheme"] == "fixed-bins"
     print("sigmacert certificate (NOT verified by `show`; run the verifier for that)")
-    if f["kind"]["name"] != "tv":
+    if f["stages"] is not None:
+        _show_stages(f)
+    elif f["kind"]["name"] != "tv":
         _show_kind(f)
     elif fixed:
         print(f"  claim   : TV <= {f['target']} for DP-SGD with fixed bins (each record in one bin for the "
@@ -351,7 +369,7 @@ def run_show(args) -> int:
     else:
         print(f"  claim   : TV(P_M^E, Q_M^E) <= {f['target']} for DP-SGD with random allocation, zero-out")
         print(f"            M={f['steps']} steps/epoch, E={f['epochs']} epochs, sigma={f['sigma']}")
-    if f["kind"]["name"] == "tv":
+    if f["kind"]["name"] == "tv" and f["stages"] is None:
         print(f"            so every membership-inference test has accuracy <= 1/2 + {f['target']}/2")
     print(f"  bound   : {f['bound']}  ({f['method']})")
     if f["sigma_low"] is not None and f["kind"]["name"] != "tv":

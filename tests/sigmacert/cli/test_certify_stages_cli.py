@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,8 @@ import sigmacert
 from certifier.certificate.keys import keygen
 from certifier.numerics.stages import exact_tv_stages
 from sigmacert.cli import main
+
+ROOT = Path(__file__).resolve().parents[3]
 
 V5 = "https://sigmacert.dev/certificate/v5"
 
@@ -79,3 +82,15 @@ def test_api_certify_stages_refusals(kw, match):
     args = {"stages": [(4, 1), (8, 1)], "target": "0.3", **kw}
     with pytest.raises(sigmacert.ParameterError, match=match):
         sigmacert.certify(**args)
+
+
+def test_show_reads_a_v5_claim(capsys):
+    """`sigmacert show` of a run in stages: the claim's statement, the stage list and sigma, and --json with the
+    stages and the total epochs (steps is None: there is no single M)."""
+    cert = ROOT / "tests" / "data" / "v5" / "stages_4x1_8x1_tv.json"
+    assert main(["show", str(cert)]) == 0
+    out = capsys.readouterr().out
+    assert "stages 4x1,8x1 (M x E, random allocation), sigma=0.942722" in out and "prod_s P_{M_s}" in out
+    assert main(["show", "--json", str(cert)]) == 0
+    flat = json.loads(capsys.readouterr().out)
+    assert flat["steps"] is None and flat["epochs"] == 2 and flat["stages"][1] == {"steps": 8, "epochs": 1}
