@@ -253,12 +253,14 @@ MOVED_GAIN = 0.85    # a cap that moves the mass above it is chosen when predict
 
 
 def choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h=None, eta=None, cap=None,
-                prec: int = 100, allow_moved: bool = False, weights: KindWeights | None = None) -> Plan:
+                prec: int = 100, allow_moved: bool = False, weights: KindWeights | None = None,
+                lower_cap: float | None = None) -> Plan:
     """The fastest grid (by the cost model) whose predicted loss is at most `budget`; finer h and eta
     (FLOORS) only where the usual ones fit nothing. Any of h, eta, cap fixed by the user is kept as given.
     allow_moved: also consider moving Y > cap down to the cap ("above_cap": "moved", format v3) instead
     of deleting it; taken when predicted at most MOVED_GAIN of the deleting grid's time.
     weights: a target kind's loss model (KindWeights; budget in the kind's units; the cap is deleted).
+    lower_cap: rank the grids by the lower map's cost instead (uniform cells up to this cap, lower_seconds).
     """
     moves = (False, True) if allow_moved and not (h or eta or cap) and weights is None else (False,)
     for i, floors in enumerate(FLOORS):
@@ -267,7 +269,8 @@ def choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h=None, 
             for moved in moves:
                 try:
                     plans.append(_choose_grid(steps, epochs, sigma, budget, h=h, eta=eta, cap=cap, prec=prec,
-                                              floors=floors, moved=moved, weights=weights))
+                                              floors=floors, moved=moved, weights=weights,
+                                              lower_cap=lower_cap))
                 except CannotCertifyError:
                     if moved is False and len(moves) == 1:
                         raise
@@ -283,7 +286,8 @@ def choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h=None, 
 
 
 def _choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h, eta, cap, prec: int,
-                 floors: tuple, moved: bool = False, weights: KindWeights | None = None) -> Plan:
+                 floors: tuple, moved: bool = False, weights: KindWeights | None = None,
+                 lower_cap: float | None = None) -> Plan:
     mod = Model.at(steps, epochs, float(sigma))
     dfac = 1.0                            # what a deleted unit of P-mass costs (TV: 1)
     if weights is not None:
@@ -331,7 +335,8 @@ def _choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h, eta,
                     continue
                 ev, es = max(cand)
                 points = (min(cap_t, 32) / hv + max(0, cap_t - 32) * 0.1 / hv)  # rough, refined below
-                secs = predict_seconds(mod, hv, g, cap_t, ev, points)
+                secs = (predict_seconds(mod, hv, g, cap_t, ev, points) if lower_cap is None
+                        else lower_seconds(mod, hv, g, lower_cap, ev))
                 if best is None or secs < best[0]:
                     best = (secs, hv, hs, rho, g, ev, es, lh, lg, cap_t, tail_loss)
     if best is None:
@@ -393,6 +398,11 @@ LOWER_CAP_SHARE = 0.05    # share of the budget given to that merge
 LOWER_LOSS_RATIO = 0.5    # measured (data-processing loss) / (the v1 model's prediction) at M=10..100
 
 
+def lower_seconds(mod: Model, h: float, g: list[int], cap: float, eta: float) -> float:
+    """Predicted time of the lower map: cap/h cells of step (a), about 2.2 times the v1 products."""
+    return cap / h * 16e-6 + 2.2 * predict_seconds(mod, h, g, cap, eta, 0.0)
+
+
 def lower_cap(mod: Model, budget: float, factor: float = LOWER_CAP_FACTOR) -> float:
     """The smallest y with LOWER_CAP_FACTOR * E * G1(y) <= LOWER_CAP_SHARE * budget (bisection on ln y).
 
@@ -426,18 +436,17 @@ def choose_lower_grid(steps: int, epochs: int, sigma: fmpq, budget: float, prec:
     """
     from certifier.bounds.lower_v1 import LowerV1
     mod = Model.at(steps, epochs, float(sigma))
-    plan = choose_grid(steps, epochs, sigma, budget * (1 - LOWER_CAP_SHARE) / LOWER_LOSS_RATIO, prec=prec,
-                       weights=weights)
-    h = plan.method.h
     merge_factor = LOWER_CAP_FACTOR if weights is None else weights.deletion
     cap_f = lower_cap(mod, budget, merge_factor)
+    plan = choose_grid(steps, epochs, sigma, budget * (1 - LOWER_CAP_SHARE) / LOWER_LOSS_RATIO, prec=prec,
+                       weights=weights, lower_cap=None if weights is None else cap_f)
+    h = plan.method.h
     cap = h * int(math.ceil(cap_f / float(h)))
     method = LowerV1.from_v1(plan.method, cap)
     if float(sigma) >= LARGE_SIGMA:     # measured: at sigma 90-126 the 2^-80 floors lose 10 % of TV
         method = dataclasses.replace(method, fixed_point_bits=LARGE_SIGMA_BITS)
     points = float(cap / h)
-    base = predict_seconds(mod, float(h), list(plan.method.lattice_schedule), float(cap), float(plan.method.eta), 0.0)
-    secs = points * 16e-6 + 2.2 * base
+    secs = lower_seconds(mod, float(h), list(plan.method.lattice_schedule), float(cap), float(plan.method.eta))
     t = 1.0 / mod.sigma
     merge = merge_factor * epochs * float(ndtr(-(math.log(float(cap)) - t * t / 2) / t))
     loss = LOWER_LOSS_RATIO * (plan.predicted_loss - plan.detail["cap"] - plan.detail["tail"]) + merge
