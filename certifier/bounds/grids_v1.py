@@ -396,6 +396,7 @@ def budget(margin: float | None, safety: float, ceiling: float = 1e-7) -> float:
 LOWER_CAP_FACTOR = 0.01   # loss of merging Y >= cap into one cell / (E G1(cap)): measured 2e-3..4e-3
 LOWER_CAP_SHARE = 0.05    # share of the budget given to that merge
 LOWER_LOSS_RATIO = 0.5    # measured (data-processing loss) / (the v1 model's prediction) at M=10..100
+KIND_LOWER_CAP = 4        # a kind's lower cap is at most this times M (an epoch sum above 8M is then ~impossible)
 
 
 def lower_seconds(mod: Model, h: float, g: list[int], cap: float, eta: float) -> float:
@@ -431,13 +432,15 @@ def choose_lower_grid(steps: int, epochs: int, sigma: fmpq, budget: float, prec:
     budget scaled accordingly; cap from `lower_cap`. Cost: the v1 model with cap/h points in
     step (a) and about twice the products of step (ii).
     weights (a target kind, KindWeights): the kind's loss model for h, eta, lattice; the merged top
-    cell may cost the kind up to `deletion` times its Q-mass E G1(cap) (its paths sit near the kink
-    when the cap is low), so the cap is set from that.
+    cell costs the kind LOWER_CAP_FACTOR x `deletion` x its Q-mass E G1(cap) (measured at (100, 10,
+    eps = 1): 0.0075 E G1(cap) at cap 166), and the cap stays <= KIND_LOWER_CAP M.
     """
     from certifier.bounds.lower_v1 import LowerV1
     mod = Model.at(steps, epochs, float(sigma))
-    merge_factor = LOWER_CAP_FACTOR if weights is None else weights.deletion
+    merge_factor = LOWER_CAP_FACTOR if weights is None else LOWER_CAP_FACTOR * weights.deletion
     cap_f = lower_cap(mod, budget, merge_factor)
+    if weights is not None:          # far below the truncation at 8M: the verifier's own cut there may differ
+        cap_f = min(cap_f, KIND_LOWER_CAP * steps)
     plan = choose_grid(steps, epochs, sigma, budget * (1 - LOWER_CAP_SHARE) / LOWER_LOSS_RATIO, prec=prec,
                        weights=weights, lower_cap=None if weights is None else cap_f)
     h = plan.method.h

@@ -110,3 +110,28 @@ def test_the_kind_lower_plan_holds_at_sigma_low(name, x, target):
     lv = float(k.lower_value(L))
     assert float(tq) < lv <= value + err                           # a lower bound that misses the target
     assert value - lv <= 2.0 * plan.predicted_loss
+
+
+def test_a_kind_lower_cap_stays_far_below_the_truncation():
+    # where the merge model alone would put the cap at 8M or above it, the verifier's own cut at 8M
+    # deleted other mass than ours (a lower-enclosure mismatch at (10, 5, eps = 1, delta = 0.01))
+    tq = D("0.01")
+    k = kind("dp", {"epsilon": "1"}, tq)
+    sigma = D(exact_sigma_dp(10, 5, 1.0, 0.01))
+    low = sigma - sigma_resolution(sigma)
+    claim = Claim(RANDOM_ALLOCATION, 10, 5, low, tq, None)
+    plan = choose_lower_grid(10, 5, low, 1e-8, weights=k.plan_weights(claim, low))
+    assert plan.method.cap <= 4 * 10 + plan.method.h
+
+
+def test_a_two_sided_dp_certificate_at_10_5_verifies():
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from certifier.certificate.envelope import sign_certificate
+    from certifier.certify import certify
+    from verifier.core import verify_bytes
+    out = certify(10, 5, D("0.01"), kind_name="dp", kind_params={"epsilon": "1"}, two_sided=True)
+    assert out.success and out.two_sided and D(out.bound) <= D("0.01") < D(out.bound_lower)
+    key = Ed25519PrivateKey.generate()
+    r = verify_bytes(sign_certificate(out.predicate, key), [key.public_key()])
+    assert r.accepted, (r.reason, r.detail)
