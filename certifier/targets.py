@@ -175,7 +175,7 @@ def _tpr_kink(alpha: float):
 
 # A kind with plan_weights gives the v1 planners its own margin and KindWeights: the rounding terms
 # scaled by the density of ln Lambda at the functional's kink against at 0 (measured actual / predicted
-# 0.82-1.02 at the done-when cells, 1.3 at (10, 2); docs/targets.md §8), deletions by what a deleted
+# 0.87-1.02 at the done-when cells, 1.3 at (10, 2); docs/targets.md §8), deletions by what a deleted
 # unit of P-mass may cost (e^eps).
 # Without it (numerics refused) the TV-unit model below applies.
 # The planners' loss model is in TV units (1 - E_P min{Lambda, 1}). A deletion or rounding of P-mass
