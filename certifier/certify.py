@@ -276,6 +276,18 @@ def _lower_margin(ctx: Ctx, low_claim: Claim, value, err) -> float | None:
     return None if m is None else m / ctx.kind.loss_factor
 
 
+def _kind_plan(ctx: Ctx, claim: Claim, sigma: fmpq, value, err, upper: bool):
+    """(margin, weights) for the v1 planners: a kind with its own loss model (TargetKind.plan_weights,
+    grids_v1.KindWeights) spends its own margin; otherwise the margin in TV units and no weights."""
+    wts = None
+    if ctx.kind.plan_weights is not None and not ctx.grid and value is not None:
+        wts = ctx.kind.plan_weights(claim, sigma)
+    if wts is None:
+        return (_upper_margin(ctx) if upper else _lower_margin(ctx, claim, value, err)), None
+    m = ctx.kind.upper_margin(claim.target, value, err) if upper else ctx.kind.lower_margin(claim.target, value, err)
+    return m, wts
+
+
 def _forced(method: str, scheme: str):
     """The search a --method alias forces (None for auto), checked against the scheme."""
     aliases = {s.alias: s for s in SEARCHES if s.alias}
@@ -421,9 +433,10 @@ def _upper_v1(ctx: Ctx):
         kb = {} if ctx.kind.upper_bound is None else {f"{ctx.kind.name}_bound": ctx.kind.upper_bound(r)}
         return {"method": 1, **{k: mj[k] for k in ("h", "eta", "cap", "tail_start", "tail_step", "lattice_schedule",
                                                    "prec")}, "bound": r.bound, **kb}   # bound: the grid's TV
-    side = Side("upper", _upper_margin(ctx), SAFETY, 1e-7,
+    margin, wts = _kind_plan(ctx, claim, sigma, ctx.tv, ctx.tv_err, upper=True)
+    side = Side("upper", margin, SAFETY, 1e-7,
                 lambda b: choose_grid(claim.steps, claim.epochs, sigma, b, h=h, eta=eta, cap=cap,
-                                      prec=ctx.prec or 100, allow_moved=True),
+                                      prec=ctx.prec or 100, allow_moved=True, weights=wts),
                 lambda m, prog: mt.UPPER_V1.run(claim, sigma, m, progress=prog),
                 lambda r: ctx.kind.upper_proves(r, claim.target), row, ctx.limit)
     return _prove(side, ctx.max_tries, out.tries, say, single=bool(ctx.grid))
@@ -534,8 +547,9 @@ def _lower(ctx: Ctx, search, meth) -> dict | None:
 def _lower_v1(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
     M, E = low_claim.pair()
     out, say = ctx.out, ctx.say
-    side = Side("lower", _lower_margin(ctx, low_claim, tv_low, err), LOWER_SAFETY, LOWER_V1_CEILING,
-                lambda b: choose_lower_grid(M, E, s_low, b, prec=meth.prec),
+    margin, wts = _kind_plan(ctx, low_claim, s_low, tv_low, err, upper=False)
+    side = Side("lower", margin, LOWER_SAFETY, LOWER_V1_CEILING,
+                lambda b: choose_lower_grid(M, E, s_low, b, prec=meth.prec, weights=wts),
                 lambda m, prog: mt.LOWER_V1.run(low_claim, s_low, m, progress=prog),
                 lambda L: ctx.kind.lower_proves(L, low_claim.target),
                 lambda plan, L: {"sigma_low": decimal_str(s_low), "method": 1,

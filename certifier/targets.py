@@ -9,6 +9,7 @@ Lambda. A new kind is one entry.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -40,6 +41,7 @@ class TargetKind:
     lambda_domain: bool = True                           # the target is a lambda of the stated domain
     lower_value: Callable[[LowerResult], fmpq | None] | None = None   # the certified lower value (exact)
     upper_record: Callable[[UpperResult], dict] | None = None  # format v4's `upper` object (bound, ...)
+    plan_weights: Callable[[Claim, fmpq], object] | None = None   # its own loss model for the v1 planners
 
     @staticmethod
     def upper_margin(target: fmpq, value: float | None, error: float | None) -> float | None:
@@ -148,6 +150,45 @@ def _profile_numerics(what: str, x: float):
     return numerics
 
 
+CURVATURE_FLOOR = 1e-4   # the kinds' curvature ratio is never taken below this (the differences' noise)
+
+
+def _plan_weights(kinks, deletion):
+    """plan_weights of a kind: KindWeights(max density at its kinks / f^P(0), deletion) from the numerics'
+    line at sigma (certifier.numerics.kink_density); None where the numerics refuse (then loss_factor)."""
+    def weights(claim: Claim, sigma: fmpq):
+        from certifier.bounds.grids_v1 import KindWeights
+        from certifier.numerics.kink_density import f_p, line
+        M, E = claim.pair()
+        ln = line(M, E, claim.sigma_of_pair(float(sigma)))
+        if ln is None:
+            return None
+        f0 = f_p(ln.g, 0.0)
+        fk = kinks(ln)
+        if not (f0 > 0 and fk == fk):
+            return None
+        return KindWeights(max(fk / f0, CURVATURE_FLOOR), deletion(ln))
+    return weights
+
+
+def _dp_kinks(eps: float):
+    """delta_{Q||P}(eps) has its kink at ln Lambda = eps (weight f^Q), delta_{P||Q}(eps) at -eps (f^P)."""
+    from certifier.numerics.kink_density import f_p, f_q
+    return lambda ln: max(f_q(ln.g, eps), f_p(ln.g, -eps))
+
+
+def _tpr_kink(alpha: float):
+    """The TPR bound e^gamma alpha + delta_{Q||P}(gamma) has its kink at gamma = ln K, the Neyman-Pearson
+    threshold at alpha (the minimiser of the line's TPR)."""
+    from certifier.numerics.kink_density import f_q
+    return lambda ln: f_q(ln.g, ln.tpr(alpha)[1])
+
+
+# A kind with plan_weights gives the v1 planners its own margin and KindWeights: the rounding terms
+# scaled by the density of ln Lambda at the functional's kink against at 0 (measured actual / predicted
+# 0.87-1.02 at the done-when cells, 1.3 at (10, 2); docs/targets.md §8), deletions by what a deleted
+# unit of P-mass may cost (e^eps).
+# Without it (numerics refused) the TV-unit model below applies.
 # The planners' loss model is in TV units (1 - E_P min{Lambda, 1}). A deletion or rounding of P-mass
 # at Lambda costs min{Lambda, e^eps} <= e^eps times what min{Lambda, 1} costs (and e^eps Lambda for
 # P||Q), so the hockey-stick loss is at most e^eps times the TV loss: the margin given to the
@@ -160,8 +201,6 @@ def _profile_numerics(what: str, x: float):
 # (a concave curve through (0, 0)), about beta/alpha; a lost W-mass costs at most itself.
 def dp_kind(epsilon: str, delta: fmpq) -> TargetKind:
     """(eps, delta)-DP: max(delta_{Q||P}(eps), delta_{P||Q}(eps)) <= delta (Appendix B.4); target = delta."""
-    import math
-
     from certifier.numerics.stages_profile import exact_sigma_dp_stages
     from certifier.numerics.targets import exact_sigma_dp
     eps = parse_decimal("epsilon", epsilon)
@@ -177,7 +216,8 @@ def dp_kind(epsilon: str, delta: fmpq) -> TargetKind:
                                                                              float(target), SEARCH_RESOLUTION,
                                                                              scheme=claim.scheme)),
         _proves_below(upper), _proves_above(lower), (("epsilon", epsilon),), upper, True, math.exp(e),
-        lower_value=lower, upper_record=lambda r: {"bound": upper(r)}, **_V1_UPPER)
+        lower_value=lower, upper_record=lambda r: {"bound": upper(r)},
+        plan_weights=_plan_weights(_dp_kinks(e), lambda ln: math.exp(e)), **_V1_UPPER)
 
 
 def tpr_kind(fpr: str, tpr: fmpq) -> TargetKind:
@@ -198,7 +238,8 @@ def tpr_kind(fpr: str, tpr: fmpq) -> TargetKind:
                                                                               scheme=claim.scheme)),
         _proves_below(upper), _proves_above(lower), (("fpr", fpr),), upper, True, max(1.0, float(tpr) / a),
         lower_value=lower, upper_record=lambda r: (lambda row: {"bound": row["tpr"], "epsilon": row["epsilon"]})(
-            _tpr_row(r, alpha)), **_V1_UPPER)
+            _tpr_row(r, alpha)),
+        plan_weights=_plan_weights(_tpr_kink(a), lambda ln: max(1.0, math.exp(ln.tpr(a)[1]))), **_V1_UPPER)
 
 
 TARGETS = {k.name: k for k in (TV,)}

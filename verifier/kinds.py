@@ -26,9 +26,13 @@ def exp_upper(eps: fmpq) -> fmpq:
 
 
 def _hockey(X: list, Y: list, F: int, c: fmpq) -> fmpq:
-    one = 1 << F
-    num = sum((fmpq(y) - c * x for x, y in zip(X, Y) if y > c * x), fmpq(0))
-    return (num - c * (one - sum(X))) / one
+    """Y(A) - c (X(A) + 1 - sum X) over A = {Y > c X}, exact: with c = a/b, y > c x iff b y > a x."""
+    one, a, b = 1 << F, int(c.p), int(c.q)
+    ya = xa = 0
+    for x, y in zip(X, Y):
+        if b * y > a * x:
+            ya, xa = ya + y, xa + x
+    return fmpq(b * ya - a * (xa + one - sum(X)), b * one)
 
 
 def dp_lower(pmfs: tuple, eps: fmpq) -> fmpq:

@@ -75,9 +75,10 @@ class Model:
     steps: int
     epochs: int
     sigma: float
-    K: float          # E f(1)/2
+    K: float          # E f(1)/2 (a target kind: E f_kind/2, see KindWeights)
     s: float          # sd of ln Lambda
     sd_y: float       # sd of Y
+    kind_tail: bool = False   # the tail grid also weighs the shifted coordinate (a kind's kink sits in the tail)
 
     @classmethod
     def at(cls, steps: int, epochs: int, sigma: float) -> "Model":
@@ -90,6 +91,14 @@ class Model:
         """Pr(Y > y) = Phi(-(ln y + t^2/2)/t)."""
         t = 1.0 / self.sigma
         return float(ndtr(-(math.log(y) + t * t / 2) / t))
+
+    def tail_weight(self, y: float) -> float:
+        """The share of steps the tail grid above y rounds, as the loss model counts it: Pr(Y > y); for a
+        kind also E[Y 1{Y > y}]/M (the one shifted step of an epoch, weighted by its likelihood ratio)."""
+        if not self.kind_tail:
+            return self.tail(y)
+        t = 1.0 / self.sigma
+        return self.tail(y) + float(ndtr(-(math.log(y) - t * t / 2) / t)) / self.steps
 
     def cap_for(self, loss: float, moved: bool = False) -> float:
         """The smallest y with cap_cost(y) <= loss (bisection on ln y)."""
@@ -167,6 +176,21 @@ class Plan:
     detail: dict
 
 
+@dataclass(frozen=True)
+class KindWeights:
+    """How a target kind's functional weighs the loss terms (docs/targets.md §8), from the numerics.
+
+    A mean-preserving spread of variance v of one epoch factor lowers E g(Lambda) by about
+    (v/2) E[Lambda^2 g''(Lambda)]: for TV (g = min{1, x}) that is (v/2) f(1); for delta_{Q||P}(eps)
+    (g = min{x, e^eps}) it is (v/2) e^eps f_ln(eps) = (v/2) f^Q_ln(eps); for delta_{P||Q}(eps)
+    (v/2) f^P_ln(-eps), with f_ln the densities of ln Lambda. `curvature` is that density over
+    f^P_ln(0) (it scales K, i.e. every rounding term); `deletion` bounds what a unit of deleted
+    P-mass costs the functional (e^eps: min{Lambda, e^eps} <= e^eps). Only grids depend on it.
+    """
+    curvature: float
+    deletion: float
+
+
 def _tail_grid(mod: Model, h: float, hs: str, cap_target: float, loss: float):
     """(tail_start, tail_step, cap, points, predicted tail loss) as exact decimals, or a uniform grid."""
     hq = _q(hs)
@@ -174,7 +198,7 @@ def _tail_grid(mod: Model, h: float, hs: str, cap_target: float, loss: float):
     for ts_f in (4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024):
         if ts_f >= cap_target:
             break
-        q_t = mod.tail(ts_f)
+        q_t = mod.tail_weight(ts_f)
         # K q_t d^2/(6M) <= loss
         d_max = math.sqrt(loss * 6 * mod.steps / (mod.K * q_t)) if q_t > 0 else cap_target
         mult = int(d_max / h)
@@ -229,20 +253,24 @@ MOVED_GAIN = 0.85    # a cap that moves the mass above it is chosen when predict
 
 
 def choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h=None, eta=None, cap=None,
-                prec: int = 100, allow_moved: bool = False) -> Plan:
+                prec: int = 100, allow_moved: bool = False, weights: KindWeights | None = None,
+                lower_cap: float | None = None) -> Plan:
     """The fastest grid (by the cost model) whose predicted loss is at most `budget`; finer h and eta
     (FLOORS) only where the usual ones fit nothing. Any of h, eta, cap fixed by the user is kept as given.
     allow_moved: also consider moving Y > cap down to the cap ("above_cap": "moved", format v3) instead
     of deleting it; taken when predicted at most MOVED_GAIN of the deleting grid's time.
+    weights: a target kind's loss model (KindWeights; budget in the kind's units; the cap is deleted).
+    lower_cap: rank the grids by the lower map's cost instead (uniform cells up to this cap, lower_seconds).
     """
-    moves = (False, True) if allow_moved and not (h or eta or cap) else (False,)
+    moves = (False, True) if allow_moved and not (h or eta or cap) and weights is None else (False,)
     for i, floors in enumerate(FLOORS):
         try:
             plans = []
             for moved in moves:
                 try:
                     plans.append(_choose_grid(steps, epochs, sigma, budget, h=h, eta=eta, cap=cap, prec=prec,
-                                              floors=floors, moved=moved))
+                                              floors=floors, moved=moved, weights=weights,
+                                              lower_cap=lower_cap))
                 except CannotCertifyError:
                     if moved is False and len(moves) == 1:
                         raise
@@ -258,15 +286,20 @@ def choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h=None, 
 
 
 def _choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h, eta, cap, prec: int,
-                 floors: tuple, moved: bool = False) -> Plan:
+                 floors: tuple, moved: bool = False, weights: KindWeights | None = None,
+                 lower_cap: float | None = None) -> Plan:
     mod = Model.at(steps, epochs, float(sigma))
+    dfac = 1.0                            # what a deleted unit of P-mass costs (TV: 1)
+    if weights is not None:
+        mod = dataclasses.replace(mod, K=mod.K * weights.curvature, kind_tail=True)
+        dfac = weights.deletion
     M, E = steps, epochs
     K = mod.K
     n_products = 2 * (steps.bit_length() + epochs.bit_length())
     trim_q = TRIM   # the rows are rounded to their digits with no slack: trims must stay far below them
-    fixed = E * n_products * float(trim_q) + 1e-15
+    fixed = (E * n_products * float(trim_q) + 1e-15) * dfac
     # step (ii) deletes epoch sums above 8M: a single Y above ~7M already loses its mass
-    trunc_loss = truncation_loss(M, E, float(sigma))
+    trunc_loss = truncation_loss(M, E, float(sigma)) * dfac
     hs_list = [(float(_q(h)), h)] if h else nice_values(floors[0], 0.05)
     if cap:  # a user cap must be a multiple of h
         hs_list = [(hv, hs) for hv, hs in hs_list if (_q(cap) / _q(hs)).q == 1]
@@ -275,10 +308,10 @@ def _choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h, eta,
     eta_list = [(float(_q(eta)), eta)] if eta else nice_values(floors[1], 2e-3)
     best = None
     for share in ((None,) if cap else DELETE_SHARES):
-        cap_t = float(_q(cap)) if cap else min(max(mod.cap_for(share * budget, moved), 2.0), 8.0 * M)
+        cap_t = float(_q(cap)) if cap else min(max(mod.cap_for(share * budget / dfac, moved), 2.0), 8.0 * M)
         if moved:   # the rows: a move costs delta(eps) up to e^eps Pr(Y > cap) per step, as a deletion does
             cap_t = min(max(cap_t, mod.cap_for_rows(ROWS_LOSS)), 8.0 * M)
-        cap_pred = mod.cap_cost(cap_t, moved) + trunc_loss
+        cap_pred = mod.cap_cost(cap_t, moved) * dfac + trunc_loss
         avail = budget - fixed - cap_pred
         if avail <= 0:
             continue
@@ -302,7 +335,8 @@ def _choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h, eta,
                     continue
                 ev, es = max(cand)
                 points = (min(cap_t, 32) / hv + max(0, cap_t - 32) * 0.1 / hv)  # rough, refined below
-                secs = predict_seconds(mod, hv, g, cap_t, ev, points)
+                secs = (predict_seconds(mod, hv, g, cap_t, ev, points) if lower_cap is None
+                        else lower_seconds(mod, hv, g, lower_cap, ev))
                 if best is None or secs < best[0]:
                     best = (secs, hv, hs, rho, g, ev, es, lh, lg, cap_t, tail_loss)
     if best is None:
@@ -321,7 +355,7 @@ def _choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h, eta,
     method = make_method(M, h=_q(hs), eta=_q(es), cap=capq, tail_start=tsq, tail_step=dq,
                          lattice_schedule=g, prec=prec, trim=trim_q, k_minus=km, k_plus=kp, cap_moved=moved)
     le = K * ev * ev / 6
-    cap_loss = mod.cap_cost(float(capq), moved)
+    cap_loss = mod.cap_cost(float(capq), moved) * dfac
     loss = lh + lg + le + pl + cap_loss + fixed + trunc_loss
     secs = predict_seconds(mod, hv, g, float(capq), ev, pts)
     detail = {"step_i": lh, "tail": pl, "lattice": lg, "log_grid": le,
@@ -362,9 +396,15 @@ def budget(margin: float | None, safety: float, ceiling: float = 1e-7) -> float:
 LOWER_CAP_FACTOR = 0.01   # loss of merging Y >= cap into one cell / (E G1(cap)): measured 2e-3..4e-3
 LOWER_CAP_SHARE = 0.05    # share of the budget given to that merge
 LOWER_LOSS_RATIO = 0.5    # measured (data-processing loss) / (the v1 model's prediction) at M=10..100
+KIND_LOWER_CAP = 4        # a kind's lower cap is at most this times M (an epoch sum above 8M is then ~impossible)
 
 
-def lower_cap(mod: Model, budget: float) -> float:
+def lower_seconds(mod: Model, h: float, g: list[int], cap: float, eta: float) -> float:
+    """Predicted time of the lower map: cap/h cells of step (a), about 2.2 times the v1 products."""
+    return cap / h * 16e-6 + 2.2 * predict_seconds(mod, h, g, cap, eta, 0.0)
+
+
+def lower_cap(mod: Model, budget: float, factor: float = LOWER_CAP_FACTOR) -> float:
     """The smallest y with LOWER_CAP_FACTOR * E * G1(y) <= LOWER_CAP_SHARE * budget (bisection on ln y).
 
     G1(y) = E[Y 1{Y > y}] = Phi(-(ln y - t^2/2)/t) is the shifted coordinate's chance of
@@ -375,14 +415,15 @@ def lower_cap(mod: Model, budget: float) -> float:
     lo, hi = 0.0, 50.0
     for _ in range(80):
         mid = (lo + hi) / 2
-        if LOWER_CAP_FACTOR * mod.epochs * g1(math.exp(mid)) > LOWER_CAP_SHARE * budget:
+        if factor * mod.epochs * g1(math.exp(mid)) > LOWER_CAP_SHARE * budget:
             lo = mid
         else:
             hi = mid
     return min(max(math.exp(hi), 2.0), 8.0 * mod.steps)
 
 
-def choose_lower_grid(steps: int, epochs: int, sigma: fmpq, budget: float, prec: int = 100) -> Plan:
+def choose_lower_grid(steps: int, epochs: int, sigma: fmpq, budget: float, prec: int = 100,
+                      weights: KindWeights | None = None) -> Plan:
     """A grid for the data-processing lower bound whose predicted loss (TV - bound) is <= budget.
 
     Loss model: the v1 model's terms (quantisation h, lattice re-quantisation, bucket width
@@ -390,21 +431,27 @@ def choose_lower_grid(steps: int, epochs: int, sigma: fmpq, budget: float, prec:
     rounding), plus the merge of Y >= cap; h, eta, lattice come from choose_grid with the
     budget scaled accordingly; cap from `lower_cap`. Cost: the v1 model with cap/h points in
     step (a) and about twice the products of step (ii).
+    weights (a target kind, KindWeights): the kind's loss model for h, eta, lattice; the merged top
+    cell costs the kind LOWER_CAP_FACTOR x `deletion` x its Q-mass E G1(cap) (measured at (100, 10,
+    eps = 1): 0.0075 E G1(cap) at cap 166), and the cap stays <= KIND_LOWER_CAP M.
     """
     from certifier.bounds.lower_v1 import LowerV1
     mod = Model.at(steps, epochs, float(sigma))
-    plan = choose_grid(steps, epochs, sigma, budget * (1 - LOWER_CAP_SHARE) / LOWER_LOSS_RATIO, prec=prec)
+    merge_factor = LOWER_CAP_FACTOR if weights is None else LOWER_CAP_FACTOR * weights.deletion
+    cap_f = lower_cap(mod, budget, merge_factor)
+    if weights is not None:          # far below the truncation at 8M: the verifier's own cut there may differ
+        cap_f = min(cap_f, KIND_LOWER_CAP * steps)
+    plan = choose_grid(steps, epochs, sigma, budget * (1 - LOWER_CAP_SHARE) / LOWER_LOSS_RATIO, prec=prec,
+                       weights=weights, lower_cap=None if weights is None else cap_f)
     h = plan.method.h
-    cap_f = lower_cap(mod, budget)
     cap = h * int(math.ceil(cap_f / float(h)))
     method = LowerV1.from_v1(plan.method, cap)
     if float(sigma) >= LARGE_SIGMA:     # measured: at sigma 90-126 the 2^-80 floors lose 10 % of TV
         method = dataclasses.replace(method, fixed_point_bits=LARGE_SIGMA_BITS)
     points = float(cap / h)
-    base = predict_seconds(mod, float(h), list(plan.method.lattice_schedule), float(cap), float(plan.method.eta), 0.0)
-    secs = points * 16e-6 + 2.2 * base
+    secs = lower_seconds(mod, float(h), list(plan.method.lattice_schedule), float(cap), float(plan.method.eta))
     t = 1.0 / mod.sigma
-    merge = LOWER_CAP_FACTOR * epochs * float(ndtr(-(math.log(float(cap)) - t * t / 2) / t))
+    merge = merge_factor * epochs * float(ndtr(-(math.log(float(cap)) - t * t / 2) / t))
     loss = LOWER_LOSS_RATIO * (plan.predicted_loss - plan.detail["cap"] - plan.detail["tail"]) + merge
     detail = {**{k: v for k, v in plan.detail.items() if k not in ("cap", "tail", "points")},
               "merge": merge, "points": int(points)}

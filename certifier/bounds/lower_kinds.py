@@ -29,10 +29,17 @@ def exp_upper(eps: fmpq, prec: int = 200) -> fmpq:
 
 
 def _hockey_stick(X: list[int], Y: list[int], F: int, c: fmpq) -> fmpq:
-    """max over A of Y(A) - c (X(A) + 1 - sum X), A = {Y > c X} (units 2^-F in, exact rational out)."""
+    """max over A of Y(A) - c (X(A) + 1 - sum X), A = {Y > c X} (units 2^-F in, exact rational out).
+
+    With c = a/b in lowest terms, y > c x iff b y > a x, and the sum over A is (b Y(A) - a X(A)) / b:
+    one pass of integer products (no rational per cell)."""
+    a, b = int(c.p), int(c.q)
     deleted = (1 << F) - sum(X)
-    num = sum(fmpq(y) - c * x for x, y in zip(X, Y) if y > c * x)
-    return (num - c * deleted) / (1 << F)
+    ya = xa = 0
+    for x, y in zip(X, Y):
+        if b * y > a * x:
+            ya, xa = ya + y, xa + x
+    return fmpq(b * ya - a * (xa + deleted), b << F)
 
 
 def delta_qp_lower(pmfs: tuple, eps: fmpq) -> fmpq:

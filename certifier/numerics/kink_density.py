@@ -1,0 +1,34 @@
+"""The densities of ln Lambda under P and Q at a functional's kink, from the exact numerics' G (never a proof).
+
+With G(s) = E_P min{Lambda, e^s} (docs/targets.md §3, (P1)): G'(s) = e^s P(ln Lambda > s) and
+G''(s) = G'(s) - e^s f^P(s), so f^Q(s) = e^s f^P(s) = G'(s) - G''(s) (dQ = Lambda dP). Central
+differences of step D on the line's G give both. Only the grid planners read them
+(certifier.bounds.grids_v1.KindWeights: how much a rounding costs a kind against TV).
+"""
+from __future__ import annotations
+
+import math
+
+from certifier.errors import NumericsUnreliableError, ParameterError
+
+D = 1e-3              # the difference step in s = ln K (G is smooth; its error ~1e-12 is far below D^2 f)
+
+
+def f_q(g, s: float, d: float = D) -> float:
+    """The density of ln Lambda under Q at s: G'(s) - G''(s) by central differences of g."""
+    g0, gp, gm = g(s), g(s + d), g(s - d)
+    return (gp - gm) / (2 * d) - (gp - 2 * g0 + gm) / (d * d)
+
+
+def f_p(g, s: float, d: float = D) -> float:
+    """The density of ln Lambda under P at s: e^{-s} f^Q(s)."""
+    return math.exp(-s) * f_q(g, s, d)
+
+
+def line(steps: int, epochs: int, sigma: float):
+    """The primary route's line (its g(s) = G(e^s)) of the pair, or None where the numerics refuse."""
+    from certifier.numerics.targets import route_at
+    try:
+        return route_at(steps, epochs, sigma, check=False)[0].main
+    except (NumericsUnreliableError, ParameterError, OverflowError, ValueError):
+        return None
