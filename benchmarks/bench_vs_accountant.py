@@ -36,6 +36,53 @@ SMALL = {(5, 2): "2.589777"}
 LAM = 0.1
 
 
+def _die_with_parent(parent: int) -> None:
+    """In a child: end as soon as the parent does, however it ends (SIGKILL included), so a killed
+    benchmark leaves no accountant or certifier running. Linux's prctl(PR_SET_PDEATHSIG, SIGKILL)
+    through libc, then a watcher thread polling getppid() (any POSIX system; also covers a parent
+    that died before prctl took effect)."""
+    import ctypes
+    import os
+    import signal
+    import threading
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: the watcher alone
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _child_main(parent, target, args):
+    _die_with_parent(parent)
+    target(*args)
+
+
+def _child(target, args):
+    """A started forked child running target(*args), tied to this process: it dies with it (see
+    _die_with_parent), and as a daemon it is also killed when this process exits normally."""
+    import os
+    p = mp.get_context("fork").Process(target=_child_main, args=(os.getpid(), target, args), daemon=True)
+    p.start()
+    return p
+
+
+def _exit_on_signals() -> None:
+    """SIGTERM and SIGHUP end the benchmark through SystemExit, so multiprocessing's exit hook kills
+    the daemon children as well (the children also watch their parent)."""
+    import signal
+
+    def stop(signum, _frame):
+        raise SystemExit(128 + signum)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) is not signal.SIG_IGN:  # nohup's ignored SIGHUP stays ignored
+            signal.signal(sig, stop)
+
+
 def _delta0(dist) -> float:
     """delta(0) = E (1 - e^{-loss})_+ + mass at +infinity, for a PLD on losses."""
     import numpy as np
@@ -61,9 +108,8 @@ def _accountant_run(steps, epochs, sigma, route, discretization, queue):
 def accountant(steps, epochs, sigma: float, route: str, discretization: float, limit: float):
     """(bound, per-direction bounds, seconds) or (None, None, limit) on time-out."""
     q = mp.get_context("fork").Queue()
-    p = mp.get_context("fork").Process(target=_accountant_run, args=(steps, epochs, sigma, route, discretization, q))
+    p = _child(_accountant_run, (steps, epochs, sigma, route, discretization, q))
     t0 = time.perf_counter()
-    p.start()
     p.join(limit)
     if p.is_alive():
         p.kill()
@@ -158,8 +204,7 @@ def fs_certifies(steps, epochs, sigma: float, eps: float, delta: float, budget: 
     import queue as queue_mod
     ctx = mp.get_context("fork")
     q = ctx.Queue()
-    p = ctx.Process(target=_fs_run, args=(steps, epochs, sigma, eps, delta, q))
-    p.start()
+    p = _child(_fs_run, (steps, epochs, sigma, eps, delta, q))
     up = lo = disc = None
     status, cpu = "timeout", 0.0
     while True:
@@ -251,33 +296,71 @@ def fs_search(steps, epochs, eps, delta, start: float, tol: float, budget: float
     return (lo[0] if lo else None), (hi[0] if hi else None), runs
 
 
-def sigmacert_dp(steps, epochs, eps: int, delta: str):
-    """sigmacert's exact sigma and its dp certificate there: two-sided if the dp kind has a lower
-    side, else the upper side (the refusal is reported). (exact, sides, bound, ok, seconds, s_exact)."""
-    import sigmacert
+def _certify_run(steps, epochs, eps, delta, two_sided, queue):
+    """In a child: sigmacert's dp certificate at its own exact sigma; ("ok", bound, success,
+    two_sided) or ("refused", reason) to the queue."""
     from certifier.certify import certify
     from certifier.errors import CannotCertifyError
     from certifier.params import parse_decimal
-    t0 = time.process_time()  # CPU seconds (the certifier runs in this process)
-    exact = sigmacert.exact_sigma(steps, epochs, epsilon=eps, delta=float(delta))
-    t_exact = time.process_time() - t0
     # sigma None: the certifier's own exact sigma, one resolution step up where the margin at it is too thin
     # for any grid (certifier.resolution), as `sigmacert certify` does
-    args = (steps, epochs, parse_decimal("delta", delta), None)
-    kw = {"kind_name": "dp", "kind_params": {"epsilon": str(eps)}}
     try:
-        out = certify(*args, two_sided=True, **kw)
-        sides = "two-sided" if out.two_sided else "upper side only"
+        out = certify(steps, epochs, parse_decimal("delta", delta), None, two_sided=two_sided,
+                      kind_name="dp", kind_params={"epsilon": str(eps)})
     except CannotCertifyError as err:
-        if "lower side" not in str(err):
-            raise
+        queue.put(("refused", str(err)))
+        return
+    queue.put(("ok", out.bound, bool(out.success), bool(out.two_sided)))
+
+
+def _budgeted(target, args, budget: float):
+    """target(*args, queue) in a tied child, killed once its CPU time reaches `budget` seconds:
+    (message or None on time-out, CPU seconds)."""
+    import queue as queue_mod
+    q = mp.get_context("fork").Queue()
+    p = _child(target, (*args, q))
+    cpu, msg = 0.0, None
+    while True:
         try:
-            out = certify(*args, **kw)
-        except CannotCertifyError as why:  # e.g. no dp method applies at this cell: reported, not hidden
-            print(f"  sigmacert M={steps} E={epochs} eps={eps}: no certificate: {why}", flush=True)
-            return exact, "no certificate", None, False, time.process_time() - t0, t_exact
-        sides = "upper side only"
-    return exact, sides, out.bound, bool(out.success), time.process_time() - t0, t_exact
+            msg = q.get(timeout=0.5)
+            break
+        except queue_mod.Empty:
+            cpu = max(cpu, _cpu_seconds(p.pid))
+            if cpu >= budget or not p.is_alive():
+                break
+    cpu = max(cpu, _cpu_seconds(p.pid))
+    if p.is_alive():
+        p.kill()
+    p.join()
+    return msg, cpu
+
+
+def sigmacert_dp(steps, epochs, eps: int, delta: str, budget: float = float("inf")):
+    """sigmacert's exact sigma and its dp certificate there, the certificate in a child killed at
+    `budget` CPU seconds: two-sided, else (refused or past the budget) the upper side, reported as
+    such. (exact, sides, bound, ok, seconds, s_exact)."""
+    import sigmacert
+    t0 = time.process_time()  # CPU seconds of the exact sigma (this process) + the certificate's child
+    exact = sigmacert.exact_sigma(steps, epochs, epsilon=eps, delta=float(delta))
+    t_exact = time.process_time() - t0
+    spent = t_exact
+    for two_sided in (True, False):
+        msg, cpu = _budgeted(_certify_run, (steps, epochs, eps, delta, two_sided), budget)
+        spent += cpu
+        side = "two-sided" if two_sided else "upper side"
+        if msg is None:
+            print(f"  sigmacert M={steps} E={epochs} eps={eps}: the {side} certificate passed the budget of "
+                  f"{budget:.0f} CPU s ({cpu:.0f} s)", flush=True)
+            continue
+        if msg[0] == "refused":
+            print(f"  sigmacert M={steps} E={epochs} eps={eps}: {side} certificate refused: {msg[1]}", flush=True)
+            if two_sided and "lower side" in msg[1]:
+                continue
+            return exact, "no certificate", None, False, spent, t_exact
+        _, bound, ok, two = msg
+        print(f"  sigmacert M={steps} E={epochs} eps={eps}: {side} certificate in {cpu:.1f} CPU s", flush=True)
+        return exact, ("two-sided" if two else "upper side only"), bound, ok, spent, t_exact
+    return exact, "over budget", None, False, spent, t_exact
 
 
 def _fmt(x, spec=".6f"):
@@ -300,10 +383,10 @@ def run_dp(args) -> int:
     print(f"load average at start: {open('/proc/loadavg').read().split()[0:3]}", flush=True)
     head = (f"{'M':>4} {'E':>3} {'eps':>3} | {'exact sigma':>11} {'certificate':<15} {'cert delta':>12} "
             f"{'cert?':>5} {'s':>6} | {'F&S sigma':>9} {'F&S lo':>9} {'width':>8} {'runs':>4} {'s':>7} | "
-            f"{'noise ratio':>11} {'F&S>=exact':>10} {'time ratio':>10}")
+            f"{'noise ratio':>11} {'F&S>=exact':>10} {'time ratio':>10} {'vs exact':>8}")
     rows = []
     for m, e, eps in cells:
-        exact, sides, bound, ok, t_ours, _ = sigmacert_dp(m, e, eps, DELTA)
+        exact, sides, bound, ok, t_ours, t_exact = sigmacert_dp(m, e, eps, DELTA, args.cert_budget)
         lo, hi, runs = fs_search(m, e, eps, delta, float(exact), tol, args.budget, args.max_runs)
         t_fs = sum(r["seconds"] for r in runs)
         for r in runs:
@@ -316,13 +399,14 @@ def run_dp(args) -> int:
         rows.append(f"{m:>4} {e:>3} {eps:>3} | {str(exact):>11} {sides:<15} {_fmt(None if bound is None else float(bound), '.6e'):>12} "
                     f"{'yes' if ok else 'no':>5} {t_ours:>6.1f} | {_fmt(hi):>9} {_fmt(lo):>9} "
                     f"{_fmt(width, '.2e'):>8} {len(runs):>4} {t_fs:>7.1f} | {_fmt(ratio, '.5f'):>11} "
-                    f"{'-' if consistent is None else ('yes' if consistent else 'NO'):>10} {t_fs / t_ours:>10.3g}")
+                    f"{'-' if consistent is None else ('yes' if consistent else 'NO'):>10} {t_fs / t_ours:>10.3g} {t_fs / max(t_exact, 1e-9):>8.3g}")
         print(head + "\n" + rows[-1], flush=True)
     print("\n" + head)
     print("\n".join(rows))
     print("noise ratio = F&S sigma / exact sigma (F&S sigma: the smallest sigma it certified; F&S lo: the "
           "largest it did not, within the budget); time ratio = F&S search seconds / sigmacert seconds "
-          "(exact sigma + certificate); all seconds are CPU seconds")
+          "(exact sigma + certificate, a certificate past --cert-budget counted at its budget); vs exact = F&S "
+          "search seconds / sigmacert's exact sigma seconds; all seconds are CPU seconds")
     print(f"load average at end: {open('/proc/loadavg').read().split()[0:3]}")
     return 0
 
@@ -338,12 +422,15 @@ def main(argv=None) -> int:
                     help="dp: relative width of the accountant's final bracket (default 1e-3; --small 3e-2)")
     ap.add_argument("--cells", default=None,
                     help="dp: a subset of the cells, e.g. 1000x1,100x10 (default: all)")
+    ap.add_argument("--cert-budget", type=float, default=float("inf"),
+                    help="dp: CPU seconds for each sigmacert certificate (two-sided, then upper side; default none)")
     ap.add_argument("--max-runs", type=int, default=8, help="dp: accountant runs per cell at most (default 8)")
     ap.add_argument("--limit", type=float, default=120.0, help="seconds per accountant run (default 120)")
     ap.add_argument("--search-steps", type=int, default=5, help="bisection steps for the smallest sigma")
     ap.add_argument("--small", action="store_true", help="one tiny cell, coarse grids (seconds): checks the "
                                                          "benchmark runs")
     args = ap.parse_args(argv)
+    _exit_on_signals()
     try:
         import PLD_accounting  # noqa: F401
     except ImportError:
