@@ -388,18 +388,35 @@ def _prove(side: Side, max_tries: int, tries: list, say, single: bool = False):
     return None
 
 
+def _v1_covers(claim: Claim) -> bool:
+    """Method v1's pair: random allocation, or fixed bins for a target kind (format v4; a TV claim in fixed
+    bins keeps method v2, as format v3 has it)."""
+    return claim.scheme == RANDOM_ALLOCATION or bool(claim.kind)
+
+
+def _pair_sigma(claim: Claim, sigma: fmpq) -> fmpq:
+    """The pair's noise multiplier for the planners (floats only): sigma, or about sigma/sqrt(E) in fixed bins."""
+    if claim.scheme == RANDOM_ALLOCATION:
+        return sigma
+    return parse_decimal("sigma", repr(claim.sigma_of_pair(float(sigma))))
+
+
 def _v1_fits(claim: Claim, sigma: fmpq, user_grid: bool) -> bool:
-    """Method v1 applies: a user grid, or random allocation and its fixed truncation at 8M costs < 1e-9."""
-    if user_grid:
-        return True
-    return claim.scheme in mt.UPPER_V1.schemes and truncation_loss(claim.steps, claim.epochs, float(sigma)) < 1e-9
+    """Method v1 applies: its pair is covered, and a user grid or its fixed truncation at 8M costs < 1e-9."""
+    if not _v1_covers(claim):
+        return False
+    return user_grid or truncation_loss(*claim.pair(), float(_pair_sigma(claim, sigma))) < 1e-9
 
 
 def _upper_v1(ctx: Ctx):
     """Method v1 (certifier.bounds.upper_v1); returns (UpperResult, UpperV1) or None."""
     claim, sigma, out, say = ctx.claim, ctx.sigma, ctx.out, ctx.say
     h, eta, cap = (ctx.grid.get(k) for k in ("h", "eta", "cap"))
-    loss = truncation_loss(claim.steps, claim.epochs, float(sigma))
+    if not _v1_covers(claim):
+        raise CannotCertifyError("method v1 covers random allocation only for a TV target (use method v2)")
+    M, E = claim.pair()                                    # fixed bins: the one-epoch pair at sigma/sqrt(E)
+    s_pair = _pair_sigma(claim, sigma)
+    loss = truncation_loss(M, E, float(s_pair))
     if loss > SAFETY[0] * 1e-7:
         raise CannotCertifyError(f"cannot certify M={claim.steps}, E={claim.epochs} with method v1: its "
                                  f"truncation at 8M deletes about {loss:.2g} at sigma {decimal_str(sigma)} "
@@ -412,8 +429,8 @@ def _upper_v1(ctx: Ctx):
         return {"method": 1, **{k: mj[k] for k in ("h", "eta", "cap", "tail_start", "tail_step", "lattice_schedule",
                                                    "prec")}, "bound": r.bound, **kb}   # bound: the grid's TV
     side = Side("upper", _upper_margin(ctx), SAFETY, 1e-7,
-                lambda b: choose_grid(claim.steps, claim.epochs, sigma, b, h=h, eta=eta, cap=cap,
-                                      prec=ctx.prec or 100, allow_moved=True),
+                lambda b: choose_grid(M, E, s_pair, b, h=h, eta=eta, cap=cap, prec=ctx.prec or 100,
+                                      allow_moved=True),
                 lambda m, prog: mt.UPPER_V1.run(claim, sigma, m, progress=prog),
                 lambda r: ctx.kind.upper_proves(r, claim.target), row, ctx.limit)
     return _prove(side, ctx.max_tries, out.tries, say, single=bool(ctx.grid))
@@ -525,7 +542,7 @@ def _lower_v1(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
     M, E = low_claim.pair()
     out, say = ctx.out, ctx.say
     side = Side("lower", _lower_margin(ctx, low_claim, tv_low, err), LOWER_SAFETY, LOWER_V1_CEILING,
-                lambda b: choose_lower_grid(M, E, s_low, b, prec=meth.prec),
+                lambda b: choose_lower_grid(M, E, _pair_sigma(low_claim, s_low), b, prec=meth.prec),
                 lambda m, prog: mt.LOWER_V1.run(low_claim, s_low, m, progress=prog),
                 lambda L: ctx.kind.lower_proves(L, low_claim.target),
                 lambda plan, L: {"sigma_low": decimal_str(s_low), "method": 1,
