@@ -349,8 +349,9 @@ def sigmacert_dp(steps, epochs, eps: int, delta: str, budget: float = float("inf
         spent += cpu
         side = "two-sided" if two_sided else "upper side"
         if msg is None:
-            print(f"  sigmacert M={steps} E={epochs} eps={eps}: the {side} certificate passed the budget of "
-                  f"{budget:.0f} CPU s ({cpu:.0f} s)", flush=True)
+            why = (f"passed the budget of {budget:.0f} CPU s" if cpu >= budget else
+                   f"ended without a result after {cpu:.0f} CPU s (its traceback is above)")
+            print(f"  sigmacert M={steps} E={epochs} eps={eps}: the {side} certificate {why}", flush=True)
             continue
         if msg[0] == "refused":
             print(f"  sigmacert M={steps} E={epochs} eps={eps}: {side} certificate refused: {msg[1]}", flush=True)
@@ -360,7 +361,7 @@ def sigmacert_dp(steps, epochs, eps: int, delta: str, budget: float = float("inf
         _, bound, ok, two = msg
         print(f"  sigmacert M={steps} E={epochs} eps={eps}: {side} certificate in {cpu:.1f} CPU s", flush=True)
         return exact, ("two-sided" if two else "upper side only"), bound, ok, spent, t_exact
-    return exact, "over budget", None, False, spent, t_exact
+    return exact, "not issued", None, False, spent, t_exact
 
 
 def _fmt(x, spec=".6f"):
