@@ -18,11 +18,13 @@ route and one bisection step (seconds), to check the benchmark runs.
 `--question dp`: the (eps, delta) question instead. For (M, E) in (100, 10), (250, 20), (1000, 1),
 eps in 1, 4, delta = 1e-5: the smallest sigma the accountant certifies (its upper bound on eps at
 delta <= eps) by a bracketing search on its default route (`gaussian_allocation_epsilon_range`,
-adaptive GEOM refinement), each run a child process killed at `--budget` seconds, against
-sigmacert's exact sigma and its certificate there (two-sided when the dp kind has a lower side,
-else the upper side, reported as such): noise ratio and time ratio.
+adaptive GEOM refinement) from sigmacert's exact sigma, each run a child process killed at
+`--budget` CPU seconds, then sigmacert's certificate at the exact sigma in a child killed at
+`--cert-budget` (two-sided, else the upper side, reported as such; `--sides one`: the upper side
+only): noise ratio and time ratio. Every child dies with the benchmark (also when it is killed).
 
-    python benchmarks/bench_vs_accountant.py --question dp [--budget 240] [--tol 1e-3] [--small]
+    python benchmarks/bench_vs_accountant.py --question dp [--budget 240] [--tol 1e-3] [--cert-budget S]
+        [--sides two|one] [--small]
 """
 from __future__ import annotations
 
@@ -58,6 +60,9 @@ def _die_with_parent(parent: int) -> None:
 
 
 def _child_main(parent, target, args):
+    import signal
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # not the parent's SystemExit handler: a terminate() must kill
+        signal.signal(sig, signal.SIG_DFL)       # at once, even inside a long C call
     _die_with_parent(parent)
     target(*args)
 
@@ -335,16 +340,25 @@ def _budgeted(target, args, budget: float):
     return msg, cpu
 
 
-def sigmacert_dp(steps, epochs, eps: int, delta: str, budget: float = float("inf")):
+def exact_dp(steps, epochs, eps: int, delta: str):
+    """sigmacert's exact sigma (numerical) and its CPU seconds (this process)."""
+    import sigmacert
+    t0 = time.process_time()
+    exact = sigmacert.exact_sigma(steps, epochs, epsilon=eps, delta=float(delta))
+    return exact, time.process_time() - t0
+
+
+def sigmacert_dp(steps, epochs, eps: int, delta: str, budget: float = float("inf"), exact=None,
+                 sides=(True, False)):
     """sigmacert's exact sigma and its dp certificate there, the certificate in a child killed at
     `budget` CPU seconds: two-sided, else (refused or past the budget) the upper side, reported as
-    such. (exact, sides, bound, ok, seconds, s_exact)."""
-    import sigmacert
-    t0 = time.process_time()  # CPU seconds of the exact sigma (this process) + the certificate's child
-    exact = sigmacert.exact_sigma(steps, epochs, epsilon=eps, delta=float(delta))
-    t_exact = time.process_time() - t0
+    such (`sides`: which to try, in order). (exact, sides, bound, ok, seconds, s_exact)."""
+    if exact is None:
+        exact, t_exact = exact_dp(steps, epochs, eps, delta)
+    else:
+        exact, t_exact = exact
     spent = t_exact
-    for two_sided in (True, False):
+    for two_sided in sides:
         msg, cpu = _budgeted(_certify_run, (steps, epochs, eps, delta, two_sided), budget)
         spent += cpu
         side = "two-sided" if two_sided else "upper side"
@@ -375,9 +389,9 @@ def run_dp(args) -> int:
         try:
             keep = {tuple(int(x) for x in c.split("x")) for c in args.cells.split(",")}
         except ValueError:
-            print(f"bench_vs_accountant: --cells takes MxE[,MxE...], got {args.cells!r}", file=sys.stderr)
+            print(f"bench_vs_accountant: --cells takes MxE[xEPS][,...], got {args.cells!r}", file=sys.stderr)
             return 2
-        cells = [c for c in cells if c[:2] in keep]
+        cells = [c for c in cells if c[:2] in keep or c in keep]   # MxE, or MxExeps for one eps
     print(f"(eps, delta = {DELTA}): accountant = PLD_accounting gaussian_allocation_epsilon_range (default "
           f"route), certifies sigma when its upper eps <= target; per-run budget {args.budget:.0f} CPU s, bracket "
           f"tolerance {tol:g} relative, at most {args.max_runs} runs per cell")
@@ -386,9 +400,11 @@ def run_dp(args) -> int:
             f"{'cert?':>5} {'s':>6} | {'F&S sigma':>9} {'F&S lo':>9} {'width':>8} {'runs':>4} {'s':>7} | "
             f"{'noise ratio':>11} {'F&S>=exact':>10} {'time ratio':>10} {'vs exact':>8}")
     rows = []
+    order = (True, False) if args.sides == "two" else (False,)
     for m, e, eps in cells:
-        exact, sides, bound, ok, t_ours, t_exact = sigmacert_dp(m, e, eps, DELTA, args.cert_budget)
-        lo, hi, runs = fs_search(m, e, eps, delta, float(exact), tol, args.budget, args.max_runs)
+        found = exact_dp(m, e, eps, DELTA)           # the accountant's search starts at the exact sigma
+        lo, hi, runs = fs_search(m, e, eps, delta, float(found[0]), tol, args.budget, args.max_runs)
+        exact, sides, bound, ok, t_ours, t_exact = sigmacert_dp(m, e, eps, DELTA, args.cert_budget, found, order)
         t_fs = sum(r["seconds"] for r in runs)
         for r in runs:
             print(f"  run M={m} E={e} eps={eps} sigma={r['sigma']:.6f}: upper {_fmt(r['upper'])} lower "
@@ -422,9 +438,12 @@ def main(argv=None) -> int:
     ap.add_argument("--tol", type=float, default=None,
                     help="dp: relative width of the accountant's final bracket (default 1e-3; --small 3e-2)")
     ap.add_argument("--cells", default=None,
-                    help="dp: a subset of the cells, e.g. 1000x1,100x10 (default: all)")
+                    help="dp: a subset of the cells, e.g. 1000x1,100x10 or 100x10x4 (one eps; default: all)")
     ap.add_argument("--cert-budget", type=float, default=float("inf"),
                     help="dp: CPU seconds for each sigmacert certificate (two-sided, then upper side; default none)")
+    ap.add_argument("--sides", choices=("two", "one"), default="two",
+                    help="dp: sigmacert's certificate two-sided (then the upper side if that fails; default) "
+                         "or the upper side only")
     ap.add_argument("--max-runs", type=int, default=8, help="dp: accountant runs per cell at most (default 8)")
     ap.add_argument("--limit", type=float, default=120.0, help="seconds per accountant run (default 120)")
     ap.add_argument("--search-steps", type=int, default=5, help="bisection steps for the smallest sigma")

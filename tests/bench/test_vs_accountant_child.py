@@ -21,9 +21,9 @@ spec.loader.exec_module(bva)
 bva._exit_on_signals()
 
 def child(path):
-    import os
-    with open(path + ".tmp", "w") as fh:
-        fh.write(str(os.getpid()))
+    import os, signal
+    with open(path + ".tmp", "w") as fh:  # its pid, and whether SIGTERM kills it at once (not the parent's handler)
+        fh.write(f"{os.getpid()} {int(signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)}")
     os.replace(path + ".tmp", path)
     time.sleep(120)
 
@@ -44,7 +44,9 @@ def _child_pid(path: Path, deadline: float) -> int:
     while not path.exists():
         assert time.monotonic() < deadline, "the child never started"
         time.sleep(0.05)
-    return int(path.read_text())
+    pid, default_term = path.read_text().split()
+    assert default_term == "1", "the child kept the parent's SIGTERM handler (a terminate() would wait for it)"
+    return int(pid)
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc to see the child")
