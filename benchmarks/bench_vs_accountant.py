@@ -254,6 +254,9 @@ def fs_search(steps, epochs, eps, delta, start: float, tol: float, budget: float
         r = fs_certifies(steps, epochs, s, eps, delta, budget)
         r["sigma"] = s
         runs.append(r)
+        print(f"  run M={steps} E={epochs} eps={eps:g} sigma={s:.6f}: upper {_fmt(r['upper'])} lower "
+              f"{_fmt(r['lower'])} disc {_fmt(r['disc'], '.3g')} {r['status']:<8} {r['seconds']:7.1f} s "
+              f"certified={'yes' if r['certified'] else 'no'}", flush=True)
         f = math.log(r["upper"] / eps) if r["upper"] else None
         return r["certified"], f
 
@@ -403,13 +406,10 @@ def run_dp(args) -> int:
     order = (True, False) if args.sides == "two" else (False,)
     for m, e, eps in cells:
         found = exact_dp(m, e, eps, DELTA)           # the accountant's search starts at the exact sigma
+        print(f"  sigmacert M={m} E={e} eps={eps}: exact sigma {found[0]} in {found[1]:.2f} CPU s", flush=True)
         lo, hi, runs = fs_search(m, e, eps, delta, float(found[0]), tol, args.budget, args.max_runs)
         exact, sides, bound, ok, t_ours, t_exact = sigmacert_dp(m, e, eps, DELTA, args.cert_budget, found, order)
         t_fs = sum(r["seconds"] for r in runs)
-        for r in runs:
-            print(f"  run M={m} E={e} eps={eps} sigma={r['sigma']:.6f}: upper {_fmt(r['upper'])} lower "
-                  f"{_fmt(r['lower'])} disc {_fmt(r['disc'], '.3g')} {r['status']:<8} {r['seconds']:7.1f} s "
-                  f"certified={'yes' if r['certified'] else 'no'}", flush=True)
         width = None if lo is None or hi is None else hi / lo - 1
         ratio = None if hi is None else hi / float(exact)
         consistent = None if hi is None else hi >= float(exact) * (1 - tol)
