@@ -376,6 +376,11 @@ def _prove(side: Side, max_tries: int, tries: list, say, single: bool = False):
         except NumericsUnreliableError as err:
             tries.append({"try": k + 1, "skipped": f"bound failed: {err}"})
             continue
+        except ParameterError as err:            # an automatic grid beyond the method's limits: the next try
+            if single:
+                raise
+            tries.append({"try": k + 1, "skipped": f"grid refused by the method: {err}"})
+            continue
         if isinstance(res, UpperResult) and res.method is None:
             res.method = plan.method             # the grid the bound ran on (the kinds read b_k through it)
         ok = bool(side.proves(res))

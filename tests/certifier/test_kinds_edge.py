@@ -196,3 +196,24 @@ def test_tv_in_fixed_bins_keeps_method_v2():
     from certifier.errors import CannotCertifyError
     with pytest.raises(CannotCertifyError, match="method v1"):
         certify(10, 2, D("0.3"), scheme="fixed-bins", method="v1")
+
+
+def test_an_automatic_grid_the_method_refuses_is_a_skipped_try():
+    """A planned grid beyond the method's limits (its validate raises ParameterError, as lower v1's
+    'grid too fine' did at (250, 20, dp)) is recorded as a skipped try, not a crash; a user's grid
+    (single) still raises."""
+    from types import SimpleNamespace
+
+    from certifier.certify import Side, _prove
+    from certifier.errors import ParameterError
+
+    def refuse(method, progress):
+        raise ParameterError("grid too fine: cap/h must be <= 3e7 and tail_start/h <= 1e7")
+    plan = SimpleNamespace(method=None, predicted_seconds=1.0, predicted_loss=1e-12)
+    side = Side("lower", 1e-9, (0.8, 0.45, 0.2), 2e-7, lambda b: plan, refuse, lambda r: True,
+                lambda p, r: {})
+    tries = []
+    assert _prove(side, 3, tries, lambda stage, frac: None) is None
+    assert len(tries) == 3 and all("grid refused by the method" in t["skipped"] for t in tries)
+    with pytest.raises(ParameterError):
+        _prove(side, 3, [], lambda stage, frac: None, single=True)
