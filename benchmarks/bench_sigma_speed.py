@@ -28,7 +28,9 @@ from certifier.params import decimal_str, parse_positive_decimal  # noqa: E402
 from sigmacert import kinds  # noqa: E402
 
 CELLS = [(100, 10, "dp"), (10**5, 10, "dp"), (10**5, 10, "tpr"), (10**6, 10, "dp"), (10**6, 10, "tpr"),
-         (10**5, 1, "dp"), (10**6, 1, "dp"), (10**6, 1, "tpr"), (10**5, 100, "dp")]
+         (10**5, 1, "dp"), (10**6, 1, "dp"), (10**6, 1, "tpr"), (10**5, 100, "dp"),
+         (10**7, 1, "dp"), (10**7, 1, "tpr"), (2, 100, "dp"), (2, 100, "tpr"), (1000, 1000, "dp"),
+         (1000, 1000, "tpr")]
 STAGES = ["100x5,400x5", "20x2,5x3,50x1", "100000x5,1000000x5"]
 SMALL = {"CELLS": CELLS[:3], "STAGES": STAGES[:1]}
 KW = {"dp": {"epsilon": "1", "delta": "1e-5"}, "tpr": {"fpr": "0.001", "tpr": "0.002"}}
@@ -88,11 +90,16 @@ def in_process(m: int, e: int, kind: str) -> dict:
             "value_at_seconds": t_value}
 
 
-def wall(argv: list[str]) -> float:
+def wall(argv: list[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds: user + system of the child) of the command in a fresh process."""
+    import resource
     env = dict(os.environ, PYTHONPATH=ROOT)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     subprocess.run([sys.executable, "-m", "sigmacert.cli", *argv], check=True, env=env, capture_output=True)
-    return time.perf_counter() - t
+    t = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return t, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main(argv=None) -> int:
@@ -112,24 +119,24 @@ def main(argv=None) -> int:
         print(f"| {m} | {e} | {kind} | {r['exact']} | {r['evals']} | {r['seconds']:.2f} | {r['evals_previous']} | "
               f"{r['seconds_previous']:.2f} | {r['seconds'] / r['seconds_previous']:.2f} | {r['same_as_previous']} | "
               f"{r['quick_seconds']:.2f} | {r['value_at_seconds']:.2f} |", flush=True)
-    print("\n| command | wall s (fresh process) |")
-    print("|---|---|")
-    base = wall(["--help"])
-    print(f"| sigmacert --help (imports only) | {base:.2f} |")
-    rows["wall"].append({"command": "--help", "seconds": base})
+    print("\n| command | wall s (fresh process) | CPU s |")
+    print("|---|---|---|")
+    base, cpu = wall(["--help"])
+    print(f"| sigmacert --help (imports only) | {base:.2f} | {cpu:.2f} |")
+    rows["wall"].append({"command": "--help", "seconds": base, "cpu_seconds": cpu})
     for m, e, kind in cells:
         cmd = ["sigma", "--steps", str(m), "--epochs", str(e), *FLAGS[kind]]
-        s = wall(cmd)
-        rows["wall"].append({"command": " ".join(cmd), "seconds": s})
-        print(f"| sigmacert {' '.join(cmd)} | {s:.2f} |", flush=True)
-    print("\n| stages | kind | wall s |")
-    print("|---|---|---|")
+        s, cpu = wall(cmd)
+        rows["wall"].append({"command": " ".join(cmd), "seconds": s, "cpu_seconds": cpu})
+        print(f"| sigmacert {' '.join(cmd)} | {s:.2f} | {cpu:.2f} |", flush=True)
+    print("\n| stages | kind | wall s | CPU s |")
+    print("|---|---|---|---|")
     for spec in stages:
         for kind in ("dp", "tpr"):
             cmd = ["sigma", "--stages", spec, *FLAGS[kind]]
-            s = wall(cmd)
-            rows["stages"].append({"stages": spec, "kind": kind, "seconds": s})
-            print(f"| {spec} | {kind} | {s:.2f} |", flush=True)
+            s, cpu = wall(cmd)
+            rows["stages"].append({"stages": spec, "kind": kind, "seconds": s, "cpu_seconds": cpu})
+            print(f"| {spec} | {kind} | {s:.2f} | {cpu:.2f} |", flush=True)
     print("\n" + load())
     if args.json:
         with open(args.json, "w") as fh:

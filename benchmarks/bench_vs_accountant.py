@@ -18,11 +18,13 @@ route and one bisection step (seconds), to check the benchmark runs.
 `--question dp`: the (eps, delta) question instead. For (M, E) in (100, 10), (250, 20), (1000, 1),
 eps in 1, 4, delta = 1e-5: the smallest sigma the accountant certifies (its upper bound on eps at
 delta <= eps) by a bracketing search on its default route (`gaussian_allocation_epsilon_range`,
-adaptive GEOM refinement), each run a child process killed at `--budget` seconds, against
-sigmacert's exact sigma and its certificate there (two-sided when the dp kind has a lower side,
-else the upper side, reported as such): noise ratio and time ratio.
+adaptive GEOM refinement) from sigmacert's exact sigma, each run a child process killed at
+`--budget` CPU seconds, then sigmacert's certificate at the exact sigma in a child killed at
+`--cert-budget` (two-sided, else the upper side, reported as such; `--sides one`: the upper side
+only): noise ratio and time ratio. Every child dies with the benchmark (also when it is killed).
 
-    python benchmarks/bench_vs_accountant.py --question dp [--budget 240] [--tol 1e-3] [--small]
+    python benchmarks/bench_vs_accountant.py --question dp [--budget 240] [--tol 1e-3] [--cert-budget S]
+        [--sides two|one] [--small]
 """
 from __future__ import annotations
 
@@ -34,6 +36,56 @@ import time
 CELLS = {(100, 10): "1.426215", (250, 20): "1.309428", (500, 40): "1.310146"}
 SMALL = {(5, 2): "2.589777"}
 LAM = 0.1
+
+
+def _die_with_parent(parent: int) -> None:
+    """In a child: end as soon as the parent does, however it ends (SIGKILL included), so a killed
+    benchmark leaves no accountant or certifier running. Linux's prctl(PR_SET_PDEATHSIG, SIGKILL)
+    through libc, then a watcher thread polling getppid() (any POSIX system; also covers a parent
+    that died before prctl took effect)."""
+    import ctypes
+    import os
+    import signal
+    import threading
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: the watcher alone
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _child_main(parent, target, args):
+    import signal
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # not the parent's SystemExit handler: a terminate() must kill
+        signal.signal(sig, signal.SIG_DFL)       # at once, even inside a long C call
+    _die_with_parent(parent)
+    target(*args)
+
+
+def _child(target, args):
+    """A started forked child running target(*args), tied to this process: it dies with it (see
+    _die_with_parent), and as a daemon it is also killed when this process exits normally."""
+    import os
+    p = mp.get_context("fork").Process(target=_child_main, args=(os.getpid(), target, args), daemon=True)
+    p.start()
+    return p
+
+
+def _exit_on_signals() -> None:
+    """SIGTERM and SIGHUP end the benchmark through SystemExit, so multiprocessing's exit hook kills
+    the daemon children as well (the children also watch their parent)."""
+    import signal
+
+    def stop(signum, _frame):
+        raise SystemExit(128 + signum)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) is not signal.SIG_IGN:  # nohup's ignored SIGHUP stays ignored
+            signal.signal(sig, stop)
 
 
 def _delta0(dist) -> float:
@@ -61,9 +113,8 @@ def _accountant_run(steps, epochs, sigma, route, discretization, queue):
 def accountant(steps, epochs, sigma: float, route: str, discretization: float, limit: float):
     """(bound, per-direction bounds, seconds) or (None, None, limit) on time-out."""
     q = mp.get_context("fork").Queue()
-    p = mp.get_context("fork").Process(target=_accountant_run, args=(steps, epochs, sigma, route, discretization, q))
+    p = _child(_accountant_run, (steps, epochs, sigma, route, discretization, q))
     t0 = time.perf_counter()
-    p.start()
     p.join(limit)
     if p.is_alive():
         p.kill()
@@ -158,8 +209,7 @@ def fs_certifies(steps, epochs, sigma: float, eps: float, delta: float, budget: 
     import queue as queue_mod
     ctx = mp.get_context("fork")
     q = ctx.Queue()
-    p = ctx.Process(target=_fs_run, args=(steps, epochs, sigma, eps, delta, q))
-    p.start()
+    p = _child(_fs_run, (steps, epochs, sigma, eps, delta, q))
     up = lo = disc = None
     status, cpu = "timeout", 0.0
     while True:
@@ -204,6 +254,9 @@ def fs_search(steps, epochs, eps, delta, start: float, tol: float, budget: float
         r = fs_certifies(steps, epochs, s, eps, delta, budget)
         r["sigma"] = s
         runs.append(r)
+        print(f"  run M={steps} E={epochs} eps={eps:g} sigma={s:.6f}: upper {_fmt(r['upper'])} lower "
+              f"{_fmt(r['lower'])} disc {_fmt(r['disc'], '.3g')} {r['status']:<8} {r['seconds']:7.1f} s "
+              f"certified={'yes' if r['certified'] else 'no'}", flush=True)
         f = math.log(r["upper"] / eps) if r["upper"] else None
         return r["certified"], f
 
@@ -251,33 +304,81 @@ def fs_search(steps, epochs, eps, delta, start: float, tol: float, budget: float
     return (lo[0] if lo else None), (hi[0] if hi else None), runs
 
 
-def sigmacert_dp(steps, epochs, eps: int, delta: str):
-    """sigmacert's exact sigma and its dp certificate there: two-sided if the dp kind has a lower
-    side, else the upper side (the refusal is reported). (exact, sides, bound, ok, seconds, s_exact)."""
-    import sigmacert
+def _certify_run(steps, epochs, eps, delta, two_sided, queue):
+    """In a child: sigmacert's dp certificate at its own exact sigma; ("ok", bound, success,
+    two_sided) or ("refused", reason) to the queue."""
     from certifier.certify import certify
     from certifier.errors import CannotCertifyError
     from certifier.params import parse_decimal
-    t0 = time.process_time()  # CPU seconds (the certifier runs in this process)
-    exact = sigmacert.exact_sigma(steps, epochs, epsilon=eps, delta=float(delta))
-    t_exact = time.process_time() - t0
     # sigma None: the certifier's own exact sigma, one resolution step up where the margin at it is too thin
     # for any grid (certifier.resolution), as `sigmacert certify` does
-    args = (steps, epochs, parse_decimal("delta", delta), None)
-    kw = {"kind_name": "dp", "kind_params": {"epsilon": str(eps)}}
     try:
-        out = certify(*args, two_sided=True, **kw)
-        sides = "two-sided" if out.two_sided else "upper side only"
+        out = certify(steps, epochs, parse_decimal("delta", delta), None, two_sided=two_sided,
+                      kind_name="dp", kind_params={"epsilon": str(eps)})
     except CannotCertifyError as err:
-        if "lower side" not in str(err):
-            raise
+        queue.put(("refused", str(err)))
+        return
+    queue.put(("ok", out.bound, bool(out.success), bool(out.two_sided)))
+
+
+def _budgeted(target, args, budget: float):
+    """target(*args, queue) in a tied child, killed once its CPU time reaches `budget` seconds:
+    (message or None on time-out, CPU seconds)."""
+    import queue as queue_mod
+    q = mp.get_context("fork").Queue()
+    p = _child(target, (*args, q))
+    cpu, msg = 0.0, None
+    while True:
         try:
-            out = certify(*args, **kw)
-        except CannotCertifyError as why:  # e.g. no dp method applies at this cell: reported, not hidden
-            print(f"  sigmacert M={steps} E={epochs} eps={eps}: no certificate: {why}", flush=True)
-            return exact, "no certificate", None, False, time.process_time() - t0, t_exact
-        sides = "upper side only"
-    return exact, sides, out.bound, bool(out.success), time.process_time() - t0, t_exact
+            msg = q.get(timeout=0.5)
+            break
+        except queue_mod.Empty:
+            cpu = max(cpu, _cpu_seconds(p.pid))
+            if cpu >= budget or not p.is_alive():
+                break
+    cpu = max(cpu, _cpu_seconds(p.pid))
+    if p.is_alive():
+        p.kill()
+    p.join()
+    return msg, cpu
+
+
+def exact_dp(steps, epochs, eps: int, delta: str):
+    """sigmacert's exact sigma (numerical) and its CPU seconds (this process)."""
+    import sigmacert
+    t0 = time.process_time()
+    exact = sigmacert.exact_sigma(steps, epochs, epsilon=eps, delta=float(delta))
+    return exact, time.process_time() - t0
+
+
+def sigmacert_dp(steps, epochs, eps: int, delta: str, budget: float = float("inf"), exact=None,
+                 sides=(True, False)):
+    """sigmacert's exact sigma and its dp certificate there, the certificate in a child killed at
+    `budget` CPU seconds: two-sided, else (refused or past the budget) the upper side, reported as
+    such (`sides`: which to try, in order). (exact, sides, bound, ok, seconds, s_exact)."""
+    if exact is None:
+        exact, t_exact = exact_dp(steps, epochs, eps, delta)
+    else:
+        exact, t_exact = exact
+    spent = t_exact
+    for two_sided in sides:
+        msg, cpu = _budgeted(_certify_run, (steps, epochs, eps, delta, two_sided), budget)
+        spent += cpu
+        side = "two-sided" if two_sided else "upper side"
+        if msg is None:
+            why = (f"passed the budget of {budget:.0f} CPU s" if cpu >= budget else
+                   f"ended without a result after {cpu:.0f} CPU s (its traceback is above)")
+            print(f"  sigmacert M={steps} E={epochs} eps={eps}: the {side} certificate {why}", flush=True)
+            continue
+        if msg[0] == "refused":
+            print(f"  sigmacert M={steps} E={epochs} eps={eps}: {side} certificate refused: {msg[1]}", flush=True)
+            if two_sided and "lower side" in msg[1]:
+                continue
+            return exact, "no certificate", None, False, spent, t_exact
+        _, bound, ok, two = msg
+        print(f"  sigmacert M={steps} E={epochs} eps={eps}: {side} certificate in {cpu:.1f} CPU s", flush=True)
+        return exact, ("two-sided" if two else "upper side only"), bound, ok, spent, t_exact
+    return exact, "not issued", None, False, spent, t_exact
 
 
 def _fmt(x, spec=".6f"):
@@ -291,38 +392,38 @@ def run_dp(args) -> int:
         try:
             keep = {tuple(int(x) for x in c.split("x")) for c in args.cells.split(",")}
         except ValueError:
-            print(f"bench_vs_accountant: --cells takes MxE[,MxE...], got {args.cells!r}", file=sys.stderr)
+            print(f"bench_vs_accountant: --cells takes MxE[xEPS][,...], got {args.cells!r}", file=sys.stderr)
             return 2
-        cells = [c for c in cells if c[:2] in keep]
+        cells = [c for c in cells if c[:2] in keep or c in keep]   # MxE, or MxExeps for one eps
     print(f"(eps, delta = {DELTA}): accountant = PLD_accounting gaussian_allocation_epsilon_range (default "
           f"route), certifies sigma when its upper eps <= target; per-run budget {args.budget:.0f} CPU s, bracket "
           f"tolerance {tol:g} relative, at most {args.max_runs} runs per cell")
     print(f"load average at start: {open('/proc/loadavg').read().split()[0:3]}", flush=True)
     head = (f"{'M':>4} {'E':>3} {'eps':>3} | {'exact sigma':>11} {'certificate':<15} {'cert delta':>12} "
             f"{'cert?':>5} {'s':>6} | {'F&S sigma':>9} {'F&S lo':>9} {'width':>8} {'runs':>4} {'s':>7} | "
-            f"{'noise ratio':>11} {'F&S>=exact':>10} {'time ratio':>10}")
+            f"{'noise ratio':>11} {'F&S>=exact':>10} {'time ratio':>10} {'vs exact':>8}")
     rows = []
+    order = (True, False) if args.sides == "two" else (False,)
     for m, e, eps in cells:
-        exact, sides, bound, ok, t_ours, _ = sigmacert_dp(m, e, eps, DELTA)
-        lo, hi, runs = fs_search(m, e, eps, delta, float(exact), tol, args.budget, args.max_runs)
+        found = exact_dp(m, e, eps, DELTA)           # the accountant's search starts at the exact sigma
+        print(f"  sigmacert M={m} E={e} eps={eps}: exact sigma {found[0]} in {found[1]:.2f} CPU s", flush=True)
+        lo, hi, runs = fs_search(m, e, eps, delta, float(found[0]), tol, args.budget, args.max_runs)
+        exact, sides, bound, ok, t_ours, t_exact = sigmacert_dp(m, e, eps, DELTA, args.cert_budget, found, order)
         t_fs = sum(r["seconds"] for r in runs)
-        for r in runs:
-            print(f"  run M={m} E={e} eps={eps} sigma={r['sigma']:.6f}: upper {_fmt(r['upper'])} lower "
-                  f"{_fmt(r['lower'])} disc {_fmt(r['disc'], '.3g')} {r['status']:<8} {r['seconds']:7.1f} s "
-                  f"certified={'yes' if r['certified'] else 'no'}", flush=True)
         width = None if lo is None or hi is None else hi / lo - 1
         ratio = None if hi is None else hi / float(exact)
         consistent = None if hi is None else hi >= float(exact) * (1 - tol)
         rows.append(f"{m:>4} {e:>3} {eps:>3} | {str(exact):>11} {sides:<15} {_fmt(None if bound is None else float(bound), '.6e'):>12} "
                     f"{'yes' if ok else 'no':>5} {t_ours:>6.1f} | {_fmt(hi):>9} {_fmt(lo):>9} "
                     f"{_fmt(width, '.2e'):>8} {len(runs):>4} {t_fs:>7.1f} | {_fmt(ratio, '.5f'):>11} "
-                    f"{'-' if consistent is None else ('yes' if consistent else 'NO'):>10} {t_fs / t_ours:>10.3g}")
+                    f"{'-' if consistent is None else ('yes' if consistent else 'NO'):>10} {t_fs / t_ours:>10.3g} {t_fs / max(t_exact, 1e-9):>8.3g}")
         print(head + "\n" + rows[-1], flush=True)
     print("\n" + head)
     print("\n".join(rows))
     print("noise ratio = F&S sigma / exact sigma (F&S sigma: the smallest sigma it certified; F&S lo: the "
           "largest it did not, within the budget); time ratio = F&S search seconds / sigmacert seconds "
-          "(exact sigma + certificate); all seconds are CPU seconds")
+          "(exact sigma + certificate, a certificate past --cert-budget counted at its budget); vs exact = F&S "
+          "search seconds / sigmacert's exact sigma seconds; all seconds are CPU seconds")
     print(f"load average at end: {open('/proc/loadavg').read().split()[0:3]}")
     return 0
 
@@ -337,13 +438,19 @@ def main(argv=None) -> int:
     ap.add_argument("--tol", type=float, default=None,
                     help="dp: relative width of the accountant's final bracket (default 1e-3; --small 3e-2)")
     ap.add_argument("--cells", default=None,
-                    help="dp: a subset of the cells, e.g. 1000x1,100x10 (default: all)")
+                    help="dp: a subset of the cells, e.g. 1000x1,100x10 or 100x10x4 (one eps; default: all)")
+    ap.add_argument("--cert-budget", type=float, default=float("inf"),
+                    help="dp: CPU seconds for each sigmacert certificate (two-sided, then upper side; default none)")
+    ap.add_argument("--sides", choices=("two", "one"), default="two",
+                    help="dp: sigmacert's certificate two-sided (then the upper side if that fails; default) "
+                         "or the upper side only")
     ap.add_argument("--max-runs", type=int, default=8, help="dp: accountant runs per cell at most (default 8)")
     ap.add_argument("--limit", type=float, default=120.0, help="seconds per accountant run (default 120)")
     ap.add_argument("--search-steps", type=int, default=5, help="bisection steps for the smallest sigma")
     ap.add_argument("--small", action="store_true", help="one tiny cell, coarse grids (seconds): checks the "
                                                          "benchmark runs")
     args = ap.parse_args(argv)
+    _exit_on_signals()
     try:
         import PLD_accounting  # noqa: F401
     except ImportError:

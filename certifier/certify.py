@@ -398,6 +398,11 @@ def _prove(side: Side, max_tries: int, tries: list, say, single: bool = False):
         except NumericsUnreliableError as err:
             tries.append({"try": k + 1, "skipped": f"bound failed: {err}"})
             continue
+        except ParameterError as err:            # an automatic grid beyond the method's limits: the next try
+            if single:
+                raise
+            tries.append({"try": k + 1, "skipped": f"grid refused by the method: {err}"})
+            continue
         if isinstance(res, UpperResult) and res.method is None:
             res.method = plan.method             # the grid the bound ran on (the kinds read b_k through it)
         ok = bool(side.proves(res))
@@ -410,18 +415,35 @@ def _prove(side: Side, max_tries: int, tries: list, say, single: bool = False):
     return None
 
 
+def _v1_covers(claim: Claim) -> bool:
+    """Method v1's pair: random allocation, or fixed bins for a target kind (format v4; a TV claim in fixed
+    bins keeps method v2, as format v3 has it)."""
+    return claim.scheme == RANDOM_ALLOCATION or bool(claim.kind)
+
+
+def _pair_sigma(claim: Claim, sigma: fmpq) -> fmpq:
+    """The pair's noise multiplier for the planners (floats only): sigma, or about sigma/sqrt(E) in fixed bins."""
+    if claim.scheme == RANDOM_ALLOCATION:
+        return sigma
+    return parse_decimal("sigma", repr(claim.sigma_of_pair(float(sigma))))
+
+
 def _v1_fits(claim: Claim, sigma: fmpq, user_grid: bool) -> bool:
-    """Method v1 applies: a user grid, or random allocation and its fixed truncation at 8M costs < 1e-9."""
-    if user_grid:
-        return True
-    return claim.scheme in mt.UPPER_V1.schemes and truncation_loss(claim.steps, claim.epochs, float(sigma)) < 1e-9
+    """Method v1 applies: its pair is covered, and a user grid or its fixed truncation at 8M costs < 1e-9."""
+    if not _v1_covers(claim):
+        return False
+    return user_grid or truncation_loss(*claim.pair(), float(_pair_sigma(claim, sigma))) < 1e-9
 
 
 def _upper_v1(ctx: Ctx):
     """Method v1 (certifier.bounds.upper_v1); returns (UpperResult, UpperV1) or None."""
     claim, sigma, out, say = ctx.claim, ctx.sigma, ctx.out, ctx.say
     h, eta, cap = (ctx.grid.get(k) for k in ("h", "eta", "cap"))
-    loss = truncation_loss(claim.steps, claim.epochs, float(sigma))
+    if not _v1_covers(claim):
+        raise CannotCertifyError("method v1 covers random allocation only for a TV target (use method v2)")
+    M, E = claim.pair()                                    # fixed bins: the one-epoch pair at sigma/sqrt(E)
+    s_pair = _pair_sigma(claim, sigma)
+    loss = truncation_loss(M, E, float(s_pair))
     if loss > SAFETY[0] * 1e-7:
         raise CannotCertifyError(f"cannot certify M={claim.steps}, E={claim.epochs} with method v1: its "
                                  f"truncation at 8M deletes about {loss:.2g} at sigma {decimal_str(sigma)} "
@@ -435,8 +457,8 @@ def _upper_v1(ctx: Ctx):
                                                    "prec")}, "bound": r.bound, **kb}   # bound: the grid's TV
     margin, wts = _kind_plan(ctx, claim, sigma, ctx.tv, ctx.tv_err, upper=True)
     side = Side("upper", margin, SAFETY, 1e-7,
-                lambda b: choose_grid(claim.steps, claim.epochs, sigma, b, h=h, eta=eta, cap=cap,
-                                      prec=ctx.prec or 100, allow_moved=True, weights=wts),
+                lambda b: choose_grid(M, E, s_pair, b, h=h, eta=eta, cap=cap, prec=ctx.prec or 100,
+                                      allow_moved=True, weights=wts),
                 lambda m, prog: mt.UPPER_V1.run(claim, sigma, m, progress=prog),
                 lambda r: ctx.kind.upper_proves(r, claim.target), row, ctx.limit)
     return _prove(side, ctx.max_tries, out.tries, say, single=bool(ctx.grid))
@@ -549,7 +571,7 @@ def _lower_v1(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
     out, say = ctx.out, ctx.say
     margin, wts = _kind_plan(ctx, low_claim, s_low, tv_low, err, upper=False)
     side = Side("lower", margin, LOWER_SAFETY, LOWER_V1_CEILING,
-                lambda b: choose_lower_grid(M, E, s_low, b, prec=meth.prec, weights=wts),
+                lambda b: choose_lower_grid(M, E, _pair_sigma(low_claim, s_low), b, prec=meth.prec, weights=wts),
                 lambda m, prog: mt.LOWER_V1.run(low_claim, s_low, m, progress=prog),
                 lambda L: ctx.kind.lower_proves(L, low_claim.target),
                 lambda plan, L: {"sigma_low": decimal_str(s_low), "method": 1,

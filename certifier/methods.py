@@ -41,18 +41,19 @@ class BoundMethod:
 
 
 BOTH = (RANDOM_ALLOCATION, FIXED_BINS)
+# method v1 on the claim's pair (M, E of step (iv), t^2): fixed bins only for a target kind (format v4)
 UPPER_V1 = BoundMethod(
-    upper_v1.METHOD_NAME, upper_v1.METHOD_VERSION, UPPER, 1, (RANDOM_ALLOCATION,), upper_v1.UpperV1.from_json,
+    upper_v1.METHOD_NAME, upper_v1.METHOD_VERSION, UPPER, 1, BOTH, upper_v1.UpperV1.from_json,
     lambda m, c: m.to_json(c.steps), lambda m, c: m.validate(c.steps),
-    lambda c, s, m, progress=None: upper_v1.rounding_bound(c.steps, c.epochs, s, m, progress=progress))
+    lambda c, s, m, progress=None: upper_v1.rounding_bound(*c.pair(), s, m, progress=progress, t2=c.t2_at(s)))
 UPPER_V2 = BoundMethod(
     upper_v2.METHOD_NAME, upper_v2.METHOD_VERSION, UPPER, 3, BOTH, upper_v2.UpperV2.from_json,
     lambda m, c: m.to_json(), lambda m, c: m.validate(),
     lambda c, s, m, progress=None: upper_v2.rounding_bound_v2(*c.pair(), c.t2_at(s), m, progress=progress))
 LOWER_V1 = BoundMethod(
-    lower_v1.METHOD_NAME, lower_v1.METHOD_VERSION, LOWER, 2, (RANDOM_ALLOCATION,), lower_v1.LowerV1.from_json,
+    lower_v1.METHOD_NAME, lower_v1.METHOD_VERSION, LOWER, 2, BOTH, lower_v1.LowerV1.from_json,
     lambda m, c: m.to_json(c.steps), lambda m, c: m.validate(c.steps),
-    lambda c, s, m, progress=None: lower_v1.lower_bound(c.steps, c.epochs, s, m, progress=progress))
+    lambda c, s, m, progress=None: lower_v1.lower_bound(*c.pair(), s, m, progress=progress, t2=c.t2_at(s)))
 LOWER_V2 = BoundMethod(
     lower_v2.METHOD_NAME, lower_v2.METHOD_VERSION, LOWER, 3, BOTH, lower_v2.method_from_json,
     lambda m, c: lower_v2.method_json(m), lambda m, c: m.validate(),

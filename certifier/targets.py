@@ -94,6 +94,9 @@ def _dp_upper(r: UpperResult, epsilon: fmpq) -> str | None:
     """max of the certified upper ends of delta_{Q||P}(eps), delta_{P||Q}(eps) (Lemma C.5, concave
     functionals min{Lambda, e^eps}, min{1, e^eps Lambda}; certifier.bounds.privacy), rounded up."""
     from certifier.bounds.fixedpoint import round_up_sig
+    if r.shift2 is not None:                          # M = 1: the Gaussian shift's closed form
+        from certifier.bounds.gaussian_shift import dp_upper
+        return dp_upper(r.shift2, epsilon, r.method.prec)
     ms = _masses(r)
     if ms is None:
         return None
@@ -105,6 +108,9 @@ def _tpr_row(r: UpperResult, alpha: fmpq) -> dict | None:
     """{tpr, epsilon}: min over gamma = epsilon on the grid of e^gamma alpha + delta_{Q||P}(gamma), upper end
     (1 - T(alpha) <= it for every gamma, (7))."""
     from certifier.bounds.privacy import EPSILON_GRID, tpr_at_fpr
+    if r.shift2 is not None:                          # M = 1: at the tangent of the closed form
+        from certifier.bounds.gaussian_shift import tpr_upper
+        return tpr_upper(r.shift2, alpha, r.method.prec)
     ms = _masses(r)
     return None if ms is None else tpr_at_fpr(ms, alpha, parse_decimal("epsilon_grid", EPSILON_GRID))
 
@@ -121,12 +127,18 @@ def _proves_below(upper):
 def _dp_lower(r: LowerResult, epsilon: fmpq) -> fmpq | None:
     """max of the data-processing lower bounds on delta_{Q||P}(eps), delta_{P||Q}(eps) (exact; None: no pmfs)."""
     from certifier.bounds.lower_kinds import dp_lower
+    if r.shift2 is not None:                          # M = 1: the closed form's lower end
+        from certifier.bounds import gaussian_shift as gs
+        return gs.dp_lower(r.shift2, epsilon, r.method.prec)
     return None if r.pmfs is None else dp_lower(r.pmfs, epsilon)
 
 
 def _tpr_lower(r: LowerResult, alpha: fmpq) -> fmpq | None:
     """The data-processing lower bound on 1 - T(alpha) (exact; None: no pmfs)."""
     from certifier.bounds.lower_kinds import tpr_lower
+    if r.shift2 is not None:                          # M = 1: Phi(mu + z_lo), z_lo <= Phi^-1(alpha)
+        from certifier.bounds import gaussian_shift as gs
+        return gs.tpr_lower(r.shift2, alpha, r.method.prec)
     return None if r.pmfs is None else tpr_lower(r.pmfs, alpha)
 
 
@@ -243,8 +255,10 @@ def tpr_kind(fpr: str, tpr: fmpq) -> TargetKind:
 
 
 TARGETS = {k.name: k for k in (TV,)}
-# dp, tpr: the upper side by method v1 only (v2's calibration measures the TV loss); format v4
-_V1_UPPER = {"certificate": True, "upper_methods": ("lemma-c5-rounding v1",), "lambda_domain": False}
+# dp, tpr: the upper side by method v1 (either scheme) or the closed form at M = 1 (v2's calibration
+# measures the TV loss); format v4
+_V1_UPPER = {"certificate": True, "upper_methods": ("gaussian-shift v1", "lemma-c5-rounding v1"),
+             "lambda_domain": False}
 FACTORIES = {"dp": (dp_kind, "epsilon"), "tpr": (tpr_kind, "fpr")}
 
 

@@ -195,9 +195,17 @@ def _epoch(n0: float, M: int, sched: list, K, span, bits: float, sides: int):
     return A, gA, secs, peak
 
 
+def _v1_pair(claim: dict, sigma) -> tuple[int, int, float]:
+    """Methods v1 run on the pair: (M, E, sigma) or, in fixed bins (format v4), (M, 1, sigma/sqrt(E))."""
+    if claim.get("scheme") == "fixed-bins":
+        return claim["steps"], 1, _f(sigma) / math.sqrt(claim["epochs"])
+    return claim["steps"], claim["epochs"], sigma
+
+
 def upper(claim: dict, m: dict) -> Cost:
     """Method `lemma-c5-rounding` v1 (replay/upper_v1.py)."""
-    M, E, prec, F = claim["steps"], claim["epochs"], m["prec"], m["fixed_point_bits"] + 4
+    M, E, sigma = _v1_pair(claim, claim["sigma"])
+    prec, F = m["prec"], m["fixed_point_bits"] + 4
     h, T, eta = m["h"], m["truncation"], m["eta"]
     K = lambda g: _f((T / (h * g)).floor())
     cost, ts, cap = Cost(), m["tail_start"], m["cap"]
@@ -205,7 +213,7 @@ def upper(claim: dict, m: dict) -> Cost:
     dense = min(_f(cap / h), K(1)) + 1
     cost.add("step_i", _arb_points(points, prec) + PY_COEF * (points + dense),
              points * (_pyint(F) + 2 * (100 + prec / 8)) + dense * (8 + _fmpz(F)))
-    sp = Spread(claim["sigma"], cap, m["trim"], F, lump=False)
+    sp = Spread(sigma, cap, m["trim"], F, lump=False)
     n, g, secs, peak = _epoch(dense, M, m["lattice_schedule"], K, lambda k, g: sp.width(k) / _f(h * g) + 2, F, 1)
     cost.add("step_ii", secs, peak)
     W = prec + 64
@@ -224,12 +232,13 @@ def upper(claim: dict, m: dict) -> Cost:
 
 def lower(claim: dict, lo: dict) -> Cost:
     """Method `data-processing-lower` v1 (replay/lower_v1.py)."""
-    M, E, m = claim["steps"], claim["epochs"], lo["method"]
+    m = lo["method"]
+    M, E, sigma_low = _v1_pair(claim, lo["sigma_low"])
     prec, F, h = m["prec"], m["fixed_point_bits"] + 4, m["h"]
     K = lambda g: _f((8 * M / (h * g)).floor())
     cost, cells = Cost(), _f(m["cap"] / h) + 1
     cost.add("masses", 2 * _arb_points(cells, prec) + 2 * PY_COEF * cells, cells * 2 * (_pyint(F) + _fmpz(F)))
-    sp = Spread(lo["sigma_low"], m["cap"], m["trim"], F, lump=True)
+    sp = Spread(sigma_low, m["cap"], m["trim"], F, lump=True)
     n, g, secs, peak = _epoch(cells, M, m["lattice_schedule"], K, lambda k, g: sp.width(k) / _f(h * g) + 2, F, 2)
     cost.add("epoch", secs, peak)
     buckets, span = sp.cells(M, m["eta"], _f(h * g), min(_f(m["b_max"] - m["b_min"]), n))

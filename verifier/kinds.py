@@ -16,6 +16,7 @@ from flint import arb, fmpq
 from .format.stages import where
 from .format.strict import Reject, working_prec
 from .format.v4 import parameter
+from .replay.arith import dyadic
 from .replay.slack import upper_end
 
 
@@ -58,6 +59,39 @@ def tpr_lower(pmfs: tuple, alpha: fmpq) -> fmpq:
     return got / one
 
 
+def _lower_end(x: arb) -> fmpq:
+    """A rational <= every point of the ball x (its lower end on the grid 2^-400, rounded down)."""
+    return fmpq(dyadic(x, False, 400), 2**400)
+
+
+def _phi(x: arb) -> arb:
+    return (-x / arb(2).sqrt()).erfc() / 2
+
+
+def z_below(alpha: fmpq) -> fmpq:
+    """A rational z with Phi(z) <= alpha proven in balls, so z <= Phi^-1(alpha) (floats only locate it)."""
+    from statistics import NormalDist
+    z = NormalDist().inv_cdf(float(alpha))
+    step = max(abs(z), 1.0) * 1e-15
+    with working_prec(200):
+        while True:
+            zq = fmpq(*float(z).as_integer_ratio())
+            if _phi(arb(zq)) <= arb(alpha):  # certainly <= (the comparison of balls)
+                return zq
+            z, step = z - step, 2 * step
+
+
+def shift_lower(kind: dict, mu: arb) -> fmpq:
+    """M = 1, the Gaussian shift mu (a ball): dp: the lower end of delta(eps) (both directions);
+    tpr: 1 - T(fpr) = Phi(mu + Phi^-1(fpr)) >= the lower end of Phi(mu + z), z <= Phi^-1(fpr) ((7))."""
+    from .replay.gaussian_shift import delta
+    x = parameter(kind)
+    with working_prec(200):
+        if kind["name"] == "dp":
+            return _lower_end(delta(mu, x))
+        return _lower_end(_phi(mu + arb(z_below(x))))
+
+
 def upper_value(p: dict, deltas_at) -> fmpq:
     """Our certified upper value of the kind's functional (an exact rational: an upper end)."""
     kind = p["claim"]["kind"]
@@ -93,9 +127,12 @@ def verify_upper(p: dict, deltas_at, round_up, res) -> None:
 def verify_lower(p: dict, lr, round_up, res) -> None:
     """The kind's lower side: our value at sigma_low > the target (the proof) and >= bound_lower."""
     c, lo = p["claim"], p["lower"]
-    if getattr(lr, "pmfs", None) is None:
+    if getattr(lr, "mu", None) is not None:  # the closed form (M = 1)
+        v = shift_lower(c["kind"], lr.mu)
+    elif getattr(lr, "pmfs", None) is None:
         raise Reject("lower-method-kind", "this lower method's replay gives no pmfs for the kind")
-    v = lower_value(p, lr.pmfs)
+    else:
+        v = lower_value(p, lr.pmfs)
     res.derived = {**(res.derived or {}), "lower": round_up(v, 13, up=False)}
     if v <= c["target"]:
         raise Reject("kind-lower-not-above-target", f"replayed lower bound {round_up(v, 13, up=False)} on the "

@@ -17,7 +17,7 @@ from .replay import stages as st
 from .replay.lower_v1 import deltas, replay_lower
 from .replay.lower_v2 import replay_lower_v2, slack_lower
 from .replay.slack import compare, compare_lower_v1, slack
-from .replay.upper_v1 import replay
+from .replay.upper_v1 import pair, pair_sigma, replay
 from .replay.upper_v2 import LOOSE, replay_v2
 from .replay.upper_v2 import slack as slack_v2
 
@@ -30,8 +30,9 @@ class Replay:
 
 
 def _check_upper_v1(c, m, enc, rp):
-    width = m["truncation"] / m["h"] + m["cap"] / m["h"] + (m["k_plus"] - m["k_minus"]) * c["epochs"]
-    tol = slack(c["steps"], c["epochs"], m, width, 2 * (c["steps"].bit_length() + c["epochs"].bit_length()))
+    M, E, _ = pair(c)  # fixed bins (format v4): one epoch
+    width = m["truncation"] / m["h"] + m["cap"] / m["h"] + (m["k_plus"] - m["k_minus"]) * E
+    tol = slack(M, E, m, width, 2 * (M.bit_length() + E.bit_length()))
     with working_prec(400):
         return tol, compare(enc, rp.enclosures, tol)
 
@@ -54,8 +55,9 @@ def _check_exact(path):
 
 
 def _check_lower_v1(c, m, enc, lr):
-    width = 8 * c["steps"] / m["h"] + m["cap"] / m["h"] + (m["b_max"] - m["b_min"]) * c["epochs"]
-    tol = slack(c["steps"], c["epochs"], m, width, 5 * c["steps"].bit_length() + 4 * c["epochs"].bit_length())
+    M, E, _ = pair(c)
+    width = 8 * M / m["h"] + m["cap"] / m["h"] + (m["b_max"] - m["b_min"]) * E
+    tol = slack(M, E, m, width, 5 * M.bit_length() + 4 * E.bit_length())
     with working_prec(400):
         return tol, compare_lower_v1(enc, lr, tol)
 
@@ -64,6 +66,12 @@ def _check_lower_v2(c, m, enc, lr):
     tol = slack_lower(c, m)
     with working_prec(400):
         return tol, compare(enc, {"W_A": lr.W_A, "U_A": lr.U_A, "deleted_p": lr.deleted_p}, tol, "lower.enclosures")
+
+
+def _replay_lower_v1(c, s, m):
+    """Lower method v1 at sigma_low s on the claim's pair (fixed bins, format v4: one epoch at s/sqrt(E))."""
+    M, E, t2 = pair({**c, "sigma": s})
+    return replay_lower(M, E, pair_sigma(t2) if c.get("scheme") == "fixed-bins" else s, m)
 
 
 _rows_from_b = lambda rp, m: (lambda eps: deltas(rp.b, rp.F, m["eta"], eps))  # the b_k of step (iv)
@@ -75,8 +83,7 @@ UPPER = {
                          lambda rp, m: rp.deltas),
 }
 LOWER = {
-    ("data-processing-lower", 1): Replay(lambda c, s, m: replay_lower(c["steps"], c["epochs"], s, m),
-                                         _check_lower_v1),
+    ("data-processing-lower", 1): Replay(_replay_lower_v1, _check_lower_v1),
     ("data-processing-lower", 2): Replay(replay_lower_v2, _check_lower_v2),
     (gs.NAME, 1): Replay(lambda c, s, m: gs.replay(c, s, m, upper=False), _check_exact("lower.enclosures")),
 }

@@ -9,6 +9,11 @@ by mu = t sqrt(E) (Appendix C.4). So, in arb balls (docs/method-v2.md §6):
 
 and a test with FPR alpha has TPR <= e^eps alpha + delta(eps) for every eps. mu^2 = E t^2 is an exact
 rational (t^2 = 1/sigma^2; for fixed bins the pair is already one epoch at t^2 = E/sigma^2).
+
+The target kinds (certifier.targets): delta(eps) as above; 1 - T(alpha) = Phi(mu + Phi^-1(alpha))
+((7), Appendix B.4), bounded above by e^eps alpha + delta(eps) at the tangent eps* = -mu z - mu^2/2
+(z = Phi^-1(alpha), where the bound equals 1 - T(alpha); eps* is a decimal near it, any eps is an upper
+bound) and below by Phi(mu + z_lo) for a rational z_lo with Phi(z_lo) <= alpha proven in balls.
 """
 from __future__ import annotations
 
@@ -72,7 +77,7 @@ def upper(steps: int, epochs: int, t2: fmpq, method: GaussianShift) -> UpperResu
     if steps != 1:
         raise ParameterError("method gaussian-shift needs one step per epoch (M = 1)")
     tv = tv_ball(epochs, t2, method.prec)
-    return UpperResult(round_up_sig(tv, 10), tv, {"TV": arb_str(tv)})
+    return UpperResult(round_up_sig(tv, 10), tv, {"TV": arb_str(tv)}, method=method, shift2=fmpq(epochs) * t2)
 
 
 def lower(steps: int, epochs: int, t2: fmpq, method: GaussianShift) -> LowerResult:
@@ -83,7 +88,61 @@ def lower(steps: int, epochs: int, t2: fmpq, method: GaussianShift) -> LowerResu
     tv = tv_ball(epochs, t2, method.prec)
     man, exp = tv.lower().man_exp()
     exact = fmpq(int(man)) * fmpq(2) ** int(exp) if int(exp) >= 0 else fmpq(int(man), 2 ** (-int(exp)))
-    return LowerResult(round_down_sig(exact, 10), exact, {"TV": arb_str(tv)})
+    return LowerResult(round_down_sig(exact, 10), exact, {"TV": arb_str(tv)}, method=method,
+                       shift2=fmpq(epochs) * t2)
+
+
+def lower_end(x: arb) -> fmpq:
+    """The exact lower end of a ball, a rational."""
+    man, exp = x.lower().man_exp()
+    return fmpq(int(man)) * fmpq(2) ** int(exp) if int(exp) >= 0 else fmpq(int(man), 2 ** (-int(exp)))
+
+
+def dp_upper(mu2: fmpq, eps: fmpq, prec: int = PREC) -> str:
+    """delta(eps) of the shift mu (both directions), the upper end rounded up to 10 digits."""
+    return round_up_sig(delta_ball(1, mu2, eps, prec), 10)
+
+
+def dp_lower(mu2: fmpq, eps: fmpq, prec: int = PREC) -> fmpq:
+    """delta(eps) of the shift mu, the exact lower end of its ball."""
+    return lower_end(delta_ball(1, mu2, eps, prec))
+
+
+def tpr_upper(mu2: fmpq, alpha: fmpq, prec: int = PREC) -> dict:
+    """{tpr, epsilon}: the upper end of e^eps alpha + delta(eps) at eps* = -mu z - mu^2/2 rounded to 12
+    significant digits (the tangent of the trade-off curve at alpha, (7))."""
+    import math
+
+    from scipy.special import ndtri
+
+    from certifier.params import decimal_str, parse_decimal
+    mu = math.sqrt(float(mu2))
+    eps = parse_decimal("epsilon", f"{-mu * float(ndtri(float(alpha))) - mu * mu / 2:.12g}")
+    with working_prec(prec):
+        ball = arb_exact(eps).exp() * arb_exact(alpha) + delta_ball(1, mu2, eps, prec)
+    return {"tpr": round_up_sig(ball, 10), "epsilon": decimal_str(eps)}
+
+
+def z_below(alpha: fmpq, prec: int = PREC) -> fmpq:
+    """A rational z <= Phi^-1(alpha): Phi(z) <= alpha proven in balls (floats only locate it)."""
+    from scipy.special import ndtri
+
+    from certifier.params import parse_decimal
+    z = float(ndtri(float(alpha)))
+    step = max(abs(z), 1.0) * 1e-15
+    with working_prec(prec):
+        while True:
+            zq = parse_decimal("z", repr(z))
+            if _phi(arb_exact(zq)).upper() <= arb_exact(alpha):
+                return zq
+            z, step = z - step, 2 * step
+
+
+def tpr_lower(mu2: fmpq, alpha: fmpq, prec: int = PREC) -> fmpq:
+    """1 - T(alpha) = Phi(mu + Phi^-1(alpha)) from below: the exact lower end of Phi(mu + z_lo)."""
+    z = z_below(alpha, prec)
+    with working_prec(prec):
+        return lower_end(_phi(arb_exact(mu2).sqrt() + arb_exact(z)))
 
 
 def rows(epochs: int, t2: fmpq, prec: int = PREC) -> tuple[dict, dict]:

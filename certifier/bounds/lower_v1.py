@@ -126,7 +126,7 @@ class LowerV1:
 
 # ----------------------------------------------------------------------------- (a) cell masses
 
-def step_a(sigma: fmpq, m: LowerV1) -> tuple[Poly, Poly]:
+def step_a(sigma: fmpq, m: LowerV1, t2: fmpq | None = None) -> tuple[Poly, Poly]:
     """(P, Q): coefficient k of P.poly (resp. Q.poly) is floor(2^F x lower end of a ball containing
     Pr_P(Y in the cell whose left end is k h)) (resp. the same under the shifted law, E[Y 1{cell}]).
 
@@ -135,7 +135,7 @@ def step_a(sigma: fmpq, m: LowerV1) -> tuple[Poly, Poly]:
     """
     F = m.fixed_point_bits
     pts = list(range(int(m.cap / m.h) + 1))             # cells [kh, (k+1)h), k < K, and [cap, inf)
-    e0, e1 = doubled_tails(1 / (sigma * sigma), pts, m.h, m.prec)
+    e0, e1 = doubled_tails(1 / (sigma * sigma) if t2 is None else t2, pts, m.h, m.prec)   # t^2
     with working_prec(m.prec):
         pc = [floor_fixed(x, F - 1) for x in floor_cell_masses(e0)]   # doubled masses: one bit fewer
         qc = [floor_fixed(x, F - 1) for x in floor_cell_masses(e1)]
@@ -233,20 +233,24 @@ def _bucket_sums(vals: list[int], beta: np.ndarray, b_min: int, b_max: int) -> l
 # ----------------------------------------------------------------------------- driver
 
 def lower_bound(steps: int, epochs: int, sigma: fmpq, method: LowerV1, progress=None,
-                fixed_buckets: bool = False) -> LowerResult:
+                fixed_buckets: bool = False, t2: fmpq | None = None) -> LowerResult:
     """A rigorous lower bound on TV(P_M^E, Q_M^E) at sigma (the data-processing map of this module).
+
+    t2: the pair's t^2 when it is not 1/sigma^2 (fixed bins: t^2 = E/sigma^2 with epochs = 1), exact.
 
     With fixed_buckets the recorded [b_min, b_max] clamp is used as given (replay); otherwise
     the range is taken from the computation and recorded in the result's method.
     """
     method.validate(steps)
     require_positive(sigma, "sigma")
+    t2 = 1 / (sigma * sigma) if t2 is None else t2
+    require_positive(t2, "t2")
     prog = progress or (lambda stage, frac: None)
     F = method.fixed_point_bits
     tm = {}
     t0 = time.perf_counter()
     prog("lower (a)", 0.0)
-    P, Q = step_a(sigma, method)
+    P, Q = step_a(sigma, method, t2)
     tm["step_a"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     AP, AQ, g, led = step_b(P, Q, steps, method, lambda f: prog("lower (b)", f))

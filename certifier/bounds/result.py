@@ -21,6 +21,7 @@ class UpperResult:
     b: Poly | None = None      # step (iv) masses (lower bounds, units 2^-F) at Lambda = e^{k eta}, for the rows
     O: arb | None = None       # Lemma C.5 methods: the ball of O (ball = 1 - O)
     method: object = None      # the method as used (its eta, fixed_point_bits, prec locate b_k)
+    shift2: fmpq | None = None  # closed form (M = 1): mu^2 = E t^2 of the Gaussian shift it is exact for
 
 
 @dataclass
@@ -33,6 +34,7 @@ class LowerResult:
     stats: dict = field(default_factory=dict)
     method: object = None      # the method as used (lower v1 records its bucket range b_min, b_max)
     pmfs: tuple | None = None  # data processing: (U, W, F), the final integer pmfs (lower bounds, units 2^-F)
+    shift2: fmpq | None = None  # closed form (M = 1): mu^2 = E t^2 of the Gaussian shift at sigma_low
 
 
 def require_positive(x, name: str) -> None:

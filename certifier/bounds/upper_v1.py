@@ -162,8 +162,9 @@ def make_method(steps: int, *, h, eta, cap, tail_start=None, tail_step=None, lat
 
 # ----------------------------------------------------------------------------- step (i)
 
-def step_i(sigma: fmpq, m: UpperV1):
-    """Lemma C.5 step (i): the grid masses p of one rounded step Y.
+def step_i(sigma: fmpq, m: UpperV1, t2: fmpq | None = None):
+    """Lemma C.5 step (i): the grid masses p of one rounded step Y (ln Y ~ N(-t^2/2, t^2); t^2 = 1/sigma^2
+    unless given, an exact rational).
 
     Returns (P, G0cap, loss) where P is a Poly on lattice h (off = 0) whose
     coefficient k is floor(2^F * lower end of a ball containing the mass the
@@ -173,16 +174,16 @@ def step_i(sigma: fmpq, m: UpperV1):
     containing the mass lost to the floors (true step-(i) mass minus the kept mass).
     """
     with working_prec(m.prec):  # the recorded working precision
-        return _step_i(sigma, m)
+        return _step_i(1 / (sigma * sigma) if t2 is None else t2, m)
 
 
-def _step_i(sigma: fmpq, m: UpperV1):
+def _step_i(t2: fmpq, m: UpperV1):
     """step_i at the current working precision (see step_i for what the result contains)."""
     F = m.fixed_point_bits
     ts_units, step_units, cap_units = int(m.tail_start / m.h), int(m.tail_step / m.h), int(m.cap / m.h)
     # grid points in units of h: 0, 1, ..., ts, ts + d, ..., cap (spec section 4 (i))
     pts = list(range(0, ts_units + 1)) + list(range(ts_units + step_units, cap_units + 1, step_units))
-    e0, e1 = doubled_tails(1 / (sigma * sigma), pts, m.h, m.prec)
+    e0, e1 = doubled_tails(t2, pts, m.h, m.prec)
     coeffs = [0] * (cap_units + 1)
     masses = two_point_masses(e0, e1, pts, m.h)
     if m.cap_moved:
@@ -384,8 +385,12 @@ def o_ball(b: Poly, m: UpperV1) -> arb:
 # ----------------------------------------------------------------------------- driver
 
 # Deliberately parallel to upper_v2.rounding_bound_v2 (the same four timed steps, each method its own).
-def rounding_bound(steps: int, epochs: int, sigma: fmpq, method: UpperV1, progress=None) -> UpperResult:
+def rounding_bound(steps: int, epochs: int, sigma: fmpq, method: UpperV1, progress=None,
+                   t2: fmpq | None = None) -> UpperResult:
     """The rigorous Lemma C.5 bound: 1 - O >= TV(P_M^E, Q_M^E) at sigma.
+
+    t2: the pair's t^2 when it is not 1/sigma^2 (fixed bins: the one-epoch pair at t^2 = E/sigma^2,
+    called with epochs = 1; method-v2.md §3), an exact rational.
 
     `bound` (a decimal string) is >= the upper end of a ball containing 1 - O, and
     1 - O >= TV by Lemma C.5 (every step is a mean-preserving two-point rounding or a
@@ -394,6 +399,8 @@ def rounding_bound(steps: int, epochs: int, sigma: fmpq, method: UpperV1, progre
     """
     method.validate(steps)
     require_positive(sigma, "sigma")
+    t2 = 1 / (sigma * sigma) if t2 is None else t2
+    require_positive(t2, "t2")
     F = method.fixed_point_bits
     prog = progress or (lambda stage, frac: None)
     timings = {}
@@ -401,7 +408,7 @@ def rounding_bound(steps: int, epochs: int, sigma: fmpq, method: UpperV1, progre
         led = Ledger(F)
         t0 = time.perf_counter()
         prog("step_i", 0.0)
-        P, g0cap, loss_i = step_i(sigma, method)
+        P, g0cap, loss_i = step_i(sigma, method, t2)
         mass_i = arb(P.mass()) / arb(2) ** F
         timings["step_i"] = time.perf_counter() - t0
         prog("step_i", 1.0)

@@ -45,6 +45,24 @@ def z_of_u(u: np.ndarray, t: float, dx: float = 0.03) -> np.ndarray:
     return out
 
 
+_PHI: dict = {}    # the last few blocks of phi_V: the second grid (dx halved, the same period) reuses them
+PHI_CACHE = 64
+
+
+def _phi_block(steps: int, t: float, v: float, dw: float, alpha: float, j0: int, block: int) -> np.ndarray:
+    """phi_V(w_j + i alpha) = exp(M log1p(z(.))) at w_j = j dw, j0 <= j < j0 + block (read-only)."""
+    key = (steps, t, v, dw, alpha, j0, block)
+    if key not in _PHI:
+        if len(_PHI) >= PHI_CACHE:
+            _PHI.pop(next(iter(_PHI)))
+        w = dw * np.arange(j0, j0 + block)
+        zz = z_of_u((w + 1j * alpha) / (steps * v), t)
+        phi = np.exp(steps * (zz + log1p_minus(zz)))  # exp(M log1p(z)), see epoch_density
+        phi.flags.writeable = False
+        _PHI[key] = phi
+    return _PHI[key]
+
+
 @dataclass(frozen=True)
 class EpochDensity:
     """Density of V = (L_M - 1)/v on the grid x_k = x0 + k*dx (values f, floats)."""
@@ -108,9 +126,7 @@ def epoch_density(steps: int, sigma: float, v_max: float | None = None,
     # frequencies in blocks until |phi_V| stays below tol
     phis, j0, block = [], 0, 512
     while True:
-        w = dw * np.arange(j0, j0 + block)
-        zz = z_of_u((w + 1j * alpha) / (steps * v), t)
-        phi = np.exp(steps * (zz + log1p_minus(zz)))  # exp(M log1p(z)), see below
+        phi = _phi_block(steps, t, v, dw, alpha, j0, block)
         phis.append(phi)
         j0 += block
         if np.abs(phi[-64:]).max() < tol:

@@ -129,12 +129,16 @@ def test_api_certify_kind_refusals(kw, match):
 
 
 def test_certify_fixed_bins_kind_reaches_the_certifier(tmp_path, capsys, keydir):
-    """--scheme fixed-bins with a dp kind: parsed and handed on; the dp upper side is
-    certified by method v1 only, which covers random allocation only (a one-line refusal naming it)."""
-    rc, stdout, err = _certify(capsys, keydir, tmp_path / "c.json", *DP_CELL, "--scheme", "fixed-bins",
-                               "--one-sided")
-    assert rc == 2 and err.count("\n") == 1
-    assert "target kind dp" in err or "the dp bound" in err, err
+    """--scheme fixed-bins with a dp kind: parsed and handed on; method v1 on the fixed-bins pair
+    (the one-epoch pair at sigma/sqrt(E)) certifies it, format v4, and the verifier accepts it."""
+    out = tmp_path / "c.json"
+    rc, stdout, err = _certify(capsys, keydir, out, *DP_CELL, "--scheme", "fixed-bins", "--one-sided")
+    assert rc == 0, err
+    s = json.loads(stdout)
+    assert s["kind"] == "dp" and s["scheme"] == "fixed-bins" and float(s["bound"]) <= 1e-4
+    c = _payload(out)["predicate"]["claim"]
+    assert c["scheme"] == "fixed-bins" and c["kind"] == {"name": "dp", "epsilon": "0.5"}
+    assert sigmacert.verify(out, keydir / "public.pem").accepted
 
 
 def _payload(path):

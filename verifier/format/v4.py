@@ -28,8 +28,11 @@ KIND_TEXT = {
 }
 KINDS = {"dp": {"name": S, "epsilon": S}, "tpr": {"name": S, "fpr": S}}  # known kinds; parameters: exact decimal text
 UPPER = {"dp": {"bound": D}, "tpr": {"bound": D, "epsilon": SD}}           # tpr's epsilon may be negative
-KIND_UPPER_METHODS = {("lemma-c5-rounding", 1), ("lemma-c5-rounding", 2)}  # they give the b_k of step (iv)
-KIND_LOWER_METHODS = {("data-processing-lower", 1), ("data-processing-lower", 2)}  # they give U and W
+# the b_k of step (iv), or the closed form of the Gaussian shift (M = 1)
+KIND_UPPER_METHODS = {("lemma-c5-rounding", 1), ("lemma-c5-rounding", 2), ("gaussian-shift", 1)}
+# U and W of the processed pair, or the closed form (M = 1)
+KIND_LOWER_METHODS = {("data-processing-lower", 1), ("data-processing-lower", 2), ("gaussian-shift", 1)}
+V1 = ("lemma-c5-rounding", 1), ("data-processing-lower", 1)   # in v4 they also take fixed bins (their pair)
 
 
 def _get(obj, key):
@@ -97,7 +100,7 @@ def check_v4(p: dict) -> None:
     # the method rules of v3 (its TV bound is not a bound on this kind: compared with nothing here)
     view = {**p, "bound": c["target"], "claim": {**c, "statement": v3.SCHEMES[c["scheme"]][1]}}
     v3.check_claim(view["claim"])
-    v3.UPPER[(m["name"], m["version"])][2](view)
+    _method_rules(v3.UPPER, (m["name"], m["version"]), view)
     if p["upper"]["bound"] > c["target"]:
         raise Reject("bound-above-target", f"recorded upper.bound {p['upper']['bound']} > target {c['target']}")
     if "epsilon" in p["upper"] and abs(p["upper"]["epsilon"]) > 100:
@@ -108,13 +111,24 @@ def check_v4(p: dict) -> None:
         v3.check_rows(p)
 
 
+def _method_rules(table: dict, key: tuple, view: dict) -> None:
+    """v3's static rules of a method. Methods v1 run on the claim's pair (the one-epoch pair at
+    sigma/sqrt(E) in fixed bins, as v2 does): their rules are v3's with the scheme's mechanism and
+    statement already checked (v3.check_claim), so they are read as random allocation's."""
+    if key in V1 and view["claim"]["scheme"] == v3.FIXED_BINS:
+        mechanism, statement = v3.SCHEMES[v3.RANDOM_ALLOCATION]
+        view = {**view, "claim": {**view["claim"], "scheme": v3.RANDOM_ALLOCATION, "mechanism": mechanism,
+                                  "statement": statement}}
+    table[key][2](view)
+
+
 def _check_lower(p: dict, view: dict) -> None:
     c, lo = p["claim"], p["lower"]
     lm = lo["method"]
     if (lm["name"], lm["version"]) not in KIND_LOWER_METHODS:
         raise Reject("lower-method-kind", f"lower method {lm['name']!r} v{lm['version']} does not certify "
                      f"kind {c['kind']['name']!r}")
-    v3.LOWER[(lm["name"], lm["version"])][2](view)
+    _method_rules(v3.LOWER, (lm["name"], lm["version"]), view)
     check_lower_numbers(p)
 
 

@@ -23,6 +23,21 @@ from ..format.strict import working_prec
 from .arith import EXTRA_BITS, FixedPoly, Losses, dyadic, units
 
 
+def pair(claim: dict) -> tuple[int, int, fmpq]:
+    """(M, epochs in step (iv), t^2) of the certified pair (method-v2.md §3): random allocation
+    (P_M^E, Q_M^E) at t^2 = 1/sigma^2; fixed bins (P_M, Q_M) at t^2 = E/sigma^2, exactly."""
+    M, E, s = claim["steps"], claim["epochs"], claim["sigma"]
+    if claim.get("scheme", "random-allocation") == "fixed-bins":
+        return M, 1, fmpq(E) / (s * s)
+    return M, E, 1 / (s * s)
+
+
+def pair_sigma(t2: fmpq) -> arb:
+    """The pair's noise multiplier 1/sqrt(t^2), a 400-bit ball (sigma/sqrt(E) is irrational in general)."""
+    with working_prec(400):
+        return 1 / arb(t2).sqrt()
+
+
 def grid_masses(sigma: fmpq, h: fmpq, points: list[int], F: int, moved: bool = False):
     """The masses p_k of step (i) at the grid points u*h.  G(y) = E(y-Y)_+ = y F0(y) - F1(y) is convex with G' = F0,
     and the mass that the two-point rounding of Y onto the grid puts at a grid point
@@ -83,13 +98,15 @@ class ReplayResult:
 
 def replay(claim: dict, method: dict) -> ReplayResult:
     """Lemma C.5 (i)-(iv) from `claim` and `method` alone (docs/certificate.md §4)."""
-    M, E, m = claim["steps"], claim["epochs"], method
+    M, E, t2 = pair(claim)  # fixed bins (format v4): the one-epoch pair at t^2 = E/sigma^2
+    m = method
     P = FixedPoly(m["fixed_point_bits"] + EXTRA_BITS, m["trim"], Losses())
     moved = m.get("above_cap") == "moved"  # format v3's optional key (checked there)
     K = lambda g: int((m["truncation"] / (m["h"] * g)).floor())  # largest lattice index <= truncation
     t = [time.perf_counter()]
     with working_prec(m["prec"]):
-        p, cap_del, mass_i = step_i(claim["sigma"], m, K(1), P, moved)
+        sigma = pair_sigma(t2) if claim.get("scheme") == "fixed-bins" else claim["sigma"]
+        p, cap_del, mass_i = step_i(sigma, m, K(1), P, moved)
         t.append(time.perf_counter())
         S, g = step_ii(p, M, m["lattice_schedule"], K, P)
         mass_ii = fmpq(int(S[1](1)), P.one)

@@ -25,16 +25,7 @@ from .arith import EXTRA_BITS, dyadic
 from .epochs import Epochs
 from .lattice import Lattice, Tally, grid_points, octave_masses, place
 from .loggrid import LogCells, cell_sums
-from .upper_v1 import ReplayResult, grid_masses
-
-
-def pair(claim: dict) -> tuple[int, int, fmpq]:
-    """(M, epochs in step (iv), t^2) of the certified pair (method-v2.md §3): random allocation
-    (P_M^E, Q_M^E) at t^2 = 1/sigma^2; fixed bins (P_M, Q_M) at t^2 = E/sigma^2, exactly."""
-    M, E, s = claim["steps"], claim["epochs"], claim["sigma"]
-    if claim.get("scheme", "random-allocation") == "fixed-bins":
-        return M, 1, fmpq(E) / (s * s)
-    return M, E, 1 / (s * s)
+from .upper_v1 import ReplayResult, grid_masses, pair
 
 
 def sigma_of(t2: fmpq) -> arb:

@@ -194,9 +194,11 @@ def test_exact_sigma_tpr_is_the_least_grid_point(steps, epochs, alpha, beta):
 def test_monotone_in_sigma():
     sigmas = np.linspace(0.4, 3.0, 9)
     d = [exact_privacy(50, 5, float(s), epsilons=[1.0], fprs=[1e-3]) for s in sigmas]
-    deltas = [p.delta[1.0].value for p in d]
-    tprs = [p.tpr[1e-3].value for p in d]
-    assert deltas == sorted(deltas, reverse=True) and tprs == sorted(tprs, reverse=True)
+    # non-increasing within the error estimates: at sigma near 3, delta(1) is round-off (~1e-15) and
+    # only its estimate (~1e-13) is meaningful
+    for vals in ([p.delta[1.0] for p in d], [p.tpr[1e-3] for p in d]):
+        assert all(b.value <= a.value + a.error + b.error for a, b in zip(vals, vals[1:]))
+        assert vals[0].value > 100 * vals[-1].value + vals[-1].error   # and it does decrease
 
 
 def test_fixed_bins_is_the_one_epoch_pair_at_sigma_over_sqrt_e():
