@@ -66,5 +66,5 @@ def test_two_sided_dp_far_from_the_target_stays_one_sided():
 
 
 def test_dp_where_method_v1_does_not_apply_is_one_line_refusal():
-    with pytest.raises(CannotCertifyError, match="certified by lemma-c5-rounding v1 only"):
+    with pytest.raises(CannotCertifyError, match="lemma-c5-rounding v1 only, which does not apply at M=2"):
         certify(2, 1, D("0.05"), D("1.5"), kind_name="dp", kind_params={"epsilon": "1"})

@@ -142,8 +142,10 @@ def test_monotone_in_the_shared_sigma():
     sigmas = np.linspace(0.5, 3.0, 6)
     ps = [exact_privacy_stages([(30, 2, repr(float(s))), (120, 3, repr(float(s)))], epsilons=[1.0], fprs=[1e-3])
           for s in sigmas]
-    deltas, tprs = [p.delta[1.0].value for p in ps], [p.tpr[1e-3].value for p in ps]
-    assert deltas == sorted(deltas, reverse=True) and tprs == sorted(tprs, reverse=True)
+    # non-increasing within the error estimates: at the largest sigma delta(1) is round-off (~1e-16)
+    for vals in ([p.delta[1.0] for p in ps], [p.tpr[1e-3] for p in ps]):
+        assert all(b.value <= a.value + a.error + b.error for a, b in zip(vals, vals[1:]))
+        assert vals[0].value > 2 * (vals[-1].value + vals[-1].error)   # and it does decrease
 
 
 def test_bad_input():
