@@ -41,7 +41,7 @@ class TargetKind:
     lambda_domain: bool = True                           # the target is a lambda of the stated domain
     lower_value: Callable[[LowerResult], fmpq | None] | None = None   # the certified lower value (exact)
     upper_record: Callable[[UpperResult], dict] | None = None  # format v4's `upper` object (bound, ...)
-    plan_weights: Callable[[Claim, fmpq], object] | None = None   # its own loss model for the v1 planners
+    plan_weights: Callable[[Claim, fmpq], object] | None = None   # its own loss model for the planners (v1, v2)
 
     @staticmethod
     def upper_margin(target: fmpq, value: float | None, error: float | None) -> float | None:
@@ -158,16 +158,19 @@ def _plan_weights(kinks, deletion):
     line at sigma (certifier.numerics.kink_density); None where the numerics refuse (then loss_factor)."""
     def weights(claim: Claim, sigma: fmpq):
         from certifier.bounds.grids_v1 import KindWeights
-        from certifier.numerics.kink_density import f_p, line
-        M, E = claim.pair()
-        ln = line(M, E, claim.sigma_of_pair(float(sigma)))
+        from certifier.numerics.kink_density import f_p, line, line_stages
+        if claim.stages:
+            ln = line_stages([(m, e, float(s)) for m, e, s in runs_at(claim, sigma)])
+        else:
+            M, E = claim.pair()
+            ln = line(M, E, claim.sigma_of_pair(float(sigma)))
         if ln is None:
             return None
         f0 = f_p(ln.g, 0.0)
         fk = kinks(ln)
         if not (f0 > 0 and fk == fk):
             return None
-        return KindWeights(max(fk / f0, CURVATURE_FLOOR), deletion(ln))
+        return KindWeights(max(fk / f0, CURVATURE_FLOOR), deletion(ln), 1.0 - ln.g(0.0))
     return weights
 
 
