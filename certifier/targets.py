@@ -187,7 +187,8 @@ def _tpr_kink(alpha: float):
     return lambda ln: f_q(ln.g, ln.tpr(alpha)[1])
 
 
-# A kind with plan_weights gives the v1 planners its own margin and KindWeights: the rounding terms
+# A kind with plan_weights gives the planners (v1; v2 for runs in stages and lower v2) its own margin and
+# KindWeights (with the pair's TV from the same line, which v2's model reads): the rounding terms
 # scaled by the density of ln Lambda at the functional's kink against at 0 (measured actual / predicted
 # 0.87-1.02 at the done-when cells, 1.3 at (10, 2); docs/targets.md §8), deletions by what a deleted
 # unit of P-mass may cost (e^eps).
