@@ -586,22 +586,28 @@ def _lower_v2(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
     out, say = ctx.out, ctx.say
     t2 = low_claim.t2_at(s_low)
     run = lambda m, prog: mt.LOWER_V2.run(low_claim, s_low, m, progress=prog)
-    margin = _lower_margin(ctx, low_claim, tv_low, err)
+    margin, wts = _kind_plan(ctx, low_claim, s_low, tv_low, err, upper=False)
+    value_low = tv_low
+    if wts is not None and wts.tv is not None and 0 < wts.tv < 1:
+        tv_low, per = wts.tv, 1.0            # the kind's own loss model, planned at the pair's TV
+    else:
+        margin, wts, per = _lower_margin(ctx, low_claim, tv_low, err), None, ctx.kind.loss_factor
     scale = out.k_scale * V2_LOWER_LOSS_RATIO
     if margin is not None and margin > 0:
         try:
             first = choose_v2(M, E, t2, budget(margin, LOWER_SAFETY[0], V2_CEILING), tv_low, prec=meth.prec,
-                              k_scale=scale, need_eps=out.need_eps)
+                              k_scale=scale, need_eps=out.need_eps, weights=wts)
         except CannotCertifyError as err:
             out.lower_tries.append({"sigma_low": decimal_str(s_low), "try": 1, "method": 2, "skipped": str(err)})
             return None
-        lost = lambda L: (tv_low - float(ctx.kind.lower_value(L) or 0)) / ctx.kind.loss_factor   # in TV units
+        lost = lambda L: (value_low - float(ctx.kind.lower_value(L) or 0)) / per   # in the planner's units
         scale, _ = _calibrate(M, E, t2, first, tv_low, run, lost, out, say, "lower")
     side = Side("lower", margin, LOWER_SAFETY, V2_CEILING,
-                lambda b: choose_v2(M, E, t2, b, tv_low, prec=meth.prec, k_scale=scale, need_eps=out.need_eps),
+                lambda b: choose_v2(M, E, t2, b, tv_low, prec=meth.prec, k_scale=scale, need_eps=out.need_eps,
+                                    weights=wts),
                 run, lambda L: ctx.kind.lower_proves(L, low_claim.target),
                 lambda plan, L: {"sigma_low": decimal_str(s_low), **_row_v2(plan, "tv_lower", L.tv_lower),
-                                 "tv_exact": tv_low})
+                                 "tv_exact": value_low})
     return _prove(side, len(LOWER_SAFETY), out.lower_tries, say)
 
 

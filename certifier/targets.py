@@ -41,7 +41,7 @@ class TargetKind:
     lambda_domain: bool = True                           # the target is a lambda of the stated domain
     lower_value: Callable[[LowerResult], fmpq | None] | None = None   # the certified lower value (exact)
     upper_record: Callable[[UpperResult], dict] | None = None  # format v4's `upper` object (bound, ...)
-    plan_weights: Callable[[Claim, fmpq], object] | None = None   # its own loss model for the v1 planners
+    plan_weights: Callable[[Claim, fmpq], object] | None = None   # its own loss model for the planners (v1, v2)
 
     @staticmethod
     def upper_margin(target: fmpq, value: float | None, error: float | None) -> float | None:
@@ -170,16 +170,19 @@ def _plan_weights(kinks, deletion):
     line at sigma (certifier.numerics.kink_density); None where the numerics refuse (then loss_factor)."""
     def weights(claim: Claim, sigma: fmpq):
         from certifier.bounds.grids_v1 import KindWeights
-        from certifier.numerics.kink_density import f_p, line
-        M, E = claim.pair()
-        ln = line(M, E, claim.sigma_of_pair(float(sigma)))
+        from certifier.numerics.kink_density import f_p, line, line_stages
+        if claim.stages:
+            ln = line_stages([(m, e, float(s)) for m, e, s in runs_at(claim, sigma)])
+        else:
+            M, E = claim.pair()
+            ln = line(M, E, claim.sigma_of_pair(float(sigma)))
         if ln is None:
             return None
         f0 = f_p(ln.g, 0.0)
         fk = kinks(ln)
         if not (f0 > 0 and fk == fk):
             return None
-        return KindWeights(max(fk / f0, CURVATURE_FLOOR), deletion(ln))
+        return KindWeights(max(fk / f0, CURVATURE_FLOOR), deletion(ln), 1.0 - ln.g(0.0))
     return weights
 
 
@@ -196,7 +199,8 @@ def _tpr_kink(alpha: float):
     return lambda ln: f_q(ln.g, ln.tpr(alpha)[1])
 
 
-# A kind with plan_weights gives the v1 planners its own margin and KindWeights: the rounding terms
+# A kind with plan_weights gives the planners (v1; v2 for runs in stages and lower v2) its own margin and
+# KindWeights (with the pair's TV from the same line, which v2's model reads): the rounding terms
 # scaled by the density of ln Lambda at the functional's kink against at 0 (measured actual / predicted
 # 0.87-1.02 at the done-when cells, 1.3 at (10, 2); docs/targets.md §8), deletions by what a deleted
 # unit of P-mass may cost (e^eps).

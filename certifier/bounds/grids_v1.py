@@ -189,6 +189,7 @@ class KindWeights:
     """
     curvature: float
     deletion: float
+    tv: float | None = None     # the pair's TV from the same line (method v2's model reads it; v1 does not)
 
 
 def _tail_grid(mod: Model, h: float, hs: str, cap_target: float, loss: float):

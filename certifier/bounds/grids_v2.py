@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from flint import fmpq
 from scipy.special import ndtr, ndtri
 
-from certifier.bounds.grids_v1 import Plan
+from certifier.bounds.grids_v1 import KindWeights, Plan
 from certifier.bounds.upper_v2 import UpperV2
 from certifier.errors import CannotCertifyError
 from certifier.params import parse_decimal
@@ -175,14 +175,22 @@ def _y_bits(cm: CellModel, n: int, Nh: float, K_y: int, allowed: float) -> tuple
 
 
 def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, *, n: int, eta: str,
-            need_eps: float = 0.0, prec: int = 100, k_scale: float = 1.0) -> Plan:
+            need_eps: float = 0.0, prec: int = 100, k_scale: float = 1.0,
+            weights: KindWeights | None = None) -> Plan:
     """The method-v2 parameters for mantissa bits n and log-grid spacing eta, with predicted loss and time.
 
     k_scale multiplies K (E f(0)/2) where a calibration run measured the loss (see `calibrate`).
+    weights: a target kind's loss model (grids_v1.KindWeights, docs/targets.md §8; budget in the kind's
+    units, tv the pair's TV): every rounding term (K) scaled by `curvature`, the moves by `deletion`.
     """
     need_eps = min(need_eps, EPS_CEILING)
     cm = CellModel.at(steps, epochs, float(t2), tv)
     cm.K *= k_scale
+    dfac = 1.0                                  # what a moved unit of P-mass costs against TV
+    if weights is not None:
+        cm.K *= weights.curvature
+        dfac = weights.deletion
+    move_cost = lambda y: cm.move_cost(y) * dfac
     N = 1 << n
     share = MOVE_SHARE * budget
     # octave 0 spacing h: values below N h sit on an absolute lattice; their rounding variance,
@@ -204,10 +212,10 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     # top of the partial sums and the cap on Y: the smallest octave boundaries whose moves are cheap
     q_tail = (lambda y: epochs * steps * cm.G1(y)) if need_eps > 0 else (lambda y: 0.0)   # Q-mass moved
     top_val = 2 * Nh
-    while (cm.move_cost(top_val) > share / 2 or q_tail(top_val) > Q_MOVED) and top_val < 1e300:
+    while (move_cost(top_val) > share / 2 or q_tail(top_val) > Q_MOVED) and top_val < 1e300:
         top_val *= 2
     cap = 2 * Nh
-    while (cm.move_cost(cap) > share / 2 or q_tail(cap) > Q_MOVED) and cap < top_val:
+    while (move_cost(cap) > share / 2 or q_tail(cap) > Q_MOVED) and cap < top_val:
         cap *= 2
     K_y = min(max(0, _octave_of(cap, Nh) - 1), MAX_TOP - 1)          # the format: len(y bits) <= top <= 200
     top = min(max(K_y + 1, _octave_of(top_val, Nh) - 1), MAX_TOP)   # what lies above is moved (and costed)
@@ -236,7 +244,7 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     method.validate()
     loss = {"lattice": cm.K * C_RHO / N**2 if steps > 1 else 0.0, "step_i": y_loss, "log_grid": cm.K * ev * ev / 6,
             "small": cm.K * steps * h * cm.Gm1(Nh) / S_typ**2,
-            "moves": cm.move_cost(2 ** (K_y + 1) * Nh) + cm.move_cost(2 ** (top + 1) * Nh),
+            "moves": move_cost(2 ** (K_y + 1) * Nh) + move_cost(2 ** (top + 1) * Nh),
             "k_minus": epochs * math.exp(k_minus * ev + need_eps), "trim": 200 * float(trim)}
     points = sum((2 if k == 0 else 1) << b for k, b in enumerate(y_bits))
     oct_products = _octave_products(cm, steps, Nh, top)
@@ -260,14 +268,15 @@ ETAS_FINE = ("1e-7", "2e-7", "5e-7")     # only where ETAS fit nothing (small la
 
 
 def choose_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, *, need_eps: float = 0.0,
-              prec: int = 100, k_scale: float = 1.0) -> Plan:
-    """The cheapest (by the cost model) method-v2 parameters whose predicted loss is <= budget."""
+              prec: int = 100, k_scale: float = 1.0, weights: KindWeights | None = None) -> Plan:
+    """The cheapest (by the cost model) method-v2 parameters whose predicted loss is <= budget (weights: a
+    target kind's loss model, see plan_v2)."""
     for etas in (ETAS, ETAS_FINE):
         best = None
         for n in range(6, 23):
             for eta in etas:
                 p = plan_v2(steps, epochs, t2, budget, tv, n=n, eta=eta, need_eps=need_eps, prec=prec,
-                            k_scale=k_scale)
+                            k_scale=k_scale, weights=weights)
                 if p.predicted_loss <= budget and (best is None or p.predicted_seconds < best.predicted_seconds):
                     best = p
         if best is not None:

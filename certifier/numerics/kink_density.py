@@ -32,3 +32,13 @@ def line(steps: int, epochs: int, sigma: float):
         return route_at(steps, epochs, sigma, check=False)[0].main
     except (NumericsUnreliableError, ParameterError, OverflowError, ValueError):
         return None
+
+
+def line_stages(runs):
+    """The primary route's line of the pair of a run in stages [(M_s, E_s, sigma_s)], or None where the
+    numerics refuse."""
+    from certifier.numerics.stages_profile import stages_route_at
+    try:
+        return stages_route_at(runs, check=False)[0].main
+    except (NumericsUnreliableError, ParameterError, OverflowError, ValueError):
+        return None
