@@ -157,7 +157,7 @@ def test_admission_prices_stages_by_the_certifiers_plan():
 
 
 def test_an_expensive_staged_job_is_refused_with_its_prediction(svc):
-    r = post(svc, {"stages": "10000x10,5000x10", "target": "0.1"})      # about 2600 s by the model
+    r = post(svc, {"stages": "10000x50,5000x50", "target": "0.1"})      # about 1500 s by the model (limit 900 s)
     assert r.status_code == 422 and "predicted to take" in r.json()["detail"], r.text
 
 

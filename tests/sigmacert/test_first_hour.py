@@ -84,7 +84,7 @@ def test_the_service_certificate_and_report_carry_the_same_decimal():
     from sigmacert import report
 
     class Exact:
-        async def exact(self, m, e, t, sch):
+        async def exact(self, m, e, t, sch, stages=None):
             return {"exact": schemes.exact_sigma(m, e, t, sch), "exact_status": "done", "cached": False}
     state = SimpleNamespace(config=SimpleNamespace(limits=Limits()), sigma=Exact())
     for steps, epochs, target, scheme in [(100, 10, "0.1", "random-allocation"), (100, 10, "0.1", "fixed-bins"),
