@@ -37,6 +37,7 @@ NEAREST_TARGETS = tuple(fmpq(k, 100) for k in (98, 95, 90, 50))   # tried when t
 LOWER_SAFETY = (0.8, 0.45, 0.2)    # share of TV(sigma_low) - target the lower side may lose, per try
 V2_LOWER_LOSS_RATIO = 2.5          # measured (lower-side loss) / (upper-side loss) on the same grid
 V2_CEILING = 1e-6                  # method v2 may use margins up to this (v1: 1e-7)
+KIND_UPPER_K_SCALE = 3.0         # a kind's v2 k_scale where no calibration can read it (stages' measure)
 LOWER_V1_CEILING = 2e-7            # lower v1: its loss model is within 5 % at the Table 4 cells (docs/coverage.md)
 
 
@@ -470,7 +471,10 @@ def _calibrate(M, E, t2, plan, tv, run, measured_loss, out, say, label) -> tuple
     cal = coarse(plan, M, E, t2, tv, drop=3)
     t0 = time.perf_counter()
     res = run(cal.method, lambda stage, frac: say(f"calibration ({label}) {stage}", frac))
-    scale = k_scale_from(cal, measured_loss(res))
+    if isinstance(res, UpperResult) and res.method is None:
+        res.method = cal.method                  # the grid it ran on (a kind reads its b_k through it)
+    got = measured_loss(res)
+    scale = KIND_UPPER_K_SCALE if got is None else k_scale_from(cal, got)
     eps = eps_estimate(res.b, cal.method.eta, cal.method.fixed_point_bits) if hasattr(res, "b") else None
     out.tries.append({"try": 0, "calibration": label, "mantissa_bits": cal.method.mantissa_bits,
                       "eta": decimal_str(cal.method.eta), "k_scale": round(scale, 3), "eps_estimate": eps,
@@ -490,27 +494,65 @@ def _upper_v2(ctx: Ctx):
 
     With the numerical TV known, a calibration run on a grid 8x coarser first measures how far the
     loss model is off at this cell (k_scale) and estimates eps(1e-6) for the privacy rows' range.
+    A target kind other than tv plans with its own margin and loss model (_kind_v2) at the pair's TV,
+    and its calibration measures the kind's loss (the kind's upper value minus its numerical value).
     """
     from certifier.bounds.grids_v2 import EPS_CEILING, eps_gaussian, eps_tail
-    claim, sigma, tv, prec, out, say = ctx.claim, ctx.sigma, ctx.tv, ctx.prec, ctx.out, ctx.say
+    claim, sigma, prec, out, say = ctx.claim, ctx.sigma, ctx.prec, ctx.out, ctx.say
     M, E = claim.pair()
     t2 = claim.t2_at(sigma)
     run = lambda m, prog: mt.UPPER_V2.run(claim, sigma, m, progress=prog)
-    margin = _upper_margin(ctx)
+    if ctx.kind.name == "tv":
+        margin, tv, wts, need = _upper_margin(ctx), ctx.tv, None, 0.0
+        lost = lambda r: float(r.bound) - tv
+    else:
+        margin, tv, wts, need, lost = _kind_v2(ctx)
     if margin is not None and margin > 0:
-        guess = min(max(2 * eps_gaussian(tv) + 5, eps_tail(M, E, float(t2)) + 3), EPS_CEILING)   # heavy tails
-        first = choose_v2(M, E, t2, budget(margin, SAFETY[0], V2_CEILING), tv, prec=prec or 100, need_eps=guess)
+        guess = min(max(2 * eps_gaussian(tv) + 5, eps_tail(M, E, float(t2)) + 3, need), EPS_CEILING)  # heavy tails
+        first = choose_v2(M, E, t2, budget(margin, SAFETY[0], V2_CEILING), tv, prec=prec or 100, need_eps=guess,
+                          weights=wts)
         _refuse_if_slow(first, margin, ctx.limit)
-        scale, est = _calibrate(M, E, t2, first, tv, run, lambda r: float(r.bound) - tv, out, say, "upper")
-        out.k_scale, out.need_eps = scale, (min(est, guess) + 3 if est < 100 else guess)
+        scale, est = _calibrate(M, E, t2, first, tv, run, lost, out, say, "upper")
+        out.k_scale, out.need_eps = scale, max(min(est, guess) + 3 if est < 100 else guess, need)
 
     def row(plan, r):
         out.bound = r.bound
-        return _row_v2(plan, "bound", r.bound)
+        kb = {} if ctx.kind.upper_bound is None else {f"{ctx.kind.name}_bound": ctx.kind.upper_bound(r)}
+        return {**_row_v2(plan, "bound", r.bound), **kb}          # bound: the grid's TV
     side = Side("upper", margin, SAFETY, V2_CEILING,
-                lambda b: choose_v2(M, E, t2, b, tv, prec=prec or 100, k_scale=out.k_scale, need_eps=out.need_eps),
+                lambda b: choose_v2(M, E, t2, b, tv, prec=prec or 100, k_scale=out.k_scale, need_eps=out.need_eps,
+                                    weights=wts),
                 run, lambda r: ctx.kind.upper_proves(r, claim.target), row, ctx.limit)
     return _prove(side, ctx.max_tries, out.tries, say)
+
+
+def _kind_v2(ctx: Ctx):
+    """(margin, tv, weights, need_eps, measured loss) for method v2's planner on a kind other than tv: with
+    its own loss model (TargetKind.plan_weights) the kind's margin, planned at the pair's TV from the same
+    line; otherwise the margin in TV units (/ loss_factor) at the pair's numerical TV. need_eps: the eps
+    range its functional reads (ln loss_factor + 3, as for a run in stages). The calibration's loss is the
+    kind's upper value minus its numerical value, in the planner's units (a value it cannot read: the
+    stages' measured k_scale, KIND_UPPER_K_SCALE)."""
+    import math
+
+    from certifier.targets import TV
+    k, claim = ctx.kind, ctx.claim
+    margin, wts = _kind_plan(ctx, claim, ctx.sigma, ctx.tv, ctx.tv_err, upper=True)
+    per = 1.0
+    if wts is not None and wts.tv is not None and 0 < wts.tv < 1:
+        tv = wts.tv
+    else:
+        wts, per, margin = None, k.loss_factor, _upper_margin(ctx)
+        tv = TV.numerics(claim, ctx.sigma)[0]
+        tv = ctx.tv if tv is None else tv
+    value = ctx.tv
+
+    def lost(r):
+        v = k.upper_bound(r)
+        if v is None or value is None:            # no value to measure: the factor measured in stages
+            return None
+        return (float(parse_decimal("bound", v)) - value) / per
+    return margin, tv, wts, math.log(k.loss_factor) + 3.0, lost
 
 
 def _privacy(ctx: Ctx, res, meth):
