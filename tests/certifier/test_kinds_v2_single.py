@@ -8,10 +8,10 @@ import copy
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from certifier.certificate.claim import RANDOM_ALLOCATION, Claim, kind_statement
+from certifier.certificate.claim import FIXED_BINS, RANDOM_ALLOCATION, Claim, kind_statement
 from certifier.certificate.envelope import sign_certificate
 from certifier.certify import KIND_UPPER_K_SCALE, _v1_fits, certify
-from certifier.numerics.targets import exact_privacy
+from certifier.numerics.targets import exact_privacy, exact_privacy_scheme
 from certifier.params import parse_decimal
 from certifier.resolution import sigma_resolution
 from verifier.core import verify_bytes
@@ -103,3 +103,13 @@ def test_method_v1_stays_preferred_where_it_applies():
     out = certify(10, 5, D("0.05"), D("1.5"), kind_name="dp", kind_params={"epsilon": "1"})
     assert out.success and _v1_applies(out)
     assert out.predicate["method"]["name"] == "lemma-c5-rounding" and out.predicate["method"]["version"] == 1
+
+
+def test_fixed_bins_dp_where_v1_does_not_apply_is_certified_by_method_v2():
+    out = certify(2, 3, D("0.05"), scheme=FIXED_BINS, kind_name="dp", kind_params={"epsilon": "1"}, two_sided=True)
+    assert out.success and out.two_sided and out.predicate["method"]["version"] == 2
+    hi = exact_privacy_scheme(2, 3, float(D(out.sigma)), FIXED_BINS, epsilons=(1.0,)).delta[1.0]
+    lo = exact_privacy_scheme(2, 3, float(D(out.sigma_low)), FIXED_BINS, epsilons=(1.0,)).delta[1.0]
+    assert hi.value - hi.error <= float(out.bound) and float(out.bound_lower) <= lo.value + lo.error
+    r = verify(out.predicate)
+    assert r.accepted, (r.reason, r.detail)
