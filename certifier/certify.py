@@ -518,12 +518,24 @@ def _upper_v2(ctx: Ctx):
     def row(plan, r):
         out.bound = r.bound
         kb = {} if ctx.kind.upper_bound is None else {f"{ctx.kind.name}_bound": ctx.kind.upper_bound(r)}
+        if ctx.kind.name != "tv":                 # a kind: the next try plans with the loss this one measured
+            kb["measured_loss"] = lost(r)
+            out.k_scale = _relearn(out.k_scale, plan, kb["measured_loss"])
         return {**_row_v2(plan, "bound", r.bound), **kb}          # bound: the grid's TV
     side = Side("upper", margin, SAFETY, V2_CEILING,
                 lambda b: choose_v2(M, E, t2, b, tv, prec=prec or 100, k_scale=out.k_scale, need_eps=out.need_eps,
                                     weights=wts),
                 run, lambda r: ctx.kind.upper_proves(r, claim.target), row, ctx.limit)
     return _prove(side, ctx.max_tries, out.tries, say)
+
+
+def _relearn(k_scale: float, plan, measured: float | None) -> float:
+    """k_scale for the next try after a try on `plan` lost `measured` (a kind's v2 model can miss a part of
+    the loss that the calibration's coarse grid does not show): scaled up by actual / predicted (at most 20x),
+    never down."""
+    if measured is None or not plan.predicted_loss > 0 or measured <= plan.predicted_loss:
+        return k_scale
+    return k_scale * min(20.0, measured / plan.predicted_loss)
 
 
 def _kind_v2(ctx: Ctx):
@@ -635,6 +647,7 @@ def _lower_v2(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
     else:
         margin, wts, per = _lower_margin(ctx, low_claim, tv_low, err), None, ctx.kind.loss_factor
     scale = out.k_scale * V2_LOWER_LOSS_RATIO
+    lost = lambda L: None if value_low is None else (value_low - float(ctx.kind.lower_value(L) or 0)) / per
     if margin is not None and margin > 0:
         try:
             first = choose_v2(M, E, t2, budget(margin, LOWER_SAFETY[0], V2_CEILING), tv_low, prec=meth.prec,
@@ -642,14 +655,19 @@ def _lower_v2(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
         except CannotCertifyError as err:
             out.lower_tries.append({"sigma_low": decimal_str(s_low), "try": 1, "method": 2, "skipped": str(err)})
             return None
-        lost = lambda L: (value_low - float(ctx.kind.lower_value(L) or 0)) / per   # in the planner's units
         scale, _ = _calibrate(M, E, t2, first, tv_low, run, lost, out, say, "lower")
+    at = [scale]
+
+    def row(plan, L):
+        kb = {}
+        if ctx.kind.name != "tv":                 # a kind: the next try plans with the loss this one measured
+            kb["measured_loss"] = lost(L)
+            at[0] = _relearn(at[0], plan, kb["measured_loss"])
+        return {"sigma_low": decimal_str(s_low), **_row_v2(plan, "tv_lower", L.tv_lower), "tv_exact": value_low, **kb}
     side = Side("lower", margin, LOWER_SAFETY, V2_CEILING,
-                lambda b: choose_v2(M, E, t2, b, tv_low, prec=meth.prec, k_scale=scale, need_eps=out.need_eps,
+                lambda b: choose_v2(M, E, t2, b, tv_low, prec=meth.prec, k_scale=at[0], need_eps=out.need_eps,
                                     weights=wts),
-                run, lambda L: ctx.kind.lower_proves(L, low_claim.target),
-                lambda plan, L: {"sigma_low": decimal_str(s_low), **_row_v2(plan, "tv_lower", L.tv_lower),
-                                 "tv_exact": value_low})
+                run, lambda L: ctx.kind.lower_proves(L, low_claim.target), row)
     return _prove(side, len(LOWER_SAFETY), out.lower_tries, say)
 
 
