@@ -37,6 +37,7 @@ NEAREST_TARGETS = tuple(fmpq(k, 100) for k in (98, 95, 90, 50))   # tried when t
 LOWER_SAFETY = (0.8, 0.45, 0.2)    # share of TV(sigma_low) - target the lower side may lose, per try
 V2_LOWER_LOSS_RATIO = 2.5          # measured (lower-side loss) / (upper-side loss) on the same grid
 V2_CEILING = 1e-6                  # method v2 may use margins up to this (v1: 1e-7)
+KIND_UPPER_K_SCALE = 3.0         # a kind's v2 k_scale where no calibration can read it (stages' measure)
 LOWER_V1_CEILING = 2e-7            # lower v1: its loss model is within 5 % at the Table 4 cells (docs/coverage.md)
 
 
@@ -470,7 +471,10 @@ def _calibrate(M, E, t2, plan, tv, run, measured_loss, out, say, label) -> tuple
     cal = coarse(plan, M, E, t2, tv, drop=3)
     t0 = time.perf_counter()
     res = run(cal.method, lambda stage, frac: say(f"calibration ({label}) {stage}", frac))
-    scale = k_scale_from(cal, measured_loss(res))
+    if isinstance(res, UpperResult) and res.method is None:
+        res.method = cal.method                  # the grid it ran on (a kind reads its b_k through it)
+    got = measured_loss(res)
+    scale = KIND_UPPER_K_SCALE if got is None else k_scale_from(cal, got)
     eps = eps_estimate(res.b, cal.method.eta, cal.method.fixed_point_bits) if hasattr(res, "b") else None
     out.tries.append({"try": 0, "calibration": label, "mantissa_bits": cal.method.mantissa_bits,
                       "eta": decimal_str(cal.method.eta), "k_scale": round(scale, 3), "eps_estimate": eps,
@@ -490,27 +494,77 @@ def _upper_v2(ctx: Ctx):
 
     With the numerical TV known, a calibration run on a grid 8x coarser first measures how far the
     loss model is off at this cell (k_scale) and estimates eps(1e-6) for the privacy rows' range.
+    A target kind other than tv plans with its own margin and loss model (_kind_v2) at the pair's TV,
+    and its calibration measures the kind's loss (the kind's upper value minus its numerical value).
     """
     from certifier.bounds.grids_v2 import EPS_CEILING, eps_gaussian, eps_tail
-    claim, sigma, tv, prec, out, say = ctx.claim, ctx.sigma, ctx.tv, ctx.prec, ctx.out, ctx.say
+    claim, sigma, prec, out, say = ctx.claim, ctx.sigma, ctx.prec, ctx.out, ctx.say
     M, E = claim.pair()
     t2 = claim.t2_at(sigma)
     run = lambda m, prog: mt.UPPER_V2.run(claim, sigma, m, progress=prog)
-    margin = _upper_margin(ctx)
+    if ctx.kind.name == "tv":
+        margin, tv, wts, need = _upper_margin(ctx), ctx.tv, None, 0.0
+        lost = lambda r: float(r.bound) - tv
+    else:
+        margin, tv, wts, need, lost = _kind_v2(ctx)
     if margin is not None and margin > 0:
-        guess = min(max(2 * eps_gaussian(tv) + 5, eps_tail(M, E, float(t2)) + 3), EPS_CEILING)   # heavy tails
-        first = choose_v2(M, E, t2, budget(margin, SAFETY[0], V2_CEILING), tv, prec=prec or 100, need_eps=guess)
+        guess = min(max(2 * eps_gaussian(tv) + 5, eps_tail(M, E, float(t2)) + 3, need), EPS_CEILING)  # heavy tails
+        first = choose_v2(M, E, t2, budget(margin, SAFETY[0], V2_CEILING), tv, prec=prec or 100, need_eps=guess,
+                          weights=wts)
         _refuse_if_slow(first, margin, ctx.limit)
-        scale, est = _calibrate(M, E, t2, first, tv, run, lambda r: float(r.bound) - tv, out, say, "upper")
-        out.k_scale, out.need_eps = scale, (min(est, guess) + 3 if est < 100 else guess)
+        scale, est = _calibrate(M, E, t2, first, tv, run, lost, out, say, "upper")
+        out.k_scale, out.need_eps = scale, max(min(est, guess) + 3 if est < 100 else guess, need)
 
     def row(plan, r):
         out.bound = r.bound
-        return _row_v2(plan, "bound", r.bound)
+        kb = {} if ctx.kind.upper_bound is None else {f"{ctx.kind.name}_bound": ctx.kind.upper_bound(r)}
+        if ctx.kind.name != "tv":                 # a kind: the next try plans with the loss this one measured
+            kb["measured_loss"] = lost(r)
+            out.k_scale = _relearn(out.k_scale, plan, kb["measured_loss"])
+        return {**_row_v2(plan, "bound", r.bound), **kb}          # bound: the grid's TV
     side = Side("upper", margin, SAFETY, V2_CEILING,
-                lambda b: choose_v2(M, E, t2, b, tv, prec=prec or 100, k_scale=out.k_scale, need_eps=out.need_eps),
+                lambda b: choose_v2(M, E, t2, b, tv, prec=prec or 100, k_scale=out.k_scale, need_eps=out.need_eps,
+                                    weights=wts),
                 run, lambda r: ctx.kind.upper_proves(r, claim.target), row, ctx.limit)
     return _prove(side, ctx.max_tries, out.tries, say)
+
+
+def _relearn(k_scale: float, plan, measured: float | None) -> float:
+    """k_scale for the next try after a try on `plan` lost `measured` (a kind's v2 model can miss a part of
+    the loss that the calibration's coarse grid does not show): scaled up by actual / predicted (at most 20x),
+    never down."""
+    if measured is None or not plan.predicted_loss > 0 or measured <= plan.predicted_loss:
+        return k_scale
+    return k_scale * min(20.0, measured / plan.predicted_loss)
+
+
+def _kind_v2(ctx: Ctx):
+    """(margin, tv, weights, need_eps, measured loss) for method v2's planner on a kind other than tv: with
+    its own loss model (TargetKind.plan_weights) the kind's margin, planned at the pair's TV from the same
+    line; otherwise the margin in TV units (/ loss_factor) at the pair's numerical TV. need_eps: the eps
+    range its functional reads (ln loss_factor + 3, as for a run in stages). The calibration's loss is the
+    kind's upper value minus its numerical value, in the planner's units (a value it cannot read: the
+    stages' measured k_scale, KIND_UPPER_K_SCALE)."""
+    import math
+
+    from certifier.targets import TV
+    k, claim = ctx.kind, ctx.claim
+    margin, wts = _kind_plan(ctx, claim, ctx.sigma, ctx.tv, ctx.tv_err, upper=True)
+    per = 1.0
+    if wts is not None and wts.tv is not None and 0 < wts.tv < 1:
+        tv = wts.tv
+    else:
+        wts, per, margin = None, k.loss_factor, _upper_margin(ctx)
+        tv = TV.numerics(claim, ctx.sigma)[0]
+        tv = ctx.tv if tv is None else tv
+    value = ctx.tv
+
+    def lost(r):
+        v = k.upper_bound(r)
+        if v is None or value is None:            # no value to measure: the factor measured in stages
+            return None
+        return (float(parse_decimal("bound", v)) - value) / per
+    return margin, tv, wts, math.log(k.loss_factor) + 3.0, lost
 
 
 def _privacy(ctx: Ctx, res, meth):
@@ -593,6 +647,7 @@ def _lower_v2(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
     else:
         margin, wts, per = _lower_margin(ctx, low_claim, tv_low, err), None, ctx.kind.loss_factor
     scale = out.k_scale * V2_LOWER_LOSS_RATIO
+    lost = lambda L: None if value_low is None else (value_low - float(ctx.kind.lower_value(L) or 0)) / per
     if margin is not None and margin > 0:
         try:
             first = choose_v2(M, E, t2, budget(margin, LOWER_SAFETY[0], V2_CEILING), tv_low, prec=meth.prec,
@@ -600,14 +655,19 @@ def _lower_v2(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
         except CannotCertifyError as err:
             out.lower_tries.append({"sigma_low": decimal_str(s_low), "try": 1, "method": 2, "skipped": str(err)})
             return None
-        lost = lambda L: (value_low - float(ctx.kind.lower_value(L) or 0)) / per   # in the planner's units
         scale, _ = _calibrate(M, E, t2, first, tv_low, run, lost, out, say, "lower")
+    at = [scale]
+
+    def row(plan, L):
+        kb = {}
+        if ctx.kind.name != "tv":                 # a kind: the next try plans with the loss this one measured
+            kb["measured_loss"] = lost(L)
+            at[0] = _relearn(at[0], plan, kb["measured_loss"])
+        return {"sigma_low": decimal_str(s_low), **_row_v2(plan, "tv_lower", L.tv_lower), "tv_exact": value_low, **kb}
     side = Side("lower", margin, LOWER_SAFETY, V2_CEILING,
-                lambda b: choose_v2(M, E, t2, b, tv_low, prec=meth.prec, k_scale=scale, need_eps=out.need_eps,
+                lambda b: choose_v2(M, E, t2, b, tv_low, prec=meth.prec, k_scale=at[0], need_eps=out.need_eps,
                                     weights=wts),
-                run, lambda L: ctx.kind.lower_proves(L, low_claim.target),
-                lambda plan, L: {"sigma_low": decimal_str(s_low), **_row_v2(plan, "tv_lower", L.tv_lower),
-                                 "tv_exact": value_low})
+                run, lambda L: ctx.kind.lower_proves(L, low_claim.target), row)
     return _prove(side, len(LOWER_SAFETY), out.lower_tries, say)
 
 

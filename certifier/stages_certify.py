@@ -37,7 +37,7 @@ LABEL = f"{METHOD_NAME} v{METHOD_VERSION} (stages)"
 # The upper side's k_scale for a kind planned with its own weights: measured (actual loss) / (the weighted
 # model's) 1.8-3.0 on the upper side at stages 4x1,8x1 and 100x5,400x5 (eps 1, delta 1e-5); the lower
 # side's V2_LOWER_LOSS_RATIO already matches (0.94-1.11). docs/targets.md §8.
-KIND_UPPER_K_SCALE = 3.0
+KIND_UPPER_K_SCALE = cf.KIND_UPPER_K_SCALE
 
 
 def _stages(spec) -> tuple[tuple, ...]:

@@ -199,7 +199,7 @@ def _tpr_kink(alpha: float):
     return lambda ln: f_q(ln.g, ln.tpr(alpha)[1])
 
 
-# A kind with plan_weights gives the planners (v1; v2 for runs in stages and lower v2) its own margin and
+# A kind with plan_weights gives the planners (v1 and v2, both sides) its own margin and
 # KindWeights (with the pair's TV from the same line, which v2's model reads): the rounding terms
 # scaled by the density of ln Lambda at the functional's kink against at 0 (measured actual / predicted
 # 0.87-1.02 at the done-when cells, 1.3 at (10, 2); docs/targets.md §8), deletions by what a deleted
@@ -233,7 +233,7 @@ def dp_kind(epsilon: str, delta: fmpq) -> TargetKind:
                                                                              scheme=claim.scheme)),
         _proves_below(upper), _proves_above(lower), (("epsilon", epsilon),), upper, True, math.exp(e),
         lower_value=lower, upper_record=lambda r: {"bound": upper(r)},
-        plan_weights=_plan_weights(_dp_kinks(e), lambda ln: math.exp(e)), **_V1_UPPER)
+        plan_weights=_plan_weights(_dp_kinks(e), lambda ln: math.exp(e)), **_KIND_UPPER)
 
 
 def tpr_kind(fpr: str, tpr: fmpq) -> TargetKind:
@@ -255,14 +255,16 @@ def tpr_kind(fpr: str, tpr: fmpq) -> TargetKind:
         _proves_below(upper), _proves_above(lower), (("fpr", fpr),), upper, True, max(1.0, float(tpr) / a),
         lower_value=lower, upper_record=lambda r: (lambda row: {"bound": row["tpr"], "epsilon": row["epsilon"]})(
             _tpr_row(r, alpha)),
-        plan_weights=_plan_weights(_tpr_kink(a), lambda ln: max(1.0, math.exp(ln.tpr(a)[1]))), **_V1_UPPER)
+        plan_weights=_plan_weights(_tpr_kink(a), lambda ln: max(1.0, math.exp(ln.tpr(a)[1]))), **_KIND_UPPER)
 
 
 TARGETS = {k.name: k for k in (TV,)}
-# dp, tpr: the upper side by method v1 (either scheme) or the closed form at M = 1 (v2's calibration
-# measures the TV loss); format v4
-_V1_UPPER = {"certificate": True, "upper_methods": ("gaussian-shift v1", "lemma-c5-rounding v1"),
-             "lambda_domain": False}
+# dp, tpr: the upper side by the closed form at M = 1, method v1 (either scheme) where its truncation at 8M
+# is harmless, otherwise method v2 planned with the kind's own loss model (certifier.certify._kind_v2);
+# format v4
+_KIND_UPPER = {"certificate": True,
+               "upper_methods": ("gaussian-shift v1", "lemma-c5-rounding v1", "lemma-c5-rounding v2"),
+               "lambda_domain": False}
 FACTORIES = {"dp": (dp_kind, "epsilon"), "tpr": (tpr_kind, "fpr")}
 
 

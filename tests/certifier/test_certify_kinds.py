@@ -65,6 +65,11 @@ def test_two_sided_dp_far_from_the_target_stays_one_sided():
     assert any("does not exceed" in t.get("skipped", "") for t in out.lower_tries)
 
 
-def test_dp_where_method_v1_does_not_apply_is_one_line_refusal():
-    with pytest.raises(CannotCertifyError, match="lemma-c5-rounding v1 only, which does not apply at M=2"):
-        certify(2, 1, D("0.05"), D("1.5"), kind_name="dp", kind_params={"epsilon": "1"})
+def test_dp_where_method_v1_does_not_apply_is_certified_by_method_v2():
+    # method v1's truncation at 8M is too costly at (2, 1, sigma 1.5): forced, a one-line refusal; auto: v2
+    with pytest.raises(CannotCertifyError, match="truncation at 8M"):
+        certify(2, 1, D("0.05"), D("1.5"), kind_name="dp", kind_params={"epsilon": "1"}, method="v1")
+    out = certify(2, 1, D("0.05"), D("1.5"), kind_name="dp", kind_params={"epsilon": "1"})
+    exact = exact_privacy(2, 1, 1.5, epsilons=(1.0,)).delta[1.0]
+    assert out.success and out.predicate["method"]["version"] == 2 and out.method.startswith("lemma-c5-rounding v2")
+    assert exact.value - exact.error <= float(out.bound) <= 0.05

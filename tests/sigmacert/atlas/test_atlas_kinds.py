@@ -3,8 +3,8 @@ cells, names, index entries, the heatmap naming the kind; end to end on a local 
 
 The end-to-end run has one dp cell, (10, 2) at eps = 0.5, delta = 1e-4 (the face's cell), which certifies
 two-sided in format v4 at the kind's exact sigma in about 24 CPU seconds, and is reused by a second run.
-A cell the certifier refuses for its kind, (4, 2) at eps = 1, delta = 0.01 (method v1 does not apply), is a
-reason from the worker function at once.
+A cell where method v1 does not apply, (4, 2) at eps = 1, delta = 0.01, certifies by method v2 (about 2 CPU
+seconds); a kind the certifier refuses (eps = 101, an unknown kind) is a reason from the worker function at once.
 """
 from __future__ import annotations
 
@@ -142,8 +142,10 @@ def test_a_dp_atlas_on_a_local_loopback_cluster_maps_the_exact_sigma(keydir, tmp
 
 
 def test_a_kind_the_certifier_refuses_at_a_cell_is_a_reason():
-    r = certify_cell(4, 2, "0.01", RA, "dp", "1")
-    assert r["ok"] is False and "dp" in r["reason"] and "v1" in r["reason"], r
+    r = certify_cell(4, 2, "0.01", RA, "dp", "1")         # method v1 does not apply here: method v2 does
+    assert r["ok"] is True and r["two_sided"] and r["predicate"]["method"]["version"] == 2, r.get("reason")
+    r = certify_cell(4, 2, "0.01", RA, "dp", "101")
+    assert r["ok"] is False and "epsilon" in r["reason"], r
     r = certify_cell(4, 2, "0.01", RA, "renyi", "1")
     assert r["ok"] is False and "renyi" in r["reason"], r
 
