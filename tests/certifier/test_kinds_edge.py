@@ -23,7 +23,13 @@ from verifier.core import verify_bytes
 
 KEY = Ed25519PrivateKey.generate()
 D = lambda s: parse_decimal("x", s)
-mpmath.mp.dps = 50
+
+
+@pytest.fixture(autouse=True)
+def _digits():
+    """50 digits for the mpmath references, whatever another test in this process left in mpmath.mp."""
+    with mpmath.workdps(50):
+        yield
 
 
 def _phi(x):

@@ -11,7 +11,12 @@ from certifier.numerics import one_epoch
 from certifier.numerics import targets as nt
 from certifier.numerics.series import SERIES_BANDS, exp_minus_one_plus
 
-mpmath.mp.dps = 60
+
+@pytest.fixture(autouse=True)
+def _digits():
+    """60 digits for the mpmath references, whatever another test in this process left in mpmath.mp."""
+    with mpmath.workdps(60):
+        yield
 
 
 def _reference(z: complex) -> complex:
