@@ -11,17 +11,14 @@ import copy
 
 import mpmath
 import pytest
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from helpers import sign_and_verify
 
 from certifier.certificate.claim import kind_statement
-from certifier.certificate.envelope import sign_certificate
 from certifier.certify import certify
 from certifier.numerics.targets import exact_privacy, exact_sigma_dp, exact_sigma_tpr
 from certifier.params import parse_decimal
 from certifier.resolution import sigma_resolution
-from verifier.core import verify_bytes
 
-KEY = Ed25519PrivateKey.generate()
 D = lambda s: parse_decimal("x", s)
 
 
@@ -48,8 +45,7 @@ def tpr_closed(epochs: int, sigma: str, alpha: str):
     return _phi(z + mu)
 
 
-def verify(pred):
-    return verify_bytes(sign_certificate(pred, KEY), [KEY.public_key()])
+verify = sign_and_verify
 
 
 def _forge(pred, **kind):

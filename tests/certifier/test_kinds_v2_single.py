@@ -6,17 +6,14 @@ from __future__ import annotations
 import copy
 
 import pytest
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from helpers import sign_and_verify
 
 from certifier.certificate.claim import FIXED_BINS, RANDOM_ALLOCATION, Claim, kind_statement
-from certifier.certificate.envelope import sign_certificate
 from certifier.certify import KIND_UPPER_K_SCALE, _v1_fits, certify
 from certifier.numerics.targets import exact_privacy, exact_privacy_scheme
 from certifier.params import parse_decimal
 from certifier.resolution import sigma_resolution
-from verifier.core import verify_bytes
 
-KEY = Ed25519PrivateKey.generate()
 D = lambda s: parse_decimal("x", s)
 
 
@@ -30,8 +27,7 @@ def tpr():
     return certify(2, 1, D("0.1"), kind_name="tpr", kind_params={"fpr": "0.01"}, two_sided=True)
 
 
-def verify(pred):
-    return verify_bytes(sign_certificate(pred, KEY), [KEY.public_key()])
+verify = sign_and_verify
 
 
 def _v1_applies(out) -> bool:
