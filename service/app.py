@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import sqlite3
+import sys
 
 from fastapi import FastAPI
 
 from certifier import __version__
+from certifier.errors import SigmacertError
 from service import errors
 from service.config import MAX_ENVELOPE, Config
 from service.middleware import BodyLimit, SigmaCache
@@ -24,10 +27,21 @@ from service.routes import ROUTERS
 from service.state import ServiceState
 
 
+def _from_environment() -> tuple[Config, ServiceState]:
+    """Config and state for `uvicorn --factory`; a bad setting or an unusable archive/key is one line, exit 2."""
+    try:
+        config = Config.from_env()
+        return config, ServiceState.open(config)  # opened here, not in the lifespan: its failures stay one line
+    except (SigmacertError, RuntimeError, sqlite3.Error, OSError) as err:
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        print(f"sigmacert service: error: {first}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
 def create_app(config: Config | None = None, state: ServiceState | None = None) -> FastAPI:
     """The app; `state` already opened (sigmacert serve: start-up failures are one line) or opened at start."""
     if config is None:  # `uvicorn --factory service.app:create_app`: read the environment
-        config = Config.from_env()
+        config, state = _from_environment()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):

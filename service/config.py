@@ -9,7 +9,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from certifier.params import ParameterError
+from certifier.params import ParameterError, parse_count
 from service.cluster import Cluster
 from service.sandbox import Budget
 from service.validate import Limits
@@ -76,8 +76,9 @@ class Config:
         budget = lambda kind, d: Budget(  # noqa: E731
             parse_memory(f"SIGMACERT_{kind}_MEMORY", env(f"SIGMACERT_{kind}_MEMORY", f"{d.memory >> 20}M")),
             parse_seconds(f"SIGMACERT_{kind}_SECONDS", env(f"SIGMACERT_{kind}_SECONDS", f"{d.seconds:.0f}")))
+        workers = parse_count("SIGMACERT_WORKERS", env("SIGMACERT_WORKERS", "1"), 64)
         return cls(db=env("SIGMACERT_DB", "sigmacert.db"), key=env("SIGMACERT_KEY", "keys/private.pem"),
-                   tokens=env("SIGMACERT_TOKENS"), workers=int(env("SIGMACERT_WORKERS", "1")),
+                   tokens=env("SIGMACERT_TOKENS"), workers=workers,
                    job=budget("JOB", JOB), verify=budget("VERIFY", VERIFY),
                    report_entry=env("SIGMACERT_REPORT_ENTRY"),
                    cluster=Cluster.parse(env("SIGMACERT_SCHEDULER"), env("SIGMACERT_SCHEDULER_CA"),

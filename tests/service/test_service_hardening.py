@@ -9,6 +9,7 @@ import os
 import socket
 import stat
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -428,3 +429,20 @@ def test_token_create_records_team_and_role(tmp_path):
     from service.auth import load_hashes
     callers = [c for _, c in load_hashes(path)]
     assert [(c.name, c.team, c.admin) for c in callers] == [("alice", "red", False), ("root", "root", True)]
+
+
+@pytest.mark.parametrize("setting, expected", [
+    ({"SIGMACERT_WORKERS": "abc"}, "SIGMACERT_WORKERS must be a positive integer"),
+    ({"SIGMACERT_JOB_MEMORY": "3"}, "SIGMACERT_JOB_MEMORY must lie in [64M, 1024G]"),
+    ({"SIGMACERT_KEY": "/nonexistent/private.pem"}, "no such key file"),
+])
+def test_uvicorn_factory_start_up_failures_are_one_line_exit_2(tmp_path, setting, expected):
+    """`uvicorn --factory service.app:create_app` reads the environment: a bad setting is one line, not a traceback."""
+    env = {**os.environ, "SIGMACERT_DB": str(tmp_path / "a.db"),
+           "SIGMACERT_KEY": make_key(str(tmp_path / "keys")), **setting}
+    out = subprocess.run([sys.executable, "-m", "uvicorn", "--factory", "service.app:create_app",
+                          "--port", str(free_port())], capture_output=True, text=True, timeout=60, env=env,
+                         cwd=str(tmp_path))
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip().splitlines() == [out.stderr.strip()] and "Traceback" not in out.stderr
+    assert out.stderr.startswith("sigmacert service: error: ") and expected in out.stderr
