@@ -118,15 +118,17 @@ def quick_bounds(steps: int, epochs: int, kind: Kind, scheme: str, exact: str) -
     return out
 
 
-def value_at(steps: int, epochs: int, sigma: float, kind: Kind, scheme: str) -> nt.Value:
-    """The kind's quantity at sigma (primary and second route)."""
+def value_at(steps: int, epochs: int, sigma: float, kind: Kind, scheme: str, check: bool = True) -> nt.Value:
+    """The kind's quantity at sigma: the primary route and, with check=True, the second one (its error grows
+    by any disagreement). check=False right after the exact-sigma search reads the search's own line (the
+    primary route at the answer is cached), as `sigmacert sigma` does for TV (exact_tv(check=False))."""
     if kind.kind == "dp":
-        p = nt.exact_privacy_scheme(steps, epochs, sigma, scheme, epsilons=[kind.f("epsilon")])
+        p = nt.exact_privacy_scheme(steps, epochs, sigma, scheme, epsilons=[kind.f("epsilon")], check=check)
         return p.delta[kind.f("epsilon")]
     if kind.kind == "tpr":
-        p = nt.exact_privacy_scheme(steps, epochs, sigma, scheme, fprs=[kind.f("fpr")])
+        p = nt.exact_privacy_scheme(steps, epochs, sigma, scheme, fprs=[kind.f("fpr")], check=check)
         return p.tpr[kind.f("fpr")]
-    p = nt.exact_privacy_scheme(steps, epochs, sigma, scheme)
+    p = nt.exact_privacy_scheme(steps, epochs, sigma, scheme, check=check)
     return p.tv
 
 
