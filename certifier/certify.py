@@ -13,7 +13,7 @@ are certifier.methods; the functional and its numerics are the target kind (cert
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from flint import fmpq
 
@@ -639,7 +639,8 @@ def _lower_v2(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
     M, E = low_claim.pair()
     out, say = ctx.out, ctx.say
     t2 = low_claim.t2_at(s_low)
-    run = lambda m, prog: mt.LOWER_V2.run(low_claim, s_low, m, progress=prog)
+    kind_claim = replace(low_claim, kind=ctx.claim.kind)   # a kind's lower map trims by the replay's rule
+    run = lambda m, prog: mt.LOWER_V2.run(kind_claim, s_low, m, progress=prog)
     margin, wts = _kind_plan(ctx, low_claim, s_low, tv_low, err, upper=False)
     value_low = tv_low
     if wts is not None and wts.tv is not None and 0 < wts.tv < 1:
