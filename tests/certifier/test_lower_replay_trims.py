@@ -52,13 +52,18 @@ def test_the_recorded_kind_lower_value_is_the_replayed_one_to_its_rounding(cell)
     assert replayed - recorded <= recorded * D("1e-9")        # 10 significant digits recorded, nothing lost
 
 
-def test_replay_trims_dominate_the_replays_deletions_and_close_the_gap(cell):
+@pytest.fixture(scope="module")
+def maps(cell):
+    """(method, sigma_low, first rule's result, replay_trims' result) on the certificate's lower grid."""
     lo = cell.predicate["lower"]
     m, s_low = method_from_json(lo["method"]), D(lo["sigma_low"])
     t2 = 1 / (s_low * s_low)
+    return m, s_low, lower_bound_v2(4, 3, t2, m), lower_bound_v2(4, 3, t2, m, replay_trims=True)
+
+
+def test_replay_trims_dominate_the_replays_deletions_and_close_the_gap(cell, maps):
+    _, _, first, tight = maps                                  # first: the TV rule, trim/2 per end
     eps = D(EPS)
-    first = lower_bound_v2(4, 3, t2, m)                        # the TV rule: trim/2 per end, coefficientwise
-    tight = lower_bound_v2(4, 3, t2, m, replay_trims=True)
     rep = _replay(cell.predicate)
     v_first, v_tight, v_rep = (lower_kinds.dp_lower(x.pmfs, eps) for x in (first, tight, rep))
     assert v_first <= v_tight <= v_rep                         # both valid: never above the replay
@@ -70,11 +75,10 @@ def test_replay_trims_dominate_the_replays_deletions_and_close_the_gap(cell):
     assert D(cell.bound_lower) <= v_tight                      # what was recorded is the tight rule's value
 
 
-def test_a_tv_claim_keeps_the_first_rule(cell):
-    lo = cell.predicate["lower"]
-    m, s_low = method_from_json(lo["method"]), D(lo["sigma_low"])
+def test_a_tv_claim_keeps_the_first_rule(cell, maps):
+    m, s_low, first, tight = maps
+    assert first.exact < tight.exact                           # the two rules differ at this cell
     tv_claim = Claim(RANDOM_ALLOCATION, 4, 3, D(cell.sigma), D("0.5"))
     kind_claim = Claim(RANDOM_ALLOCATION, 4, 3, D(cell.sigma), D("0.001"), kind=(("name", "dp"), ("epsilon", EPS)))
-    t2 = 1 / (s_low * s_low)
-    assert mt.LOWER_V2.run(tv_claim, s_low, m).exact == lower_bound_v2(4, 3, t2, m).exact
-    assert mt.LOWER_V2.run(kind_claim, s_low, m).exact == lower_bound_v2(4, 3, t2, m, replay_trims=True).exact
+    assert mt.LOWER_V2.run(tv_claim, s_low, m).exact == first.exact
+    assert mt.LOWER_V2.run(kind_claim, s_low, m).exact == tight.exact
