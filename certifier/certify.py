@@ -13,7 +13,7 @@ are certifier.methods; the functional and its numerics are the target kind (cert
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from flint import fmpq
 
@@ -65,6 +65,7 @@ class Outcome:
     scheme: str = RANDOM_ALLOCATION
     method: str | None = None         # the upper bound's method, e.g. 'lemma-c5-rounding v2'
     k_scale: float = 1.0              # method v2: the calibrated factor of the loss model
+    y_scale: float = 1.0              # method v2, a kind: step (i)'s own calibrated factor (on top of k_scale)
     need_eps: float = 0.0             # method v2: estimated eps(1e-6), the range the rows need
     kind: str = "tv"                  # the target kind (certifier.targets)
     law: object = None                # the upper bound's rounded law of Lambda (bounds.privacy.RoundedLaw)
@@ -465,21 +466,33 @@ def _upper_v1(ctx: Ctx):
     return _prove(side, ctx.max_tries, out.tries, say, single=bool(ctx.grid))
 
 
-def _calibrate(M, E, t2, plan, tv, run, measured_loss, out, say, label) -> tuple[float, float]:
-    """A run on the grid 8x coarser: (k_scale, eps estimate) — how far the loss model is off at this cell."""
-    from certifier.bounds.grids_v2 import coarse, eps_estimate, k_scale_from
+def _calibrate(M, E, t2, plan, tv, run, measured_loss, out, say, label,
+               per_term: bool = False) -> tuple[float, float, float]:
+    """A run on the grid 8x coarser: (k_scale, eps estimate, y_scale) — how far the loss model is off at this
+    cell. per_term (a kind with its own weights): a second coarse run with finer steps (i) measures step
+    (i)'s share apart (grids_v2.scales_from); otherwise y_scale = 1."""
+    from certifier.bounds.grids_v2 import coarse, eps_estimate, finer_steps, k_scale_from, scales_from
     cal = coarse(plan, M, E, t2, tv, drop=3)
     t0 = time.perf_counter()
-    res = run(cal.method, lambda stage, frac: say(f"calibration ({label}) {stage}", frac))
-    if isinstance(res, UpperResult) and res.method is None:
-        res.method = cal.method                  # the grid it ran on (a kind reads its b_k through it)
-    got = measured_loss(res)
-    scale = KIND_UPPER_K_SCALE if got is None else k_scale_from(cal, got)
+
+    def measure(method):
+        res = run(method, lambda stage, frac: say(f"calibration ({label}) {stage}", frac))
+        if isinstance(res, UpperResult) and res.method is None:
+            res.method = method                  # the grid it ran on (a kind reads its b_k through it)
+        return res, measured_loss(res)
+    res, got = measure(cal.method)
+    scale, y_scale, finer = (KIND_UPPER_K_SCALE if got is None else k_scale_from(cal, got)), 1.0, None
+    if per_term and got is not None:
+        finer = measure(finer_steps(cal.method))[1]
+        if finer is not None:
+            scale, y_scale = scales_from(cal, got, finer)
     eps = eps_estimate(res.b, cal.method.eta, cal.method.fixed_point_bits) if hasattr(res, "b") else None
     out.tries.append({"try": 0, "calibration": label, "mantissa_bits": cal.method.mantissa_bits,
                       "eta": decimal_str(cal.method.eta), "k_scale": round(scale, 3), "eps_estimate": eps,
-                      "seconds": round(time.perf_counter() - t0, 3)})
-    return scale, eps
+                      "seconds": round(time.perf_counter() - t0, 3),
+                      **({"y_scale": round(y_scale, 3), "measured_loss": got, "measured_loss_finer_steps": finer}
+                         if per_term else {})})
+    return scale, eps, y_scale
 
 
 def _row_v2(plan, bound_key, value):
@@ -512,7 +525,7 @@ def _upper_v2(ctx: Ctx):
         first = choose_v2(M, E, t2, budget(margin, SAFETY[0], V2_CEILING), tv, prec=prec or 100, need_eps=guess,
                           weights=wts)
         _refuse_if_slow(first, margin, ctx.limit)
-        scale, est = _calibrate(M, E, t2, first, tv, run, lost, out, say, "upper")
+        scale, est, out.y_scale = _calibrate(M, E, t2, first, tv, run, lost, out, say, "upper", wts is not None)
         out.k_scale, out.need_eps = scale, max(min(est, guess) + 3 if est < 100 else guess, need)
 
     def row(plan, r):
@@ -524,7 +537,7 @@ def _upper_v2(ctx: Ctx):
         return {**_row_v2(plan, "bound", r.bound), **kb}          # bound: the grid's TV
     side = Side("upper", margin, SAFETY, V2_CEILING,
                 lambda b: choose_v2(M, E, t2, b, tv, prec=prec or 100, k_scale=out.k_scale, need_eps=out.need_eps,
-                                    weights=wts),
+                                    weights=wts, y_scale=out.y_scale),
                 run, lambda r: ctx.kind.upper_proves(r, claim.target), row, ctx.limit)
     return _prove(side, ctx.max_tries, out.tries, say)
 
@@ -639,7 +652,8 @@ def _lower_v2(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
     M, E = low_claim.pair()
     out, say = ctx.out, ctx.say
     t2 = low_claim.t2_at(s_low)
-    run = lambda m, prog: mt.LOWER_V2.run(low_claim, s_low, m, progress=prog)
+    kind_claim = replace(low_claim, kind=ctx.claim.kind)   # a kind's lower map trims by the replay's rule
+    run = lambda m, prog: mt.LOWER_V2.run(kind_claim, s_low, m, progress=prog)
     margin, wts = _kind_plan(ctx, low_claim, s_low, tv_low, err, upper=False)
     value_low = tv_low
     if wts is not None and wts.tv is not None and 0 < wts.tv < 1:
@@ -651,11 +665,14 @@ def _lower_v2(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
     if margin is not None and margin > 0:
         try:
             first = choose_v2(M, E, t2, budget(margin, LOWER_SAFETY[0], V2_CEILING), tv_low, prec=meth.prec,
-                              k_scale=scale, need_eps=out.need_eps, weights=wts)
+                              k_scale=scale, need_eps=out.need_eps, weights=wts,
+                              y_scale=out.y_scale if wts is not None else 1.0)
         except CannotCertifyError as err:
             out.lower_tries.append({"sigma_low": decimal_str(s_low), "try": 1, "method": 2, "skipped": str(err)})
             return None
-        scale, _ = _calibrate(M, E, t2, first, tv_low, run, lost, out, say, "lower")
+        scale, _, y_low = _calibrate(M, E, t2, first, tv_low, run, lost, out, say, "lower", wts is not None)
+    else:
+        y_low = 1.0
     at = [scale]
 
     def row(plan, L):
@@ -666,7 +683,7 @@ def _lower_v2(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
         return {"sigma_low": decimal_str(s_low), **_row_v2(plan, "tv_lower", L.tv_lower), "tv_exact": value_low, **kb}
     side = Side("lower", margin, LOWER_SAFETY, V2_CEILING,
                 lambda b: choose_v2(M, E, t2, b, tv_low, prec=meth.prec, k_scale=at[0], need_eps=out.need_eps,
-                                    weights=wts),
+                                    weights=wts, y_scale=y_low),
                 run, lambda L: ctx.kind.lower_proves(L, low_claim.target), row)
     return _prove(side, len(LOWER_SAFETY), out.lower_tries, say)
 

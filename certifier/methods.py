@@ -57,7 +57,9 @@ LOWER_V1 = BoundMethod(
 LOWER_V2 = BoundMethod(
     lower_v2.METHOD_NAME, lower_v2.METHOD_VERSION, LOWER, 3, BOTH, lower_v2.method_from_json,
     lambda m, c: lower_v2.method_json(m), lambda m, c: m.validate(),
-    lambda c, s, m, progress=None: lower_v2.lower_bound_v2(*c.pair(), c.t2_at(s), m, progress=progress))
+    # a kind pays e^eps per deleted P-mass: delete by the replay's rule (the tight value the replay accepts)
+    lambda c, s, m, progress=None: lower_v2.lower_bound_v2(*c.pair(), c.t2_at(s), m, progress=progress,
+                                                           replay_trims=bool(c.kind)))
 GAUSSIAN_SHIFT_UPPER = BoundMethod(
     gs.METHOD_NAME, gs.METHOD_VERSION, UPPER, 3, BOTH, gs.GaussianShift.from_json,
     lambda m, c: m.to_json(), lambda m, c: m.validate(),

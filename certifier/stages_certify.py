@@ -241,7 +241,7 @@ def _lower(out, claim, target_kind, meth: UpperV2, need: float, say) -> dict | N
                        lambda b, runs=runs, v=tv_low, w=wts: plan_stages(runs, None, b, v,
                                                                          k_scale=cf.V2_LOWER_LOSS_RATIO,
                                                                          prec=meth.prec, need_eps=need, weights=w),
-                       lambda m, prog, runs=runs: lower_bound_v2_stages(runs, m),
+                       lambda m, prog, runs=runs: lower_bound_v2_stages(runs, m, replay_trims=target_kind.name != "tv"),
                        lambda L: target_kind.lower_proves(L, target),
                        lambda plan, L, s_str=s_str, v=value_low: {"sigma_low": s_str,
                                                                   **cf._row_v2(plan, "tv_lower", L.tv_lower),

@@ -15,6 +15,7 @@ from typing import Optional, Union
 from flint import fmpq
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, field_validator
 
+from certifier import kind_params
 from certifier.numerics import schemes
 from certifier.params import ParameterError, decimal_str, parse_count, parse_decimal
 
@@ -218,12 +219,7 @@ def run_of(stages, steps, epochs, scheme, iterations, limits: Limits) -> dict:
     return shape_of(steps, epochs, scheme, iterations, limits)
 
 
-ONE_KIND = "give exactly one target: target (TV lambda), or epsilon with delta, or fpr with tpr"
-HALVES = {"epsilon": "delta", "delta": "epsilon", "fpr": "tpr", "tpr": "fpr"}
-MAX_EPSILON = "100"
-
-
-KIND_FIELDS = ("target", "epsilon", "delta", "fpr", "tpr")
+KIND_FIELDS = kind_params.KIND_FIELDS
 
 
 def _checked(k: dict) -> dict:
@@ -235,28 +231,22 @@ def _checked(k: dict) -> dict:
 
 def kind_of(given, limits: Limits) -> dict:
     """{"target": text} (tv) or {"target": delta | beta, "kind": {"name": "dp", "epsilon": text} |
-    {"name": "tpr", "fpr": text}}: exactly one target kind, each decimal exact and within the service's
-    bounds (the rules of `sigmacert certify`, docs/targets.md). given: a request, or a dict of KIND_FIELDS."""
+    {"name": "tpr", "fpr": text}}: exactly one target kind (certifier.kind_params, the rules of
+    `sigmacert certify`, docs/targets.md), each decimal exact and within the service's bounds.
+    given: a request, or a dict of KIND_FIELDS."""
     given = given if isinstance(given, dict) else {k: getattr(given, k) for k in KIND_FIELDS}
-    named = {k for k, v in given.items() if v is not None}
-    if named == {"target"}:
-        return {"target": target_of(given["target"], limits)}
-    if named == {"epsilon", "delta"}:
-        eps = decimal_str(_bounded("epsilon", given["epsilon"], "0", MAX_EPSILON, limits))
-        return _checked({"target": decimal_str(_bounded("delta", given["delta"], limits.min_target,
-                                                        limits.max_target, limits)),
-                         "kind": {"name": "dp", "epsilon": eps}})
-    if named == {"fpr", "tpr"}:
-        a = _bounded("fpr", given["fpr"], limits.min_target, limits.max_target, limits)
-        b = _bounded("tpr", given["tpr"], limits.min_target, limits.max_target, limits)
-        if b <= a:
-            raise ParameterError(f"tpr must exceed fpr (a coin that says in with probability fpr has TPR = fpr); "
-                                 f"got fpr={decimal_str(a)}, tpr={decimal_str(b)}")
-        return _checked({"target": decimal_str(b), "kind": {"name": "tpr", "fpr": decimal_str(a)}})
-    if len(named) == 1 and next(iter(named)) in HALVES:
-        only = next(iter(named))
-        raise ParameterError(f"{only} needs {HALVES[only]} ({ONE_KIND})")
-    raise ParameterError(ONE_KIND + (f"; got {', '.join(sorted(named))}" if named else ""))
+
+    def rule(name: str, value) -> str:
+        if name == "target":
+            return target_of(value, limits)
+        hi = kind_params.MAX_EPSILON if name == "epsilon" else limits.max_target
+        return decimal_str(_bounded(name, value, "0" if name == "epsilon" else limits.min_target, hi, limits))
+    name, params = kind_params.parse_kind(given, rule)
+    if name == "tv":
+        return {"target": params["target"]}
+    if name == "dp":
+        return _checked({"target": params["delta"], "kind": {"name": "dp", "epsilon": params["epsilon"]}})
+    return _checked({"target": params["tpr"], "kind": {"name": "tpr", "fpr": params["fpr"]}})
 
 
 def normalise(req: CertificateRequest, limits: Limits) -> dict:

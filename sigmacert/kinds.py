@@ -1,8 +1,8 @@
 """Target kinds on the face: tv (TV <= lambda), dp ((eps, delta) both ways), tpr (TPR <= beta at FPR alpha).
 
-One parser (`parse_kind`) for the API and the command line: exactly one kind per call, every
-parameter parsed from its exact decimal text (certifier.params). `sigma_for` returns the exact
-sigma and the proven quick bounds beside it; `privacy_at` evaluates the pair at a sigma
+One parser (`parse_kind`, certifier.kind_params with the face's ranges) for the API and the command
+line: exactly one kind per call, every parameter parsed from its exact decimal text (certifier.params).
+`sigma_for` returns the exact sigma and the proven quick bounds beside it; `privacy_at` evaluates the pair at a sigma
 (docs/targets.md).
 """
 from __future__ import annotations
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from flint import fmpq
 
+from certifier import kind_params
 from certifier.errors import ParameterError
 from certifier.numerics import quick_bounds as qb
 from certifier.numerics import schemes
@@ -19,7 +20,7 @@ from certifier.numerics import targets as nt
 from certifier.params import as_decimal_text, decimal_str, parse_decimal, parse_target
 
 KINDS = ("tv", "dp", "tpr")
-ONE_KIND = "give exactly one target: a TV target lambda, or epsilon with delta, or fpr with tpr"
+ONE_KIND = kind_params.ONE_KIND
 
 
 @dataclass(frozen=True)
@@ -55,27 +56,20 @@ def parse_epsilon(value) -> str:
     return text
 
 
+def _face_rule(name: str, value) -> str:
+    """One parameter's exact decimal text and the face's range: lambda as `parse_target`, epsilon in
+    [0, 100], delta, fpr and tpr strictly between 0 and 1."""
+    if name == "target":
+        return decimal_str(parse_target(as_decimal_text("target", value)))
+    return parse_epsilon(value) if name == "epsilon" else _unit(name, value)
+
+
 def parse_kind(target=None, *, epsilon=None, delta=None, fpr=None, tpr=None) -> Kind:
-    """The one target kind the arguments name, or ParameterError (one line)."""
-    given = {"target": target, "epsilon": epsilon, "delta": delta, "fpr": fpr, "tpr": tpr}
-    named = {k for k, v in given.items() if v is not None}
-    if named == {"target"}:
-        return Kind("tv", {"target": decimal_str(parse_target(as_decimal_text("target", target)))})
-    if named == {"epsilon", "delta"}:
-        return Kind("dp", {"epsilon": parse_epsilon(epsilon), "delta": _unit("delta", delta)})
-    if named == {"fpr", "tpr"}:
-        a, b = _unit("fpr", fpr), _unit("tpr", tpr)
-        if parse_decimal("tpr", b) <= parse_decimal("fpr", a):
-            raise ParameterError(f"tpr must exceed fpr (the coin that rejects with probability fpr has "
-                                 f"TPR = fpr); got fpr={a}, tpr={b}")
-        return Kind("tpr", {"fpr": a, "tpr": b})
-    if not named:
-        raise ParameterError(ONE_KIND)
-    half = {"epsilon": "delta", "delta": "epsilon", "fpr": "tpr", "tpr": "fpr"}
-    if len(named) == 1 and next(iter(named)) in half:
-        only = next(iter(named))
-        raise ParameterError(f"{only} needs {half[only]} ({ONE_KIND})")
-    raise ParameterError(f"{ONE_KIND}; got {', '.join(sorted(named))}")
+    """The one target kind the arguments name, or ParameterError (one line): certifier.kind_params with
+    the face's ranges."""
+    name, params = kind_params.parse_kind({"target": target, "epsilon": epsilon, "delta": delta, "fpr": fpr,
+                                           "tpr": tpr}, _face_rule)
+    return Kind(name, params)
 
 
 def certifier_target(kind: Kind) -> tuple[fmpq, str, dict | None]:
@@ -118,15 +112,17 @@ def quick_bounds(steps: int, epochs: int, kind: Kind, scheme: str, exact: str) -
     return out
 
 
-def value_at(steps: int, epochs: int, sigma: float, kind: Kind, scheme: str) -> nt.Value:
-    """The kind's quantity at sigma (primary and second route)."""
+def value_at(steps: int, epochs: int, sigma: float, kind: Kind, scheme: str, check: bool = True) -> nt.Value:
+    """The kind's quantity at sigma: the primary route and, with check=True, the second one (its error grows
+    by any disagreement). check=False right after the exact-sigma search reads the search's own line (the
+    primary route at the answer is cached), as `sigmacert sigma` does for TV (exact_tv(check=False))."""
     if kind.kind == "dp":
-        p = nt.exact_privacy_scheme(steps, epochs, sigma, scheme, epsilons=[kind.f("epsilon")])
+        p = nt.exact_privacy_scheme(steps, epochs, sigma, scheme, epsilons=[kind.f("epsilon")], check=check)
         return p.delta[kind.f("epsilon")]
     if kind.kind == "tpr":
-        p = nt.exact_privacy_scheme(steps, epochs, sigma, scheme, fprs=[kind.f("fpr")])
+        p = nt.exact_privacy_scheme(steps, epochs, sigma, scheme, fprs=[kind.f("fpr")], check=check)
         return p.tpr[kind.f("fpr")]
-    p = nt.exact_privacy_scheme(steps, epochs, sigma, scheme)
+    p = nt.exact_privacy_scheme(steps, epochs, sigma, scheme, check=check)
     return p.tv
 
 

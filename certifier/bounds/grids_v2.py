@@ -146,7 +146,8 @@ def _octave_of(value: float, Nh: float) -> int:
     return max(0, math.floor(math.log2(value) - math.log2(Nh))) if value >= 2 * Nh else 0
 
 
-def _y_bits(cm: CellModel, n: int, Nh: float, K_y: int, allowed: float) -> tuple[list[int], float]:
+def _y_bits(cm: CellModel, n: int, Nh: float, K_y: int, allowed: float,
+            y_scale: float = 1.0) -> tuple[list[int], float]:
     """Mantissa bits of the step-(i) grid per octave, the fewest points whose predicted loss is <= allowed.
 
     A step Y in octave k rounded with spacing d_k = 2^k N h 2^-b_k adds about d_k^2/6 to the variance of
@@ -162,7 +163,7 @@ def _y_bits(cm: CellModel, n: int, Nh: float, K_y: int, allowed: float) -> tuple
         lo, hi = (0.0, 2 * Nh) if k == 0 else (Nh * 2**k, Nh * 2 ** (k + 1))
         p = max((1 - cm.G0(hi)) - (0.0 if lo == 0 else 1 - cm.G0(lo)), 0.0)     # Pr(lo < Y < hi)
         y = max(lo, Nh)                                      # relative to S >= max(Y, the rest of the sum)
-        w.append(cm.K * cm.steps * p * (Nh * 2**k / max(y, S_typ)) ** 2 / 6)    # loss at 1 point per octave
+        w.append(y_scale * cm.K * cm.steps * p * (Nh * 2**k / max(y, S_typ)) ** 2 / 6)  # loss at 1 point per octave
     bits = lambda a: [min(n, max(2, round(math.log2(max(a * (x ** (1 / 3)), 1e-300))))) if x > 0 else 2
                       for x in w]
     loss = lambda bs: sum(x * 4.0 ** -b for x, b in zip(w, bs))
@@ -176,12 +177,14 @@ def _y_bits(cm: CellModel, n: int, Nh: float, K_y: int, allowed: float) -> tuple
 
 def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, *, n: int, eta: str,
             need_eps: float = 0.0, prec: int = 100, k_scale: float = 1.0,
-            weights: KindWeights | None = None) -> Plan:
+            weights: KindWeights | None = None, y_scale: float = 1.0) -> Plan:
     """The method-v2 parameters for mantissa bits n and log-grid spacing eta, with predicted loss and time.
 
     k_scale multiplies K (E f(0)/2) where a calibration run measured the loss (see `calibrate`).
     weights: a target kind's loss model (grids_v1.KindWeights, docs/targets.md §8; budget in the kind's
     units, tv the pair's TV): every rounding term (K) scaled by `curvature`, the moves by `deletion`.
+    y_scale multiplies step (i)'s term on top of k_scale (a calibration that measured it apart, see
+    `calibrate_terms`).
     """
     need_eps = min(need_eps, EPS_CEILING)
     cm = CellModel.at(steps, epochs, float(t2), tv)
@@ -219,7 +222,7 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
         cap *= 2
     K_y = min(max(0, _octave_of(cap, Nh) - 1), MAX_TOP - 1)          # the format: len(y bits) <= top <= 200
     top = min(max(K_y + 1, _octave_of(top_val, Nh) - 1), MAX_TOP)   # what lies above is moved (and costed)
-    y_bits, y_loss = _y_bits(cm, n, Nh, K_y, Y_SHARE * budget)
+    y_bits, y_loss = _y_bits(cm, n, Nh, K_y, Y_SHARE * budget, y_scale)
     if need_eps > 0:
         y_bits[0] = n                           # the first grid point above 0 is h
     eq = parse_decimal("eta", eta)
@@ -258,7 +261,8 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
             "step_ii": oct_products * REF_OCTAVE * ref * N * n / (8192 * 13),
             "step_iii": (cells + n_oct * N / 10) * REF_CELL * ref, "step_iv": (iv if epochs > 1 else 0.0) * ref}
     return Plan(method, sum(loss.values()), sum(secs.values()), budget,
-                  {"loss": loss, "seconds": secs, "octaves": n_oct, "points": points, "K": cm.K, "k_scale": k_scale})
+                  {"loss": loss, "seconds": secs, "octaves": n_oct, "points": points, "K": cm.K, "k_scale": k_scale,
+                   "y_scale": y_scale})
 
 
 ETAS = ("1e-6", "2e-6", "5e-6", "1e-5", "2e-5", "5e-5", "1e-4", "2e-4", "5e-4", "1e-3", "2e-3")
@@ -268,15 +272,16 @@ ETAS_FINE = ("1e-7", "2e-7", "5e-7")     # only where ETAS fit nothing (small la
 
 
 def choose_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, *, need_eps: float = 0.0,
-              prec: int = 100, k_scale: float = 1.0, weights: KindWeights | None = None) -> Plan:
+              prec: int = 100, k_scale: float = 1.0, weights: KindWeights | None = None,
+              y_scale: float = 1.0) -> Plan:
     """The cheapest (by the cost model) method-v2 parameters whose predicted loss is <= budget (weights: a
-    target kind's loss model, see plan_v2)."""
+    target kind's loss model, y_scale step (i)'s own calibration factor; see plan_v2)."""
     for etas in (ETAS, ETAS_FINE):
         best = None
         for n in range(6, 23):
             for eta in etas:
                 p = plan_v2(steps, epochs, t2, budget, tv, n=n, eta=eta, need_eps=need_eps, prec=prec,
-                            k_scale=k_scale, weights=weights)
+                            k_scale=k_scale, weights=weights, y_scale=y_scale)
                 if p.predicted_loss <= budget and (best is None or p.predicted_seconds < best.predicted_seconds):
                     best = p
         if best is not None:
@@ -303,7 +308,35 @@ def coarse(plan: Plan, steps: int, epochs: int, t2: fmpq, tv: float | None, drop
     kpart = (lo["lattice"] + lo["log_grid"] + lo["step_i"]) * 4**d + lo["small"] * (1 << d)
     fixed = lo["moves"] + lo["k_minus"] + lo["trim"]
     return Plan(method, kpart + fixed, plan.predicted_seconds / 4 ** d, plan.budget,
-                  {**plan.detail, "kpart": kpart, "fixed": fixed})
+                  {**plan.detail, "kpart": kpart, "fixed": fixed, "step_i_coarse": lo["step_i"] * 4**d})
+
+
+def finer_steps(method: UpperV2, bits: int = 2) -> UpperV2:
+    """The same grid with `bits` more mantissa bits in every octave of step (i) (at most the lattice's):
+    step (i)'s predicted loss falls 4^bits-fold, every other term stays."""
+    from dataclasses import replace
+    return replace(method, y_mantissa_bits=tuple(min(b + bits, method.mantissa_bits) for b in method.y_mantissa_bits))
+
+
+Y_SCALE_MAX = 200.0     # step (i)'s own calibration factor is measured, not guessed: a wider clamp than k_scale's
+
+
+def scales_from(coarse_plan: Plan, measured: float, measured_finer: float) -> tuple[float, float]:
+    """(k_scale, y_scale) from two runs on the coarse grid: as planned (loss `measured`) and with two more
+    mantissa bits in step (i) (`measured_finer`, finer_steps). Step (i)'s share of the loss is
+    (measured - measured_finer) 16/15 (its term falls 16-fold), the rest belongs to the other K-terms:
+    each is set against its own prediction (a kind's kink in the far tail weighs the rounding of large steps
+    far more than the model's per-octave weights; measured 86x at (100, 10, eps 4), the rest 0.8x).
+    y_scale >= 1: step (i) never weighs less than under the common factor k_scale."""
+    d = coarse_plan.detail
+    y_pred = d["step_i_coarse"]            # already with the plan's k_scale and y_scale
+    y_meas = max(measured - measured_finer, 0.0) * 16 / 15
+    rest_pred = d["kpart"] - y_pred
+    if not (y_pred > 0 and rest_pred > 0):
+        return k_scale_from(coarse_plan, measured), 1.0
+    k = d["k_scale"] * min(20.0, max(0.25, (measured - y_meas - d["fixed"]) / rest_pred))
+    y_total = d["k_scale"] * d.get("y_scale", 1.0) * min(Y_SCALE_MAX, max(0.25, y_meas / y_pred))
+    return k, max(1.0, y_total / k)
 
 
 def k_scale_from(coarse_plan: Plan, measured_loss: float) -> float:

@@ -191,6 +191,20 @@ def trim_lattice(X: LatticeDist, units: int, led: Ledger, ends: tuple = (False,)
     return X
 
 
+def trim_octaves(X: LatticeDist, budget: int, led: Ledger) -> LatticeDist:
+    """Delete the lowest octaves while their total mass is <= budget (recorded): the replay's own rule
+    (verifier/replay/lattice.py Lattice.trim), whole octaves only."""
+    spent, out = 0, dict(X)
+    for k in sorted(X):
+        m = X[k].mass()
+        if spent + m > budget:
+            break
+        spent += m
+        del out[k]
+    led.trim += spent
+    return out
+
+
 def clamp_octaves(X: LatticeDist, lat: Lattice, led: Ledger) -> LatticeDist:
     """Move the mass of octaves above lat.top to the largest point of the top octave."""
     out = {k: p for k, p in X.items() if k <= lat.top}

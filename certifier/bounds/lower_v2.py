@@ -36,7 +36,7 @@ from certifier.bounds.fixedpoint import (
     trim,
     working_prec,
 )
-from certifier.bounds.lattice import FLOOR, LatticeDist, add, oplus, trim_lattice
+from certifier.bounds.lattice import FLOOR, LatticeDist, add, oplus, trim_lattice, trim_octaves
 from certifier.bounds.lognormal import doubled_tails, floor_cell_masses
 from certifier.bounds.result import LowerResult, require_positive
 from certifier.bounds.upper_v2 import METHOD_NAME as UPPER_NAME
@@ -103,11 +103,23 @@ def _mix(a: LatticeDist, wa: int, b: LatticeDist, wb: int) -> LatticeDist:
     return {k: p for k, p in out.items() if p.poly.length()}
 
 
+def replay_budget(m: UpperV2, F: int) -> int:
+    """The replay's trim budget per end of each sum or product, trim/4, rounded UP to units 2^-F (the
+    replay's own, at 2^-(F+4), is rounded down: ours is never smaller)."""
+    return int((m.trim * (1 << F) / 4).ceil())
+
+
 def step_b(P: LatticeDist, Q: LatticeDist, steps: int, m: UpperV2, led: Ledger,
-           progress=None) -> tuple[LatticeDist, LatticeDist]:
-    """(AP, AQ): the epoch value's pmfs under P and Q (lower bounds, units 2^-F)."""
+           progress=None, replay_trims: bool = False) -> tuple[LatticeDist, LatticeDist]:
+    """(AP, AQ): the epoch value's pmfs under P and Q (lower bounds, units 2^-F). Trims after each sum:
+    coefficients of mass <= trim/2 at the low end, or (replay_trims) whole lowest octaves of mass <= the
+    replay_budget (the replay's rule; see lower_bound_v2)."""
     lat, units = m.lattice, int((m.trim * (1 << led.F)).floor())
-    s = lambda x: trim_lattice(x, units, led)
+    if replay_trims:
+        budget = replay_budget(m, led.F)
+        s = lambda x: trim_octaves(x, budget, led)
+    else:
+        s = lambda x: trim_lattice(x, units, led)
     B, BQ, A, AQ, nA = P, Q, None, None, 0
     nbits = steps.bit_length()
     for i in range(nbits):
@@ -185,15 +197,30 @@ def _prefix(p: Poly | None, off: int, end: int) -> list[int]:
     return out
 
 
-def step_d(u: Poly, epochs: int, m: UpperV2, led: Ledger) -> Poly:
-    """(d): u^E by binary powering, partial sums above k_top clamped to k_top, trims recorded."""
-    units = int((m.trim * (1 << led.F)).floor())
+def step_d(u: Poly, epochs: int, m: UpperV2, led: Ledger, replay_trims: bool = False) -> Poly:
+    """(d): u^E by binary powering, partial sums above k_top clamped to k_top, trims recorded (trim/2 per
+    end of each product, or with replay_trims the replay_budget per end, the replay's rule)."""
+    units = product_trim_units(m, led.F, replay_trims)
     tidy = lambda p: trim(clamp_index(p, m.k_top, led), units, led)
     return binary_power(clamp_index(u, m.k_top, led), epochs, lambda a, b: tidy(product(a, b, None, led)))
 
 
-def lower_bound_v2(steps: int, epochs: int, t2: fmpq, method: UpperV2, progress=None) -> LowerResult:
-    """A rigorous lower bound on TV(P_M^E, Q_M^E) at t^2 = 1/sigma_low^2 (the map of this module)."""
+def product_trim_units(m: UpperV2, F: int, replay_trims: bool) -> int:
+    """fixedpoint.trim's units (it deletes up to half of them per end) after each product of step (d)."""
+    return 2 * replay_budget(m, F) if replay_trims else int((m.trim * (1 << F)).floor())
+
+
+def lower_bound_v2(steps: int, epochs: int, t2: fmpq, method: UpperV2, progress=None,
+                   replay_trims: bool = False) -> LowerResult:
+    """A rigorous lower bound on TV(P_M^E, Q_M^E) at t^2 = 1/sigma_low^2 (the map of this module).
+
+    replay_trims=True deletes by the independent replay's own rule (verifier/replay/lower_v2.py: whole
+    lowest octaves of mass <= trim/4 after each sum, <= trim/4 at each end after each epoch product)
+    with budgets rounded up. Every step of the map is monotone in the masses and our floors (2^-F) lie
+    below the replay's (2^-(F+4)), so our pmfs are then coefficientwise at most the replay's: the
+    recorded kind value never exceeds the replayed one and is as tight as it up to those floors. The
+    default rule (trim/2 per end, coefficient by coefficient) deletes about four times the mass, which a
+    kind pays e^eps times (every P-side deletion enters deleted_p); TV keeps it (the same certificates)."""
     method.validate()
     require_positive(t2, "t^2")
     prog = progress or (lambda stage, frac: None)
@@ -205,13 +232,13 @@ def lower_bound_v2(steps: int, epochs: int, t2: fmpq, method: UpperV2, progress=
         P, Q = step_a(t2, method)
         tm["step_a"] = time.perf_counter() - t0
         t1 = time.perf_counter()
-        AP, AQ = step_b(P, Q, steps, method, led, lambda f: prog("lower (b)", f))
+        AP, AQ = step_b(P, Q, steps, method, led, lambda f: prog("lower (b)", f), replay_trims)
         tm["step_b"] = time.perf_counter() - t1
         t2_ = time.perf_counter()
         u, w = step_c(AP, AQ, steps, method)
         tm["step_c"] = time.perf_counter() - t2_
         t3 = time.perf_counter()
-        U, W = step_d(u, epochs, method, led), step_d(w, epochs, method, Ledger(F))
+        U, W = step_d(u, epochs, method, led, replay_trims), step_d(w, epochs, method, Ledger(F), replay_trims)
         lo = min(U.off, W.off)
         n = max(U.off + U.poly.length(), W.off + W.poly.length()) - lo
         uu, ww = dense(U, lo, n), dense(W, lo, n)

@@ -17,14 +17,15 @@ import time
 from flint import fmpq
 
 from certifier.bounds.fixedpoint import Ledger, dense, exact_str, product, round_down_sig, trim, working_prec
-from certifier.bounds.lower_v2 import step_a, step_b, step_c, step_d
+from certifier.bounds.lower_v2 import product_trim_units, step_a, step_b, step_c, step_d
 from certifier.bounds.result import LowerResult, require_positive
 from certifier.bounds.upper_v2 import UpperV2, clamp_index
 from certifier.errors import NumericsUnreliableError, ParameterError
 
 
-def lower_bound_v2_stages(stages, method: UpperV2) -> LowerResult:
-    """A rigorous lower bound on the TV of the product of (P_{M_s}^{E_s}, Q_{M_s}^{E_s}); stages (M_s, E_s, t_s^2)."""
+def lower_bound_v2_stages(stages, method: UpperV2, replay_trims: bool = False) -> LowerResult:
+    """A rigorous lower bound on the TV of the product of (P_{M_s}^{E_s}, Q_{M_s}^{E_s}); stages (M_s, E_s, t_s^2).
+    replay_trims: the replay's trim rule (certifier.bounds.lower_v2.lower_bound_v2), for the kinds."""
     method.validate()
     stages = list(stages)
     if not stages:
@@ -41,13 +42,13 @@ def lower_bound_v2_stages(stages, method: UpperV2) -> LowerResult:
         for m, _, t2 in stages:                   # (a)-(c) once per distinct one-epoch factor
             if (m, t2) not in lines:
                 P, Q = step_a(t2, method)
-                AP, AQ = step_b(P, Q, m, method, led)
+                AP, AQ = step_b(P, Q, m, method, led, None, replay_trims)
                 lines[m, t2] = step_c(AP, AQ, m, method)
-        units = int((method.trim * (1 << F)).floor())
+        units = product_trim_units(method, F, replay_trims)
         U = W = None
         for m, e, t2 in stages:                   # (d): each stage's power, then the product, alike on both sides
             u, w = lines[m, t2]
-            Us, Ws = step_d(u, e, method, led), step_d(w, e, method, led_q)
+            Us, Ws = step_d(u, e, method, led, replay_trims), step_d(w, e, method, led_q, replay_trims)
             if U is None:
                 U, W = Us, Ws
             else:

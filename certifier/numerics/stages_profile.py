@@ -44,6 +44,8 @@ from certifier.numerics.targets import (
     gdp_mu_for_delta,
     grid_search,
     isf,
+    mu_for_delta,
+    mu_for_tpr,
     route_at,
 )
 from certifier.numerics.tv_laplace import DU, MAX_TRIES, TAIL_LEVEL, next_u
@@ -190,8 +192,8 @@ def exact_privacy_stages(stages, *, deltas=(), epsilons=(), fprs=(), check: bool
 class StagesCurve(Curve):
     """sigma (shared) -> value - target for the stages, on the primary route, cached."""
 
-    def __init__(self, stages, functional, target: float, what: str):
-        super().__init__(0, 0, 1, functional, target, what)
+    def __init__(self, stages, functional, target: float, what: str, mu_of=None):
+        super().__init__(0, 0, 1, functional, target, what, mu_of=mu_of)
         self.stages = stages
 
     def route(self, sigma: float, u_hint):
@@ -221,7 +223,8 @@ def exact_sigma_dp_stages(stages, epsilon, delta, resolution="1e-6") -> str:
     the product: the feasible sigma form a half-line and certifier.numerics.targets' grid search applies."""
     stages, resolution = _shared(stages, resolution)
     eps, dlt = check_eps(epsilon), check_unit("delta", delta)
-    f = StagesCurve(stages, lambda r: r.delta(eps), dlt, f"delta({eps:g}) <= {dlt:g}")
+    f = StagesCurve(stages, lambda r: r.delta(eps), dlt, f"delta({eps:g}) <= {dlt:g}",
+                    mu_of=lambda v: mu_for_delta(eps, v))
     return grid_search(f, _seed(stages, gdp_mu_for_delta(eps, dlt)), resolution)
 
 
@@ -232,5 +235,6 @@ def exact_sigma_tpr_stages(stages, fpr, tpr, resolution="1e-6") -> str:
     if beta <= alpha:
         raise ParameterError(f"the TPR target must exceed the FPR (a coin with bias alpha has TPR = alpha); "
                              f"got fpr={alpha:g}, tpr={beta:g}")
-    f = StagesCurve(stages, lambda r: r.tpr(alpha), beta, f"TPR({alpha:g}) <= {beta:g}")
+    f = StagesCurve(stages, lambda r: r.tpr(alpha), beta, f"TPR({alpha:g}) <= {beta:g}",
+                    mu_of=lambda v: mu_for_tpr(alpha, v))
     return grid_search(f, _seed(stages, isf(alpha) - isf(beta)), resolution)

@@ -33,6 +33,7 @@ SEARCH_REL_ERROR = 1e-2  # the sigma search refuses values whose error exceeds 1
 QUICK = Discretization(nodes=5)  # the search's steering evaluations far from the target (Curve._quick)
 QUICK_MARGIN = 1e-3      # ... kept when |value - target| > this share of the target (and 100 x their error)
 NEAR_WIDTH = 5e-3        # ... not tried inside a bracket this narrow (relative width in sigma)
+NEAR_VALUE = 0.1         # ... nor right after a value within this share of the target (steered searches)
 EPS_REL_ERROR = 1e-4    # eps(delta) whose error exceeds this (relative, or absolute below 1) is refused
 
 
@@ -197,13 +198,17 @@ def exact_privacy(steps: int, epochs: int, sigma, *, deltas=(), epsilons=(), fpr
 class Curve:
     """sigma -> value - target on the primary route, cached, with the laplace u-range carried along."""
 
-    def __init__(self, steps: int, epochs: int, scale2: int, functional, target: float, what: str):
+    def __init__(self, steps: int, epochs: int, scale2: int, functional, target: float, what: str,
+                 mu_of=None):
         self.steps, self.epochs, self.scale2 = steps, epochs, scale2
         self.functional, self.target, self.what = functional, target, what
+        self.mu_of = mu_of  # value -> the Gaussian shift mu with that value (steering only), or None
+        self.mu_target = None if mu_of is None else mu_of(target)
         self.u_hint = None
         self.u_seen: dict[float, float] = {}   # pair's sigma -> where its moment line decayed (laplace)
         self.values: dict[float, float] = {}
         self.raw: dict[float, float] = {}
+        self.last: float | None = None        # the latest sigma evaluated
 
     def __call__(self, sigma: float) -> float:
         if sigma not in self.values:
@@ -221,6 +226,7 @@ class Curve:
                 self.u_seen[s] = route.u_max
             self.values[sigma] = v.value - self.target
             self.raw[sigma] = v.value
+            self.last = sigma
         return self.values[sigma]
 
     def _quick(self, s: float, hint: float | None) -> tuple[Route | None, Value | None]:
@@ -247,6 +253,9 @@ class Curve:
         """s lies between an evaluated sigma that misses and one that meets, and they are within
         NEAR_WIDTH of each other or both within 20 QUICK_MARGIN of the target: the quick line would
         most likely be computed for nothing (the search closes in; the primary follows)."""
+        if self.mu_of is not None and self.last is not None and \
+                abs(self.raw[self.last] / self.target - 1.0) < NEAR_VALUE:
+            return True   # the secant from a point this close lands within QUICK_MARGIN (measured)
         below = [x for x, v in self.values.items() if x < s and v > 0]
         above = [x for x, v in self.values.items() if x > s and v <= 0]
         if not below or not above:
@@ -282,32 +291,89 @@ class Curve:
         g = math.log(max(self.raw[sigma], 1e-300) / self.target)
         return max(g, 1e-300) if gap > 0 else min(g, 0.0)
 
+    # The search steers on a pair of coordinates (x, y) in which the curve is nearly a line. With mu_of:
+    # x = ln(e^{1/s^2} - 1) (s the pair's sigma) and y = ln mu(value) - ln mu(target), mu(v) the Gaussian
+    # shift with that value: in the GDP limit (B.3) mu^2 = (E/M)(e^{1/s^2} - 1), so y = x/2 + const
+    # exactly, and away from it (E = 1, large M) the slope still changes little (ln(value/target)
+    # against ln sigma bends: its slope went from -20 to -33 over the bracket at (10^7, 1, eps 1)).
+    # Steering only: the answer is certified by the two grid points' values alone.
+
+    def coord(self, sigma: float) -> float:
+        if self.mu_of is None:
+            return math.log(sigma)
+        inv = self.scale2 / (sigma * sigma)  # 1 / s^2
+        return inv + math.log(-math.expm1(-inv))
+
+    def sigma_at(self, x: float) -> float:
+        """The inverse of coord."""
+        if self.mu_of is None:
+            return math.exp(x)
+        inv = x + math.log1p(math.exp(-x)) if x > 0 else math.log1p(math.exp(x))  # ln(1 + e^x)
+        return math.sqrt(self.scale2 / inv)
+
+    def steer_gap(self, sigma: float) -> float:
+        """y at sigma, with the sign of self(sigma) (> 0: misses)."""
+        if self.mu_of is None:
+            return self.log_gap(sigma)
+        gap = self(sigma)
+        g = math.log(self.mu_of(self.raw[sigma]) / self.mu_target)
+        return max(g, 1e-300) if gap > 0 else min(g, 0.0)
+
+
+def _steering(f):
+    """(coord, sigma_at, gap, steered) of a curve: Curve's coordinates, or ln sigma and log_gap for any
+    object with __call__ and log_gap only."""
+    if isinstance(f, Curve):
+        return f.coord, f.sigma_at, f.steer_gap, f.mu_of is not None
+    return math.log, math.exp, f.log_gap, False
+
 
 def _bracket(f: Curve, seed: float) -> tuple[float, float]:
-    """(lo, hi) with f(lo) > 0 >= f(hi), by secant steps on g = ln(value) - ln(target) against ln sigma
-    (nearly linear), each step a factor in [1.01, 2] from the last point (the GDP-limit seed lies
-    0.1 - 25 % below the exact sigma at E = 1, closer for more epochs)."""
-    x0 = math.log(seed)
-    g0 = f.log_gap(math.exp(x0))  # every point is exp(x): lo and hi below are points evaluated here
-    x1 = x0 + (0.03 if g0 > 0 else -0.03)
+    """(lo, hi) with f(lo) > 0 >= f(hi), by secant steps on the steering coordinates (f.coord,
+    f.steer_gap: nearly a line), aimed 5 % beyond the root, each step a factor in [1.01, 2] of sigma
+    from the last point (the GDP-limit seed lies 0.1 - 25 % below the exact sigma at E = 1, closer for
+    more epochs). With mu_of the first step is the GDP model's (slope 1/2); else 3 % in sigma."""
+    coord, sigma_at, gap, steered = _steering(f)
+    s0 = seed
+    x0, g0 = coord(s0), gap(s0)
+    if steered:
+        x1 = x0 - 1.05 * g0 / FIRST_SLOPE
+        s1 = _clamp_step(s0, sigma_at(x1) if math.isfinite(x1) else s0, g0 > 0)
+    else:
+        s1 = s0 * math.exp(0.03 if g0 > 0 else -0.03)
     for _ in range(60):
-        g1 = f.log_gap(math.exp(x1))
+        g1 = gap(s1)
         if (g0 > 0) != (g1 > 0):
-            lo, hi = sorted((x0, x1))
-            return math.exp(lo), math.exp(hi)
+            lo, hi = sorted((s0, s1))
+            return lo, hi
+        x1 = coord(s1)
         slope = (g1 - g0) / (x1 - x0) if x1 != x0 else 0.0
-        step = -g1 / slope * 1.05 if slope < 0 else (0.3 if g1 > 0 else -0.3)  # g decreases in sigma
-        step = math.copysign(min(max(abs(step), 0.01), math.log(2.0)), 1.0 if g1 > 0 else -1.0)
-        x0, g0, x1 = x1, g1, x1 + step
-        if x1 > math.log(1e6):
+        # g decreases in sigma; x decreases in sigma with mu_of, increases without
+        right = slope > 0 if steered else slope < 0
+        target = sigma_at(x1 - 1.05 * g1 / slope) if right and g1 != 0 else math.nan
+        s2 = _clamp_step(s1, target, g1 > 0)
+        s0, x0, g0, s1 = s1, x1, g1, s2
+        if s1 > 1e6:
             raise NumericsUnreliableError(f"no sigma below 1e6 meets {f.what}")
     raise NumericsUnreliableError(f"could not bracket the sigma for {f.what}")
+
+
+FIRST_SLOPE = 0.5  # the first step: the GDP limit's slope dy/dx (measured 0.09 - 0.5 at E = 1, 0.5 at E >= 10)
+SECANT = True
+
+
+def _clamp_step(s: float, proposal: float, up: bool) -> float:
+    """The proposal, moved to a factor in [1.01, 2] from s in the direction up (0.3 in ln sigma when
+    the proposal is unusable)."""
+    step = math.log(proposal / s) if math.isfinite(proposal) and proposal > 0 else (0.3 if up else -0.3)
+    step = math.copysign(min(max(abs(step), 0.01), math.log(2.0)), 1.0 if up else -1.0)
+    return s * math.exp(step)
 
 
 def grid_search(f: Curve, seed: float, resolution) -> str:
     """The least grid index k with f(k res) <= 0 and f((k-1) res) > 0, both evaluated (or k = 1).
 
-    Regula falsi on g = log_gap against ln sigma (nearly linear there) with every point ON the grid:
+    Regula falsi on the steering coordinates (Curve.coord, Curve.steer_gap: nearly a line) with every point ON the grid:
     the index bracket (a misses, b meets; at the start the float bracket's floor and ceiling, by
     monotonicity) shrinks at each evaluation to the estimate's grid point, so the last two
     evaluations are usually the answer and the point below it (no separate walk). An end kept twice
@@ -315,22 +381,27 @@ def grid_search(f: Curve, seed: float, resolution) -> str:
     step. An evaluation that contradicts an end implied by monotonicity moves the bracket (a walk)."""
     res = parse_positive_decimal("resolution", resolution)
     step = float(res)
+    coord, sigma_at, gap, _ = _steering(f)
     lo, hi = _bracket(f, seed)
     b = max(1, math.ceil(hi / step))
     a = min(max(0, math.floor(lo / step)), b - 1)
-    pts = {"lo": (math.log(lo), f.log_gap(lo)), "hi": (math.log(hi), f.log_gap(hi))}
+    pts = {"lo": (coord(lo), gap(lo)), "hi": (coord(hi), gap(hi))}
     seen: dict[int, bool] = {}  # evaluated grid indices -> meets
     last, slow = None, 0
+    recent = [pts["lo"], pts["hi"]]  # the steering points in the order evaluated (the last two: secant)
     for _ in range(200):
         if b - a == 1 and b in seen and (a == 0 or a in seen):
             return decimal_str(res * b)
         if b - a == 1:  # one cell left: evaluate the end still implied
             k = b if b not in seen else a
         else:
-            (x0, g0), (x1, g1) = pts["lo"], pts["hi"]
-            x = x0 - g0 * (x1 - x0) / (g1 - g0) if g1 != g0 else 0.5 * (x0 + x1)
-            k = math.ceil(math.exp(x) / step - 1e-9) if slow < 4 else (a + b) // 2
-            k = min(max(k, a + 1), b - 1 if b in seen else b)
+            top = b - 1 if b in seen else b
+            k = _secant_index(sigma_at, recent[-2], recent[-1], step) if SECANT else None
+            if k is None or not a < k <= top or slow >= 2:  # regula falsi on the bracket's ends
+                (x0, g0), (x1, g1) = pts["lo"], pts["hi"]
+                x = x0 - g0 * (x1 - x0) / (g1 - g0) if g1 != g0 else 0.5 * (x0 + x1)
+                k = math.ceil(sigma_at(x) / step - 1e-9) if slow < 4 else (a + b) // 2
+            k = min(max(k, a + 1), top)
         width = b - a
         meets = f(step * k) <= 0
         seen[k] = meets
@@ -341,13 +412,27 @@ def grid_search(f: Curve, seed: float, resolution) -> str:
             a = k
             b = max(b, a + 1)   # an implied meet that missed: walk up
         side = "hi" if meets else "lo"
-        pts[side] = (math.log(step * k), f.log_gap(step * k))
+        pts[side] = (coord(step * k), gap(step * k))
+        recent.append(pts[side])
         if last == side:  # the other end kept twice: Illinois
             other = "lo" if meets else "hi"
             pts[other] = (pts[other][0], 0.5 * pts[other][1])
         last = side
         slow = slow + 1 if b - a > width // 2 else 0
     raise NumericsUnreliableError(f"the grid search for {f.what} did not settle")
+
+
+def _secant_index(sigma_at, p0: tuple, p1: tuple, step: float) -> int | None:
+    """The grid index at the secant root through the two latest steering points (None if flat)."""
+    (x0, g0), (x1, g1) = p0, p1
+    if g1 == g0 or x1 == x0:
+        return None
+    x = x1 - g1 * (x1 - x0) / (g1 - g0)
+    try:
+        sigma = sigma_at(x)
+    except (OverflowError, ValueError, ZeroDivisionError):
+        return None
+    return math.ceil(sigma / step - 1e-9) if math.isfinite(sigma) else None
 
 
 def _reduce(steps: int, epochs: int, scheme: str | None) -> tuple[int, int, int]:
@@ -359,6 +444,25 @@ def _reduce(steps: int, epochs: int, scheme: str | None) -> tuple[int, int, int]
 def gdp_mu_for_delta(eps: float, delta: float) -> float:
     """mu with gaussian_delta(eps, mu) = delta (the GDP limit's seed, Theorem 3.5)."""
     return brentq(lambda m: gaussian_delta(eps, m) - delta, 1e-6, 80.0, xtol=1e-12)
+
+
+MU_RANGE = (1e-6, 80.0)  # the Gaussian shifts the steering coordinates use (clamped beyond)
+
+
+def mu_for_delta(eps: float, value: float) -> float:
+    """The Gaussian shift with delta(eps) = value, clamped to MU_RANGE (steering the search only)."""
+    lo, hi = MU_RANGE
+    if value <= gaussian_delta(eps, lo):
+        return lo
+    if value >= gaussian_delta(eps, hi):
+        return hi
+    return brentq(lambda m: gaussian_delta(eps, m) - value, lo, hi, xtol=1e-12)
+
+
+def mu_for_tpr(alpha: float, value: float) -> float:
+    """The Gaussian shift with 1 - T(alpha) = value (Phi^-1(value) + Phi^-1(1 - alpha)), clamped to MU_RANGE."""
+    mu = float(ndtri(min(max(value, 1e-300), 1.0 - 1e-16))) + isf(alpha)
+    return min(max(mu, MU_RANGE[0]), MU_RANGE[1])
 
 
 def _gdp_sigma(steps: int, epochs: int, mu: float) -> float:
@@ -373,7 +477,8 @@ def exact_sigma_dp(steps: int, epochs: int, epsilon, delta, resolution="1e-6", s
     validate_cell(steps, epochs, 1.0)
     eps, dlt = check_eps(epsilon), check_unit("delta", delta)
     m, e, scale2 = _reduce(steps, epochs, scheme)
-    f = Curve(m, e, scale2, lambda r: r.delta(eps), dlt, f"delta({eps:g}) <= {dlt:g}")
+    f = Curve(m, e, scale2, lambda r: r.delta(eps), dlt, f"delta({eps:g}) <= {dlt:g}",
+              mu_of=lambda v: mu_for_delta(eps, v))
     seed = math.sqrt(scale2) * _gdp_sigma(m, e, gdp_mu_for_delta(eps, dlt))
     return grid_search(f, seed, resolution)
 
@@ -386,7 +491,8 @@ def exact_sigma_tpr(steps: int, epochs: int, fpr, tpr, resolution="1e-6", scheme
         raise ParameterError(f"the TPR target must exceed the FPR (a coin with bias alpha has TPR = alpha); "
                              f"got fpr={alpha:g}, tpr={beta:g}")
     m, e, scale2 = _reduce(steps, epochs, scheme)
-    f = Curve(m, e, scale2, lambda r: r.tpr(alpha), beta, f"TPR({alpha:g}) <= {beta:g}")
+    f = Curve(m, e, scale2, lambda r: r.tpr(alpha), beta, f"TPR({alpha:g}) <= {beta:g}",
+              mu_of=lambda v: mu_for_tpr(alpha, v))
     seed = math.sqrt(scale2) * _gdp_sigma(m, e, isf(alpha) - isf(beta))
     return grid_search(f, seed, resolution)
 

@@ -222,3 +222,14 @@ def test_every_documented_benchmark_flag_exists(env):
             helps[script] = bench(env, script, "--help", timeout=60).stdout
         for flag in flags:
             assert re.search(rf"{flag}\b", helps[script]), (script, flag)
+
+
+def test_bench_sigma_cells_small(env):
+    r = bench(env, "bench_sigma_cells.py", "--small")
+    assert r.returncode == 0, r.stderr
+    rows = {tuple(c.strip() for c in x.split("|")[1:4]): x.split("|")[4].strip()
+            for x in lines_matching(r"^\| \d+ \| \d+ \| (tv|dp|tpr) \|", r.stdout)}
+    assert len(rows) == 6
+    assert rows["100", "10", "tv"] == "1.426215"              # Table 4 (lambda = 0.1)
+    assert rows["100", "10", "dp"] == "1.36919" and rows["100", "10", "tpr"] == "1.645356"   # docs/targets.md
+    assert rows["1", "1", "tv"] == "3.978949"                  # M = 1: the Gaussian shift's closed form
