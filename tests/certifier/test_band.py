@@ -149,3 +149,31 @@ def test_the_method_objects_read_the_band_back_and_refuse_bad_ones():
     for bad in ("0.99605", "1.004", "0"):
         with pytest.raises(ParameterError):
             dataclasses.replace(m, band_low=Q(bad)).validate(M)
+
+
+def test_a_blocks_deficit_is_carried_into_the_epoch_so_many_steps_take_wide_fixed_point():
+    """A trim of a block of 2^i steps reaches the epoch sum M/2^i times: at M = 4096 the epoch's deficit is
+    hundreds of times what the trims recorded when they happened (so grids_v1 prices it as carried_deficit,
+    and takes 128 bits and a trim of 1e-30 where that would cost the budget)."""
+    from fractions import Fraction
+
+    from certifier.bounds.fixedpoint import Ledger
+    from certifier.bounds.grids_v1 import TRIM, WIDE_BITS, WIDE_TRIM, carried_deficit
+    from certifier.bounds.upper_v1 import step_i, step_ii
+    steps, sigma = 4096, Q("50")
+    out = {}
+    for F, tr in ((80, "1e-20"), (128, "1e-30")):
+        m = make_method(steps, h="0.0002", eta="0.0001", cap="1.3", band_low="0.7", fixed_point_bits=F, trim=tr)
+        P, _, _ = step_i(sigma, m)
+        led = Ledger(F)
+        A, _ = step_ii(P, steps, m, led)
+        out[F] = (Fraction(2**F - A.mass(), 2**F), Fraction(led.trim, 2**F), Fraction(2**F - P.mass(), 2**F))
+    deficit, trimmed, _ = out[80]
+    assert deficit > 100 * trimmed and deficit > steps * Fraction(1, 10**21)
+    assert deficit <= carried_deficit(steps, 1, TRIM, 80)
+    deficit128, _, step128 = out[128]
+    assert deficit128 < 2 * steps * step128 + Fraction(1, 10**24)        # what is left: step (i)'s own deletions
+    wide = choose_grid(10**6, 100, Q("3"), 1e-9)                         # M E = 1e8: the carried deficit would cost
+    assert (wide.method.fixed_point_bits, wide.method.trim) == (WIDE_BITS, WIDE_TRIM)
+    table4 = choose_grid(100, 10, Q("1.426215"), 1e-9)                   # a Table 4 cell keeps its grid
+    assert (table4.method.fixed_point_bits, table4.method.trim) == (80, TRIM)
