@@ -19,6 +19,7 @@ from flint import fmpq
 
 from certifier import methods as mt
 from certifier.bounds.fixedpoint import round_down_sig
+from certifier.bounds.grids_band import BAND_PREC, choose_band_grid, choose_lower_band_grid
 from certifier.bounds.grids_v1 import budget, choose_grid, choose_lower_grid, truncation_loss
 from certifier.bounds.grids_v2 import choose_v2
 from certifier.bounds.result import UpperResult
@@ -39,6 +40,8 @@ V2_LOWER_LOSS_RATIO = 2.5          # measured (lower-side loss) / (upper-side lo
 V2_CEILING = 1e-6                  # method v2 may use margins up to this (v1: 1e-7)
 KIND_UPPER_K_SCALE = 3.0         # a kind's v2 k_scale where no calibration can read it (stages' measure)
 LOWER_V1_CEILING = 2e-7            # lower v1: its loss model is within 5 % at the Table 4 cells (docs/coverage.md)
+BAND_SWITCH_SECONDS = 60.0         # a v1 grid predicted slower than this is compared with a banded one
+BAND_GAIN = 0.5                    # ... and replaced when the band is predicted at most this share of its time
 
 
 @dataclass
@@ -437,6 +440,30 @@ def _v1_fits(claim: Claim, sigma: fmpq, user_grid: bool) -> bool:
     return user_grid or truncation_loss(*claim.pair(), float(_pair_sigma(claim, sigma))) < 1e-9
 
 
+def _band_allowed(ctx: Ctx, claim: Claim) -> bool:
+    """Method v1 with a band (docs/method-v2.md §8, format v3): a TV claim in random allocation, automatic grids."""
+    return ctx.kind.name == "tv" and claim.scheme == RANDOM_ALLOCATION and not ctx.grid
+
+
+def _or_band(plain, banded, band: bool):
+    """The plain v1 plan, or the banded one where the plain planner finds nothing or the band is
+    predicted at most BAND_GAIN of a plain grid slower than BAND_SWITCH_SECONDS."""
+    try:
+        plan = plain()
+    except CannotCertifyError:
+        if not band:
+            raise
+        return banded()
+    if band and plan.predicted_seconds > BAND_SWITCH_SECONDS:
+        try:
+            other = banded()
+        except CannotCertifyError:
+            return plan
+        if other.predicted_seconds <= BAND_GAIN * plan.predicted_seconds:
+            return other
+    return plan
+
+
 def _upper_v1(ctx: Ctx):
     """Method v1 (certifier.bounds.upper_v1); returns (UpperResult, UpperV1) or None."""
     claim, sigma, out, say = ctx.claim, ctx.sigma, ctx.out, ctx.say
@@ -455,12 +482,14 @@ def _upper_v1(ctx: Ctx):
         mj = plan.method.to_json(claim.steps)
         out.bound = r.bound
         kb = {} if ctx.kind.upper_bound is None else {f"{ctx.kind.name}_bound": ctx.kind.upper_bound(r)}
-        return {"method": 1, **{k: mj[k] for k in ("h", "eta", "cap", "tail_start", "tail_step", "lattice_schedule",
-                                                   "prec")}, "bound": r.bound, **kb}   # bound: the grid's TV
+        keys = ("h", "eta", "cap", "tail_start", "tail_step", "lattice_schedule", "prec", "band_low")
+        return {"method": 1, **{k: mj[k] for k in keys if k in mj}, "bound": r.bound, **kb}   # bound: the grid's TV
     margin, wts = _kind_plan(ctx, claim, sigma, ctx.tv, ctx.tv_err, upper=True)
     side = Side("upper", margin, SAFETY, 1e-7,
-                lambda b: choose_grid(M, E, s_pair, b, h=h, eta=eta, cap=cap, prec=ctx.prec or 100,
-                                      allow_moved=True, weights=wts),
+                lambda b: _or_band(lambda: choose_grid(M, E, s_pair, b, h=h, eta=eta, cap=cap, prec=ctx.prec or 100,
+                                                       allow_moved=True, weights=wts),
+                                   lambda: choose_band_grid(M, E, s_pair, b, prec=ctx.prec or BAND_PREC),
+                                   _band_allowed(ctx, claim) and wts is None),
                 lambda m, prog: mt.UPPER_V1.run(claim, sigma, m, progress=prog),
                 lambda r: ctx.kind.upper_proves(r, claim.target), row, ctx.limit)
     return _prove(side, ctx.max_tries, out.tries, say, single=bool(ctx.grid))
@@ -638,7 +667,11 @@ def _lower_v1(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
     out, say = ctx.out, ctx.say
     margin, wts = _kind_plan(ctx, low_claim, s_low, tv_low, err, upper=False)
     side = Side("lower", margin, LOWER_SAFETY, LOWER_V1_CEILING,
-                lambda b: choose_lower_grid(M, E, _pair_sigma(low_claim, s_low), b, prec=meth.prec, weights=wts),
+                lambda b: _or_band(lambda: choose_lower_grid(M, E, _pair_sigma(low_claim, s_low), b, prec=meth.prec,
+                                                             weights=wts),
+                                   lambda: choose_lower_band_grid(M, E, _pair_sigma(low_claim, s_low), b,
+                                                                  prec=max(meth.prec, BAND_PREC)),
+                                   _band_allowed(ctx, low_claim) and wts is None),
                 lambda m, prog: mt.LOWER_V1.run(low_claim, s_low, m, progress=prog),
                 lambda L: ctx.kind.lower_proves(L, low_claim.target),
                 lambda plan, L: {"sigma_low": decimal_str(s_low), "method": 1,

@@ -209,8 +209,9 @@ def upper(claim: dict, m: dict) -> Cost:
     h, T, eta = m["h"], m["truncation"], m["eta"]
     K = lambda g: _f((T / (h * g)).floor())
     cost, ts, cap = Cost(), m["tail_start"], m["cap"]
-    points = _f(ts / h) + 1 + (_f((cap - ts) / m["tail_step"]) if cap > ts else 0)
-    dense = min(_f(cap / h), K(1)) + 1
+    lo = m.get("band_low", fmpq(0))  # method-v2.md §8: step (i)'s grid starts at band_low
+    points = _f((ts - lo) / h) + 1 + (_f((cap - ts) / m["tail_step"]) if cap > ts else 0)
+    dense = min(_f(cap / h), K(1)) + 1 - _f(lo / h)
     cost.add("step_i", _arb_points(points, prec) + PY_COEF * (points + dense),
              points * (_pyint(F) + 2 * (100 + prec / 8)) + dense * (8 + _fmpz(F)))
     sp = Spread(sigma, cap, m["trim"], F, lump=False)
@@ -236,7 +237,7 @@ def lower(claim: dict, lo: dict) -> Cost:
     M, E, sigma_low = _v1_pair(claim, lo["sigma_low"])
     prec, F, h = m["prec"], m["fixed_point_bits"] + 4, m["h"]
     K = lambda g: _f((8 * M / (h * g)).floor())
-    cost, cells = Cost(), _f(m["cap"] / h) + 1
+    cost, cells = Cost(), _f((m["cap"] - m.get("band_low", fmpq(0))) / h) + 1  # cells from band_low (§8)
     cost.add("masses", 2 * _arb_points(cells, prec) + 2 * PY_COEF * cells, cells * 2 * (_pyint(F) + _fmpz(F)))
     sp = Spread(sigma_low, m["cap"], m["trim"], F, lump=True)
     n, g, secs, peak = _epoch(cells, M, m["lattice_schedule"], K, lambda k, g: sp.width(k) / _f(h * g) + 2, F, 2)

@@ -299,6 +299,10 @@ def _choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h, eta,
     n_products = 2 * (steps.bit_length() + epochs.bit_length())
     trim_q = TRIM   # the rows are rounded to their digits with no slack: trims must stay far below them
     fixed = (E * n_products * float(trim_q) + 1e-15) * dfac
+    F = 80
+    if carried_deficit(M, E, trim_q, 80) > WIDE_SHARE * budget:   # many steps: wide fixed point, tiny trim
+        F, trim_q = WIDE_BITS, WIDE_TRIM
+        fixed = (carried_deficit(M, E, trim_q, F) + 1e-15) * dfac
     # step (ii) deletes epoch sums above 8M: a single Y above ~7M already loses its mass
     trunc_loss = truncation_loss(M, E, float(sigma)) * dfac
     hs_list = [(float(_q(h)), h)] if h else nice_values(floors[0], 0.05)
@@ -354,7 +358,8 @@ def _choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h, eta,
         tsq, dq, capq, pts, pl = _tail_grid(mod, hv, hs, cap_t, tail_loss)
     km, kp = _k_range(M, _q(hs), _q(es))
     method = make_method(M, h=_q(hs), eta=_q(es), cap=capq, tail_start=tsq, tail_step=dq,
-                         lattice_schedule=g, prec=prec, trim=trim_q, k_minus=km, k_plus=kp, cap_moved=moved)
+                         lattice_schedule=g, prec=prec, trim=trim_q, k_minus=km, k_plus=kp, cap_moved=moved,
+                         fixed_point_bits=F)
     le = K * ev * ev / 6
     cap_loss = mod.cap_cost(float(capq), moved) * dfac
     loss = lh + lg + le + pl + cap_loss + fixed + trunc_loss
@@ -363,6 +368,17 @@ def _choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h, eta,
               "cap": cap_loss, "truncation": trunc_loss, "trim": fixed, "rho": rho,
               "points": int(pts), "cap_moved": moved}
     return Plan(method, loss, secs, budget, detail)
+
+
+WIDE_BITS, WIDE_TRIM = 128, fmpq(1, 10**30)   # fixed point and trim where the carried deficit would cost
+WIDE_SHARE = 0.02                            # ... more than this share of the budget at 80 bits and 1e-20
+CARRIED_LENGTH = 10**6                       # a product's length for the floors' share (an upper estimate)
+
+
+def carried_deficit(steps: int, epochs: int, trim: fmpq, bits: int) -> float:
+    """What trims and floors of step (ii) may cost: a deficit of a block of 2^i steps reaches the epoch
+    M/2^i times and Lambda E times, about 2 M E (trim + length 2^-F) over the binary powering."""
+    return 2.0 * steps * epochs * (float(trim) + CARRIED_LENGTH * 2.0 ** -bits)
 
 
 def _k_range(steps: int, h: fmpq, eta: fmpq) -> tuple[int, int]:
@@ -449,6 +465,8 @@ def choose_lower_grid(steps: int, epochs: int, sigma: fmpq, budget: float, prec:
     method = LowerV1.from_v1(plan.method, cap)
     if float(sigma) >= LARGE_SIGMA:     # measured: at sigma 90-126 the 2^-80 floors lose 10 % of TV
         method = dataclasses.replace(method, fixed_point_bits=LARGE_SIGMA_BITS)
+    if carried_deficit(steps, epochs, TRIM, 80) > WIDE_SHARE * budget:   # the P-side deficit, as upstairs
+        method = dataclasses.replace(method, fixed_point_bits=WIDE_BITS, trim=WIDE_TRIM)
     points = float(cap / h)
     secs = lower_seconds(mod, float(h), list(plan.method.lattice_schedule), float(cap), float(plan.method.eta))
     t = 1.0 / mod.sigma

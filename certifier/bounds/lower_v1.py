@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from flint import fmpq, fmpz_poly
+from flint import arb, fmpq, fmpz_poly
 
 from certifier.bounds.fixedpoint import (
     Ledger,
@@ -80,13 +80,15 @@ class LowerV1:
     prec: int = 100
     fixed_point_bits: int = 80
     trim: fmpq = fmpq(1, 10**20)
+    band_low: fmpq | None = None   # cells start here: [0, band_low + h) is the first (docs/method-v2.md §8)
 
     def as_v1(self) -> UpperV1:
         """The upper-v1 method with the same grid (used for its validation rules and truncation)."""
         km, kp = UpperV1.default_k(self.eta)
         return UpperV1(h=self.h, tail_start=self.cap, tail_step=self.h, cap=self.cap,
                       lattice_schedule=tuple(self.lattice_schedule), eta=self.eta, k_minus=km, k_plus=kp,
-                      prec=self.prec, fixed_point_bits=self.fixed_point_bits, trim=self.trim)
+                      prec=self.prec, fixed_point_bits=self.fixed_point_bits, trim=self.trim,
+                      band_low=self.band_low)
 
     def validate(self, steps: int) -> None:
         """Raise ParameterError unless the grid is one docs/two-sided.md allows."""
@@ -102,7 +104,7 @@ class LowerV1:
         are set by the computation."""
         return cls(h=m.h, cap=m.cap if cap is None else cap,
                    lattice_schedule=tuple(m.lattice_schedule), eta=m.eta, prec=m.prec,
-                   fixed_point_bits=m.fixed_point_bits, trim=m.trim)
+                   fixed_point_bits=m.fixed_point_bits, trim=m.trim, band_low=m.band_low)
 
     def to_json(self, steps: int) -> dict:
         """The `lower.method` object (exact decimal strings and integers)."""
@@ -110,7 +112,8 @@ class LowerV1:
                 "h": decimal_str(self.h), "cap": decimal_str(self.cap),
                 "lattice_schedule": [int(x) for x in self.lattice_schedule],
                 "eta": decimal_str(self.eta), "b_min": int(self.b_min), "b_max": int(self.b_max),
-                "prec": self.prec, "fixed_point_bits": self.fixed_point_bits, "trim": decimal_str(self.trim)}
+                "prec": self.prec, "fixed_point_bits": self.fixed_point_bits, "trim": decimal_str(self.trim),
+                **({} if self.band_low is None else {"band_low": decimal_str(self.band_low)})}
 
     @classmethod
     def from_json(cls, obj: dict) -> "LowerV1":
@@ -121,7 +124,8 @@ class LowerV1:
         return cls(h=p("h"), cap=p("cap"),
                    lattice_schedule=tuple(int(x) for x in obj["lattice_schedule"]), eta=p("eta"),
                    b_min=int(obj["b_min"]), b_max=int(obj["b_max"]), prec=int(obj["prec"]),
-                   fixed_point_bits=int(obj["fixed_point_bits"]), trim=p("trim"))
+                   fixed_point_bits=int(obj["fixed_point_bits"]), trim=p("trim"),
+                   band_low=p("band_low") if "band_low" in obj else None)
 
 
 # ----------------------------------------------------------------------------- (a) cell masses
@@ -131,15 +135,18 @@ def step_a(sigma: fmpq, m: LowerV1, t2: fmpq | None = None) -> tuple[Poly, Poly]
     Pr_P(Y in the cell whose left end is k h)) (resp. the same under the shifted law, E[Y 1{cell}]).
 
     Cells are [kh, (k+1)h) for k < K and [cap, inf) at index K = cap/h. Both are lower bounds on
-    the true cell masses (total 1 on each side).
+    the true cell masses (total 1 on each side). With a band the cells start at k0 = band_low/h and
+    the first, at index k0, is [0, band_low + h) (Y below the band merged into it: a fixed map).
     """
     F = m.fixed_point_bits
-    pts = list(range(int(m.cap / m.h) + 1))             # cells [kh, (k+1)h), k < K, and [cap, inf)
+    k0 = 0 if m.band_low is None else int(m.band_low / m.h)
+    pts = list(range(k0, int(m.cap / m.h) + 1))         # cells [kh, (k+1)h), k0 <= k < K, and [cap, inf)
     e0, e1 = doubled_tails(1 / (sigma * sigma) if t2 is None else t2, pts, m.h, m.prec)   # t^2
+    e0[0] = e1[0] = arb(2)                               # the first cell starts at 0
     with working_prec(m.prec):
         pc = [floor_fixed(x, F - 1) for x in floor_cell_masses(e0)]   # doubled masses: one bit fewer
         qc = [floor_fixed(x, F - 1) for x in floor_cell_masses(e1)]
-    return strip(Poly(0, fmpz_poly(pc))), strip(Poly(0, fmpz_poly(qc)))
+    return strip(Poly(k0, fmpz_poly(pc))), strip(Poly(k0, fmpz_poly(qc)))
 
 
 # ----------------------------------------------------------------------------- (b) the epoch sum

@@ -44,6 +44,7 @@ METHOD_NAME = "lemma-c5-rounding"
 METHOD_VERSION = 1
 B_FRACTION_BITS = 128  # fractional bits of the integer enclosures of B_k in step (iii)
 ABOVE_CAP_MOVED = "moved"   # the optional "above_cap" value: Y > cap moved down to the cap (a move, §1 of method-v2)
+BAND_POINTS = 10**7         # a band's (tail_start - band_low)/h, like tail_start/h without one
 
 
 # ----------------------------------------------------------------------------- parameters
@@ -72,6 +73,7 @@ class UpperV1:
     fixed_point_bits: int = 80
     trim: fmpq = fmpq(1, 10**20)
     cap_moved: bool = False      # Y > cap moved down to the cap (recorded "above_cap": "moved"), not deleted
+    band_low: fmpq | None = None  # step (i)'s grid starts here, Y < band_low deleted (docs/method-v2.md §8)
 
     @staticmethod
     def default_k(eta: fmpq) -> tuple[int, int]:
@@ -92,6 +94,9 @@ class UpperV1:
             raise ParameterError("cap, tail_start and tail_step must be multiples of h")
         if not (0 < ts <= cap):
             raise ParameterError("tail_start must satisfy 0 < tail_start <= cap")
+        lo = fmpq(0) if self.band_low is None else self.band_low
+        if self.band_low is not None and not (0 < lo < ts and _is_multiple(lo, h)):
+            raise ParameterError("band_low must be a multiple of h with 0 < band_low < tail_start")
         if not _is_multiple(cap - ts, d):
             raise ParameterError("cap - tail_start must be a multiple of tail_step")
         n = steps.bit_length() - 1
@@ -106,8 +111,9 @@ class UpperV1:
             raise ParameterError("trim must lie in [0, 0.001]")
         if not self.k_minus < 0 < self.k_plus:
             raise ParameterError("k_minus < 0 < k_plus required")
-        if (cap / h) > 3 * 10**7 or (ts / h) > 10**7:
-            raise ParameterError("grid too fine: cap/h must be <= 3e7 and tail_start/h <= 1e7")
+        if ((cap - lo) / h) > 3 * 10**7 or ((ts - lo) / h) > BAND_POINTS:
+            raise ParameterError("grid too fine: (cap - band_low)/h must be <= 3e7 and (tail_start - band_low)/h "
+                                 "<= 1e7 (band_low = 0 without a band)")
 
     def to_json(self, steps: int) -> dict:
         """The `method` object of docs/certificate.md section 3 (decimal strings, ints); with cap_moved
@@ -124,6 +130,8 @@ class UpperV1:
         }
         if self.cap_moved:
             out["above_cap"] = ABOVE_CAP_MOVED
+        if self.band_low is not None:
+            out["band_low"] = decimal_str(self.band_low)
         return out
 
     @classmethod
@@ -138,12 +146,13 @@ class UpperV1:
         return cls(h=p("h"), tail_start=p("tail_start"), tail_step=p("tail_step"), cap=p("cap"),
                    lattice_schedule=tuple(int(x) for x in obj["lattice_schedule"]), eta=p("eta"),
                    k_minus=int(obj["k_minus"]), k_plus=int(obj["k_plus"]), prec=int(obj["prec"]),
-                   fixed_point_bits=int(obj["fixed_point_bits"]), trim=p("trim"), cap_moved=above is not None)
+                   fixed_point_bits=int(obj["fixed_point_bits"]), trim=p("trim"), cap_moved=above is not None,
+                   band_low=p("band_low") if "band_low" in obj else None)
 
 
 def make_method(steps: int, *, h, eta, cap, tail_start=None, tail_step=None, lattice_schedule=None,
                 prec: int = 100, fixed_point_bits: int = 80, trim="1e-20",
-                k_minus=None, k_plus=None, cap_moved: bool = False) -> UpperV1:
+                k_minus=None, k_plus=None, cap_moved: bool = False, band_low=None) -> UpperV1:
     """A validated UpperV1 from decimal strings (or fmpq); defaults: one uniform grid, all g_i = 1."""
     q = lambda name, v: v if isinstance(v, fmpq) else parse_decimal(name, v)  # noqa: E731
     h, eta, cap = q("h", h), q("eta", eta), q("cap", cap)
@@ -155,7 +164,8 @@ def make_method(steps: int, *, h, eta, cap, tail_start=None, tail_step=None, lat
                lattice_schedule=tuple(lattice_schedule) if lattice_schedule else (1,) * (n + 1),
                eta=eta, k_minus=km if k_minus is None else int(k_minus),
                k_plus=kp if k_plus is None else int(k_plus), prec=int(prec),
-               fixed_point_bits=int(fixed_point_bits), trim=q("trim", trim), cap_moved=bool(cap_moved))
+               fixed_point_bits=int(fixed_point_bits), trim=q("trim", trim), cap_moved=bool(cap_moved),
+               band_low=None if band_low is None else q("band_low", band_low))
     m.validate(steps)
     return m
 
@@ -166,12 +176,14 @@ def step_i(sigma: fmpq, m: UpperV1, t2: fmpq | None = None):
     """Lemma C.5 step (i): the grid masses p of one rounded step Y (ln Y ~ N(-t^2/2, t^2); t^2 = 1/sigma^2
     unless given, an exact rational).
 
-    Returns (P, G0cap, loss) where P is a Poly on lattice h (off = 0) whose
+    Returns (P, G0cap, loss) where P is a Poly on lattice h (off = band_low/h, 0 without a band) whose
     coefficient k is floor(2^F * lower end of a ball containing the mass the
     two-point rounding puts at k*h); G0cap is a ball containing 1 - F0(cap),
     the mass above the cap: deleted, or with m.cap_moved moved down to the cap (added
     at the cap point: Y -> min(Y, cap) lowers Y, docs/method-v2.md §1); loss is a ball
     containing the mass lost to the floors (true step-(i) mass minus the kept mass).
+    With a band (m.band_low) the grid starts at band_low and Y < band_low is deleted: its mass
+    F0(band_low) is band_mass(t2, m).
     """
     with working_prec(m.prec):  # the recorded working precision
         return _step_i(1 / (sigma * sigma) if t2 is None else t2, m)
@@ -181,19 +193,31 @@ def _step_i(t2: fmpq, m: UpperV1):
     """step_i at the current working precision (see step_i for what the result contains)."""
     F = m.fixed_point_bits
     ts_units, step_units, cap_units = int(m.tail_start / m.h), int(m.tail_step / m.h), int(m.cap / m.h)
-    # grid points in units of h: 0, 1, ..., ts, ts + d, ..., cap (spec section 4 (i))
-    pts = list(range(0, ts_units + 1)) + list(range(ts_units + step_units, cap_units + 1, step_units))
+    lo_units = 0 if m.band_low is None else int(m.band_low / m.h)
+    # grid points in units of h: lo, lo + 1, ..., ts, ts + d, ..., cap (spec section 4 (i); lo = 0 without a band)
+    pts = list(range(lo_units, ts_units + 1)) + list(range(ts_units + step_units, cap_units + 1, step_units))
     e0, e1 = doubled_tails(t2, pts, m.h, m.prec)
-    coeffs = [0] * (cap_units + 1)
-    masses = two_point_masses(e0, e1, pts, m.h)
+    coeffs = [0] * (cap_units + 1 - lo_units)
+    masses = two_point_masses(e0, e1, pts, m.h)      # cells (y_k, y_k+1]: Y < band_low gets nothing
     if m.cap_moved:
         masses[-1] += e0[-1]                             # Y > cap moved down to the cap
     for p, x in zip(pts, masses):
-        coeffs[p] = floor_fixed(x, F - 1)                # the balls hold doubled masses
+        coeffs[p - lo_units] = floor_fixed(x, F - 1)     # the balls hold doubled masses
     g0cap = e0[-1] / 2                                   # 1 - F0(cap): deleted (or moved) above the cap
     kept_true = arb(1) if m.cap_moved else arb(1) - g0cap
+    if m.band_low is not None:
+        kept_true -= 1 - e0[0] / 2                       # F0(band_low): deleted below the band
     loss = kept_true - arb(sum(coeffs)) / arb(2) ** F    # true mass of the rounded Y minus kept
-    return Poly(0, fmpz_poly(coeffs)), g0cap, loss
+    return Poly(lo_units, fmpz_poly(coeffs)), g0cap, loss
+
+
+def band_mass(t2: fmpq, m: UpperV1) -> arb:
+    """A ball containing F0(band_low) = Pr(Y < band_low), the mass the band deletes (0 without a band)."""
+    if m.band_low is None:
+        return arb(0)
+    with working_prec(m.prec):
+        e0, _ = doubled_tails(t2, [int(m.band_low / m.h)], m.h, m.prec)
+        return 1 - e0[0] / 2
 
 
 # ----------------------------------------------------------------------------- step (ii)
@@ -401,6 +425,7 @@ def rounding_bound(steps: int, epochs: int, sigma: fmpq, method: UpperV1, progre
     require_positive(sigma, "sigma")
     t2 = 1 / (sigma * sigma) if t2 is None else t2
     require_positive(t2, "t2")
+    t2_pair = t2
     F = method.fixed_point_bits
     prog = progress or (lambda stage, frac: None)
     timings = {}
@@ -445,6 +470,8 @@ def rounding_bound(steps: int, epochs: int, sigma: fmpq, method: UpperV1, progre
         }
         if method.cap_moved:                             # the mass above the cap was moved, not deleted
             enclosures["moved"] = {"cap": enclosures["deleted"].pop("cap")}
+        if method.band_low is not None:                  # Y < band_low deleted (docs/method-v2.md §8)
+            enclosures["deleted"]["band"] = arb_str(band_mass(t2_pair, method))
         stats = {"grid_points": P.poly.length(), "epoch_length": A.poly.length(), "lattice": g,
                  "log_cells": R.poly.length(), "final_length": b.poly.length(),
                  "products": led.products, "max_length": led.max_length}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from flint import fmpq
 
 from ..replay import gaussian_shift as gs
-from .schema import BALLS, B, D, I, Rows, S
+from .schema import BALLS, B, D, I, Rows, S, is_int
 from .schema import typed as typed_as
 from .strict import Reject
 from .v1 import ADJACENCY, MECHANISM, SCHEMA, STATEMENT, check_claim_and_method
@@ -57,6 +57,15 @@ def _check_upper_v1(p: dict) -> None:
     above = p["method"].get("above_cap")
     if above is not None and above != "moved":  # method-v2.md §7: the one allowed value
         raise Reject("method-invalid", f"method.above_cap must be 'moved' when present, got {above!r}")
+    _check_band(p["method"], p["method"]["tail_start"], "method-invalid")
+
+
+def _check_band(m: dict, top, code: str) -> None:
+    """method-v2.md §8: an optional band_low, a multiple of h with 0 < band_low < top (the upper
+    method's tail_start, the lower method's cap)."""
+    lo = m.get("band_low")
+    if lo is not None and not (0 < lo < top and is_int(lo / m["h"])):
+        raise Reject(code, f"band_low {lo} must be a multiple of h with 0 < band_low < {top}")
 
 
 # method v1 with "above_cap": "moved" (method-v2.md §7): the mass above the cap is moved, not deleted
@@ -65,9 +74,19 @@ ENCLOSURES_V1_MOVED = {**SCHEMA["enclosures"], "deleted": BALLS("truncation", "t
                        "moved": BALLS("cap")}
 
 
+def _with_band(method: dict, enclosures: dict | None = None):
+    """method-v2.md §8: the schemas of a method v1 object with "band_low" (and the upper side's
+    enclosures with deleted.band, the mass of Y below the band)."""
+    out = {**method, "band_low": D}
+    if enclosures is None:
+        return out
+    return out, {**enclosures, "deleted": {**enclosures["deleted"], "band": B}}
+
+
 def _check_lower_v1(p: dict) -> None:
     _random_allocation_only("lower method data-processing-lower v1")(p["claim"])
     check_lower_v1(p)
+    _check_band(p["lower"]["method"], p["lower"]["method"]["cap"], "lower-method-invalid")
 
 
 def _check_upper_v2(p: dict) -> None:
@@ -112,11 +131,16 @@ def schema(raw) -> dict:
     sch.update(method=method_schema, enclosures=enclosures_schema)
     if version == ("lemma-c5-rounding", 1) and isinstance(method, dict) and "above_cap" in method:
         sch.update(method=METHOD_V1_MOVED, enclosures=ENCLOSURES_V1_MOVED)
+    if version == ("lemma-c5-rounding", 1) and isinstance(method, dict) and "band_low" in method:
+        banded = _with_band(sch["method"], sch["enclosures"])
+        sch.update(method=banded[0], enclosures=banded[1])
     if isinstance(raw, dict) and "lower" in raw:
         lv = (_get(_get(lower, "method"), "name"), _get(_get(lower, "method"), "version"))
         if isinstance(_get(lower, "method"), dict) and lv not in LOWER:
             raise Reject("lower-method-unknown", f"lower method {lv[0]!r} v{lv[1]} {UNKNOWN_LOWER}")
         method_schema, enclosures_schema, _ = LOWER.get(lv, LOWER[("data-processing-lower", 1)])
+        if lv == ("data-processing-lower", 1) and "band_low" in _get(lower, "method"):
+            method_schema = _with_band(method_schema)
         sch["lower"] = {**SCHEMA_V2["lower"], "method": method_schema, "enclosures": enclosures_schema}
         if isinstance(lower, dict) and "resolution" in lower:  # two-sided.md §1: optional in v3
             sch["lower"] = {**sch["lower"], "resolution": D}

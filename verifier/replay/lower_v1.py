@@ -23,10 +23,11 @@ from ..format.strict import working_prec
 from .arith import EXTRA_BITS, FixedPoly, Losses, units
 
 
-def _masses(sigma: fmpq, h: fmpq, K: int, F: int):
-    """Cell masses p_k = Pr(kh <= Y < (k+1)h), q_k = E[Y 1{...}] (k < K), p_K, q_K the
+def _masses(sigma: fmpq, h: fmpq, K: int, F: int, k0: int = 0):
+    """Cell masses p_k = Pr(kh <= Y < (k+1)h), q_k = E[Y 1{...}] (k0 <= k < K), p_K, q_K the
     tails above Kh, from the upper tails 2(1 - F0), 2(1 - F1) (erfc form, no cancellation
-    against 1): with x = sigma ln y, 2(1 - F0(y)) = erfc((x + 1/(2 sigma))/sqrt 2)."""
+    against 1): with x = sigma ln y, 2(1 - F0(y)) = erfc((x + 1/(2 sigma))/sqrt 2).  With a band
+    (k0 = band_low/h > 0, method-v2.md §8) the first cell, index k0, is [0, (k0 + 1) h)."""
     s, r2, lnh = arb(sigma), arb(2).sqrt(), arb(h).log()
     c = 1 / (2 * s)
 
@@ -37,7 +38,7 @@ def _masses(sigma: fmpq, h: fmpq, K: int, F: int):
         return ((x + c) / r2).erfc(), ((x - c) / r2).erfc()
 
     p, q, prev = [], [], tails(0)
-    for u in range(1, K + 1):
+    for u in range(k0 + 1, K + 1):
         cur = tails(u)
         p.append(units((prev[0] - cur[0]) / 2, F))
         q.append(units((prev[1] - cur[1]) / 2, F))
@@ -83,12 +84,13 @@ def replay_lower(M: int, E: int, sigma_low: fmpq, m: dict) -> LowerResult:
     F = m["fixed_point_bits"] + EXTRA_BITS
     P = FixedPoly(F, m["trim"], Losses())  # our own trimming rule; losses not needed (deficit)
     with working_prec(m["prec"]):
-        p, q = _masses(sigma_low, h, int(m["cap"] / h), F)
+        k0 = int((m["band_low"] / h).floor()) if "band_low" in m else 0
+        p, q = _masses(sigma_low, h, int(m["cap"] / h), F, k0)
     t1 = time.perf_counter()
     # (b) epoch sum, P side A and Q side AQ (the average over the shifted coordinate's block);
     # our own cut: partial sums above 8M are deleted (any deletion is allowed, see above)
     K = lambda g: int((8 * M / (h * g)).floor())
-    B, BQ, gB = P.trim(0, fmpz_poly(p), True), P.trim(0, fmpz_poly(q), True), 1
+    B, BQ, gB = P.trim(k0, fmpz_poly(p), True), P.trim(k0, fmpz_poly(q), True), 1
     A = AQ = None
     n = gA = 0
     for i in range(len(sched)):

@@ -38,7 +38,7 @@ def pair_sigma(t2: fmpq) -> arb:
         return 1 / arb(t2).sqrt()
 
 
-def grid_masses(sigma: fmpq, h: fmpq, points: list[int], F: int, moved: bool = False):
+def grid_masses(sigma: fmpq, h: fmpq, points: list[int], F: int, moved: bool = False, band: bool = False):
     """The masses p_k of step (i) at the grid points u*h.  G(y) = E(y-Y)_+ = y F0(y) - F1(y) is convex with G' = F0,
     and the mass that the two-point rounding of Y onto the grid puts at a grid point
     is the jump of the slope of the piecewise-linear interpolant of G there:
@@ -47,6 +47,9 @@ def grid_masses(sigma: fmpq, h: fmpq, points: list[int], F: int, moved: bool = F
     Above y = 1 we use the call form C(y) = E(Y-y)_+ = G(y) - y + 1 (same differences),
     so the far tail keeps relative precision.  With `moved` (method key "above_cap": "moved") Y
     above the cap is first moved down to the cap, so the slope beyond the cap is 1 (all mass).
+    With `band` (method key "band_low", method-v2.md §8) the grid starts at y_0 = band_low > 0 and
+    Y < y_0 is deleted: the slope left of y_0 is taken as F0(y_0), so p_0 is what the cell (y_0, y_1]
+    sends down, and the deleted mass F0(y_0) is returned as well.
     With s = sigma, ln-argument x = ln y:
     F0 = Phi(s x + 1/(2s)), F1 = Phi(s x - 1/(2s)), 2 Phi(-u) = erfc(u / sqrt 2)."""
     r2 = arb(2).sqrt()
@@ -78,12 +81,18 @@ def grid_masses(sigma: fmpq, h: fmpq, points: list[int], F: int, moved: bool = F
         last = arb(0) if call[-1] else arb(2)
     else:
         last = -tail if call[-1] else 2 - tail  # 2 F0(cap) (minus 2 in the call form)
-    ext = [(arb(0), False)] + list(zip(slopes, call)) + [(last, call[-1])]
+    first, below = arb(0), arb(0)
+    if band:  # 2 F0(y_0) = erfc(-(x_0 + c)), in the put form (the slope left of y_0 is G'(y_0) = F0(y_0))
+        first = (-((arb(points[0]).log() + lnh) * a + c)).erfc()
+        below = first / 2
+        if call[0]:
+            first -= 2
+    ext = [(first, call[0] if band else False)] + list(zip(slopes, call)) + [(last, call[-1])]
     q = []
     for k in range(len(points)):  # p_k = (jump of the slope of 2G) / 2
         (s0, k0), (s1, k1) = ext[k], ext[k + 1]
         q.append(units(((s1 - s0) + (2 if k1 and not k0 else 0)) / 2, F))  # 2G' = 2C' + 2
-    return q, tail / 2
+    return (q, tail / 2, below) if band else (q, tail / 2)
 
 
 @dataclass
@@ -122,6 +131,8 @@ def replay(claim: dict, method: dict) -> ReplayResult:
                        "log_grid": L.log_grid, "fixed_point": L.fixed_point}}
     if moved:
         enc["moved"] = {"cap": enc["deleted"].pop("cap")}
+    if "band_low" in m:  # method-v2.md §8: Y below the band deleted
+        enc["deleted"]["band"] = P.band
     secs = dict(zip(("step_i", "step_ii", "step_iii", "step_iv"), (t1 - t0 for t0, t1 in zip(t, t[1:]))))
     return ReplayResult(O=O, bound=1 - O_lo, enclosures=enc, seconds={**secs, "total": t[-1] - t[0]}, b=b, F=P.F)
 
@@ -134,19 +145,27 @@ def step_i(sigma: fmpq, m: dict, K1: int, P: FixedPoly, moved: bool = False):
     Returns ((offset, polynomial), deleted cap mass, total mass)."""
     h = m["h"]
     n0, ncap = int((m["tail_start"] / h).floor()), int((m["cap"] / h).floor())
+    nlo = int((m["band_low"] / h).floor()) if "band_low" in m else 0  # method-v2.md §8: the band's start
     stp = int((m["tail_step"] / h).floor()) if ncap > n0 else 1
-    points = list(range(n0 + 1)) + list(range(n0 + stp, ncap + 1, stp))
-    q, cap_del = grid_masses(sigma, h, points, P.F, moved)
-    coeffs, above = [0] * (min(ncap, K1) + 1), 0
+    points = list(range(nlo, n0 + 1)) + list(range(n0 + stp, ncap + 1, stp))
+    if nlo:
+        q, cap_del, below = grid_masses(sigma, h, points, P.F, moved, band=True)
+    else:
+        (q, cap_del), below = grid_masses(sigma, h, points, P.F, moved), arb(0)
+    P.band = below
+    if K1 < nlo:
+        raise ArithmeticError("band_low lies above the truncation")
+    coeffs, above = [0] * (min(ncap, K1) + 1 - nlo), 0
     for u, x in zip(points, q):
         if u <= K1:
-            coeffs[u] = x
+            coeffs[u - nlo] = x
         else:
             above += x
     mass = fmpq(sum(q), P.one)
-    P.L.fixed_point += fmpq(dyadic(arb(1) if moved else 1 - cap_del, True, 2 * P.F), P.one ** 2) - mass
+    kept = (arb(1) if moved else 1 - cap_del) - below
+    P.L.fixed_point += fmpq(dyadic(kept, True, 2 * P.F), P.one ** 2) - mass
     P.L.truncation += fmpq(above, P.one)
-    return P.trim(0, fmpz_poly(coeffs), True), cap_del, mass
+    return P.trim(nlo, fmpz_poly(coeffs), True), cap_del, mass
 
 
 def step_ii(B, M: int, sched: list, K, P: FixedPoly):
