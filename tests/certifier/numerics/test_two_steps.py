@@ -93,3 +93,24 @@ def test_exact_sigma_at_the_edge_cell_is_answered():
     q = float(issued(s))
     above, below = exact_tv(2, 10000, q), exact_tv(2, 10000, q - 1.0)   # res(sigma) = 1 at 10^5 <= sigma < 10^6
     assert above.tv + above.error <= 1e-4 < below.tv - below.error
+
+
+@pytest.mark.parametrize("epochs,sigma", [(10, 300.0), (100, 2820.96)])
+def test_profile_route_agrees_with_the_v_density_route(epochs, sigma):
+    """The privacy profile and trade-off curve from the m2 lattice against route vfft where it still works."""
+    from certifier.numerics.pair_routes import two_steps_route, vfft_route
+    a, b = two_steps_route(epochs, sigma).main, vfft_route(2, epochs, sigma).main
+    for eps in (0.0, 0.001, 0.003, 0.01):
+        assert abs(a.dqp(eps) - b.dqp(eps)) <= 1e-11 + 1e-7 * b.dqp(eps)
+        assert abs(a.dpq(eps) - b.dpq(eps)) <= 1e-11 + 1e-7 * b.dpq(eps)
+    assert abs(a.tpr(0.001)[0] - b.tpr(0.001)[0]) <= 1e-11
+    assert a.dqp(0.0) > a.dqp(0.003) > 0                       # a profile that can fail: decreasing in eps
+
+
+def test_profile_at_the_edge_cell_is_answered():
+    """(2, 10^4, sigma 282095): the moment line needed 4e7 x 95 nodes and was refused after 11 s."""
+    from certifier.numerics.targets import route_at
+    first, second = route_at(2, 10000, 282095.0, check=True)
+    assert (first.name, second.name) == ("m2-lattice", "m2-lattice'")
+    tv = exact_tv(2, 10000, 282095.0).tv
+    assert abs(first.main.dqp(0.0) - tv) <= 1e-14 and abs(second.main.dqp(0.0) - tv) <= 1e-14
