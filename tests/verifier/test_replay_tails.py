@@ -85,3 +85,36 @@ def test_lower_step_a_masses_are_unchanged(sigma, h, points, F):
         assert sum(1 for x in got[0] if x) > 10
     finally:
         ctx.prec = old
+
+
+def lower_v1_masses_every_point(sigma, h, K, F):
+    s, r2, lnh = arb(sigma), arb(2).sqrt(), arb(h).log()
+    c = 1 / (2 * s)
+
+    def tails(u):
+        if u == 0:
+            return arb(2), arb(2)
+        x = s * (arb(u).log() + lnh)
+        return ((x + c) / r2).erfc(), ((x - c) / r2).erfc()
+    p, q, prev = [], [], tails(0)
+    for u in range(1, K + 1):
+        cur = tails(u)
+        p.append(units((prev[0] - cur[0]) / 2, F))
+        q.append(units((prev[1] - cur[1]) / 2, F))
+        prev = cur
+    return p + [units(prev[0] / 2, F)], q + [units(prev[1] / 2, F)]
+
+
+@pytest.mark.parametrize("sigma,h,K,F", [(fmpq(398944, 1000), fmpq(1, 10**5), 120000, 132),
+                                         (fmpq(1426215, 10**6), fmpq(1, 1000), 4000, 84),
+                                         (fmpq(126159, 1000), fmpq(2, 10**4), 9000, 132)])
+def test_lower_v1_step_a_masses_are_unchanged(sigma, h, K, F):
+    from verifier.replay.lower_v1 import _masses
+    old = ctx.prec
+    ctx.prec = 148
+    try:
+        got = _masses(sigma, h, K, F)
+        assert got == lower_v1_masses_every_point(sigma, h, K, F)
+        assert sum(1 for x in got[0] if x) > 10
+    finally:
+        ctx.prec = old
