@@ -112,7 +112,8 @@ row.update(certify_s=round(time.perf_counter() - t0, 2), sigma=res.sigma, certif
            sigma_steps=res.sigma_steps, rows_missing=res.rows_missing,
            upper_tries=sum(1 for t in res.tries if "calibration" not in t),
            lower_tries=sum(1 for t in res.lower_tries if "calibration" not in t and "sigma_low" in t))
-row["certify_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+ru = resource.getrusage(resource.RUSAGE_SELF)
+row["certify_mb"], row["certify_cpu_s"] = round(ru.ru_maxrss / 1024, 1), round(ru.ru_utime + ru.ru_stime, 2)
 if res.success:
     env = sign_envelope(statement(claim_subject(res.predicate["claim"]), res.predicate), load_private(key))
     with open(out, "wb") as f:
@@ -125,8 +126,9 @@ import json, resource, sys, time
 from verifier import verify_file
 t0 = time.perf_counter()
 v = verify_file(sys.argv[1], [sys.argv[2]])
+ru = resource.getrusage(resource.RUSAGE_SELF)
 print("ROW " + json.dumps({"verify_s": round(time.perf_counter() - t0, 2), "verdict": v.reason,
-                           "verify_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}))
+                           "verify_mb": round(ru.ru_maxrss / 1024, 1), "verify_cpu_s": round(ru.ru_utime + ru.ru_stime, 2)}))
 """
 
 
@@ -161,7 +163,8 @@ def fmt_edge(r) -> str:
     return (f"{head} {r['sigma']:>13} {_m(r['method'])} {'2-sided' if r['two_sided'] else '1-sided'} "
             f"{r['upper_tries']}/{r['lower_tries']}/{r['sigma_steps']} {r['certify_s']:>7.1f} {r['certify_mb']:>7.0f} "
             f"{f(r.get('verify_s'), '7.1f')} {f(r.get('verify_mb'), '7.0f')} {str(r.get('verdict'))[:12]:>12} "
-            f"{r['load']:>5.2f}" + ("  rows missing: " + json.dumps(r["rows_missing"]) if r["rows_missing"] else ""))
+            f"{r['load']:>5.2f}  cpu s {f(r.get('certify_cpu_s'), '.1f')}/{f(r.get('verify_cpu_s'), '.1f')}"
+            + ("  rows missing: " + json.dumps(r["rows_missing"]) if r["rows_missing"] else ""))
 
 
 def markdown_edges(rows) -> str:

@@ -8,6 +8,10 @@ d_TV(P_M^E, Q_M^E) = E_P (1 - Lambda)_+, Lambda = prod_e L_{M,e} (Theorem 4.1).
   * otherwise route "laplace" (certifier.numerics.tv_laplace): formula (14) with F_M(1/2 + iu) from
     the Laplace transform of the lognormal Y, for every tail weight; where ln L_M is so
     narrow that its moment line gets long, route "vfft" (certifier.numerics.tv_vfft, C.4).
+  * M = 2 at sigma >= 100: route "m2-series" (certifier.numerics.two_steps: ln L_2 = G + ln cosh(a D)
+    with G Gaussian, the Gaussian part in closed form, a moment series in the rest), checked by
+    route "m2-lattice" (the ln-Lambda density on a grid scaled to t); the routes above lose their
+    digits to the round-off of Y - 1 ~ t there.
   * check=True adds an independent second route and widens the error by any
     disagreement beyond the two estimates: route "logconv" (certifier.numerics.log_convolution,
     the density of ln L_M by log-domain convolutions) where it is affordable, else "vfft"
@@ -24,6 +28,7 @@ from dataclasses import dataclass
 from scipy.special import erf
 
 from certifier.errors import NumericsUnreliableError, ParameterError
+from certifier.numerics import two_steps
 from certifier.numerics.closed_form import closed_form_sigma, gdp_limit_sigma
 from certifier.numerics.log_convolution import logconv_affordable, tv_logconv
 from certifier.numerics.tv_laplace import tv_laplace, tv_laplace_second, u_guess
@@ -107,8 +112,17 @@ def _light(steps: int, epochs: int, sigma: float) -> bool:
     return u_guess(steps, epochs, sigma) > LAPLACE_MAX_U and sigma >= VFFT_MIN_SIGMA
 
 
+def _two_steps(steps: int, sigma: float) -> bool:
+    """M = 2 at large sigma: the routes in variables scaled to t (certifier.numerics.two_steps)."""
+    return steps == 2 and sigma >= two_steps.MIN_SIGMA
+
+
 def primary(steps: int, epochs: int, sigma: float, u_hint: float | None = None) -> RouteValue:
-    """Route "laplace", or route "vfft" where ln L_M is so narrow that the moment line gets long."""
+    """Route "laplace", or route "vfft" where ln L_M is so narrow that the moment line gets long,
+    or at M = 2 and sigma >= 100 route "m2-series"."""
+    if _two_steps(steps, sigma):
+        tv, err = two_steps.tv_series(epochs, sigma)
+        return RouteValue(tv, err, "m2-series")
     if _light(steps, epochs, sigma) and not u_hint:
         try:
             return _vfft(steps, epochs, sigma)
@@ -125,6 +139,9 @@ def primary(steps: int, epochs: int, sigma: float, u_hint: float | None = None) 
 def second(steps: int, epochs: int, sigma: float, first: RouteValue) -> RouteValue:
     """An independent value for check=True: another route where one is affordable, else the
     same route on a second discretization (it checks the quadratures, not the formula)."""
+    if first.name == "m2-series":
+        tv, err = two_steps.tv_lattice(epochs, sigma)
+        return RouteValue(tv, err, "m2-lattice")
     if first.name == "vfft":
         if u_guess(steps, epochs, sigma) <= 2 * LAPLACE_MAX_U:
             return _laplace(steps, epochs, sigma)

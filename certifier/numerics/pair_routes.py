@@ -7,6 +7,8 @@
   * "logconv": the moment line from the lattice density of ln L_M (certifier.log_convolution),
     lattice h with lattice 2h as variant; independent of Laplace transforms.
   * "laplace'": route laplace on the second discretization (checks the quadratures, not (P1)).
+  * "m2-lattice" at M = 2, sigma >= 100 (certifier.numerics.two_steps): the ln-Lambda density on a grid
+    scaled to t, its variant the grid of half the points; checked by the same two grids swapped.
 `second` picks logconv where affordable, else laplace'; route vfft serves only light tails, where its
 ln-Lambda grid (24 sd wide) holds every s that carries P- or Q-mass: at heavier tails it cuts the
 Q-tail that delta_{Q||P}(eps) needs (at M = 10^6, E = 1, sigma = 0.3 it returned delta(4) = 4e-30
@@ -19,6 +21,7 @@ import math
 import numpy as np
 
 from certifier.errors import NumericsUnreliableError
+from certifier.numerics import two_steps
 from certifier.numerics.laplace_moments import FIRST, SECOND, Discretization
 from certifier.numerics.log_convolution import lattice_step, logconv_affordable, mean_density, moments
 from certifier.numerics.profile import DensityLine, MomentLineE, Route
@@ -89,7 +92,22 @@ def _vfft_checks(steps: int, epochs: int, sigma: float) -> bool:
 VFFT_MAX_DEFECT = 1e-10    # a density that misses more mass (its grid cut a tail) yields to laplace
 
 
+def two_steps_route(epochs: int, sigma: float, second_grid: bool = False) -> Route:
+    """M = 2, sigma >= 100: the ln-Lambda density of route "m2-lattice" (certifier.numerics.two_steps), on
+    2^13 points with 2^12 as variant (second_grid: the other way round)."""
+    def line(points: int) -> DensityLine:
+        d = two_steps.log_lambda_lattice(epochs, sigma, points)
+        negative = float(-d.f[d.f < 0].sum() * d.h)
+        return DensityLine(d, abs(1.0 - d.mass1 ** epochs) + 10.0 * negative + 1e-15)
+    fine, coarse = line(two_steps.LATTICE_POINTS), line(two_steps.LATTICE_POINTS // 2)
+    if second_grid:
+        return Route("m2-lattice'", coarse, (fine,))
+    return Route("m2-lattice", fine, (coarse,))
+
+
 def primary(steps: int, epochs: int, sigma: float, u_hint: float | None = None) -> Route:
+    if steps == 2 and sigma >= two_steps.MIN_SIGMA:   # the routes above lose their digits to Y - 1 ~ t there
+        return two_steps_route(epochs, sigma)
     if light(steps, epochs, sigma) and not u_hint:
         try:
             r = vfft_route(steps, epochs, sigma)
@@ -102,6 +120,8 @@ def primary(steps: int, epochs: int, sigma: float, u_hint: float | None = None) 
 
 def second(steps: int, epochs: int, sigma: float, first: Route) -> Route:
     """An independent route where one is affordable, else the primary on a second discretization."""
+    if first.name == "m2-lattice":
+        return two_steps_route(epochs, sigma, second_grid=True)
     if first.name == "vfft":  # the paper's second grid (both spacings halved), already the primary's variant
         return Route("vfft'", first.variants[0], (first.main,))
     if light(steps, epochs, sigma):  # laplace replaced a vfft that cut a tail: its second discretization

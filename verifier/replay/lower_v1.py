@@ -37,12 +37,35 @@ def _masses(sigma: fmpq, h: fmpq, K: int, F: int, k0: int = 0):
         x = s * (arb(u).log() + lnh)
         return ((x + c) / r2).erfc(), ((x - c) / r2).erfc()
 
-    p, q, prev = [], [], tails(0)
-    for u in range(k0 + 1, K + 1):
+    # cells [uh, (u+1)h) with u < lo or hi <= u < K have P and Q masses below 2^-F (0 in units 2^-F
+    # however computed): at most F0((u+1)h) on the left (F1 <= F0 below 1), at most 1 - F1(uh) on the
+    # right (1 - F0 <= 1 - F1); F0, F1 increase, so one rigorous test at each end
+    small = arb(2) ** (1 - F)
+    x0 = lambda u: s * (arb(u).log() + lnh)  # noqa: E731
+    left = lambda u: u == 0 or bool((-(x0(u) + c) / r2).erfc() < small)  # noqa: E731   2 F0(uh) < 2^(1-F)
+    right = lambda u: u > 0 and bool(((x0(u) - c) / r2).erfc() < small)  # noqa: E731  2(1 - F1(uh)) < 2^(1-F)
+    lo, hi = 0, K
+    if K > 2:
+        i, j = 0, K
+        while j - i > 1:
+            m = (i + j) // 2
+            i, j = (m, j) if left(m) else (i, m)
+        lo = j if left(j) else i
+    lo = max(lo, k0)  # with a band, [0, (k0 + 1) h) is one cell: below lo it is 0 units as well
+    if K > 2 and lo < K - 1 and right(K - 1):
+        i, j = lo, K - 1
+        while j - i > 1:
+            m = (i + j) // 2
+            i, j = (i, m) if right(m) else (m, j)
+        hi = max(i if right(i) else j, lo)
+    p, q, prev = [0] * (K - k0), [0] * (K - k0), tails(0 if lo == k0 else lo)
+    for u in range(lo + 1, hi + 1):
         cur = tails(u)
-        p.append(units((prev[0] - cur[0]) / 2, F))
-        q.append(units((prev[1] - cur[1]) / 2, F))
+        p[u - 1 - k0] = units((prev[0] - cur[0]) / 2, F)
+        q[u - 1 - k0] = units((prev[1] - cur[1]) / 2, F)
         prev = cur
+    if hi < K:
+        prev = tails(K)
     p.append(units(prev[0] / 2, F))
     q.append(units(prev[1] / 2, F))
     return p, q

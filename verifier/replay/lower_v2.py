@@ -40,12 +40,34 @@ def masses(t2: fmpq, h: fmpq, points: list[int], F: int) -> tuple[list[int], lis
         return (x + c).erfc(), (x - c).erfc()
 
     down = lambda x: max(dyadic(x, False, F - 1), 0) if x.is_finite() else 0  # x/2 in units 2^-F
-    p, q, prev = [], [], tails(points[0])
-    for u in points[1:]:
-        cur = tails(u)
-        p.append(down(prev[0] - cur[0]))
-        q.append(down(prev[1] - cur[1]))
+    n, small = len(points), arb(2) ** (1 - F)
+    # cells [u_i, u_{i+1}) with i < lo or hi <= i < n - 1 have P and Q masses below 2^-F (0 in units
+    # 2^-F however computed): both are at most F0(u_{i+1}) on the left (F1 <= F0 below 1) and at
+    # most 1 - F1(u_i) on the right (1 - F0 <= 1 - F1); F0, F1 increase, so one rigorous test each
+    x0 = lambda u: a * arb(u).log() + b0  # noqa: E731
+    left = lambda i: points[i] == 0 or bool((-(x0(points[i]) + c)).erfc() < small)  # noqa: E731  2 F0 < 2^(1-F)
+    right = lambda i: points[i] > 0 and bool((x0(points[i]) - c).erfc() < small)  # noqa: E731  2(1 - F1) < 2^(1-F)
+    lo, hi = 0, n - 1
+    if n > 2 and left(0):
+        i, j = 0, n - 1
+        while j - i > 1:
+            m = (i + j) // 2
+            i, j = (m, j) if left(m) else (i, m)
+        lo = j if left(j) else i
+    if n > 2 and lo < n - 2 and right(n - 2):
+        i, j = lo, n - 2
+        while j - i > 1:
+            m = (i + j) // 2
+            i, j = (i, m) if right(m) else (m, j)
+        hi = max(i if right(i) else j, lo)
+    p, q = [0] * (n - 1), [0] * (n - 1)
+    prev = tails(points[lo])
+    for k in range(lo, hi):
+        cur = tails(points[k + 1])
+        p[k], q[k] = down(prev[0] - cur[0]), down(prev[1] - cur[1])
         prev = cur
+    if hi < n - 1:
+        prev = tails(points[-1])
     return p + [down(prev[0])], q + [down(prev[1])]
 
 

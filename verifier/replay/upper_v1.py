@@ -38,6 +38,35 @@ def pair_sigma(t2: fmpq) -> arb:
         return 1 / arb(t2).sqrt()
 
 
+def negligible_ends(points: list[int], F: int, z) -> tuple[int, int]:
+    """(lo, hi): every point k < lo or hi <= k < last carries a step-(i) mass below 2^-F, so its
+    mass in units 2^-F is 0 however it is computed (a ball containing it has a lower end < 1 unit).
+    z(u) = (ln(u h) + t^2/2)/(t sqrt 2), so 2 F0(u h) = erfc(-z) and 2 (1 - F0(u h)) = erfc(z).
+    The mass put at y_k is at most F0(y_{k+1}) (the cells on either side send it at most their mass)
+    and at most 1 - F0(y_{k-1}); F0 is increasing, so one rigorous test at lo (F0(y_lo) < 2^-F) and
+    at hi - 1 (1 - F0(y_{hi-1}) < 2^-F) covers every point beyond. Found by bisection (any valid
+    pair would do: the skipped masses are 0 either way, so the replay's numbers do not change)."""
+    n, small = len(points), arb(2) ** (1 - F)
+    left = lambda i: points[i] == 0 or bool((-z(points[i])).erfc() < small)  # noqa: E731
+    right = lambda i: points[i] > 0 and bool(z(points[i]).erfc() < small)  # noqa: E731
+    a, b = 0, n - 1                    # largest lo with left(lo): F0(y_lo) < 2^-F, so p_k = 0 for k < lo
+    if not left(0):
+        lo = 0
+    else:
+        while b - a > 1:
+            m = (a + b) // 2
+            a, b = (m, b) if left(m) else (a, m)
+        lo = b if left(b) else a
+    a, b = lo, n - 2                   # smallest r with right(r): p_k = 0 for r + 1 <= k <= n - 2
+    if n < 3 or b <= a or not right(b):
+        return lo, n - 1
+    while b - a > 1:
+        m = (a + b) // 2
+        a, b = (a, m) if right(m) else (m, b)
+    r = a if right(a) else b
+    return lo, max(r + 1, lo)
+
+
 def grid_masses(sigma: fmpq, h: fmpq, points: list[int], F: int, moved: bool = False, band: bool = False):
     """The masses p_k of step (i) at the grid points u*h.  G(y) = E(y-Y)_+ = y F0(y) - F1(y) is convex with G' = F0,
     and the mass that the two-point rounding of Y onto the grid puts at a grid point
@@ -64,17 +93,24 @@ def grid_masses(sigma: fmpq, h: fmpq, points: list[int], F: int, moved: bool = F
             return (x - c).erfc() - y * (x + c).erfc()
         return y * (-(x + c)).erfc() - (-(x - c)).erfc()
 
-    call = [points[k + 1] * hp > hq for k in range(len(points) - 1)]  # cell k = (y_k, y_{k+1}]
+    n = len(points)
+    call = [points[k + 1] * hp > hq for k in range(n - 1)]  # cell k = (y_k, y_{k+1}]
     inv = {}  # 1 / (cell width), one ball per distinct width
-    slopes, prev = [], two_v(points[0], call[0])
-    for k in range(len(points) - 1):
-        nxt, w = two_v(points[k + 1], call[k]), points[k + 1] - points[k]
+
+    done = {}  # the last value of two_v: a cell's right end is the next cell's left end (same form)
+
+    def slope(k: int):  # of 2G (or 2C) on cell k: the same balls whichever cells are computed
+        w = points[k + 1] - points[k]
         if w not in inv:
             inv[w] = 1 / (ah * w)
-        slopes.append((nxt - prev) * inv[w])
-        if k + 1 < len(call) and call[k + 1] != call[k]:
-            nxt = two_v(points[k + 1], True)
-        prev = nxt
+        left = done.get((k, call[k]))
+        left = two_v(points[k], call[k]) if left is None else left
+        right = two_v(points[k + 1], call[k])
+        done.clear()
+        done[(k + 1, call[k])] = right
+        return (right - left) * inv[w]
+
+    lo, hi = negligible_ends(points, F, lambda u: ((arb(u).log() + lnh) * a + c))
     ycap = (arb(points[-1]).log() + lnh) * a + c
     tail = ycap.erfc()  # 2 (1 - F0(cap)): mass deleted (or moved to the cap) above the cap
     if moved:  # 2 G' = 2 beyond the cap (0 in the call form): the tail lands on the cap
@@ -87,11 +123,13 @@ def grid_masses(sigma: fmpq, h: fmpq, points: list[int], F: int, moved: bool = F
         below = first / 2
         if call[0]:
             first -= 2
-    ext = [(first, call[0] if band else False)] + list(zip(slopes, call)) + [(last, call[-1])]
-    q = []
-    for k in range(len(points)):  # p_k = (jump of the slope of 2G) / 2
-        (s0, k0), (s1, k1) = ext[k], ext[k + 1]
-        q.append(units(((s1 - s0) + (2 if k1 and not k0 else 0)) / 2, F))  # 2G' = 2C' + 2
+    ext = {-1: (first, call[0] if band else False), n - 1: (last, call[-1])}
+    for k in sorted(set(range(max(lo - 1, 0), min(hi, n - 1))) | {n - 2} if n > 1 else set()):
+        ext[k] = (slope(k), call[k])
+    q = [0] * n
+    for k in [*range(lo, hi), n - 1] if hi < n - 1 else range(lo, n):  # p_k = (jump of the slope of 2G) / 2
+        (s0, k0), (s1, k1) = ext[k - 1], ext[k]
+        q[k] = units(((s1 - s0) + (2 if k1 and not k0 else 0)) / 2, F)  # 2G' = 2C' + 2
     return (q, tail / 2, below) if band else (q, tail / 2)
 
 
