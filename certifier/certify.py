@@ -22,6 +22,7 @@ from certifier.bounds.fixedpoint import round_down_sig
 from certifier.bounds.grids_v1 import budget, choose_grid, choose_lower_grid, truncation_loss
 from certifier.bounds.grids_v2 import choose_v2
 from certifier.bounds.result import UpperResult
+from certifier.bounds.two_scale_plan import with_two_scale
 from certifier.certificate import predicate as pred_
 from certifier.certificate.claim import RANDOM_ALLOCATION, Claim
 from certifier.domain import OutsideDomainError, check_cell, check_sigma
@@ -409,8 +410,8 @@ def _prove(side: Side, max_tries: int, tries: list, say, single: bool = False):
         ok = bool(side.proves(res))
         tries.append({"try": k + 1, **side.row(plan, res), "budget": b, "predicted_loss": plan.predicted_loss,
                       "seconds": round(time.perf_counter() - t0, 3), "certified": ok})
-        if ok:
-            return res, plan.method
+        if ok:   # a two-scale upper grid records the splits it chose (res.method)
+            return res, res.method if isinstance(res, UpperResult) else plan.method
         if side.margin is not None and side.margin <= 0:
             return None                          # the numerics say no grid can decide it: do not grind
     return None
@@ -457,9 +458,13 @@ def _upper_v1(ctx: Ctx):
         return {"method": 1, **{k: mj[k] for k in ("h", "eta", "cap", "tail_start", "tail_step", "lattice_schedule",
                                                    "prec")}, "bound": r.bound, **kb}   # bound: the grid's TV
     margin, wts = _kind_plan(ctx, claim, sigma, ctx.tv, ctx.tv_err, upper=True)
-    side = Side("upper", margin, SAFETY, 1e-7,
-                lambda b: choose_grid(M, E, s_pair, b, h=h, eta=eta, cap=cap, prec=ctx.prec or 100,
-                                      allow_moved=True, weights=wts),
+    choose = lambda b: choose_grid(M, E, s_pair, b, h=h, eta=eta, cap=cap, prec=ctx.prec or 100,  # noqa: E731
+                                   allow_moved=True, weights=wts)
+    if not ctx.grid and wts is None and claim.scheme == RANDOM_ALLOCATION:   # two-scale step (ii), method-v2.md §8
+        plan_for = lambda b: with_two_scale(choose, M, E, s_pair, b)  # noqa: E731
+    else:
+        plan_for = choose
+    side = Side("upper", margin, SAFETY, 1e-7, plan_for,
                 lambda m, prog: mt.UPPER_V1.run(claim, sigma, m, progress=prog),
                 lambda r: ctx.kind.upper_proves(r, claim.target), row, ctx.limit)
     return _prove(side, ctx.max_tries, out.tries, say, single=bool(ctx.grid))

@@ -57,12 +57,33 @@ def _check_upper_v1(p: dict) -> None:
     above = p["method"].get("above_cap")
     if above is not None and above != "moved":  # method-v2.md §7: the one allowed value
         raise Reject("method-invalid", f"method.above_cap must be 'moved' when present, got {above!r}")
+    if "tail_factor" in p["method"]:
+        _check_two_scale(p["method"], p["claim"]["steps"])
+
+
+def _check_two_scale(m: dict, M: int) -> None:
+    """method-v2.md §8: 2 <= tail_factor <= 1024; tail_splits 2(n + 1) integers in [0, 10^12], n the top
+    bit of M; a slot with no split (the lowest set bit's and the last product's A) is 0."""
+    n = M.bit_length() - 1
+    R, s = m["tail_factor"], m["tail_splits"]
+    if not 2 <= R <= 1024 or len(s) != 2 * (n + 1) or any(not 0 <= x <= 10**12 for x in s):
+        raise Reject("method-invalid", f"need 2 <= tail_factor <= 1024 and tail_splits of {2 * (n + 1)} "
+                     "integers in [0, 10^12]")
+    bits = [i for i in range(n + 1) if (M >> i) & 1]
+    used = {2 * i + 1 for i in bits[1:-1]}
+    if any(s[k] for k in range(1, 2 * (n + 1), 2) if k not in used):
+        raise Reject("method-invalid", "tail_splits: the A slots of bits with no product, and of the last "
+                     "product, must be 0")
 
 
 # method v1 with "above_cap": "moved" (method-v2.md §7): the mass above the cap is moved, not deleted
 METHOD_V1_MOVED = {**SCHEMA["method"], "above_cap": S}
 ENCLOSURES_V1_MOVED = {**SCHEMA["enclosures"], "deleted": BALLS("truncation", "trim", "log_grid", "fixed_point"),
                        "moved": BALLS("cap")}
+
+
+# method v1 with two-scale partial sums in step (ii) (method-v2.md §8): both keys, or neither
+TWO_SCALE = {"tail_factor": I, "tail_splits": [I]}
 
 
 def _check_lower_v1(p: dict) -> None:
@@ -112,6 +133,9 @@ def schema(raw) -> dict:
     sch.update(method=method_schema, enclosures=enclosures_schema)
     if version == ("lemma-c5-rounding", 1) and isinstance(method, dict) and "above_cap" in method:
         sch.update(method=METHOD_V1_MOVED, enclosures=ENCLOSURES_V1_MOVED)
+    if version == ("lemma-c5-rounding", 1) and isinstance(method, dict) and (
+            "tail_factor" in method or "tail_splits" in method):  # method-v2.md §8: both keys or neither
+        sch.update(method={**sch["method"], **TWO_SCALE})
     if isinstance(raw, dict) and "lower" in raw:
         lv = (_get(_get(lower, "method"), "name"), _get(_get(lower, "method"), "version"))
         if isinstance(_get(lower, "method"), dict) and lv not in LOWER:
