@@ -629,8 +629,13 @@ def _lower_v1(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
     M, E = low_claim.pair()
     out, say = ctx.out, ctx.say
     margin, wts = _kind_plan(ctx, low_claim, s_low, tv_low, err, upper=False)
-    side = Side("lower", margin, LOWER_SAFETY, LOWER_V1_CEILING,
-                lambda b: choose_lower_grid(M, E, _pair_sigma(low_claim, s_low), b, prec=meth.prec, weights=wts),
+    choose = lambda b: choose_lower_grid(M, E, _pair_sigma(low_claim, s_low), b, prec=meth.prec,  # noqa: E731
+                                         weights=wts)
+    if wts is None and low_claim.scheme == RANDOM_ALLOCATION:    # two-scale (a)-(b), method-v2.md §8
+        plan_for = lambda b: with_two_scale(choose, M, E, _pair_sigma(low_claim, s_low), b)  # noqa: E731
+    else:
+        plan_for = choose
+    side = Side("lower", margin, LOWER_SAFETY, LOWER_V1_CEILING, plan_for,
                 lambda m, prog: mt.LOWER_V1.run(low_claim, s_low, m, progress=prog),
                 lambda L: ctx.kind.lower_proves(L, low_claim.target),
                 lambda plan, L: {"sigma_low": decimal_str(s_low), "method": 1,

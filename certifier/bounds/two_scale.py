@@ -6,6 +6,10 @@ split (units of h) are two-point rounded onto R g h and join the tail; a sum wit
 tail first rounds the other summand's body onto R g h. Each rounding is the mean-preserving two-point
 rounding of one partial sum (a sum over a block of independent steps), given the other summand, so
 Lemma C.5 holds as for every other re-rounding of step (ii): O can only go down.
+
+With floor=True (the lower method's step (b), docs/two-sided.md §1) every rounding is the floor onto
+R g h instead: a fixed map of the partial sums (which part a value is in is itself a function of the
+values), so data processing keeps the lower bound valid.
 """
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from dataclasses import dataclass
 
 from flint import fmpz_poly
 
-from certifier.bounds.fixedpoint import Ledger, Poly, coarsen_two_point, product, strip, truncate_index
+from certifier.bounds.fixedpoint import Ledger, Poly, coarsen_floor, coarsen_two_point, product, strip, truncate_index
 
 TAIL_FACTOR = 32        # R: the tail lattice is R times coarser than the body's
 MIN_STEPS = 16          # below this the body is the whole law anyway
@@ -64,7 +68,13 @@ def top_index_for(p: Poly, budget: int) -> int:
     return p.off + n - lo
 
 
-def split(X: TwoScale, g: int, R: int, split_units: int | None, tau_units: int, led: Ledger) -> tuple[TwoScale, int]:
+def _onto(p: Poly, r: int, led: Ledger, floor: bool) -> Poly:
+    """p onto a lattice r times coarser: the two-point rounding (recorded in led) or the floor (exact)."""
+    return coarsen_floor(p, r) if floor else coarsen_two_point(p, r, led)
+
+
+def split(X: TwoScale, g: int, R: int, split_units: int | None, tau_units: int, led: Ledger,
+          floor: bool = False) -> tuple[TwoScale, int]:
     """Move the body's values >= split (units of h; J = ceil(split/g) on the body's lattice) to the tail,
     two-point rounded onto R g h. split_units None: chosen as the least multiple of R g whose body mass
     at or above it is <= tau_units. A split of 0 moves nothing. Returns (the new partial sum, the split used)."""
@@ -83,20 +93,22 @@ def split(X: TwoScale, g: int, R: int, split_units: int | None, tau_units: int, 
         return X, split_units
     low = Poly(b.off, b.poly.truncate(n_low))
     high = strip(Poly(b.off + n_low, b.poly.right_shift(n_low)))
-    moved = coarsen_two_point(high, R, led)              # Lemma C.5: a mean-preserving re-rounding
+    moved = _onto(high, R, led, floor)                   # Lemma C.5 (or a fixed map: floor)
     return TwoScale(strip(low) if low.poly.length() else empty(), add(X.tail, moved)), split_units
 
 
-def _coarse_body(b: Poly, R: int, other_mass: int, led: Ledger) -> Poly:
-    """The body two-point rounded onto R g h, for the paths whose other summand is in the tail; its
-    floors lose (mass lost) x (the tail's mass), recorded in units 2^-2F."""
+def _coarse_body(b: Poly, R: int, other_mass: int, led: Ledger, floor: bool = False) -> Poly:
+    """The body two-point rounded (floor: floored) onto R g h, for the paths whose other summand is in the
+    tail; the fixed-point floors lose (mass lost) x (the tail's mass), recorded in units 2^-2F."""
+    if floor:
+        return coarsen_floor(b, R)
     tmp = Ledger(led.F)
     c = coarsen_two_point(b, R, tmp)
     led.fixed_point += (tmp.fixed_point >> led.F) * other_mass
     return c
 
 
-def plus(X: TwoScale, Y: TwoScale, R: int, limit: int, led: Ledger) -> TwoScale:
+def plus(X: TwoScale, Y: TwoScale, R: int, limit: int, led: Ledger, floor: bool = False) -> TwoScale:
     """The law of X + Y (independent; Y is X: two independent copies), indices of the body above
     `limit` (tail: above limit // R) deleted as truncation. Body + body stays on g h; a sum with a
     tail summand is formed on R g h after rounding the body summand there."""
@@ -108,14 +120,14 @@ def plus(X: TwoScale, Y: TwoScale, R: int, limit: int, led: Ledger) -> TwoScale:
     if same:
         if _nonempty(X.tail):
             if _nonempty(X.body):
-                xb = _coarse_body(X.body, R, 2 * X.tail.mass(), led)
+                xb = _coarse_body(X.body, R, 2 * X.tail.mass(), led, floor)
                 tail = add(tail, product(xb, Poly(X.tail.off, 2 * X.tail.poly), lim_c, led))
             tail = add(tail, product(X.tail, X.tail, lim_c, led))
     else:
         if _nonempty(Y.tail) and _nonempty(X.body):
-            tail = add(tail, product(_coarse_body(X.body, R, Y.tail.mass(), led), Y.tail, lim_c, led))
+            tail = add(tail, product(_coarse_body(X.body, R, Y.tail.mass(), led, floor), Y.tail, lim_c, led))
         if _nonempty(X.tail) and _nonempty(Y.body):
-            tail = add(tail, product(X.tail, _coarse_body(Y.body, R, X.tail.mass(), led), lim_c, led))
+            tail = add(tail, product(X.tail, _coarse_body(Y.body, R, X.tail.mass(), led, floor), lim_c, led))
         if _nonempty(X.tail) and _nonempty(Y.tail):
             tail = add(tail, product(X.tail, Y.tail, lim_c, led))
     return TwoScale(strip(body), strip(tail))
@@ -155,12 +167,13 @@ def _cut_end(p: Poly, budget: int, top: bool, led: Ledger) -> Poly:
     return strip(Poly(p.off if top else p.off + lo, q))
 
 
-def coarsen(X: TwoScale, r: int, limit: int, R: int, led: Ledger) -> TwoScale:
-    """Both parts onto a lattice r times coarser (Lemma C.5), then indices above the truncation deleted."""
+def coarsen(X: TwoScale, r: int, limit: int, R: int, led: Ledger, floor: bool = False) -> TwoScale:
+    """Both parts onto a lattice r times coarser (Lemma C.5, or the floor), then indices above the
+    truncation deleted."""
     if r == 1:
         return X
-    body = truncate_index(coarsen_two_point(X.body, r, led), limit, led) if _nonempty(X.body) else X.body
-    tail = truncate_index(coarsen_two_point(X.tail, r, led), limit // R, led) if _nonempty(X.tail) else X.tail
+    body = truncate_index(_onto(X.body, r, led, floor), limit, led) if _nonempty(X.body) else X.body
+    tail = truncate_index(_onto(X.tail, r, led, floor), limit // R, led) if _nonempty(X.tail) else X.tail
     return TwoScale(body, tail)
 
 

@@ -18,6 +18,8 @@ from certifier.bounds.two_scale import MIN_STEPS, TAIL_FACTOR
 SHARE = 0.15          # share of the grid's budget given to the two-scale tail
 TAU_MAX = 1e-4        # at most this P-mass of a partial sum in its tail
 TAU_MIN = 1e-9        # below this the body is (nearly) the whole law: no gain
+TAU_GOOD = 1e-6       # a finer tail (smaller R) is taken before tau falls below this
+FACTORS = (32, 16, 8, 4)
 
 
 def two_scale_loss(mod: Model, h: float, g: list, R: int, tau: float) -> float:
@@ -26,17 +28,21 @@ def two_scale_loss(mod: Model, h: float, g: list, R: int, tau: float) -> float:
 
 
 def with_two_scale(choose, steps: int, epochs: int, sigma, budget: float, R: int = TAIL_FACTOR) -> Plan:
-    """choose(budget) -> Plan (a method-v1 grid); the grid planned on (1 - SHARE) budget and the rest given to
-    two-scale partial sums (tail factor R, split mass tau), or choose(budget) itself where M < MIN_STEPS or
-    the rest allows no useful tau."""
+    """choose(budget) -> Plan (a method-v1 grid, upper or lower); the grid planned on (1 - SHARE) budget and the
+    rest given to two-scale partial sums: the largest tail factor in FACTORS (<= R) whose split mass tau is
+    >= TAU_GOOD (else the smallest), or choose(budget) itself where M < MIN_STEPS or the rest allows no
+    useful tau (< TAU_MIN)."""
     if steps < MIN_STEPS:
         return choose(budget)
     plan = choose(budget * (1 - SHARE))
     m = plan.method
     mod = Model.at(steps, epochs, float(sigma))
     h, g = float(m.h), [int(x) for x in m.lattice_schedule]
-    unit = two_scale_loss(mod, h, g, R, 1.0)
-    tau = min(TAU_MAX, (budget - plan.predicted_loss) / unit) if unit > 0 else TAU_MAX
+    for R in [r for r in FACTORS if r <= R]:          # the coarsest tail that still allows tau >= TAU_GOOD
+        unit = two_scale_loss(mod, h, g, R, 1.0)
+        tau = min(TAU_MAX, (budget - plan.predicted_loss) / unit) if unit > 0 else TAU_MAX
+        if tau >= TAU_GOOD:
+            break
     if tau < TAU_MIN:
         return choose(budget)
     tau_q = fmpq(int(tau * 1e12), 10**12)                # exact; only chooses the splits (they are recorded)

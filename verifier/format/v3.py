@@ -58,21 +58,21 @@ def _check_upper_v1(p: dict) -> None:
     if above is not None and above != "moved":  # method-v2.md §7: the one allowed value
         raise Reject("method-invalid", f"method.above_cap must be 'moved' when present, got {above!r}")
     if "tail_factor" in p["method"]:
-        _check_two_scale(p["method"], p["claim"]["steps"])
+        _check_two_scale(p["method"], p["claim"]["steps"], "method-invalid")
 
 
-def _check_two_scale(m: dict, M: int) -> None:
+def _check_two_scale(m: dict, M: int, code: str) -> None:
     """method-v2.md §8: 2 <= tail_factor <= 1024; tail_splits 2(n + 1) integers in [0, 10^12], n the top
     bit of M; a slot with no split (the lowest set bit's and the last product's A) is 0."""
     n = M.bit_length() - 1
     R, s = m["tail_factor"], m["tail_splits"]
     if not 2 <= R <= 1024 or len(s) != 2 * (n + 1) or any(not 0 <= x <= 10**12 for x in s):
-        raise Reject("method-invalid", f"need 2 <= tail_factor <= 1024 and tail_splits of {2 * (n + 1)} "
+        raise Reject(code, f"need 2 <= tail_factor <= 1024 and tail_splits of {2 * (n + 1)} "
                      "integers in [0, 10^12]")
     bits = [i for i in range(n + 1) if (M >> i) & 1]
     used = {2 * i + 1 for i in bits[1:-1]}
     if any(s[k] for k in range(1, 2 * (n + 1), 2) if k not in used):
-        raise Reject("method-invalid", "tail_splits: the A slots of bits with no product, and of the last "
+        raise Reject(code, "tail_splits: the A slots of bits with no product, and of the last "
                      "product, must be 0")
 
 
@@ -89,6 +89,13 @@ TWO_SCALE = {"tail_factor": I, "tail_splits": [I]}
 def _check_lower_v1(p: dict) -> None:
     _random_allocation_only("lower method data-processing-lower v1")(p["claim"])
     check_lower_v1(p)
+    lm = p["lower"]["method"]
+    if "tail_factor" in lm:
+        _check_two_scale(lm, p["claim"]["steps"], "lower-method-invalid")
+        R, J0, K = lm["tail_factor"], lm["tail_splits"][0], int(lm["cap"] / lm["h"])
+        if J0 % R or J0 > K // R * R:
+            raise Reject("lower-method-invalid", "lower tail_splits[0] must be a multiple of tail_factor and at "
+                         "most floor(cap/(h tail_factor)) tail_factor")
 
 
 def _check_upper_v2(p: dict) -> None:
@@ -141,6 +148,9 @@ def schema(raw) -> dict:
         if isinstance(_get(lower, "method"), dict) and lv not in LOWER:
             raise Reject("lower-method-unknown", f"lower method {lv[0]!r} v{lv[1]} {UNKNOWN_LOWER}")
         method_schema, enclosures_schema, _ = LOWER.get(lv, LOWER[("data-processing-lower", 1)])
+        lm = _get(lower, "method")
+        if lv == ("data-processing-lower", 1) and isinstance(lm, dict) and ("tail_factor" in lm or "tail_splits" in lm):
+            method_schema = {**method_schema, **TWO_SCALE}  # method-v2.md §8: both keys or neither
         sch["lower"] = {**SCHEMA_V2["lower"], "method": method_schema, "enclosures": enclosures_schema}
         if isinstance(lower, dict) and "resolution" in lower:  # two-sided.md §1: optional in v3
             sch["lower"] = {**sch["lower"], "resolution": D}
