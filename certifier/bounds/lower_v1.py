@@ -189,7 +189,12 @@ def step_a_two_scale(sigma: fmpq, m: LowerV1, J0: int, t2: fmpq | None = None):
 
 def _mix2(a, wa: int, b, wb: int):
     """_mix part by part (the part a value is in is a function of the value: a state of the map)."""
-    part = lambda x, y: y if not x.poly.length() else x if not y.poly.length() else _mix(x, wa, y, wb)  # noqa: E731
+    def part(x, y):                                      # an empty part has no mass: its weight gives 0
+        if not x.poly.length():
+            return strip(Poly(y.off, (y.poly * wb) // (wa + wb))) if y.poly.length() else y
+        if not y.poly.length():
+            return strip(Poly(x.off, (x.poly * wa) // (wa + wb)))
+        return _mix(x, wa, y, wb)
     return ts2.TwoScale(part(a.body, b.body), part(a.tail, b.tail))
 
 
@@ -334,6 +339,30 @@ def bucket_map(ap: list[int], aq: list[int], eta: float) -> tuple[np.ndarray, in
     return beta, b_min, b_max
 
 
+def free_bucket_map(ap: list[int], aq: list[int], eta: float) -> tuple[np.ndarray, int, int]:
+    """beta = floor(ln(aq/ap)/eta) per index, not made monotone (the two-scale tail: its lowest values carry
+    tiny, noisy ratios that a running max would spread over the whole part); -inf where only ap > 0, +inf
+    where only aq > 0 (the caller sends them to b_min, b_max). Any fixed function of the index is valid."""
+    p = np.array([float(x) for x in ap])
+    q = np.array([float(x) for x in aq])
+    both = (p > 0) & (q > 0)
+    if not both.any():
+        raise NumericsUnreliableError("the two epoch pmfs share no support; refine the grid")
+    beta = np.where(q > 0, np.inf, -np.inf)
+    with np.errstate(divide="ignore"):
+        beta[both] = np.floor(np.log(q[both] / p[both]) / eta)
+    return beta, int(beta[both].min()), int(beta[both].max())
+
+
+def _bucket_sums_any(vals: list[int], beta: np.ndarray, b_min: int, b_max: int) -> list[int]:
+    """Exact integer sums of vals over each bucket, beta in any order."""
+    out = [0] * (b_max - b_min + 1)
+    for v, b in zip(vals, beta.tolist()):
+        if v:
+            out[b - b_min] += v
+    return out
+
+
 def _bucket_sums(vals: list[int], beta: np.ndarray, b_min: int, b_max: int) -> list[int]:
     """Exact integer sums of vals over each bucket (beta non-decreasing: runs are contiguous)."""
     out = [0] * (b_max - b_min + 1)
@@ -390,7 +419,8 @@ def lower_bound(steps: int, epochs: int, sigma: fmpq, method: LowerV1, progress=
         lo = min(x.off for x in (XP, XQ) if x.poly.length())
         hi = max(x.off + x.poly.length() for x in (XP, XQ) if x.poly.length())
         ap, aq = dense(XP, lo, hi - lo), dense(XQ, lo, hi - lo)
-        maps.append((ap, aq, *bucket_map(ap, aq, float(method.eta))))
+        tail_part = bool(method.tail_factor) and XP is AP.tail
+        maps.append((ap, aq, *(free_bucket_map if tail_part else bucket_map)(ap, aq, float(method.eta))))
         n += hi - lo
     b_min, b_max = min(x[3] for x in maps), max(x[4] for x in maps)
     if fixed_buckets:
@@ -400,9 +430,11 @@ def lower_bound(steps: int, epochs: int, sigma: fmpq, method: LowerV1, progress=
         method.validate(steps)
     u, w = [0] * (b_max - b_min + 1), [0] * (b_max - b_min + 1)
     for ap, aq, beta, _, _ in maps:
-        beta = np.clip(beta, b_min, b_max)
-        u = [x + y for x, y in zip(u, _bucket_sums(ap, beta, b_min, b_max))]
-        w = [x + y for x, y in zip(w, _bucket_sums(aq, beta, b_min, b_max))]
+        beta = np.clip(np.where(beta == -np.inf, b_min, np.where(beta == np.inf, b_max, beta)), b_min, b_max)
+        beta = beta.astype(np.int64)
+        sums = _bucket_sums if np.all(np.diff(beta) >= 0) else _bucket_sums_any
+        u = [x + y for x, y in zip(u, sums(ap, beta, b_min, b_max))]
+        w = [x + y for x, y in zip(w, sums(aq, beta, b_min, b_max))]
     tm["step_c"] = time.perf_counter() - t2
     t3 = time.perf_counter()
     prog("lower (d)", 0.0)

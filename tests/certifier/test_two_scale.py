@@ -122,3 +122,16 @@ def _forged(p: dict, edit) -> dict:
 def test_forged_two_scale_keys_are_rejected(cert, edit, reasons):
     res = sign_and_verify(_forged(cert[0], edit))
     assert not res.accepted and res.reason in reasons, (res.reason, res.detail)
+
+
+def test_the_q_side_mixture_of_a_part_that_one_summand_lacks_is_weighted_not_copied():
+    from flint import fmpz_poly
+
+    from certifier.bounds.fixedpoint import Poly
+    from certifier.bounds.lower_v1 import _mix2
+    from certifier.bounds.two_scale import TwoScale, empty
+    a = TwoScale(Poly(0, fmpz_poly([30, 60])), empty())
+    b = TwoScale(Poly(1, fmpz_poly([90])), Poly(5, fmpz_poly([9, 3])))
+    mix = _mix2(a, 1, b, 2)                               # weights 1/3, 2/3: floor((a + 2b)/3) per part
+    assert (mix.body.off, [int(x) for x in mix.body.poly.coeffs()]) == (0, [10, 80])
+    assert (mix.tail.off, [int(x) for x in mix.tail.poly.coeffs()]) == (5, [6, 2])
