@@ -8,6 +8,7 @@ import json
 
 import pytest
 from flint import fmpq
+from helpers import sign_and_verify
 
 from certifier.bounds.grids_v1 import Model, choose_grid
 from certifier.bounds.lower_v1 import LowerV1, lower_bound
@@ -17,7 +18,6 @@ from certifier.certificate.envelope import PREDICATE_TYPE_V3, predicate_type
 from certifier.certify import certify
 from certifier.numerics.exact import exact_tv
 from certifier.params import ParameterError, parse_decimal
-from helpers import sign_and_verify
 
 Q = lambda s: parse_decimal("x", s)  # noqa: E731
 
