@@ -23,6 +23,7 @@ from certifier.bounds.grids_band import BAND_PREC, choose_band_grid, choose_lowe
 from certifier.bounds.grids_v1 import budget, choose_grid, choose_lower_grid, truncation_loss
 from certifier.bounds.grids_v2 import choose_v2
 from certifier.bounds.result import UpperResult
+from certifier.bounds.two_scale_plan import with_two_scale
 from certifier.certificate import predicate as pred_
 from certifier.certificate.claim import RANDOM_ALLOCATION, Claim
 from certifier.domain import OutsideDomainError, check_cell, check_sigma
@@ -413,8 +414,8 @@ def _prove(side: Side, max_tries: int, tries: list, say, single: bool = False):
         ok = bool(side.proves(res))
         tries.append({"try": k + 1, **side.row(plan, res), "budget": b, "predicted_loss": plan.predicted_loss,
                       "seconds": round(time.perf_counter() - t0, 3), "certified": ok})
-        if ok:
-            return res, plan.method
+        if ok:   # a two-scale upper grid records the splits it chose (res.method)
+            return res, res.method if isinstance(res, UpperResult) else plan.method
         if side.margin is not None and side.margin <= 0:
             return None                          # the numerics say no grid can decide it: do not grind
     return None
@@ -443,6 +444,17 @@ def _v1_fits(claim: Claim, sigma: fmpq, user_grid: bool) -> bool:
 def _band_allowed(ctx: Ctx, claim: Claim) -> bool:
     """Method v1 with a band (docs/method-v2.md §8, format v3): a TV claim in random allocation, automatic grids."""
     return ctx.kind.name == "tv" and claim.scheme == RANDOM_ALLOCATION and not ctx.grid
+
+
+def _plain_v1(choose, two_scale: bool, M: int, E: int, s_pair, budget: float):
+    """The plain v1 plan, with two-scale partial sums where they apply (method-v2.md §9); the one-scale grid
+    where the two-scale planner, planning on part of the budget, finds nothing."""
+    if not two_scale:
+        return choose(budget)
+    try:
+        return with_two_scale(choose, M, E, s_pair, budget)
+    except CannotCertifyError:
+        return choose(budget)
 
 
 def _or_band(plain, banded, band: bool):
@@ -485,9 +497,11 @@ def _upper_v1(ctx: Ctx):
         keys = ("h", "eta", "cap", "tail_start", "tail_step", "lattice_schedule", "prec", "band_low")
         return {"method": 1, **{k: mj[k] for k in keys if k in mj}, "bound": r.bound, **kb}   # bound: the grid's TV
     margin, wts = _kind_plan(ctx, claim, sigma, ctx.tv, ctx.tv_err, upper=True)
+    choose = lambda b: choose_grid(M, E, s_pair, b, h=h, eta=eta, cap=cap, prec=ctx.prec or 100,  # noqa: E731
+                                   allow_moved=True, weights=wts)
+    two_scale = not ctx.grid and wts is None and claim.scheme == RANDOM_ALLOCATION   # step (ii), method-v2.md §9
     side = Side("upper", margin, SAFETY, 1e-7,
-                lambda b: _or_band(lambda: choose_grid(M, E, s_pair, b, h=h, eta=eta, cap=cap, prec=ctx.prec or 100,
-                                                       allow_moved=True, weights=wts),
+                lambda b: _or_band(lambda: _plain_v1(choose, two_scale, M, E, s_pair, b),
                                    lambda: choose_band_grid(M, E, s_pair, b, prec=ctx.prec or BAND_PREC),
                                    _band_allowed(ctx, claim) and wts is None),
                 lambda m, prog: mt.UPPER_V1.run(claim, sigma, m, progress=prog),
@@ -666,9 +680,11 @@ def _lower_v1(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
     M, E = low_claim.pair()
     out, say = ctx.out, ctx.say
     margin, wts = _kind_plan(ctx, low_claim, s_low, tv_low, err, upper=False)
+    choose = lambda b: choose_lower_grid(M, E, _pair_sigma(low_claim, s_low), b, prec=meth.prec,  # noqa: E731
+                                         weights=wts)
+    two_scale = wts is None and low_claim.scheme == RANDOM_ALLOCATION    # two-scale (a)-(b), method-v2.md §9
     side = Side("lower", margin, LOWER_SAFETY, LOWER_V1_CEILING,
-                lambda b: _or_band(lambda: choose_lower_grid(M, E, _pair_sigma(low_claim, s_low), b, prec=meth.prec,
-                                                             weights=wts),
+                lambda b: _or_band(lambda: _plain_v1(choose, two_scale, M, E, _pair_sigma(low_claim, s_low), b),
                                    lambda: choose_lower_band_grid(M, E, _pair_sigma(low_claim, s_low), b,
                                                                   prec=max(meth.prec, BAND_PREC)),
                                    _band_allowed(ctx, low_claim) and wts is None),

@@ -32,12 +32,15 @@ all three exact integers over 2^F: the certified lower bound is an exact rationa
 """
 from __future__ import annotations
 
+import dataclasses
+import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from flint import arb, fmpq, fmpz_poly
 
+from certifier.bounds import two_scale as ts2
 from certifier.bounds.fixedpoint import (
     Ledger,
     Poly,
@@ -81,6 +84,9 @@ class LowerV1:
     fixed_point_bits: int = 80
     trim: fmpq = fmpq(1, 10**20)
     band_low: fmpq | None = None   # cells start here: [0, band_low + h) is the first (docs/method-v2.md §8)
+    tail_factor: int = 0         # > 0: two-scale partial sums (floors) in (a)-(b), two-sided.md §1, method-v2.md §9
+    tail_splits: tuple = ()      # as in lemma-c5-rounding v1; the first is also (a)'s last fine cell
+    tail_tau: fmpq | None = field(default=None, compare=False)  # certifier only: choose the splits (P-mass above)
 
     def as_v1(self) -> UpperV1:
         """The upper-v1 method with the same grid (used for its validation rules and truncation)."""
@@ -88,7 +94,7 @@ class LowerV1:
         return UpperV1(h=self.h, tail_start=self.cap, tail_step=self.h, cap=self.cap,
                       lattice_schedule=tuple(self.lattice_schedule), eta=self.eta, k_minus=km, k_plus=kp,
                       prec=self.prec, fixed_point_bits=self.fixed_point_bits, trim=self.trim,
-                      band_low=self.band_low)
+                      band_low=self.band_low, tail_factor=self.tail_factor, tail_splits=tuple(self.tail_splits))
 
     def validate(self, steps: int) -> None:
         """Raise ParameterError unless the grid is one docs/two-sided.md allows."""
@@ -97,6 +103,10 @@ class LowerV1:
             raise ParameterError("b_min must be <= b_max")
         if (self.b_max - self.b_min) > 4 * 10**6:
             raise ParameterError("bucket range b_max - b_min too large (> 4e6)")
+        R = self.tail_factor
+        if self.tail_splits and (self.tail_splits[0] % R or self.tail_splits[0] > int(self.cap / self.h) // R * R):
+            raise ParameterError("tail_splits[0] (the last fine cell of (a)) must be a multiple of tail_factor "
+                                 "and at most floor(cap/(h tail_factor)) tail_factor")
 
     @classmethod
     def from_v1(cls, m: UpperV1, cap: fmpq | None = None) -> "LowerV1":
@@ -108,12 +118,17 @@ class LowerV1:
 
     def to_json(self, steps: int) -> dict:
         """The `lower.method` object (exact decimal strings and integers)."""
-        return {"name": METHOD_NAME, "version": METHOD_VERSION,
-                "h": decimal_str(self.h), "cap": decimal_str(self.cap),
-                "lattice_schedule": [int(x) for x in self.lattice_schedule],
-                "eta": decimal_str(self.eta), "b_min": int(self.b_min), "b_max": int(self.b_max),
-                "prec": self.prec, "fixed_point_bits": self.fixed_point_bits, "trim": decimal_str(self.trim),
-                **({} if self.band_low is None else {"band_low": decimal_str(self.band_low)})}
+        out = {"name": METHOD_NAME, "version": METHOD_VERSION,
+               "h": decimal_str(self.h), "cap": decimal_str(self.cap),
+               "lattice_schedule": [int(x) for x in self.lattice_schedule],
+               "eta": decimal_str(self.eta), "b_min": int(self.b_min), "b_max": int(self.b_max),
+               "prec": self.prec, "fixed_point_bits": self.fixed_point_bits, "trim": decimal_str(self.trim)}
+        if self.band_low is not None:  # optional (format v3): the band, method-v2.md §8
+            out["band_low"] = decimal_str(self.band_low)
+        if self.tail_factor:      # optional (format v3): two-scale partial sums
+            out["tail_factor"] = int(self.tail_factor)
+            out["tail_splits"] = [int(x) for x in self.tail_splits]
+        return out
 
     @classmethod
     def from_json(cls, obj: dict) -> "LowerV1":
@@ -121,11 +136,15 @@ class LowerV1:
         if obj.get("name") != METHOD_NAME or obj.get("version") != METHOD_VERSION:
             raise ParameterError("unsupported lower method (want data-processing-lower v1)")
         p = lambda k: parse_decimal(k, obj[k])  # noqa: E731
+        if ("tail_factor" in obj) != ("tail_splits" in obj):
+            raise ParameterError("tail_factor and tail_splits go together")
         return cls(h=p("h"), cap=p("cap"),
                    lattice_schedule=tuple(int(x) for x in obj["lattice_schedule"]), eta=p("eta"),
                    b_min=int(obj["b_min"]), b_max=int(obj["b_max"]), prec=int(obj["prec"]),
                    fixed_point_bits=int(obj["fixed_point_bits"]), trim=p("trim"),
-                   band_low=p("band_low") if "band_low" in obj else None)
+                   band_low=p("band_low") if "band_low" in obj else None,
+                   tail_factor=int(obj.get("tail_factor", 0)),
+                   tail_splits=tuple(int(x) for x in obj.get("tail_splits", ())))
 
 
 # ----------------------------------------------------------------------------- (a) cell masses
@@ -147,6 +166,107 @@ def step_a(sigma: fmpq, m: LowerV1, t2: fmpq | None = None) -> tuple[Poly, Poly]
         pc = [floor_fixed(x, F - 1) for x in floor_cell_masses(e0)]   # doubled masses: one bit fewer
         qc = [floor_fixed(x, F - 1) for x in floor_cell_masses(e1)]
     return strip(Poly(k0, fmpz_poly(pc))), strip(Poly(k0, fmpz_poly(qc)))
+
+
+def first_split(sigma: fmpq, m: LowerV1, t2: fmpq | None = None) -> int:
+    """The last fine cell of (a) (units of h, a multiple of R): the least one above which Pr_P(Y) is about
+    m.tail_tau (floats only choose it; it is recorded)."""
+    R, t = m.tail_factor, math.sqrt(float(1 / (sigma * sigma) if t2 is None else t2))
+    from scipy.special import ndtri
+    y = math.exp(-float(ndtri(float(m.tail_tau))) * t - t * t / 2)    # Pr(Y > y) = tau
+    K = int(m.cap / m.h)
+    return min(-(-math.ceil(y / float(m.h)) // R) * R, (K // R) * R)
+
+
+def step_a_two_scale(sigma: fmpq, m: LowerV1, J0: int, t2: fmpq | None = None):
+    """(a) with the far cells merged R at a time (a fixed map: k -> floor(k/R) above J0 = tail_splits[0]):
+    fine cells [kh, (k+1)h), k < J0, then [c R h, (c + 1) R h) for J0/R <= c < K_c = floor(K/R), and the
+    top cell [K_c R h, inf) at tail index K_c. Returns (P, Q) as TwoScale laws (lower bounds, units 2^-F)."""
+    F, R = m.fixed_point_bits, m.tail_factor
+    Kc = int(m.cap / m.h) // R
+    pts = list(range(J0 + 1)) + list(range(J0 + R, Kc * R + 1, R))
+    e0, e1 = doubled_tails(1 / (sigma * sigma) if t2 is None else t2, pts, m.h, m.prec)
+    out = []
+    with working_prec(m.prec):
+        for e in (e0, e1):
+            c = [floor_fixed(x, F - 1) for x in floor_cell_masses(e)]
+            out.append(ts2.TwoScale(strip(Poly(0, fmpz_poly(c[:J0]))), strip(Poly(J0 // R, fmpz_poly(c[J0:])))))
+    return out[0], out[1]
+
+
+def _mix2(a, wa: int, b, wb: int):
+    """_mix part by part (the part a value is in is a function of the value: a state of the map)."""
+    def part(x, y):                                      # an empty part has no mass: its weight gives 0
+        if not x.poly.length():
+            return strip(Poly(y.off, (y.poly * wb) // (wa + wb))) if y.poly.length() else y
+        if not y.poly.length():
+            return strip(Poly(x.off, (x.poly * wa) // (wa + wb)))
+        return _mix(x, wa, y, wb)
+    return ts2.TwoScale(part(a.body, b.body), part(a.tail, b.tail))
+
+
+def step_b_two_scale(P, Q, steps: int, m: LowerV1, progress=None):
+    """(b) with two-scale partial sums (floors; method-v2.md §9): as step_b, each block's law a body on g h
+    and a tail on R g h, the splits m.tail_splits (or chosen from the P side's m.tail_tau), the same on
+    both sides. Returns (AP, AQ, g, led, the splits used), AP and AQ TwoScale laws (the part is a state)."""
+    v1 = m.as_v1()
+    F, R = m.fixed_point_bits, m.tail_factor
+    led = Ledger(F)
+    T = v1.truncation_units(steps)
+    trim_units = int((m.trim * (1 << F)).floor())
+    tau_units = int((m.tail_tau * (1 << F)).floor()) if m.tail_tau is not None else 0
+    g = list(m.lattice_schedule)
+    n = len(g) - 1
+    given = list(m.tail_splits) if len(m.tail_splits) == 2 * (n + 1) else None   # else: (J0,), choose the rest
+    used = [0] * (2 * (n + 1))
+    used[0] = m.tail_splits[0] if m.tail_splits else 0
+
+    def cut(X, Xq, gx, at, last=False):                  # one split for both sides, chosen on P
+        if last or (given is not None and given[at] == 0):
+            return X, Xq
+        X, used[at] = ts2.split(X, gx, R, None if given is None else given[at], tau_units, led, floor=True)
+        if used[at]:
+            Xq, _ = ts2.split(Xq, gx, R, used[at], 0, led, floor=True)
+        return X, Xq
+
+    tr = lambda X: ts2.TwoScale(truncate_index(X.body, T, led), truncate_index(X.tail, T // R, led))  # noqa: E731
+    B, Bq, gB = tr(P), tr(Q), 1
+    A = Aq = None
+    gA, mA = 1, 0
+    total, done = n + bin(steps).count("1"), 0
+    prod = lambda x, y, lim: ts2.trim_ends(ts2.plus(x, y, R, lim, led, floor=True), trim_units, led)  # noqa: E731
+    for i in range(n + 1):
+        if (steps >> i) & 1:
+            if A is None:
+                A, Aq, gA, mA = B, Bq, gB, 1 << i
+            else:
+                r = g[i] // gA
+                A, Aq = (ts2.coarsen(X, r, T // g[i], R, led, floor=True) for X in (A, Aq))
+                gA = g[i]
+                lim = T // gA
+                w = 1 << i
+                Aq = _mix2(prod(Aq, B, lim), mA, prod(A, Bq, lim), w)   # the shifted step in A or in B_i
+                A = prod(A, B, lim)
+                mA += w
+                A, Aq = cut(A, Aq, gA, 2 * i + 1, last=(steps >> (i + 1)) == 0)
+            done += 1
+            if progress:
+                progress(done / total)
+        if i < n:
+            lim = T // gB
+            Bq = prod(Bq, B, lim)                        # one half shifted (either half: same law)
+            B = prod(B, B, lim)
+            if g[i + 1] > gB:
+                r = g[i + 1] // gB
+                B, Bq = (ts2.coarsen(X, r, T // g[i + 1], R, led, floor=True) for X in (B, Bq))
+                gB = g[i + 1]
+            B, Bq = cut(B, Bq, gB, 2 * (i + 1))
+            done += 1
+            if progress:
+                progress(done / total)
+    lim = T // gA
+    tr = lambda X: ts2.TwoScale(truncate_index(X.body, lim, led), truncate_index(X.tail, lim // R, led))  # noqa: E731
+    return tr(A), tr(Aq), gA, led, tuple(used)
 
 
 # ----------------------------------------------------------------------------- (b) the epoch sum
@@ -235,6 +355,30 @@ def bucket_map(ap: list[int], aq: list[int], eta: float) -> tuple[np.ndarray, in
     return beta, b_min, b_max
 
 
+def free_bucket_map(ap: list[int], aq: list[int], eta: float) -> tuple[np.ndarray, int, int]:
+    """beta = floor(ln(aq/ap)/eta) per index, not made monotone (the two-scale tail: its lowest values carry
+    tiny, noisy ratios that a running max would spread over the whole part); -inf where only ap > 0, +inf
+    where only aq > 0 (the caller sends them to b_min, b_max). Any fixed function of the index is valid."""
+    p = np.array([float(x) for x in ap])
+    q = np.array([float(x) for x in aq])
+    both = (p > 0) & (q > 0)
+    if not both.any():
+        raise NumericsUnreliableError("the two epoch pmfs share no support; refine the grid")
+    beta = np.where(q > 0, np.inf, -np.inf)
+    with np.errstate(divide="ignore"):
+        beta[both] = np.floor(np.log(q[both] / p[both]) / eta)
+    return beta, int(beta[both].min()), int(beta[both].max())
+
+
+def _bucket_sums_any(vals: list[int], beta: np.ndarray, b_min: int, b_max: int) -> list[int]:
+    """Exact integer sums of vals over each bucket, beta in any order."""
+    out = [0] * (b_max - b_min + 1)
+    for v, b in zip(vals, beta.tolist()):
+        if v:
+            out[b - b_min] += v
+    return out
+
+
 def _bucket_sums(vals: list[int], beta: np.ndarray, b_min: int, b_max: int) -> list[int]:
     """Exact integer sums of vals over each bucket (beta non-decreasing: runs are contiguous)."""
     out = [0] * (b_max - b_min + 1)
@@ -266,25 +410,47 @@ def lower_bound(steps: int, epochs: int, sigma: fmpq, method: LowerV1, progress=
     tm = {}
     t0 = time.perf_counter()
     prog("lower (a)", 0.0)
-    P, Q = step_a(sigma, method, t2)
-    tm["step_a"] = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    AP, AQ, g, led = step_b(P, Q, steps, method, lambda f: prog("lower (b)", f))
+    if method.tail_factor:                               # two-scale (a)-(b): the splits used are recorded
+        J0 = method.tail_splits[0] if method.tail_splits else first_split(sigma, method, t2)
+        method = dataclasses.replace(method, tail_splits=(J0,) + tuple(method.tail_splits[1:]))
+        P, Q = step_a_two_scale(sigma, method, J0, t2)
+        tm["step_a"] = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        AP, AQ, g, led, used = step_b_two_scale(P, Q, steps, method, lambda f: prog("lower (b)", f))
+        method = dataclasses.replace(method, tail_splits=used, tail_tau=None)
+    else:
+        P, Q = step_a(sigma, method, t2)
+        tm["step_a"] = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        AP, AQ, g, led = step_b(P, Q, steps, method, lambda f: prog("lower (b)", f))
     tm["step_b"] = time.perf_counter() - t1
     t2 = time.perf_counter()
     prog("lower (c)", 0.0)
-    lo = min(AP.off, AQ.off)
-    n = max(AP.off + AP.poly.length(), AQ.off + AQ.poly.length()) - lo
-    ap, aq = dense(AP, lo, n), dense(AQ, lo, n)
-    beta, b_min, b_max = bucket_map(ap, aq, float(method.eta))
+    # two-scale: the body and the tail are two states of the map, bucketed each by its own ratios
+    parts = [(AP.body, AQ.body), (AP.tail, AQ.tail)] if method.tail_factor else [(AP, AQ)]
+    maps, n = [], 0
+    for XP, XQ in parts:
+        if not (XP.poly.length() or XQ.poly.length()):
+            continue
+        lo = min(x.off for x in (XP, XQ) if x.poly.length())
+        hi = max(x.off + x.poly.length() for x in (XP, XQ) if x.poly.length())
+        ap, aq = dense(XP, lo, hi - lo), dense(XQ, lo, hi - lo)
+        tail_part = bool(method.tail_factor) and XP is AP.tail
+        maps.append((ap, aq, *(free_bucket_map if tail_part else bucket_map)(ap, aq, float(method.eta))))
+        n += hi - lo
+    b_min, b_max = min(x[3] for x in maps), max(x[4] for x in maps)
     if fixed_buckets:
         b_min, b_max = method.b_min, method.b_max
-        beta = np.clip(beta, b_min, b_max)
     else:
         method = LowerV1(**{**method.__dict__, "b_min": b_min, "b_max": b_max})
         method.validate(steps)
-    u = _bucket_sums(ap, beta, b_min, b_max)
-    w = _bucket_sums(aq, beta, b_min, b_max)
+    u, w = [0] * (b_max - b_min + 1), [0] * (b_max - b_min + 1)
+    for ap, aq, beta, _, _ in maps:
+        beta = np.clip(np.where(beta == -np.inf, b_min, np.where(beta == np.inf, b_max, beta)), b_min, b_max)
+        beta = beta.astype(np.int64)
+        sums = _bucket_sums if np.all(np.diff(beta) >= 0) else _bucket_sums_any
+        u = [x + y for x, y in zip(u, sums(ap, beta, b_min, b_max))]
+        w = [x + y for x, y in zip(w, sums(aq, beta, b_min, b_max))]
     tm["step_c"] = time.perf_counter() - t2
     t3 = time.perf_counter()
     prog("lower (d)", 0.0)

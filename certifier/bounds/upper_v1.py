@@ -14,12 +14,14 @@ O <= E min{1, Lambda} by Lemma C.5, so 1 - O >= TV.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import accumulate
 
 from flint import arb, arb_poly, fmpq, fmpz_poly
 
+from certifier.bounds import two_scale as ts2
 from certifier.bounds.fixedpoint import (
     Ledger,
     Poly,
@@ -74,6 +76,9 @@ class UpperV1:
     trim: fmpq = fmpq(1, 10**20)
     cap_moved: bool = False      # Y > cap moved down to the cap (recorded "above_cap": "moved"), not deleted
     band_low: fmpq | None = None  # step (i)'s grid starts here, Y < band_low deleted (docs/method-v2.md §8)
+    tail_factor: int = 0         # > 0: two-scale partial sums in step (ii) (method-v2.md §9), the tail R times coarser
+    tail_splits: tuple = ()      # the splits of B_i and of A after bit i (units of h; 0: none), 2(n + 1) ints
+    tail_tau: fmpq | None = field(default=None, compare=False)  # certifier only: choose the splits (mass above)
 
     @staticmethod
     def default_k(eta: fmpq) -> tuple[int, int]:
@@ -107,6 +112,13 @@ class UpperV1:
             raise ParameterError("each lattice_schedule entry must be a multiple of the previous one")
         if not (32 <= self.prec <= 4096) or not (32 <= self.fixed_point_bits <= 1024):
             raise ParameterError("prec and fixed_point_bits must lie in [32, 4096] and [32, 1024]")
+        if self.tail_factor and self.band_low is not None:
+            raise ParameterError("band_low and tail_factor do not go together (method-v2.md §9, §9)")
+        if self.tail_factor and not (2 <= self.tail_factor <= 1024):
+            raise ParameterError("tail_factor must lie in [2, 1024]")
+        if self.tail_splits and (not self.tail_factor or len(self.tail_splits) != 2 * (n + 1)
+                                 or any(int(x) < 0 or int(x) > 10**12 for x in self.tail_splits)):
+            raise ParameterError(f"tail_splits must be {2 * (n + 1)} integers in [0, 1e12] (with tail_factor)")
         if self.trim < 0 or self.trim > fmpq(1, 1000):
             raise ParameterError("trim must lie in [0, 0.001]")
         if not self.k_minus < 0 < self.k_plus:
@@ -132,6 +144,9 @@ class UpperV1:
             out["above_cap"] = ABOVE_CAP_MOVED
         if self.band_low is not None:
             out["band_low"] = decimal_str(self.band_low)
+        if self.tail_factor:
+            out["tail_factor"] = int(self.tail_factor)
+            out["tail_splits"] = [int(x) for x in self.tail_splits]
         return out
 
     @classmethod
@@ -141,13 +156,17 @@ class UpperV1:
             raise ParameterError("unsupported method (want lemma-c5-rounding v1)")
         p = lambda k: parse_decimal(k, obj[k])  # noqa: E731
         above = obj.get("above_cap")
+        if ("tail_factor" in obj) != ("tail_splits" in obj):
+            raise ParameterError("tail_factor and tail_splits go together")
         if above not in (None, ABOVE_CAP_MOVED):
             raise ParameterError(f"above_cap must be {ABOVE_CAP_MOVED!r} when present, got {above!r}")
         return cls(h=p("h"), tail_start=p("tail_start"), tail_step=p("tail_step"), cap=p("cap"),
                    lattice_schedule=tuple(int(x) for x in obj["lattice_schedule"]), eta=p("eta"),
                    k_minus=int(obj["k_minus"]), k_plus=int(obj["k_plus"]), prec=int(obj["prec"]),
                    fixed_point_bits=int(obj["fixed_point_bits"]), trim=p("trim"), cap_moved=above is not None,
-                   band_low=p("band_low") if "band_low" in obj else None)
+                   band_low=p("band_low") if "band_low" in obj else None,
+                   tail_factor=int(obj.get("tail_factor", 0)),
+                   tail_splits=tuple(int(x) for x in obj.get("tail_splits", ())))
 
 
 def make_method(steps: int, *, h, eta, cap, tail_start=None, tail_step=None, lattice_schedule=None,
@@ -229,6 +248,9 @@ def step_ii(P: Poly, steps: int, m: UpperV1, led: Ledger, progress=None) -> tupl
     mass of the construction's epoch sum at the value (A.off + j) g h; every
     deleted or floored mass is in `led`.
     """
+    if m.tail_factor:
+        A, g, _ = step_ii_two_scale(P, steps, m, led, progress)
+        return A, g
     T = m.truncation_units(steps)                        # truncation h*ceil(8M/h), in units of h
     trim_units = int((m.trim * (1 << led.F)).floor())
     g = list(m.lattice_schedule)
@@ -259,6 +281,52 @@ def step_ii(P: Poly, steps: int, m: UpperV1, led: Ledger, progress=None) -> tupl
                 progress(done / total)
     A = truncate_index(A, T // gA, led)
     return A, gA
+
+
+def step_ii_two_scale(P: Poly, steps: int, m: UpperV1, led: Ledger, progress=None) -> tuple[Poly, int, tuple]:
+    """Step (ii) with two-scale partial sums (method-v2.md §9): as step_ii, each partial sum kept as a
+    body on g_i h and a tail on R g_i h. The splits are m.tail_splits (B_i's at 2i, A's after bit i at
+    2i + 1), or chosen here from m.tail_tau. Returns (A on the lattice g h, g, the splits used)."""
+    R, F = m.tail_factor, led.F
+    T = m.truncation_units(steps)
+    trim_units = int((m.trim * (1 << F)).floor())
+    tau_units = int((m.tail_tau * (1 << F)).floor()) if m.tail_tau is not None else 0
+    given = list(m.tail_splits) if m.tail_splits else None
+    g = list(m.lattice_schedule)
+    n = len(g) - 1
+    used = [0] * (2 * (n + 1))
+
+    def cut(X, gx, at, last=False):                       # the split of slot `at` (none for the final A)
+        if last or (given is not None and given[at] == 0):
+            return X
+        X, used[at] = ts2.split(X, gx, R, None if given is None else given[at], tau_units, led)
+        return X
+
+    B, gB = cut(ts2.TwoScale(truncate_index(P, T, led), ts2.empty()), 1, 0), 1
+    A, gA = None, 1
+    total, done = n + bin(steps).count("1"), 0
+    for i in range(n + 1):
+        if (steps >> i) & 1:
+            if A is None:
+                A, gA = B, gB
+            else:
+                A = ts2.coarsen(A, g[i] // gA, T // g[i], R, led)
+                gA = g[i]
+                A = ts2.trim_ends(ts2.plus(A, B, R, T // gA, led), trim_units, led)
+                A = cut(A, gA, 2 * i + 1, last=(steps >> (i + 1)) == 0)
+            done += 1
+            if progress:
+                progress(done / total)
+        if i < n:
+            B = ts2.trim_ends(ts2.plus(B, B, R, T // gB, led), trim_units, led)
+            if g[i + 1] > gB:
+                B = ts2.coarsen(B, g[i + 1] // gB, T // g[i + 1], R, led)
+                gB = g[i + 1]
+            B = cut(B, gB, 2 * (i + 1))
+            done += 1
+            if progress:
+                progress(done / total)
+    return truncate_index(ts2.merged(A, R), T // gA, led), gA, tuple(used)
 
 
 # ----------------------------------------------------------------------------- step (iii)
@@ -439,7 +507,11 @@ def rounding_bound(steps: int, epochs: int, sigma: fmpq, method: UpperV1, progre
         prog("step_i", 1.0)
 
         t1 = time.perf_counter()
-        A, g = step_ii(P, steps, method, led, lambda f: prog("step_ii", f))
+        if method.tail_factor:                           # two-scale: the splits used are recorded
+            A, g, used = step_ii_two_scale(P, steps, method, led, lambda f: prog("step_ii", f))
+            method = dataclasses.replace(method, tail_splits=used, tail_tau=None)
+        else:
+            A, g = step_ii(P, steps, method, led, lambda f: prog("step_ii", f))
         mass_ii = arb(A.mass()) / arb(2) ** F
         timings["step_ii"] = time.perf_counter() - t1
 
@@ -475,5 +547,6 @@ def rounding_bound(steps: int, epochs: int, sigma: fmpq, method: UpperV1, progre
         stats = {"grid_points": P.poly.length(), "epoch_length": A.poly.length(), "lattice": g,
                  "log_cells": R.poly.length(), "final_length": b.poly.length(),
                  "products": led.products, "max_length": led.max_length}
-        return UpperResult(bound, one_minus_O, enclosures, {k: round(v, 3) for k, v in timings.items()}, stats, b, O)
+        return UpperResult(bound, one_minus_O, enclosures, {k: round(v, 3) for k, v in timings.items()}, stats, b, O,
+                           method=method if method.tail_factor else None)
 

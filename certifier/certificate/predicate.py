@@ -46,6 +46,8 @@ def format_version(claim: Claim, method_json: dict, low: dict | None, rows, miss
     needs += [4] if claim.kind else []           # a target kind other than tv (format v4)
     needs += [3] if "above_cap" in method_json else []   # method v1's optional key (method-v2.md §7)
     needs += [3] if "band_low" in method_json or (low is not None and "band_low" in low["method"]) else []  # §8
+    needs += [3] if "tail_factor" in method_json or (low is not None and "tail_factor" in low["method"]) \
+        else []                                   # method v1's two-scale partial sums (method-v2.md §9)
     return max(needs)
 
 

@@ -58,6 +58,10 @@ def _check_upper_v1(p: dict) -> None:
     if above is not None and above != "moved":  # method-v2.md §7: the one allowed value
         raise Reject("method-invalid", f"method.above_cap must be 'moved' when present, got {above!r}")
     _check_band(p["method"], p["method"]["tail_start"], "method-invalid")
+    if "tail_factor" in p["method"]:
+        _check_two_scale(p["method"], p["claim"]["steps"], "method-invalid")
+    if "tail_factor" in p["method"] and "band_low" in p["method"]:
+        raise Reject("method-invalid", "band_low and tail_factor do not go together (method-v2.md §8, §9)")
 
 
 def _check_band(m: dict, top, code: str) -> None:
@@ -66,6 +70,21 @@ def _check_band(m: dict, top, code: str) -> None:
     lo = m.get("band_low")
     if lo is not None and not (0 < lo < top and is_int(lo / m["h"])):
         raise Reject(code, f"band_low {lo} must be a multiple of h with 0 < band_low < {top}")
+
+
+def _check_two_scale(m: dict, M: int, code: str) -> None:
+    """method-v2.md §9: 2 <= tail_factor <= 1024; tail_splits 2(n + 1) integers in [0, 10^12], n the top
+    bit of M; a slot with no split (the lowest set bit's and the last product's A) is 0."""
+    n = M.bit_length() - 1
+    R, s = m["tail_factor"], m["tail_splits"]
+    if not 2 <= R <= 1024 or len(s) != 2 * (n + 1) or any(not 0 <= x <= 10**12 for x in s):
+        raise Reject(code, f"need 2 <= tail_factor <= 1024 and tail_splits of {2 * (n + 1)} "
+                     "integers in [0, 10^12]")
+    bits = [i for i in range(n + 1) if (M >> i) & 1]
+    used = {2 * i + 1 for i in bits[1:-1]}
+    if any(s[k] for k in range(1, 2 * (n + 1), 2) if k not in used):
+        raise Reject(code, "tail_splits: the A slots of bits with no product, and of the last "
+                     "product, must be 0")
 
 
 # method v1 with "above_cap": "moved" (method-v2.md §7): the mass above the cap is moved, not deleted
@@ -81,12 +100,23 @@ def _with_band(method: dict, enclosures: dict | None = None):
     if enclosures is None:
         return out
     return out, {**enclosures, "deleted": {**enclosures["deleted"], "band": B}}
+# method v1 with two-scale partial sums in step (ii) (method-v2.md §9): both keys, or neither
+TWO_SCALE = {"tail_factor": I, "tail_splits": [I]}
 
 
 def _check_lower_v1(p: dict) -> None:
     _random_allocation_only("lower method data-processing-lower v1")(p["claim"])
     check_lower_v1(p)
     _check_band(p["lower"]["method"], p["lower"]["method"]["cap"], "lower-method-invalid")
+    if "tail_factor" in p["lower"]["method"] and "band_low" in p["lower"]["method"]:
+        raise Reject("lower-method-invalid", "band_low and tail_factor do not go together (method-v2.md §8, §9)")
+    lm = p["lower"]["method"]
+    if "tail_factor" in lm:
+        _check_two_scale(lm, p["claim"]["steps"], "lower-method-invalid")
+        R, J0, K = lm["tail_factor"], lm["tail_splits"][0], int(lm["cap"] / lm["h"])
+        if J0 % R or J0 > K // R * R:
+            raise Reject("lower-method-invalid", "lower tail_splits[0] must be a multiple of tail_factor and at "
+                         "most floor(cap/(h tail_factor)) tail_factor")
 
 
 def _check_upper_v2(p: dict) -> None:
@@ -134,6 +164,9 @@ def schema(raw) -> dict:
     if version == ("lemma-c5-rounding", 1) and isinstance(method, dict) and "band_low" in method:
         banded = _with_band(sch["method"], sch["enclosures"])
         sch.update(method=banded[0], enclosures=banded[1])
+    if version == ("lemma-c5-rounding", 1) and isinstance(method, dict) and (
+            "tail_factor" in method or "tail_splits" in method):  # method-v2.md §9: both keys or neither
+        sch.update(method={**sch["method"], **TWO_SCALE})
     if isinstance(raw, dict) and "lower" in raw:
         lv = (_get(_get(lower, "method"), "name"), _get(_get(lower, "method"), "version"))
         if isinstance(_get(lower, "method"), dict) and lv not in LOWER:
@@ -141,6 +174,9 @@ def schema(raw) -> dict:
         method_schema, enclosures_schema, _ = LOWER.get(lv, LOWER[("data-processing-lower", 1)])
         if lv == ("data-processing-lower", 1) and "band_low" in _get(lower, "method"):
             method_schema = _with_band(method_schema)
+        lm = _get(lower, "method")
+        if lv == ("data-processing-lower", 1) and isinstance(lm, dict) and ("tail_factor" in lm or "tail_splits" in lm):
+            method_schema = {**method_schema, **TWO_SCALE}  # method-v2.md §9: both keys or neither
         sch["lower"] = {**SCHEMA_V2["lower"], "method": method_schema, "enclosures": enclosures_schema}
         if isinstance(lower, dict) and "resolution" in lower:  # two-sided.md §1: optional in v3
             sch["lower"] = {**sch["lower"], "resolution": D}

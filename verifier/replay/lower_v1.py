@@ -71,6 +71,113 @@ def _masses(sigma: fmpq, h: fmpq, K: int, F: int, k0: int = 0):
     return p, q
 
 
+def _masses_two_scale(sigma: fmpq, h: fmpq, K: int, F: int, R: int, J0: int):
+    """Cell masses with the far cells merged R at a time (method-v2.md §9): fine cells k < J0 as in
+    _masses, then [c R h, (c + 1) R h) for J0/R <= c < K_c = floor(K/R), the top cell [K_c R h, inf)
+    last.  Returns (p, q) as [fine masses, coarse masses (first at index J0/R)]."""
+    s, r2, lnh = arb(sigma), arb(2).sqrt(), arb(h).log()
+    c = 1 / (2 * s)
+
+    def tails(u):
+        if u == 0:
+            return arb(2), arb(2)
+        x = s * (arb(u).log() + lnh)
+        return ((x + c) / r2).erfc(), ((x - c) / r2).erfc()
+
+    Kc = K // R
+    edges = list(range(1, J0 + 1)) + list(range(J0 + R, Kc * R + 1, R))
+    p, q, prev = [], [], tails(0)
+    for u in edges:
+        cur = tails(u)
+        p.append(units((prev[0] - cur[0]) / 2, F))
+        q.append(units((prev[1] - cur[1]) / 2, F))
+        prev = cur
+    p.append(units(prev[0] / 2, F))
+    q.append(units(prev[1] / 2, F))
+    return (p[:J0], p[J0:]), (q[:J0], q[J0:])
+
+
+def _floor_sum(X, R: int):
+    """The map u -> floor(u / R) of one part (exact: masses move whole); None stays None."""
+    return None if X is None or X[1].is_zero() else _floor(X, R)
+
+
+def _plus2(X, Y, R: int, K: int, P: FixedPoly):
+    """X + Y for two-scale laws under the lower map (floors): body + body on g h; a sum with a tail
+    summand on R g h, the body summand floored there first.  Parts are (offset, polynomial) or None."""
+    from .upper_v1 import _sum
+    (xb, xt), (yb, yt) = X, Y
+    nz = lambda Z: Z is not None and not Z[1].is_zero()  # noqa: E731
+    body = P.mul(xb, yb, K) if nz(xb) and nz(yb) else None
+    tail = None
+    if nz(yt) and nz(xb):
+        tail = _sum(tail, P.mul(_floor(xb, R), yt, K // R), P)
+    if nz(xt) and nz(yb):
+        tail = _sum(tail, P.mul(xt, _floor(yb, R), K // R), P)
+    if nz(xt) and nz(yt):
+        tail = _sum(tail, P.mul(xt, yt, K // R), P)
+    return body, tail
+
+
+def _split2(X, s: int, g: int, R: int):
+    """The body's values >= s h (index >= ceil(s/g)) floored onto R g h, into the tail; s = 0: none."""
+    from .upper_v1 import _sum
+    body, tail = X
+    if s == 0 or body is None or body[1].is_zero():
+        return X
+    off, p = body
+    n = min(max(-(-s // g) - off, 0), p.length())
+    if n >= p.length():
+        return X
+    return (off, p.truncate(n)), _sum(tail, _floor((off + n, p.right_shift(n)), R), None)
+
+
+def _mix2(X, a: int, Y, b: int):
+    """_mix part by part (None: an empty part)."""
+    nz = lambda Z: Z is not None and not Z[1].is_zero()  # noqa: E731
+    out = []
+    for x, y in zip(X, Y):
+        out.append(_mix(x, a, y, b) if nz(x) and nz(y) else
+                   (x[0], x[1] * a // (a + b)) if nz(x) else (y[0], y[1] * b // (a + b)) if nz(y) else None)
+    return tuple(out)
+
+
+def _epoch_two_scale(p, q, M: int, sched: list, K, P: FixedPoly, R: int, splits: list):
+    """(b) with two-scale partial sums under the lower map (method-v2.md §9), both sides the same map:
+    the splits of B_i (splits[2i], i >= 1; splits[0] is (a)'s last fine cell) and of A after bit i
+    (splits[2i + 1], not after the last product).  Returns ([(body of A, of AQ) on g h, (tail of A, of
+    AQ) on R g h], g)."""
+    J0 = splits[0]
+    part = lambda v, o: P.trim(o, fmpz_poly(v), True) if any(v) else None  # noqa: E731
+    B, BQ = (part(p[0], 0), part(p[1], J0 // R)), (part(q[0], 0), part(q[1], J0 // R))
+    cutp = lambda X, g: tuple(None if Z is None else P.cut(*Z, K(g) // (R if t else 1)) for t, Z in enumerate(X))  # noqa: E731
+    B, BQ, gB = cutp(B, 1), cutp(BQ, 1), 1
+    A = AQ = None
+    n = gA = 0
+    last = M.bit_length() - 1
+    fl = lambda X, f: tuple(_floor_sum(Z, f) for Z in X)  # noqa: E731
+    for i in range(len(sched)):
+        if i:
+            BQ, B = _plus2(BQ, B, R, K(gB), P), _plus2(B, B, R, K(gB), P)
+            if sched[i] > gB:
+                B, BQ, gB = cutp(fl(B, sched[i] // gB), sched[i]), cutp(fl(BQ, sched[i] // gB), sched[i]), sched[i]
+            B, BQ = _split2(B, splits[2 * i], gB, R), _split2(BQ, splits[2 * i], gB, R)
+        if (M >> i) & 1:
+            if A is None:
+                A, AQ, gA, n = B, BQ, gB, 1 << i
+                continue
+            if gA < gB:
+                A, AQ, gA = fl(A, gB // gA), fl(AQ, gB // gA), gB
+            AQ = _mix2(_plus2(AQ, B, R, K(gB), P), n, _plus2(A, BQ, R, K(gB), P), 1 << i)
+            A, n = _plus2(A, B, R, K(gB), P), n + (1 << i)
+            if i < last:
+                A, AQ = _split2(A, splits[2 * i + 1], gA, R), _split2(AQ, splits[2 * i + 1], gA, R)
+    empty = (0, fmpz_poly())  # body and tail stay two states of the map: bucketed each on its own
+    parts = [tuple(empty if Z is None else P.cut(*Z, K(gA) // (R if t else 1)) for Z in (X[t], XQ[t]))
+             for t, (X, XQ) in enumerate(((A, AQ), (A, AQ)))]
+    return parts, gA
+
+
 def _floor(X, f: int):
     """The map index u -> floor(u / f) (block sum onto the coarser lattice): masses move
     whole, so this is exact."""
@@ -103,9 +210,17 @@ class LowerResult:  # exact rationals; U_A = kept P mass in A, so U(A) <= U_A + 
 
 def replay_lower(M: int, E: int, sigma_low: fmpq, m: dict) -> LowerResult:
     t0 = time.perf_counter()
-    h, eta, sched = m["h"], m["eta"], m["lattice_schedule"]
+    h, sched = m["h"], m["lattice_schedule"]
     F = m["fixed_point_bits"] + EXTRA_BITS
     P = FixedPoly(F, m["trim"], Losses())  # our own trimming rule; losses not needed (deficit)
+    if "tail_factor" in m:  # method-v2.md §9: far cells merged, two-scale epoch sums (format v3)
+        R, sp = m["tail_factor"], m["tail_splits"]
+        with working_prec(m["prec"]):
+            p, q = _masses_two_scale(sigma_low, h, int(m["cap"] / h), F, R, sp[0])
+        t1 = time.perf_counter()
+        K = lambda g: int((8 * M / (h * g)).floor())  # noqa: E731
+        parts, gA = _epoch_two_scale(p, q, M, sched, K, P, R, sp)
+        return _finish(M, E, m, P, F, parts, t0, t1)
     with working_prec(m["prec"]):
         k0 = int((m["band_low"] / h).floor()) if "band_low" in m else 0
         p, q = _masses(sigma_low, h, int(m["cap"] / h), F, k0)
@@ -129,20 +244,27 @@ def replay_lower(M: int, E: int, sigma_low: fmpq, m: dict) -> LowerResult:
                 A, AQ, gA = _floor(A, gB // gA), _floor(AQ, gB // gA), gB
             AQ = _mix(P.mul(AQ, B, K(gB)), n, P.mul(A, BQ, K(gB)), 1 << i)
             A, n = P.mul(A, B, K(gB)), n + (1 << i)
+    return _finish(M, E, m, P, F, [(A, AQ)], t0, t1)
+
+
+def _finish(M: int, E: int, m: dict, P: FixedPoly, F: int, parts: list, t0: float, t1: float) -> LowerResult:
+    """(c)-(e) from the epoch-sum pmfs: parts [(A, AQ), ...], P side and Q side of each state of the map
+    (one lattice per state; two-scale: the body and the tail)."""
+    eta = m["eta"]
     t2 = time.perf_counter()
     # (c) bucket each epoch sum s by beta(s) = floor(ln(Q_S(s)/P_S(s))/eta), clamped
-    (oa, pa), (oq, qa) = A, AQ
-    pa, qa = [int(x) for x in pa.coeffs()], [int(x) for x in qa.coeffs()]
     bmin, bmax, inv = m["b_min"], m["b_max"], 1 / max(float(eta), 1e-300)  # any fixed map is valid
     u, w = {}, {}
-    for s in range(min(oa, oq), max(oa + len(pa), oq + len(qa))):
-        ps = pa[s - oa] if 0 <= s - oa < len(pa) else 0
-        qs = qa[s - oq] if 0 <= s - oq < len(qa) else 0
-        if ps == 0 and qs == 0:
-            continue
-        b = bmax if ps == 0 else bmin if qs == 0 else \
-            min(max(math.floor((math.log(qs) - math.log(ps)) * inv), bmin), bmax)
-        u[b], w[b] = u.get(b, 0) + ps, w.get(b, 0) + qs
+    for (oa, pa), (oq, qa) in parts:
+        pa, qa = [int(x) for x in pa.coeffs()], [int(x) for x in qa.coeffs()]
+        for s in range(min(oa, oq), max(oa + len(pa), oq + len(qa))):
+            ps = pa[s - oa] if 0 <= s - oa < len(pa) else 0
+            qs = qa[s - oq] if 0 <= s - oq < len(qa) else 0
+            if ps == 0 and qs == 0:
+                continue
+            b = bmax if ps == 0 else bmin if qs == 0 else \
+                min(max(math.floor((math.log(qs) - math.log(ps)) * inv), bmin), bmax)
+            u[b], w[b] = u.get(b, 0) + ps, w.get(b, 0) + qs
     t3 = time.perf_counter()
     # (d) E epochs: exponents add; (e) A = {k : W_k > U_k}
     lo, hi = (min(u), max(u)) if u else (0, 0)  # no mass left: U = W = 0, deficit 1

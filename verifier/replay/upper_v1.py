@@ -155,7 +155,10 @@ def replay(claim: dict, method: dict) -> ReplayResult:
         sigma = pair_sigma(t2) if claim.get("scheme") == "fixed-bins" else claim["sigma"]
         p, cap_del, mass_i = step_i(sigma, m, K(1), P, moved)
         t.append(time.perf_counter())
-        S, g = step_ii(p, M, m["lattice_schedule"], K, P)
+        if "tail_factor" in m:  # method-v2.md §9: two-scale partial sums (format v3's optional keys)
+            S, g = step_ii_two_scale(p, M, m["lattice_schedule"], K, P, m["tail_factor"], m["tail_splits"])
+        else:
+            S, g = step_ii(p, M, m["lattice_schedule"], K, P)
         mass_ii = fmpq(int(S[1](1)), P.one)
         t.append(time.perf_counter())
         R = step_iii(S, fmpq(M) / (m["h"] * g), m, P)
@@ -225,6 +228,95 @@ def step_ii(B, M: int, sched: list, K, P: FixedPoly):
                     A, gA = P.cut(*P.reround(A, gB // gA), K(gB)), gB
                 A = P.mul(A, B, K(gB))
     return A, gA
+
+
+def _sum(X, Y, P: FixedPoly):
+    """Coefficient-wise sum of two (offset, polynomial) on one lattice (exact); None is empty."""
+    if X is None or X[1].is_zero():
+        return Y
+    if Y is None or Y[1].is_zero():
+        return X
+    o = min(X[0], Y[0])
+    return o, X[1].left_shift(X[0] - o) + Y[1].left_shift(Y[0] - o)
+
+
+def _round_for(X, R: int, P: FixedPoly, weight=None):
+    """X two-point rounded onto a lattice R times coarser (a value u = v R + r sends (R - r)/R of its
+    mass to v R, r/R to (v + 1) R; one floor per coefficient), by the tent kernel and a deflation.  With
+    `weight` (the other summand's tail mass, units 2^-F) the rounding serves only the paths whose other
+    summand is in the tail, so the floors lose (X's loss) x weight."""
+    off, p = X
+    sh = off % R
+    c = p.left_shift(sh) if sh else p
+    conv = (c * fmpz_poly([R - abs(e - (R - 1)) for e in range(2 * R - 1)])).right_shift(R - 1)
+    q = (conv.deflate(R) if conv.length() > 1 else conv) // R
+    lost = int(p(1) - q(1))
+    P.L.fixed_point += fmpq(lost, P.one) if weight is None else fmpq(lost * int(weight), P.one ** 2)
+    return (off - sh) // R, q
+
+
+def _plus(X, Y, R: int, K: int, P: FixedPoly):
+    """X + Y for two-scale laws (body on g h, tail on R g h; None: empty part): body + body on g h
+    (indices > K cut), every sum with a tail summand on R g h after rounding the body summand there."""
+    (xb, xt), (yb, yt) = X, Y
+    nz = lambda Z: Z is not None and not Z[1].is_zero()  # noqa: E731
+    body = P.mul(xb, yb, K) if nz(xb) and nz(yb) else None
+    tail = None
+    if X is Y and nz(xt) and nz(xb):  # two copies: both cross terms at once
+        tail = P.mul(_round_for(xb, R, P, 2 * xt[1](1)), (xt[0], 2 * xt[1]), K // R)
+    elif X is not Y:
+        if nz(yt) and nz(xb):
+            tail = _sum(tail, P.mul(_round_for(xb, R, P, yt[1](1)), yt, K // R), P)
+        if nz(xt) and nz(yb):
+            tail = _sum(tail, P.mul(xt, _round_for(yb, R, P, xt[1](1)), K // R), P)
+    if nz(xt) and nz(yt):
+        tail = _sum(tail, P.mul(xt, yt, K // R), P)
+    return body, tail
+
+
+def _split_at(X, s: int, g: int, R: int, P: FixedPoly):
+    """The body's values >= s h (index >= ceil(s/g)) two-point rounded onto R g h, into the tail;
+    s = 0: nothing moves."""
+    body, tail = X
+    if s == 0 or body is None or body[1].is_zero():
+        return X
+    off, p = body
+    n = min(max(-(-s // g) - off, 0), p.length())
+    if n >= p.length():
+        return X
+    high = _round_for((off + n, p.right_shift(n)), R, P)
+    return (off, p.truncate(n)), _sum(tail, high, P)
+
+
+def step_ii_two_scale(B, M: int, sched: list, K, P: FixedPoly, R: int, splits: list):
+    """(ii) with two-scale partial sums (method-v2.md §9): as step_ii, each partial sum a body on g h
+    and a tail on R g h; after B_i is formed its body's values >= splits[2i] move to the tail, after
+    A <- A * B_i (not the last product) A's >= splits[2i + 1].  The tail is merged into the body at
+    the end (tail index j = body index R j).  Returns ((offset, polynomial) on g h, g)."""
+    gB, A, gA = 1, None, 1
+    n_last = M.bit_length() - 1
+    re2 = lambda X, f, g: tuple(None if Z is None else P.cut(*_round_for(Z, f, P), K(g) // (R if t else 1))  # noqa: E731
+                                for t, Z in enumerate(X))
+    Bs = _split_at((B, None), splits[0], 1, R, P)
+    for i in range(len(sched)):
+        if i:
+            Bs = _plus(Bs, Bs, R, K(gB), P)
+            if sched[i] > gB:
+                Bs, gB = re2(Bs, sched[i] // gB, sched[i]), sched[i]
+            Bs = _split_at(Bs, splits[2 * i], gB, R, P)
+        if (M >> i) & 1:
+            if A is None:
+                A, gA = Bs, gB
+            else:
+                if gA < gB:
+                    A, gA = re2(A, gB // gA, gB), gB
+                A = _plus(A, Bs, R, K(gB), P)
+                if i < n_last:
+                    A = _split_at(A, splits[2 * i + 1], gA, R, P)
+    body, tail = A
+    if tail is not None and not tail[1].is_zero():
+        body = _sum(body, (tail[0] * R, tail[1].inflate(R)), P)
+    return P.cut(*body, K(gA)), gA
 
 
 def step_iii(S, C0: fmpq, m: dict, P: FixedPoly):
