@@ -15,16 +15,18 @@ ratio; then the smallest sigma each certifies within the same time budget.
 `--small`: one tiny cell (M=5, E=2 at its exact sigma), the coarsest discretization of each
 route and one bisection step (seconds), to check the benchmark runs.
 
-`--question dp`: the (eps, delta) question instead. For (M, E) in (100, 10), (250, 20), (1000, 1),
-eps in 1, 4, delta = 1e-5: the smallest sigma the accountant certifies (its upper bound on eps at
-delta <= eps) by a bracketing search on its default route (`gaussian_allocation_epsilon_range`,
-adaptive GEOM refinement) from sigmacert's exact sigma, each run a child process killed at
-`--budget` CPU seconds, then sigmacert's certificate at the exact sigma in a child killed at
-`--cert-budget` (two-sided, else the upper side, reported as such; `--sides one`: the upper side
-only): noise ratio and time ratio. Every child dies with the benchmark (also when it is killed).
+`--question dp`: the (eps, delta) question instead, in one run. For (M, E) in (100, 10), (250, 20),
+(1000, 1), eps in 1, 4, delta = 1e-5, per cell: sigmacert's exact sigma; its signed two-sided
+certificate (sigmacert.certify(M, E, epsilon=, delta=)) in a child killed at `--cert-budget` CPU s,
+replayed by the independent verifier in a child killed at `--verify-budget`; then the smallest sigma
+the accountant certifies (its upper eps at delta <= eps, default route
+`gaussian_allocation_epsilon_range`) by a bracketing search in [exact sigma, hi] (no sound accountant
+certifies below the exact sigma), each run a child killed at `--budget` CPU s, the whole search at
+`--search-budget`: noise ratio and time ratio. Every child dies with the benchmark (also when it is
+killed). `--json PATH` appends each finished cell's record; a rerun with the same PATH skips them.
 
-    python benchmarks/bench_vs_accountant.py --question dp [--budget 240] [--tol 1e-3] [--cert-budget S]
-        [--sides two|one] [--small]
+    python benchmarks/bench_vs_accountant.py --question dp [--budget 240] [--search-budget 900] [--tol 1e-3]
+        [--cert-budget 600] [--verify-budget 300] [--json PATH] [--cells 100x10] [--small]
 """
 from __future__ import annotations
 
@@ -203,6 +205,18 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
 
+def _loadavg() -> str:
+    try:
+        with open("/proc/loadavg") as fh:
+            return " ".join(fh.read().split()[:3])
+    except OSError:
+        return "-"
+
+
+def _stamp() -> str:
+    return time.strftime("%H:%M:%S", time.gmtime())
+
+
 def fs_certifies(steps, epochs, sigma: float, eps: float, delta: float, budget: float):
     """One accountant run: dict(certified, upper, lower, seconds, status, disc); killed once its CPU
     time reaches `budget` seconds (CPU, not wall: the machine is shared, wall time is not ours)."""
@@ -241,48 +255,66 @@ def fs_certifies(steps, epochs, sigma: float, eps: float, delta: float, budget: 
     return {"certified": certified, "upper": up, "lower": lo, "seconds": cpu, "status": status, "disc": disc}
 
 
-def fs_search(steps, epochs, eps, delta, start: float, tol: float, budget: float, max_runs: int):
-    """The smallest sigma whose accountant run certifies eps: a bracket [lo, hi] with hi certified and
-    lo not (within the budget), searched from `start` (sigmacert's exact sigma) by Illinois steps on
-    log(upper / eps) against log sigma (bisection when a side has no upper bound), until
-    hi / lo - 1 <= tol or `max_runs` runs. Returns (lo, hi, runs); lo or hi is None if never found."""
+def fs_search(steps, epochs, eps, delta, exact: float, tol: float, budget: float, max_runs: int,
+              search_budget: float = float("inf"), first_step: float = 1e-2):
+    """The smallest sigma whose accountant run certifies eps, as a bracket (lo, hi]: hi the smallest
+    sigma certified, lo the largest not certified (within the budgets).
+
+    The bracket starts at lo = `exact` (sigmacert's exact sigma) without running the accountant there:
+    sigma_exact - 1e-6 misses the target (the two-sided certificate proves it), so an accountant whose
+    upper bound is sound certifies nothing below sigma_exact; starting there saves runs and does not
+    move the accountant's answer. The first run is at exact * (1 + first_step); upward steps until one
+    certifies (aimed by eps ~ 1/sigma, doubling where a run gave no bound), then Illinois steps on
+    log(upper / eps) against log sigma where both ends have an upper bound, bisection in log sigma
+    otherwise, until hi / lo - 1 <= tol ("bracket"), `max_runs` runs ("max-runs"), or the cell's CPU
+    seconds reach `search_budget` ("budget"; each run gets at most `budget` and what the cell has left).
+    Returns (lo, hi, runs, stop); hi is None if nothing certified."""
     import math
     runs = []
-    lo = hi = None          # (sigma, log(upper/eps) or None)
+    lo, hi = (exact, None), None          # (sigma, log(upper/eps) or None)
+    spent = 0.0
+
+    def stopped():
+        if hi is not None and hi[0] / lo[0] - 1 <= tol:
+            return "bracket"
+        if len(runs) >= max_runs:
+            return "max-runs"
+        if search_budget - spent < min(budget, search_budget) * 0.05:
+            return "budget"
+        return None
 
     def run(s):
-        r = fs_certifies(steps, epochs, s, eps, delta, budget)
-        r["sigma"] = s
+        nonlocal spent, lo, hi
+        left = search_budget - spent
+        r = fs_certifies(steps, epochs, s, eps, delta, min(budget, left))
+        r["sigma"], r["limit"] = s, min(budget, left)
+        spent += r["seconds"]
         runs.append(r)
         print(f"  run M={steps} E={epochs} eps={eps:g} sigma={s:.6f}: upper {_fmt(r['upper'])} lower "
               f"{_fmt(r['lower'])} disc {_fmt(r['disc'], '.3g')} {r['status']:<8} {r['seconds']:7.1f} s "
-              f"certified={'yes' if r['certified'] else 'no'}", flush=True)
+              f"certified={'yes' if r['certified'] else 'no'}  [{_stamp()}, cell {spent:.0f}/{search_budget:.0f} "
+              f"CPU s, load {_loadavg()}]", flush=True)
         f = math.log(r["upper"] / eps) if r["upper"] else None
+        if r["certified"]:
+            if hi is None or s < hi[0]:
+                hi = (s, f)
+        elif s > lo[0]:
+            lo = (s, f)
         return r["certified"], f
 
-    s = start
-    ok, f = run(s)
-    side = "hi" if ok else "lo"
-    if ok:
-        hi = (s, f)
-    else:
-        lo = (s, f)
-    step = 0.01
-    while (lo is None or hi is None) and len(runs) < max_runs:  # expand until the bracket closes
-        if f is not None:  # eps ~ 1/sigma near the root: aim a little past it
-            s = s * math.exp(f) * (1 + (tol if side == "lo" else -tol))
-            s = max(s, runs[-1]["sigma"] * (1 + tol)) if side == "lo" else min(s, runs[-1]["sigma"] * (1 - tol))
-        else:
-            s = s * (1 + step) if side == "lo" else s * (1 - step)
-            step *= 2
+    s, step = exact * (1 + first_step), first_step
+    while hi is None and stopped() is None:  # upward until one run certifies
         ok, f = run(s)
         if ok:
-            hi = (s, f)
+            break
+        if f is not None:  # aim a little past the root (eps ~ 1/sigma there)
+            s = max(s * math.exp(f) * (1 + tol), s * (1 + tol))
         else:
-            lo = (s, f)
+            step *= 2
+            s = s * (1 + step)
     weight = [1.0, 1.0]     # Illinois: halve the weight of an end kept twice
     last = None
-    while lo is not None and hi is not None and hi[0] / lo[0] - 1 > tol and len(runs) < max_runs:
+    while hi is not None and stopped() is None:
         (a, fa), (b, fb) = lo, hi
         if fa is not None and fb is not None and fa > 0 >= fb:
             la, lb = math.log(a), math.log(b)
@@ -292,55 +324,80 @@ def fs_search(steps, epochs, eps, delta, start: float, tol: float, budget: float
             s = math.sqrt(a * b)
         width = b - a
         s = min(max(s, a + 0.1 * width, a * (1 + tol / 2)), b - 0.1 * width, b * (1 - tol / 2))
-        ok, f = run(s)
-        if ok:
-            hi = (s, f)
+        ok, _ = run(s)
+        end = "hi" if ok else "lo"
+        if end == "hi":
             weight = [weight[0] / 2 if last == "hi" else weight[0], 1.0]
-            last = "hi"
         else:
-            lo = (s, f)
             weight = [1.0, weight[1] / 2 if last == "lo" else weight[1]]
-            last = "lo"
-    return (lo[0] if lo else None), (hi[0] if hi else None), runs
-
-
-def _certify_run(steps, epochs, eps, delta, two_sided, queue):
-    """In a child: sigmacert's dp certificate at its own exact sigma; ("ok", bound, success,
-    two_sided) or ("refused", reason) to the queue."""
-    from certifier.certify import certify
-    from certifier.errors import CannotCertifyError
-    from certifier.params import parse_decimal
-    # sigma None: the certifier's own exact sigma, one resolution step up where the margin at it is too thin
-    # for any grid (certifier.resolution), as `sigmacert certify` does
-    try:
-        out = certify(steps, epochs, parse_decimal("delta", delta), None, two_sided=two_sided,
-                      kind_name="dp", kind_params={"epsilon": str(eps)})
-    except CannotCertifyError as err:
-        queue.put(("refused", str(err)))
-        return
-    queue.put(("ok", out.bound, bool(out.success), bool(out.two_sided)))
+        last = end
+    return lo[0], (hi[0] if hi else None), runs, stopped()
 
 
 def _budgeted(target, args, budget: float):
     """target(*args, queue) in a tied child, killed once its CPU time reaches `budget` seconds:
-    (message or None on time-out, CPU seconds)."""
+    (message or None, CPU seconds, "ok" | "budget" | "died")."""
     import queue as queue_mod
     q = mp.get_context("fork").Queue()
     p = _child(target, (*args, q))
-    cpu, msg = 0.0, None
+    cpu, msg, status = 0.0, None, "ok"
     while True:
         try:
             msg = q.get(timeout=0.5)
             break
         except queue_mod.Empty:
             cpu = max(cpu, _cpu_seconds(p.pid))
-            if cpu >= budget or not p.is_alive():
+            if cpu >= budget:
+                status = "budget"
+                break
+            if not p.is_alive():
+                status = "died"
                 break
     cpu = max(cpu, _cpu_seconds(p.pid))
     if p.is_alive():
         p.kill()
     p.join()
-    return msg, cpu
+    return msg, cpu, status
+
+
+def _certificate_run(steps, epochs, eps, delta, two_sided, queue):
+    """In a child: sigmacert.certify(M, E, epsilon=, delta=) two-sided at its own exact sigma, signed with
+    a key made here (it never leaves this child); ("ok", fields, envelope, public key PEM) or
+    ("refused", reason) to the queue."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    import sigmacert
+    from sigmacert.errors import SigmacertError
+    key = Ed25519PrivateKey.generate()
+    pub = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                        serialization.PublicFormat.SubjectPublicKeyInfo)
+    t0, shown = time.perf_counter(), [0.0]
+
+    def progress(stage, percent, seconds):  # a progress line every 60 s at most
+        if time.perf_counter() - shown[0] >= 60:
+            shown[0] = time.perf_counter()
+            print(f"    certificate M={steps} E={epochs} eps={eps}: {stage} {percent:.0f} % "
+                  f"({time.perf_counter() - t0:.0f} s wall) [{_stamp()}, load {_loadavg()}]", flush=True)
+    try:
+        c = sigmacert.certify(steps, epochs, epsilon=str(eps), delta=delta, key=key, two_sided=two_sided,
+                              progress=progress)
+    except SigmacertError as err:
+        queue.put(("refused", str(err).splitlines()[0]))
+        return
+    fields = {"sigma": str(c.sigma), "two_sided": bool(c.two_sided), "bound": str(c.bound),
+              "sigma_low": None if c.sigma_low is None else str(c.sigma_low),
+              "bound_lower": None if c.bound_lower is None else str(c.bound_lower), "kind": c.kind}
+    queue.put(("ok", fields, c.envelope, pub))
+
+
+def _verify_run(envelope, public_pem, queue):
+    """In a child: the independent verifier's replay of the envelope (sigmacert.verify -> verifier)."""
+    import sigmacert
+    v = sigmacert.verify(envelope, public_pem)
+    queue.put(("ok", {"accepted": bool(v.accepted), "reason": v.reason,
+                      "replayed_bound": None if v.replayed_bound is None else str(v.replayed_bound),
+                      "replayed_lower": None if v.replayed_lower is None else str(v.replayed_lower)}))
 
 
 def exact_dp(steps, epochs, eps: int, delta: str):
@@ -351,43 +408,115 @@ def exact_dp(steps, epochs, eps: int, delta: str):
     return exact, time.process_time() - t0
 
 
-def sigmacert_dp(steps, epochs, eps: int, delta: str, budget: float = float("inf"), exact=None,
-                 sides=(True, False)):
-    """sigmacert's exact sigma and its dp certificate there, the certificate in a child killed at
-    `budget` CPU seconds: two-sided, else (refused or past the budget) the upper side, reported as
-    such (`sides`: which to try, in order). (exact, sides, bound, ok, seconds, s_exact)."""
-    if exact is None:
-        exact, t_exact = exact_dp(steps, epochs, eps, delta)
-    else:
-        exact, t_exact = exact
-    spent = t_exact
-    for two_sided in sides:
-        msg, cpu = _budgeted(_certify_run, (steps, epochs, eps, delta, two_sided), budget)
-        spent += cpu
-        side = "two-sided" if two_sided else "upper side"
-        if msg is None:
-            why = (f"passed the budget of {budget:.0f} CPU s" if cpu >= budget else
-                   f"ended without a result after {cpu:.0f} CPU s (its traceback is above)")
-            print(f"  sigmacert M={steps} E={epochs} eps={eps}: the {side} certificate {why}", flush=True)
-            continue
-        if msg[0] == "refused":
-            print(f"  sigmacert M={steps} E={epochs} eps={eps}: {side} certificate refused: {msg[1]}", flush=True)
-            if two_sided and "lower side" in msg[1]:
-                continue
-            return exact, "no certificate", None, False, spent, t_exact
-        _, bound, ok, two = msg
-        print(f"  sigmacert M={steps} E={epochs} eps={eps}: {side} certificate in {cpu:.1f} CPU s", flush=True)
-        return exact, ("two-sided" if two else "upper side only"), bound, ok, spent, t_exact
-    return exact, "not issued", None, False, spent, t_exact
+def sigmacert_dp(steps, epochs, eps: int, delta: str, cert_budget: float, verify_budget: float,
+                 two_sided: bool = True) -> dict:
+    """sigmacert's two-sided (eps, delta) certificate at its exact sigma, signed, then replayed by the
+    independent verifier; each in a child killed at its CPU budget. status: "two-sided", "one-sided"
+    (the lower side could not be certified and certify kept the upper), "refused", "budget", "died"."""
+    side = "two-sided" if two_sided else "upper side"
+    print(f"  sigmacert M={steps} E={epochs} eps={eps}: {side} certificate (budget {cert_budget:.0f} CPU s) "
+          f"[{_stamp()}, load {_loadavg()}]", flush=True)
+    msg, cpu, status = _budgeted(_certificate_run, (steps, epochs, eps, delta, two_sided), cert_budget)
+    out = {"status": status, "seconds": cpu, "verify": None}
+    if msg is None:
+        print(f"  sigmacert M={steps} E={epochs} eps={eps}: certificate {status} after {cpu:.1f} CPU s", flush=True)
+        return out
+    if msg[0] == "refused":
+        out.update(status="refused", reason=msg[1])
+        print(f"  sigmacert M={steps} E={epochs} eps={eps}: refused after {cpu:.1f} CPU s: {msg[1]}", flush=True)
+        return out
+    _, fields, envelope, pub = msg
+    out.update(fields, status="two-sided" if fields["two_sided"] else "one-sided")
+    print(f"  sigmacert M={steps} E={epochs} eps={eps}: {out['status']} certificate at sigma {fields['sigma']} "
+          f"(sigma_low {fields['sigma_low']}), delta <= {fields['bound']}, {cpu:.1f} CPU s; verifying (budget "
+          f"{verify_budget:.0f} CPU s)", flush=True)
+    vmsg, vcpu, vstatus = _budgeted(_verify_run, (envelope, pub), verify_budget)
+    out["verify"] = {"status": vstatus, "seconds": vcpu, **(vmsg[1] if vmsg else {})}
+    verdict = (("accepted" if vmsg[1]["accepted"] else f"REJECTED ({vmsg[1]['reason']})") if vmsg else vstatus)
+    print(f"  verifier M={steps} E={epochs} eps={eps}: {verdict} in {vcpu:.1f} CPU s", flush=True)
+    return out
 
 
 def _fmt(x, spec=".6f"):
     return "-" if x is None else format(x, spec)
 
 
+def dp_cell(m, e, eps, args, tol) -> dict:
+    """One cell of the (eps, delta) question, all its figures in one record (CPU seconds)."""
+    rec = {"M": m, "E": e, "epsilon": eps, "delta": DELTA, "start": _stamp(), "load_start": _loadavg()}
+    exact, t_exact = exact_dp(m, e, eps, DELTA)
+    rec.update(exact_sigma=str(exact), exact_seconds=t_exact)
+    print(f"  sigmacert M={m} E={e} eps={eps}: exact sigma {exact} in {t_exact:.2f} CPU s", flush=True)
+    rec["certificate"] = sigmacert_dp(m, e, eps, DELTA, args.cert_budget, args.verify_budget, args.sides == "two")
+    lo, hi, runs, stop = fs_search(m, e, eps, float(DELTA), float(exact), tol, args.budget, args.max_runs,
+                                   args.search_budget, args.first_step)
+    rec["fs"] = {"sigma": hi, "lo": lo, "width": None if hi is None else hi / lo - 1, "stop": stop,
+                 "seconds": sum(r["seconds"] for r in runs), "runs": runs, "eval_budget": args.budget,
+                 "search_budget": args.search_budget, "tol": tol, "max_runs": args.max_runs}
+    rec["end"], rec["load_end"] = _stamp(), _loadavg()
+    return rec
+
+
+def _ratios(rec):
+    """(noise ratio text, time ratio text, vs-exact text) of a record; '>'/'<' where a side hit its budget."""
+    fs, cert = rec["fs"], rec["certificate"]
+    exact = float(rec["exact_sigma"])
+    noise = (f">{fs['lo'] / exact:.5f}" if fs["sigma"] is None else f"{fs['sigma'] / exact:.5f}")
+    t_fs = fs["seconds"]
+    fs_more = fs["sigma"] is None or fs["stop"] != "bracket"   # the accountant's search did not finish
+    ours = rec["exact_seconds"] + cert["seconds"]
+    ours_more = cert["status"] in ("budget", "died", "refused") or cert["status"] == "one-sided"
+    mark = ">" if fs_more and not ours_more else "<" if ours_more and not fs_more else "~" if fs_more else ""
+    time_ratio = f"{mark}{t_fs / max(ours, 1e-9):.3g}"
+    vs_exact = f"{'>' if fs_more else ''}{t_fs / max(rec['exact_seconds'], 1e-9):.3g}"
+    return noise, time_ratio, vs_exact
+
+
+DP_HEAD = (f"{'M':>4} {'E':>3} {'eps':>3} | {'exact sigma':>11} {'certificate':<9} {'cert sigma':>10} "
+           f"{'cert delta':>12} {'s':>6} {'verify':>8} {'s':>6} | {'F&S sigma':>9} {'F&S lo':>9} {'width':>8} "
+           f"{'runs':>4} {'stop':>8} {'s':>7} | {'noise ratio':>11} {'time ratio':>10} {'vs exact':>9}")
+
+
+def dp_row(rec) -> str:
+    fs, cert = rec["fs"], rec["certificate"]
+    v = cert.get("verify") or {}
+    verdict = "-" if not v else v["status"] if v["status"] != "ok" else ("accepted" if v["accepted"] else "REJECTED")
+    bound = cert.get("bound")
+    noise, time_ratio, vs_exact = _ratios(rec)
+    return (f"{rec['M']:>4} {rec['E']:>3} {rec['epsilon']:>3} | {rec['exact_sigma']:>11} {cert['status']:<9} "
+            f"{cert.get('sigma') or '-':>10} {'-' if bound is None else format(float(bound), '.6e'):>12} "
+            f"{cert['seconds']:>6.1f} {verdict:>8} {v.get('seconds', 0.0):>6.1f} | {_fmt(fs['sigma']):>9} "
+            f"{_fmt(fs['lo']):>9} {_fmt(fs['width'], '.2e'):>8} {len(fs['runs']):>4} {fs['stop'] or '-':>8} "
+            f"{fs['seconds']:>7.1f} | {noise:>11} {time_ratio:>10} {vs_exact:>9}")
+
+
+def _resumed(path) -> dict:
+    """The cells already in the --json file (one JSON record a line), keyed by (M, E, eps, delta)."""
+    import json
+    import os
+    done = {}
+    if path and os.path.exists(path):
+        with open(path) as fh:
+            for line in fh:
+                try:
+                    rec = json.loads(line)
+                    done[(rec["M"], rec["E"], rec["epsilon"], rec["delta"])] = rec
+                except (ValueError, KeyError, TypeError):
+                    continue    # a line cut by a crash: that cell runs again
+    return done
+
+
+def _append(path, rec) -> None:
+    import json
+    import os
+    with open(path, "a") as fh:
+        fh.write(json.dumps(rec, sort_keys=True) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
 def run_dp(args) -> int:
     cells, tol = (DP_SMALL, args.tol or 3e-2) if args.small else (DP_CELLS, args.tol or 1e-3)
-    delta = float(DELTA)
     if args.cells:
         try:
             keep = {tuple(int(x) for x in c.split("x")) for c in args.cells.split(",")}
@@ -395,36 +524,34 @@ def run_dp(args) -> int:
             print(f"bench_vs_accountant: --cells takes MxE[xEPS][,...], got {args.cells!r}", file=sys.stderr)
             return 2
         cells = [c for c in cells if c[:2] in keep or c in keep]   # MxE, or MxExeps for one eps
+    done = _resumed(args.json)
     print(f"(eps, delta = {DELTA}): accountant = PLD_accounting gaussian_allocation_epsilon_range (default "
-          f"route), certifies sigma when its upper eps <= target; per-run budget {args.budget:.0f} CPU s, bracket "
-          f"tolerance {tol:g} relative, at most {args.max_runs} runs per cell")
-    print(f"load average at start: {open('/proc/loadavg').read().split()[0:3]}", flush=True)
-    head = (f"{'M':>4} {'E':>3} {'eps':>3} | {'exact sigma':>11} {'certificate':<15} {'cert delta':>12} "
-            f"{'cert?':>5} {'s':>6} | {'F&S sigma':>9} {'F&S lo':>9} {'width':>8} {'runs':>4} {'s':>7} | "
-            f"{'noise ratio':>11} {'F&S>=exact':>10} {'time ratio':>10} {'vs exact':>8}")
-    rows = []
-    order = (True, False) if args.sides == "two" else (False,)
+          f"route), certifies sigma when its upper eps <= target; bracket from sigmacert's exact sigma; per-run "
+          f"budget {args.budget:.0f} CPU s, per-cell search budget {args.search_budget:.0f} CPU s, bracket "
+          f"tolerance {tol:g} relative, at most {args.max_runs} runs per cell; sigmacert: two-sided certificate "
+          f"budget {args.cert_budget:.0f} CPU s, verifier budget {args.verify_budget:.0f} CPU s")
+    print(f"start {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, load average {_loadavg()}", flush=True)
+    records = []
     for m, e, eps in cells:
-        found = exact_dp(m, e, eps, DELTA)           # the accountant's search starts at the exact sigma
-        print(f"  sigmacert M={m} E={e} eps={eps}: exact sigma {found[0]} in {found[1]:.2f} CPU s", flush=True)
-        lo, hi, runs = fs_search(m, e, eps, delta, float(found[0]), tol, args.budget, args.max_runs)
-        exact, sides, bound, ok, t_ours, t_exact = sigmacert_dp(m, e, eps, DELTA, args.cert_budget, found, order)
-        t_fs = sum(r["seconds"] for r in runs)
-        width = None if lo is None or hi is None else hi / lo - 1
-        ratio = None if hi is None else hi / float(exact)
-        consistent = None if hi is None else hi >= float(exact) * (1 - tol)
-        rows.append(f"{m:>4} {e:>3} {eps:>3} | {str(exact):>11} {sides:<15} {_fmt(None if bound is None else float(bound), '.6e'):>12} "
-                    f"{'yes' if ok else 'no':>5} {t_ours:>6.1f} | {_fmt(hi):>9} {_fmt(lo):>9} "
-                    f"{_fmt(width, '.2e'):>8} {len(runs):>4} {t_fs:>7.1f} | {_fmt(ratio, '.5f'):>11} "
-                    f"{'-' if consistent is None else ('yes' if consistent else 'NO'):>10} {t_fs / t_ours:>10.3g} {t_fs / max(t_exact, 1e-9):>8.3g}")
-        print(head + "\n" + rows[-1], flush=True)
-    print("\n" + head)
-    print("\n".join(rows))
-    print("noise ratio = F&S sigma / exact sigma (F&S sigma: the smallest sigma it certified; F&S lo: the "
-          "largest it did not, within the budget); time ratio = F&S search seconds / sigmacert seconds "
-          "(exact sigma + certificate, a certificate past --cert-budget counted at its budget); vs exact = F&S "
-          "search seconds / sigmacert's exact sigma seconds; all seconds are CPU seconds")
-    print(f"load average at end: {open('/proc/loadavg').read().split()[0:3]}")
+        key = (m, e, eps, DELTA)
+        if key in done:
+            print(f"  M={m} E={e} eps={eps}: resumed from {args.json}", flush=True)
+            records.append(done[key])
+            continue
+        rec = dp_cell(m, e, eps, args, tol)
+        if args.json:
+            _append(args.json, rec)
+        records.append(rec)
+        print(DP_HEAD + "\n" + dp_row(rec) + f"\n  [{_stamp()}, load average {_loadavg()}]", flush=True)
+    print("\n" + DP_HEAD)
+    print("\n".join(dp_row(r) for r in records))
+    print("noise ratio = F&S sigma / exact sigma (F&S sigma: the smallest sigma its upper bound certified; F&S lo: "
+          "the largest it did not, or the exact sigma where the bracket starts; '>' where it certified nothing); "
+          "time ratio = F&S search seconds / sigmacert seconds (exact sigma + two-sided certificate, without the "
+          "verifier); '>' where the accountant's search stopped before its bracket tolerance, '<' where "
+          "sigmacert's certificate did not finish, '~' both; vs exact = F&S search seconds / exact sigma seconds; "
+          "all seconds are CPU seconds")
+    print(f"end {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, load average {_loadavg()}")
     return 0
 
 
@@ -434,16 +561,27 @@ def main(argv=None) -> int:
     ap.add_argument("--question", choices=("tv", "dp"), default="tv",
                     help="tv: TV <= 0.1 at Table 4's cells (default); dp: the (eps, delta) question")
     ap.add_argument("--budget", type=float, default=240.0,
-                    help="dp: CPU seconds per accountant run (default 240); a run past it certifies nothing")
+                    help="dp: CPU seconds per accountant run (default 240); a run past it is killed and certifies "
+                         "nothing")
+    ap.add_argument("--search-budget", type=float, default=900.0,
+                    help="dp: CPU seconds for the accountant's whole search per cell (default 900); when it runs "
+                         "out the table shows the bracket reached and 'budget'")
+    ap.add_argument("--first-step", type=float, default=1e-2,
+                    help="dp: the first accountant run is at exact sigma * (1 + this) (default 0.01)")
     ap.add_argument("--tol", type=float, default=None,
                     help="dp: relative width of the accountant's final bracket (default 1e-3; --small 3e-2)")
     ap.add_argument("--cells", default=None,
                     help="dp: a subset of the cells, e.g. 1000x1,100x10 or 100x10x4 (one eps; default: all)")
-    ap.add_argument("--cert-budget", type=float, default=float("inf"),
-                    help="dp: CPU seconds for each sigmacert certificate (two-sided, then upper side; default none)")
+    ap.add_argument("--cert-budget", type=float, default=600.0,
+                    help="dp: CPU seconds for sigmacert's signed two-sided certificate per cell (default 600); "
+                         "past it the cell says 'budget'")
+    ap.add_argument("--verify-budget", type=float, default=300.0,
+                    help="dp: CPU seconds for the independent verifier's replay per cell (default 300)")
     ap.add_argument("--sides", choices=("two", "one"), default="two",
-                    help="dp: sigmacert's certificate two-sided (then the upper side if that fails; default) "
-                         "or the upper side only")
+                    help="dp: sigmacert's certificate two-sided (default) or the upper side only")
+    ap.add_argument("--json", default=None, metavar="PATH",
+                    help="dp: append one JSON record per finished cell to PATH; cells already in PATH are not "
+                         "run again (a crashed run resumes)")
     ap.add_argument("--max-runs", type=int, default=8, help="dp: accountant runs per cell at most (default 8)")
     ap.add_argument("--limit", type=float, default=120.0, help="seconds per accountant run (default 120)")
     ap.add_argument("--search-steps", type=int, default=5, help="bisection steps for the smallest sigma")

@@ -7,6 +7,7 @@ seconds each; their figures are checked, not only their exit codes.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -152,34 +153,40 @@ def test_bench_vs_accountant_small(env):
     assert "sigmacert certifies 2.589777" in r.stdout
 
 
-def test_bench_vs_accountant_dp_small(env):
-    """The (eps, delta) question at one tiny cell: the accountant's bracket is read off its own runs,
-    it never certifies below the exact sigma, and sigmacert certifies delta at the exact sigma."""
-    r = bench(env, "bench_vs_accountant.py", "--question", "dp", "--small", timeout=600)  # ~1 min idle
+def test_bench_vs_accountant_dp_small(env, tmp_path):
+    """The (eps, delta) question at one tiny cell: the accountant's bracket is read off its own runs and
+    starts at the exact sigma, it never certifies below the exact sigma, sigmacert's two-sided
+    certificate is accepted by the verifier, the record is appended to --json, and a rerun resumes it."""
+    out = tmp_path / "dp.jsonl"
+    r = bench(env, "bench_vs_accountant.py", "--question", "dp", "--small", "--json", out, timeout=600)
     assert r.returncode == 0, r.stderr
     tol = float(re.search(r"bracket tolerance (\S+) relative", r.stdout).group(1))
+    (rec,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert (rec["M"], rec["E"], rec["epsilon"], rec["delta"]) == (5, 2, 1, "1e-5")
+    exact = float(rec["exact_sigma"])
+    cert = rec["certificate"]
+    assert cert["status"] == "two-sided" and cert["kind"] == "dp" and float(cert["bound"]) <= 1e-5
+    assert float(cert["sigma_low"]) < float(cert["sigma"]) and float(cert["sigma"]) >= exact
+    assert cert["verify"]["status"] == "ok" and cert["verify"]["accepted"] and cert["verify"]["reason"] == "accepted"
+    fs = rec["fs"]
+    runs = fs["runs"]
+    assert len(runs) >= 2 and len(lines_matching(r"^  run M=5 E=2 eps=1 ", r.stdout)) == len(runs)
+    certified = [x["sigma"] for x in runs if x["certified"]]
+    missed = [x["sigma"] for x in runs if not x["certified"]]
+    for x in runs:  # certified means its upper eps bound meets eps
+        assert x["certified"] == (x["status"] in ("done", "decided") and x["upper"] is not None and x["upper"] <= 1)
+        assert x["sigma"] > exact  # the search runs above the exact sigma only
+    assert fs["sigma"] == min(certified) and fs["lo"] == max([exact, *missed]) and fs["lo"] < fs["sigma"]
+    assert fs["stop"] == "bracket" and abs(fs["width"] - (fs["sigma"] / fs["lo"] - 1)) <= 1e-12 and fs["width"] <= tol
+    assert fs["sigma"] >= exact  # the accountant is not below the exact sigma
+    assert abs(fs["seconds"] - sum(x["seconds"] for x in runs)) <= 1e-9
     row = lines_matching(r"^\s+5\s+2\s+1 \|", r.stdout)[-1]  # the final table's row
-    left, ours, fs, ratios = (part.split() for part in [row.split("|")[0]] + row.split("|")[1:])
-    exact = float(ours[0])
-    assert " ".join(ours[1:-3]) in ("upper side only", "two-sided") and ours[-2] == "yes"
-    assert float(ours[-3]) <= 1e-5
-    hi, lo, width, nruns = float(fs[0]), float(fs[1]), float(fs[2]), int(fs[3])
-    runs = lines_matching(r"^  run M=5 E=2 eps=1 ", r.stdout)
-    assert len(runs) == nruns >= 2
-    certified, missed = [], []
-    for line in runs:
-        sigma, upper = float(re.search(r"sigma=(\S+):", line).group(1)), re.search(r"upper (\S+)", line).group(1)
-        if line.endswith("certified=yes"):
-            assert float(upper) <= 1  # certified means its upper eps bound meets eps
-            certified.append(sigma)
-        else:
-            assert upper == "-" or float(upper) > 1 or " timeout " in line
-            missed.append(sigma)
-    assert hi == min(certified) and lo == max(missed) and lo < hi
-    assert abs(width - (hi / lo - 1)) <= 1e-2 * width and width <= tol
-    assert hi >= exact * (1 - tol) and ratios[1] == "yes"  # the accountant is not below the exact sigma
-    assert abs(float(ratios[0]) - hi / exact) <= 1e-5
-    assert float(ratios[2]) > 0
+    noise, time_ratio, _ = row.split("|")[-1].split()
+    assert abs(float(noise) - fs["sigma"] / exact) <= 1e-5 and float(time_ratio) > 0
+    again = bench(env, "bench_vs_accountant.py", "--question", "dp", "--small", "--json", out, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert "resumed from" in again.stdout and " run M=5" not in again.stdout and len(out.read_text().splitlines()) == 1
+    assert lines_matching(r"^\s+5\s+2\s+1 \|", again.stdout)[-1] == row
 
 
 def test_bench_vs_accountant_dp_refuses_bad_cells(env):
