@@ -30,11 +30,11 @@ from service_fixtures import (
 CELL = {"steps": 4, "epochs": 2, "target": "0.3", "sigma": "2"}  # certifies in a few seconds
 SLOW = {"steps": 100, "epochs": 10, "target": "0.1"}  # exact sigma first, then certify: ~5-15 s
 # Address space of a job process (RLIMIT_AS, interpreter and libraries included): CELL needs about
-# 290 MiB; BIG passes 400 MiB within seconds of computing (it grows past 600 MB).
-# LONG (exact sigma, then both sides of M=500) computes for 27 s on an idle machine (CLI, method v2), more
-# when the machine is loaded.
-BIG = {"steps": 500, "epochs": 10, "target": "0.1", "sigma": "0.834432"}
-LONG = {"steps": 500, "epochs": 10, "target": "0.1"}
+# 290 MiB; BIG passes 400 MiB within seconds of computing (its resident set grows past 430 MiB).
+# LONG (exact sigma, then both sides of M=1000, E=100 at lambda 0.5) computes for about 60 s (CLI),
+# more when the machine is loaded. (M=500, E=10 no longer does either: two-scale partial sums made it cheap.)
+BIG = {"steps": 1000, "epochs": 100, "target": "0.5", "sigma": "0.57228"}
+LONG = {"steps": 1000, "epochs": 100, "target": "0.5"}
 
 
 @pytest.fixture(scope="module")
@@ -432,7 +432,7 @@ def test_hostile_certificates_are_rejected_in_bounded_time(limited):
 def test_a_job_over_the_wall_clock_limit_is_killed_while_a_normal_job_completes(limited):
     # the same archive, restarted with a wall-clock limit of 15 s per job and the default memory limit
     # (15 s: a job process pays its imports, about 1 s on an idle machine and 5 s when it is overloaded,
-    # then CELL takes 1.5 s; LONG needs 27 s even on an idle machine)
+    # then CELL takes 1.5 s; LONG needs about 60 s)
     limited.stop()
     limited.extra = ["--workers", "2", "--job-seconds", "15"]
     limited.start()

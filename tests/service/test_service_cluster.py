@@ -21,7 +21,7 @@ from service.cluster import parse_scheduler
 
 DASK = os.path.join(os.path.dirname(sys.executable), "dask")
 LOOPBACK = ["--host", "127.0.0.1", "--no-dashboard", "--dashboard-address", "127.0.0.1:0"]
-LONG = {"steps": 500, "epochs": 10, "target": "0.1"}   # minutes of computing
+LONG = {"steps": 1000, "epochs": 100, "target": "0.5"}   # about a minute of computing
 SMALL = {"steps": 2, "epochs": 4, "target": "0.2"}
 
 

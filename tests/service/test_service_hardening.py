@@ -17,7 +17,7 @@ import httpx
 import pytest
 from service_fixtures import SIGMACERT, Server, cleanup, free_port, make_key, make_token, wait_done, wait_for
 
-LONG = {"steps": 500, "epochs": 10, "target": "0.1"}  # about a minute of computing: stays queued or running
+LONG = {"steps": 1000, "epochs": 100, "target": "0.5"}  # about a minute of computing: stays queued or running
 SUBJECT = {"name": "model.bin", "sha256": "ab" * 32}
 
 

@@ -116,3 +116,14 @@ class FixedPoly:
                 out += ((part * r) // q).left_shift(sh + 1)
         self.L.fixed_point += fmpq(int(p(1) - out(1)), self.one)
         return self.trim(base, out)
+
+
+def poly_sum(X, Y, P=None):
+    """Coefficient-wise sum of two (offset, polynomial) on one lattice (exact); None is empty.
+    P (the callers' fixed-point context) is not used: the sum is exact."""
+    if X is None or X[1].is_zero():
+        return Y
+    if Y is None or Y[1].is_zero():
+        return X
+    o = min(X[0], Y[0])
+    return o, X[1].left_shift(X[0] - o) + Y[1].left_shift(Y[0] - o)

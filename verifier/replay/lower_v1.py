@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from flint import arb, fmpq, fmpz_poly
 
 from ..format.strict import working_prec
-from .arith import EXTRA_BITS, FixedPoly, Losses, units
+from .arith import EXTRA_BITS, FixedPoly, Losses, poly_sum, units
 
 
 def _masses(sigma: fmpq, h: fmpq, K: int, F: int, k0: int = 0):
@@ -105,23 +105,21 @@ def _floor_sum(X, R: int):
 def _plus2(X, Y, R: int, K: int, P: FixedPoly):
     """X + Y for two-scale laws under the lower map (floors): body + body on g h; a sum with a tail
     summand on R g h, the body summand floored there first.  Parts are (offset, polynomial) or None."""
-    from .upper_v1 import _sum
     (xb, xt), (yb, yt) = X, Y
     nz = lambda Z: Z is not None and not Z[1].is_zero()  # noqa: E731
     body = P.mul(xb, yb, K) if nz(xb) and nz(yb) else None
     tail = None
     if nz(yt) and nz(xb):
-        tail = _sum(tail, P.mul(_floor(xb, R), yt, K // R), P)
+        tail = poly_sum(tail, P.mul(_floor(xb, R), yt, K // R), P)
     if nz(xt) and nz(yb):
-        tail = _sum(tail, P.mul(xt, _floor(yb, R), K // R), P)
+        tail = poly_sum(tail, P.mul(xt, _floor(yb, R), K // R), P)
     if nz(xt) and nz(yt):
-        tail = _sum(tail, P.mul(xt, yt, K // R), P)
+        tail = poly_sum(tail, P.mul(xt, yt, K // R), P)
     return body, tail
 
 
 def _split2(X, s: int, g: int, R: int):
     """The body's values >= s h (index >= ceil(s/g)) floored onto R g h, into the tail; s = 0: none."""
-    from .upper_v1 import _sum
     body, tail = X
     if s == 0 or body is None or body[1].is_zero():
         return X
@@ -129,7 +127,7 @@ def _split2(X, s: int, g: int, R: int):
     n = min(max(-(-s // g) - off, 0), p.length())
     if n >= p.length():
         return X
-    return (off, p.truncate(n)), _sum(tail, _floor((off + n, p.right_shift(n)), R), None)
+    return (off, p.truncate(n)), poly_sum(tail, _floor((off + n, p.right_shift(n)), R), None)
 
 
 def _mix2(X, a: int, Y, b: int):

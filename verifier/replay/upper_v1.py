@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from flint import arb, ctx, fmpq, fmpz_poly
 
 from ..format.strict import working_prec
-from .arith import EXTRA_BITS, FixedPoly, Losses, dyadic, units
+from .arith import EXTRA_BITS, FixedPoly, Losses, dyadic, poly_sum, units
 
 
 def pair(claim: dict) -> tuple[int, int, fmpq]:
@@ -230,16 +230,6 @@ def step_ii(B, M: int, sched: list, K, P: FixedPoly):
     return A, gA
 
 
-def _sum(X, Y, P: FixedPoly):
-    """Coefficient-wise sum of two (offset, polynomial) on one lattice (exact); None is empty."""
-    if X is None or X[1].is_zero():
-        return Y
-    if Y is None or Y[1].is_zero():
-        return X
-    o = min(X[0], Y[0])
-    return o, X[1].left_shift(X[0] - o) + Y[1].left_shift(Y[0] - o)
-
-
 def _round_for(X, R: int, P: FixedPoly, weight=None):
     """X two-point rounded onto a lattice R times coarser (a value u = v R + r sends (R - r)/R of its
     mass to v R, r/R to (v + 1) R; one floor per coefficient), by the tent kernel and a deflation.  With
@@ -266,11 +256,11 @@ def _plus(X, Y, R: int, K: int, P: FixedPoly):
         tail = P.mul(_round_for(xb, R, P, 2 * xt[1](1)), (xt[0], 2 * xt[1]), K // R)
     elif X is not Y:
         if nz(yt) and nz(xb):
-            tail = _sum(tail, P.mul(_round_for(xb, R, P, yt[1](1)), yt, K // R), P)
+            tail = poly_sum(tail, P.mul(_round_for(xb, R, P, yt[1](1)), yt, K // R), P)
         if nz(xt) and nz(yb):
-            tail = _sum(tail, P.mul(xt, _round_for(yb, R, P, xt[1](1)), K // R), P)
+            tail = poly_sum(tail, P.mul(xt, _round_for(yb, R, P, xt[1](1)), K // R), P)
     if nz(xt) and nz(yt):
-        tail = _sum(tail, P.mul(xt, yt, K // R), P)
+        tail = poly_sum(tail, P.mul(xt, yt, K // R), P)
     return body, tail
 
 
@@ -285,7 +275,7 @@ def _split_at(X, s: int, g: int, R: int, P: FixedPoly):
     if n >= p.length():
         return X
     high = _round_for((off + n, p.right_shift(n)), R, P)
-    return (off, p.truncate(n)), _sum(tail, high, P)
+    return (off, p.truncate(n)), poly_sum(tail, high, P)
 
 
 def step_ii_two_scale(B, M: int, sched: list, K, P: FixedPoly, R: int, splits: list):
@@ -315,7 +305,7 @@ def step_ii_two_scale(B, M: int, sched: list, K, P: FixedPoly, R: int, splits: l
                     A = _split_at(A, splits[2 * i + 1], gA, R, P)
     body, tail = A
     if tail is not None and not tail[1].is_zero():
-        body = _sum(body, (tail[0] * R, tail[1].inflate(R)), P)
+        body = poly_sum(body, (tail[0] * R, tail[1].inflate(R)), P)
     return P.cut(*body, K(gA)), gA
 
 
