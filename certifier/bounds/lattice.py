@@ -151,7 +151,7 @@ def oplus(X: LatticeDist, Y: LatticeDist, lat: Lattice, led: Ledger, mode: str, 
     return {k: strip(p) for k, p in out.items() if p is not None and p.poly.length()}
 
 
-def _edge(p: fmpz_poly, budget: int, top: bool) -> tuple[int, int]:
+def edge_count(p: fmpz_poly, budget: int, top: bool) -> tuple[int, int]:
     """Largest k such that the k lowest (top=False) or highest coefficients sum to <= budget."""
     n = p.length()
     part = (lambda k: int(p.right_shift(n - k)(1)) if k else 0) if top else \
@@ -182,7 +182,7 @@ def trim_lattice(X: LatticeDist, units: int, led: Ledger, ends: tuple = (False,)
                 led.trim += m
                 del X[k]
                 continue
-            cut, removed = _edge(p.poly, budget, top)
+            cut, removed = edge_count(p.poly, budget, top)
             if cut:
                 led.trim += removed
                 q = p.poly.truncate(p.poly.length() - cut) if top else p.poly.right_shift(cut)

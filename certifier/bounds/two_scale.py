@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from flint import fmpz_poly
 
 from certifier.bounds.fixedpoint import Ledger, Poly, coarsen_floor, coarsen_two_point, product, strip, truncate_index
+from certifier.bounds.lattice import edge_count
 
 TAIL_FACTOR = 32        # R: the tail lattice is R times coarser than the body's
 MIN_STEPS = 16          # below this the body is the whole law anyway
@@ -54,18 +55,8 @@ def add(a: Poly, b: Poly) -> Poly:
 
 
 def top_index_for(p: Poly, budget: int) -> int:
-    """The smallest index J such that the coefficients at indices >= J sum to <= budget (exponential
-    then binary search on C-speed partial sums)."""
-    n = p.poly.length()
-    part = lambda k: int(p.poly.right_shift(n - k)(1)) if k else 0  # noqa: E731  (the k highest)
-    lo, hi = 0, 1
-    while hi <= n and part(hi) <= budget:
-        lo, hi = hi, 2 * hi
-    hi = min(hi, n + 1)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if part(mid) <= budget else (lo, mid)
-    return p.off + n - lo
+    """The smallest index J such that the coefficients at indices >= J sum to <= budget."""
+    return p.off + p.poly.length() - edge_count(p.poly, budget, True)[0]
 
 
 def _onto(p: Poly, r: int, led: Ledger, floor: bool) -> Poly:
@@ -151,18 +142,10 @@ def trim_ends(X: TwoScale, trim_units: int, led: Ledger) -> TwoScale:
 
 def _cut_end(p: Poly, budget: int, top: bool, led: Ledger) -> Poly:
     n = p.poly.length()
-    part = (lambda k: int(p.poly.right_shift(n - k)(1)) if k else 0) if top else \
-        (lambda k: int(p.poly.truncate(k)(1)) if k else 0)
-    lo, hi = 0, 1
-    while hi <= n and part(hi) <= budget:
-        lo, hi = hi, 2 * hi
-    hi = min(hi, n + 1)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if part(mid) <= budget else (lo, mid)
+    lo, mass = edge_count(p.poly, budget, top)
     if lo == 0:
         return p
-    led.trim += part(lo)
+    led.trim += mass
     q = p.poly.truncate(n - lo) if top else p.poly.right_shift(lo)
     return strip(Poly(p.off if top else p.off + lo, q))
 

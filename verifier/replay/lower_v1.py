@@ -23,11 +23,9 @@ from ..format.strict import working_prec
 from .arith import EXTRA_BITS, FixedPoly, Losses, poly_sum, units
 
 
-def _masses(sigma: fmpq, h: fmpq, K: int, F: int, k0: int = 0):
-    """Cell masses p_k = Pr(kh <= Y < (k+1)h), q_k = E[Y 1{...}] (k0 <= k < K), p_K, q_K the
-    tails above Kh, from the upper tails 2(1 - F0), 2(1 - F1) (erfc form, no cancellation
-    against 1): with x = sigma ln y, 2(1 - F0(y)) = erfc((x + 1/(2 sigma))/sqrt 2).  With a band
-    (k0 = band_low/h > 0, method-v2.md §8) the first cell, index k0, is [0, (k0 + 1) h)."""
+def _tails(sigma: fmpq, h: fmpq):
+    """u -> balls containing (2(1 - F0(uh)), 2(1 - F1(uh))): with x = sigma ln y,
+    2(1 - F0(y)) = erfc((x + 1/(2 sigma))/sqrt 2), 2(1 - F1(y)) = erfc((x - 1/(2 sigma))/sqrt 2)."""
     s, r2, lnh = arb(sigma), arb(2).sqrt(), arb(h).log()
     c = 1 / (2 * s)
 
@@ -36,6 +34,17 @@ def _masses(sigma: fmpq, h: fmpq, K: int, F: int, k0: int = 0):
             return arb(2), arb(2)
         x = s * (arb(u).log() + lnh)
         return ((x + c) / r2).erfc(), ((x - c) / r2).erfc()
+    return tails
+
+
+def _masses(sigma: fmpq, h: fmpq, K: int, F: int, k0: int = 0):
+    """Cell masses p_k = Pr(kh <= Y < (k+1)h), q_k = E[Y 1{...}] (k0 <= k < K), p_K, q_K the
+    tails above Kh, from the upper tails 2(1 - F0), 2(1 - F1) (erfc form, no cancellation
+    against 1): with x = sigma ln y, 2(1 - F0(y)) = erfc((x + 1/(2 sigma))/sqrt 2).  With a band
+    (k0 = band_low/h > 0, method-v2.md §8) the first cell, index k0, is [0, (k0 + 1) h)."""
+    tails = _tails(sigma, h)
+    s, r2, lnh = arb(sigma), arb(2).sqrt(), arb(h).log()
+    c = 1 / (2 * s)
 
     # cells [uh, (u+1)h) with u < lo or hi <= u < K have P and Q masses below 2^-F (0 in units 2^-F
     # however computed): at most F0((u+1)h) on the left (F1 <= F0 below 1), at most 1 - F1(uh) on the
@@ -75,14 +84,7 @@ def _masses_two_scale(sigma: fmpq, h: fmpq, K: int, F: int, R: int, J0: int):
     """Cell masses with the far cells merged R at a time (method-v2.md §9): fine cells k < J0 as in
     _masses, then [c R h, (c + 1) R h) for J0/R <= c < K_c = floor(K/R), the top cell [K_c R h, inf)
     last.  Returns (p, q) as [fine masses, coarse masses (first at index J0/R)]."""
-    s, r2, lnh = arb(sigma), arb(2).sqrt(), arb(h).log()
-    c = 1 / (2 * s)
-
-    def tails(u):
-        if u == 0:
-            return arb(2), arb(2)
-        x = s * (arb(u).log() + lnh)
-        return ((x + c) / r2).erfc(), ((x - c) / r2).erfc()
+    tails = _tails(sigma, h)
 
     Kc = K // R
     edges = list(range(1, J0 + 1)) + list(range(J0 + R, Kc * R + 1, R))
