@@ -164,7 +164,8 @@ def _verify_lower(p, raw, res):
     """docs/two-sided.md §1 (lower method v1), method-v2.md §4 (v2): replay the lower bound."""
     c, lo = p["claim"], p["lower"]
     method = methods.lower(lo["method"], c)
-    lr = method.replay(c, lo["sigma_low"], lo["method"])
+    lr = methods.better_map(method.replay(c, lo["sigma_low"], lo["method"]), lambda r: r.bound >= lo["tv_lower"]
+                            and not method.check(c, lo["method"], lo["enclosures"], r)[1])
     res.replayed_lower, res.replay_seconds["lower"] = round_up(lr.bound, 13, up=False), lr.seconds
     if lr.bound <= c["target"]:
         raise Reject("lower-replay-not-above-target", f"replayed lower bound {res.replayed_lower} on TV at "

@@ -154,7 +154,9 @@ def verify(p: dict, raw: dict, res, deltas_at, round_up) -> None:
         return
     lo = p["lower"]
     method = methods.lower(lo["method"], c)
-    lr = method.replay(c, lo["sigma_low"], lo["method"])
+    lr = methods.better_map(method.replay(c, lo["sigma_low"], lo["method"]),
+                            lambda r: (getattr(r, "pmfs", None) is None or lower_value(p, r.pmfs) >= lo["bound_lower"])
+                            and not method.check(c, lo["method"], lo["enclosures"], r)[1])
     res.replayed_lower, res.replay_seconds["lower"] = round_up(lr.bound, 13, up=False), lr.seconds
     verify_lower(p, lr, round_up, res)
     _, bad = method.check(c, lo["method"], lo["enclosures"], lr)

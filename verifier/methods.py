@@ -74,6 +74,17 @@ def _replay_lower_v1(c, s, m):
     return replay_lower(M, E, pair_sigma(t2) if c.get("scheme") == "fixed-bins" else s, m)
 
 
+def better_map(lr, reaches):
+    """The lower replay, or the same replay under its other bucket map (lower v1's `other`: any fixed map
+    gives a valid bound, two-sided.md §1 (c)) when only that one reaches what the certificate records
+    (`reaches`: its bound and its enclosures are accepted)."""
+    other = getattr(lr, "other", None)
+    if reaches(lr) or other is None:
+        return lr
+    alt = other()
+    return alt if reaches(alt) else lr
+
+
 _rows_from_b = lambda rp, m: (lambda eps: deltas(rp.b, rp.F, m["eta"], eps))  # the b_k of step (iv)
 
 UPPER = {

@@ -392,6 +392,15 @@ def _bucket_sums(vals: list[int], beta: np.ndarray, b_min: int, b_max: int) -> l
 
 # ----------------------------------------------------------------------------- driver
 
+def replay_slack(steps: int, epochs: int, m: LowerV1) -> fmpq:
+    """How far below our W_A - U_A - deleted_p another correct replay may land (docs/verifier.md, "What is
+    accepted exactly"): it floors and trims by its own rule, at most trim + width 2^-F a product, carried at
+    most 2 M E times; the recorded bound is ours minus this, so every such replay reaches it."""
+    width = 8 * steps / m.h + m.cap / m.h + (m.b_max - m.b_min) * epochs
+    products = 5 * steps.bit_length() + 4 * epochs.bit_length()
+    return 2 * steps * epochs * products * (m.trim + width / fmpq(2) ** m.fixed_point_bits)
+
+
 def lower_bound(steps: int, epochs: int, sigma: fmpq, method: LowerV1, progress=None,
                 fixed_buckets: bool = False, t2: fmpq | None = None) -> LowerResult:
     """A rigorous lower bound on TV(P_M^E, Q_M^E) at sigma (the data-processing map of this module).
@@ -467,7 +476,7 @@ def lower_bound(steps: int, epochs: int, sigma: fmpq, method: LowerV1, progress=
     deleted_p = (1 << F) - u_total                       # every P-side floor and deletion
     if deleted_p < 0:
         raise NumericsUnreliableError("P-side mass above 1: internal error")
-    exact = fmpq(W_A - U_A - deleted_p, 1 << F)
+    exact = fmpq(W_A - U_A - deleted_p, 1 << F) - replay_slack(steps, epochs, method)
     tm["step_d"] = time.perf_counter() - t3
     tm["total"] = time.perf_counter() - t0
     prog("lower (d)", 1.0)

@@ -206,6 +206,7 @@ class LowerResult:  # exact rationals; U_A = kept P mass in A, so U(A) <= U_A + 
     deficit: fmpq
     seconds: dict
     pmfs: tuple | None = None  # (U, W, F): the image's integer pmfs, lower bounds in units 2^-F (the kinds)
+    other: object = None  # () -> the same replay under the index-by-index map (a certificate it alone reaches)
 
 
 def replay_lower(M: int, E: int, sigma_low: fmpq, m: dict) -> LowerResult:
@@ -247,23 +248,60 @@ def replay_lower(M: int, E: int, sigma_low: fmpq, m: dict) -> LowerResult:
     return _finish(M, E, m, P, F, [(A, AQ)], t0, t1)
 
 
-def _finish(M: int, E: int, m: dict, P: FixedPoly, F: int, parts: list, t0: float, t1: float) -> LowerResult:
+RELIABLE_BITS = 40  # the reference map (two-sided.md §1 (c)): masses >= 2^(40 - fixed_point_bits) set it
+
+
+def _beta_pointwise(pa: list, qa: list, oa: int, oq: int, bmin: int, bmax: int, inv: float) -> dict:
+    """s -> floor(ln(Q_S(s)/P_S(s))/eta) clamped, from our own integer masses, index by index."""
+    beta = {}
+    for s in range(min(oa, oq), max(oa + len(pa), oq + len(qa))):
+        ps = pa[s - oa] if 0 <= s - oa < len(pa) else 0
+        qs = qa[s - oq] if 0 <= s - oq < len(qa) else 0
+        if ps or qs:
+            beta[s] = bmax if ps == 0 else bmin if qs == 0 else \
+                min(max(math.floor((math.log(qs) - math.log(ps)) * inv), bmin), bmax)
+    return beta
+
+
+def _beta_monotone(pa: list, qa: list, oa: int, oq: int, bmin: int, bmax: int, eta: float, reliable: int) -> dict:
+    """The reference map: floor(ln(q/p)/eta) where both masses are at least `reliable` units (where any are;
+    else where both are > 0), made non-decreasing in s by a running max, b_min before the first, clamped.
+    A far end's floors leave a few units (17 and 17: ratio 1), which a running max would carry over the
+    epoch pmf; masses of 2^40 units have ln(q/p) to about 10^-10."""
+    lo, hi = min(oa, oq), max(oa + len(pa), oq + len(qa))
+    ps = [0] * (oa - lo) + pa + [0] * (hi - oa - len(pa))   # aligned on s = lo .. hi - 1
+    qs = [0] * (oq - lo) + qa + [0] * (hi - oq - len(qa))
+    floor = reliable if any(x >= reliable and y >= reliable for x, y in zip(ps, qs)) else 1
+    beta, run = {}, -math.inf
+    for k, (x, y) in enumerate(zip(ps, qs)):
+        if x >= floor and y >= floor:
+            r = math.log(float(y) / float(x)) if max(x, y) < 1 << 1000 else math.log(y) - math.log(x)
+            run = max(run, math.floor(r / eta))
+        if x or y:
+            beta[lo + k] = bmin if run == -math.inf else min(max(run, bmin), bmax)
+    return beta
+
+
+def _finish(M: int, E: int, m: dict, P: FixedPoly, F: int, parts: list, t0: float, t1: float,
+            monotone: bool = True) -> LowerResult:
     """(c)-(e) from the epoch-sum pmfs: parts [(A, AQ), ...], P side and Q side of each state of the map
-    (one lattice per state; two-scale: the body and the tail)."""
+    (one lattice per state; two-scale: the body and the tail).  monotone: the reference map on the first
+    part (the two-scale tail is mapped index by index, as the certifier does); else index by index
+    throughout.  Any fixed map gives a valid bound (two-sided.md §1 (c)); the other map is kept in
+    `other` for a certificate whose recorded number only it reaches."""
     eta = m["eta"]
     t2 = time.perf_counter()
-    # (c) bucket each epoch sum s by beta(s) = floor(ln(Q_S(s)/P_S(s))/eta), clamped
+    # (c) bucket each epoch sum s by beta(s) ~ floor(ln(Q_S(s)/P_S(s))/eta), clamped
     bmin, bmax, inv = m["b_min"], m["b_max"], 1 / max(float(eta), 1e-300)  # any fixed map is valid
+    reliable = 1 << (F - m["fixed_point_bits"] + RELIABLE_BITS)
     u, w = {}, {}
-    for (oa, pa), (oq, qa) in parts:
+    for i, ((oa, pa), (oq, qa)) in enumerate(parts):
         pa, qa = [int(x) for x in pa.coeffs()], [int(x) for x in qa.coeffs()]
-        for s in range(min(oa, oq), max(oa + len(pa), oq + len(qa))):
+        beta = _beta_monotone(pa, qa, oa, oq, bmin, bmax, float(eta), reliable) if monotone and i == 0 else \
+            _beta_pointwise(pa, qa, oa, oq, bmin, bmax, inv)
+        for s, b in beta.items():
             ps = pa[s - oa] if 0 <= s - oa < len(pa) else 0
             qs = qa[s - oq] if 0 <= s - oq < len(qa) else 0
-            if ps == 0 and qs == 0:
-                continue
-            b = bmax if ps == 0 else bmin if qs == 0 else \
-                min(max(math.floor((math.log(qs) - math.log(ps)) * inv), bmin), bmax)
             u[b], w[b] = u.get(b, 0) + ps, w.get(b, 0) + qs
     t3 = time.perf_counter()
     # (d) E epochs: exponents add; (e) A = {k : W_k > U_k}
@@ -283,8 +321,11 @@ def _finish(M: int, E: int, m: dict, P: FixedPoly, F: int, parts: list, t0: floa
     deficit = fmpq(one - sum(uc), one)
     t4 = time.perf_counter()
     secs = {"masses": t1 - t0, "epoch": t2 - t1, "buckets": t3 - t2, "epochs": t4 - t3, "total": t4 - t0}
-    return LowerResult(bound=fmpq(wa - ua, one) - deficit, W_A=fmpq(wa, one), U_A=fmpq(ua, one),
-                       deficit=deficit, seconds=secs, pmfs=(uc, wc, F))
+    res = LowerResult(bound=fmpq(wa - ua, one) - deficit, W_A=fmpq(wa, one), U_A=fmpq(ua, one),
+                      deficit=deficit, seconds=secs, pmfs=(uc, wc, F))
+    if monotone:
+        res.other = lambda: _finish(M, E, m, P, F, parts, t0, t1, monotone=False)
+    return res
 
 
 # ---- §2-3: hockey-stick divergences and TPR from the upper side's b_k ----------------
