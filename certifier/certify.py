@@ -509,6 +509,23 @@ def _upper_v1(ctx: Ctx):
     return _prove(side, ctx.max_tries, out.tries, say, single=bool(ctx.grid))
 
 
+def planned_upper(claim: Claim, sigma: fmpq, budget: float):
+    """The upper grid the automatic search plans first at `budget`, without computing a bound: method v1
+    (plain, two-scale or banded, as _upper_v1 chooses) where it fits the pair, else method v2 (as the search
+    falls through to it) -- what the service's admission prices. CannotCertifyError where neither plans."""
+    M, E = claim.pair()
+    if _v1_fits(claim, sigma, False):
+        s_pair = _pair_sigma(claim, sigma)
+        choose = lambda b: choose_grid(M, E, s_pair, b, prec=100, allow_moved=True)  # noqa: E731
+        band = not claim.kind and claim.scheme == RANDOM_ALLOCATION
+        try:
+            return _or_band(lambda: _plain_v1(choose, claim.scheme == RANDOM_ALLOCATION, M, E, s_pair, budget),
+                            lambda: choose_band_grid(M, E, s_pair, budget, prec=BAND_PREC), band)
+        except (CannotCertifyError, ParameterError):       # no v1 grid (or none within its limits): v2
+            pass
+    return choose_v2(M, E, claim.t2_at(sigma), budget, None)
+
+
 def _calibrate(M, E, t2, plan, tv, run, measured_loss, out, say, label,
                per_term: bool = False) -> tuple[float, float, float]:
     """A run on the grid 8x coarser: (k_scale, eps estimate, y_scale) — how far the loss model is off at this

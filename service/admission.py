@@ -1,10 +1,11 @@
 """Admission: a certification job's predicted cost, from the certifier's own cost model, before it is queued.
 
-The certifier chooses its grid by predicted time (certifier.bounds.grids_v2, method v2: erfc evaluations,
-octave products, log cells, epoch powers). Before a job is queued the service asks the same model
-what the upper side would cost at the request's sigma (the closed-form sigma of Corollary 3.4 when
-the request names none: the exact sigma is smaller, so its grid is at least as costly) and at the
-small loss budget the certifier uses without numerics (certifier.bounds.grids_v1.budget). A two-sided
+The certifier chooses its grid by predicted time. Before a job is queued the service asks the planner
+certify itself runs first (certifier.certify.planned_upper: method v1, plain, with two-scale partial sums
+or with a band around Y = 1, else method v2; a dp / tpr kind is priced by method v2's model) what the upper
+side would cost at the request's sigma (the closed-form sigma of Corollary 3.4 when the request names
+none: the exact sigma is smaller, so its grid is at least as costly) and at the small loss budget the
+certifier uses without numerics (certifier.bounds.grids_v1.budget). A two-sided
 certificate proves a lower side of the same size: twice that. Above the service's per-job limit the
 request is refused with the prediction (422), so no worker is held by a job that cannot finish.
 """
@@ -27,6 +28,7 @@ def predicted_seconds(steps: int, epochs: int, target: str, sigma: str | None, s
     factor (certifier.targets: the planners' TV loss times it bounds the kind's loss)."""
     from certifier.bounds.grids_v1 import budget
     from certifier.bounds.grids_v2 import choose_v2
+    from certifier.certify import planned_upper
     from certifier.numerics.schemes import closed_form_sigma
     lam = parse_decimal("target", target)
     factor = 1.0
@@ -46,7 +48,10 @@ def predicted_seconds(steps: int, epochs: int, target: str, sigma: str | None, s
     m, e = claim.pair()
     if m == 1:
         return 0.0  # M = 1: the Gaussian-shift closed forms, nothing to compute
-    plan = choose_v2(m, e, claim.t2_at(claim.sigma), budget(None, 0.5) / factor, None)
+    if kind:   # a kind plans with its own weights: priced by method v2's model, as before
+        plan = choose_v2(m, e, claim.t2_at(claim.sigma), budget(None, 0.5) / factor, None)
+    else:      # the grid certify itself plans first (method v1, a band, two-scale sums or v2)
+        plan = planned_upper(claim, claim.sigma, budget(None, 0.5))
     return 2.0 * plan.predicted_seconds
 
 

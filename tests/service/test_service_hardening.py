@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 import os
 import socket
 import stat
@@ -105,6 +106,30 @@ def test_a_job_predicted_above_the_per_job_limit_is_refused_with_the_prediction(
     assert predicted > 900
     assert time.monotonic() - t0 < 10  # answered at once, nothing queued
     assert all(j["steps"] != 10000 for j in teams.http.get("/v1/certificates").json()["items"])
+
+
+@pytest.mark.parametrize("cell", [(3, 100, "0.0001"), (100, 1000, "0.0001"), (1000, 1000, "0.001")])
+def test_admission_prices_the_grid_certify_plans_where_method_v2_has_none(cell):
+    """Small targets over many epochs: method v2's planner finds no lattice for the margin (the admission once
+    answered 422 "cannot be predicted"), while certify proves them with method v1 and a band around Y = 1 in
+    seconds; the admission now prices that grid (certify.planned_upper)."""
+    from certifier.bounds.grids_v1 import budget
+    from certifier.bounds.grids_v2 import choose_v2
+    from certifier.certificate.claim import Claim
+    from certifier.certify import planned_upper
+    from certifier.errors import CannotCertifyError
+    from certifier.numerics.schemes import closed_form_sigma
+    from certifier.params import parse_decimal
+    from service.admission import admit
+    M, E, lam = cell
+    s = f"{math.ceil(closed_form_sigma(M, E, float(lam), 'random-allocation') * 1e6) / 1e6:.6f}"
+    claim = Claim("random-allocation", M, E, parse_decimal("sigma", s), parse_decimal("target", lam))
+    with pytest.raises(CannotCertifyError):
+        choose_v2(M, E, claim.t2_at(claim.sigma), budget(None, 0.5), None)
+    plan = planned_upper(claim, claim.sigma, budget(None, 0.5))
+    assert plan.method.band_low is not None and plan.method.band_low > 0      # the band of method-v2.md §8
+    secs = admit({"steps": M, "epochs": E, "target": lam, "scheme": "random-allocation"}, 900.0)
+    assert secs == pytest.approx(2 * plan.predicted_seconds) and 0 < secs < 900
 
 
 def test_team_quota_and_queue_cap_answer_429_with_retry_after(teams):
