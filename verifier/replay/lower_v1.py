@@ -219,7 +219,7 @@ def replay_lower(M: int, E: int, sigma_low: fmpq, m: dict) -> LowerResult:
         with working_prec(m["prec"]):
             p, q = _masses_two_scale(sigma_low, h, int(m["cap"] / h), F, R, sp[0])
         t1 = time.perf_counter()
-        K = lambda g: int((8 * M / (h * g)).floor())  # noqa: E731
+        K = lambda g: int((8 * M / h).ceil()) // g  # noqa: E731
         parts, gA = _epoch_two_scale(p, q, M, sched, K, P, R, sp)
         return _finish(M, E, m, P, F, parts, t0, t1)
     with working_prec(m["prec"]):
@@ -227,8 +227,10 @@ def replay_lower(M: int, E: int, sigma_low: fmpq, m: dict) -> LowerResult:
         p, q = _masses(sigma_low, h, int(m["cap"] / h), F, k0)
     t1 = time.perf_counter()
     # (b) epoch sum, P side A and Q side AQ (the average over the shifted coordinate's block);
-    # our own cut: partial sums above 8M are deleted (any deletion is allowed, see above)
-    K = lambda g: int((8 * M / (h * g)).floor())
+    # our own cut: partial sums above h ceil(8M/h) are deleted (any deletion is allowed, see above; the
+    # certifier's cut, docs/certificate.md §4 (ii): at (4, 3, sigma 1.80139) a cut at floor(8M/h) deleted
+    # 7e-15 more P mass than it recorded, beyond the slack of the comparison)
+    K = lambda g: int((8 * M / h).ceil()) // g
     B, BQ, gB = P.trim(k0, fmpz_poly(p), True), P.trim(k0, fmpz_poly(q), True), 1
     A = AQ = None
     n = gA = 0
