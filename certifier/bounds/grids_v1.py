@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from flint import fmpq
 from scipy.special import ndtr
 
-from certifier.bounds.upper_v1 import UpperV1, make_method
+from certifier.bounds.upper_v1 import BAND_POINTS, CAP_POINTS, UpperV1, make_method
 from certifier.errors import CannotCertifyError
 from certifier.params import ParameterError
 
@@ -197,7 +197,7 @@ def _tail_grid(mod: Model, h: float, hs: str, cap_target: float, loss: float):
     hq = _q(hs)
     best = None
     for ts_f in (4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024):
-        if ts_f >= cap_target:
+        if ts_f >= cap_target or ts_f / h > BAND_POINTS:
             break
         q_t = mod.tail_weight(ts_f)
         # K q_t d^2/(6M) <= loss
@@ -311,7 +311,7 @@ def _choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h, eta,
         if not hs_list:
             raise ParameterError(f"cap {cap} is not a multiple of h")
     eta_list = [(float(_q(eta)), eta)] if eta else nice_values(floors[1], 2e-3)
-    best = None
+    cands = []
     for share in ((None,) if cap else DELETE_SHARES):
         cap_t = float(_q(cap)) if cap else min(max(mod.cap_for(share * budget / dfac, moved), 2.0), 8.0 * M)
         if moved:   # the rows: a move costs delta(eps) up to e^eps Pr(Y > cap) per step, as a deletion does
@@ -324,7 +324,7 @@ def _choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h, eta,
         core = avail - tail_loss
         for hv, hs in hs_list:
             lh = K * hv * hv / (6 * M)
-            if lh >= core and not h:
+            if (lh >= core or cap_t / hv > CAP_POINTS) and not h:
                 continue
             for rho in RHOS:
                 g = lattice_for(M, rho) if rho > 0 else [1] * M.bit_length()
@@ -342,24 +342,32 @@ def _choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h, eta,
                 points = (min(cap_t, 32) / hv + max(0, cap_t - 32) * 0.1 / hv)  # rough, refined below
                 secs = (predict_seconds(mod, hv, g, cap_t, ev, points) if lower_cap is None
                         else lower_seconds(mod, hv, g, lower_cap, ev))
-                if best is None or secs < best[0]:
-                    best = (secs, hv, hs, rho, g, ev, es, lh, lg, cap_t, tail_loss)
-    if best is None:
+                cands.append((secs, hv, hs, rho, g, ev, es, lh, lg, cap_t, tail_loss))
+    if not cands:
         if trunc_loss >= budget:
             raise CannotCertifyError(f"the truncation of step (ii) at 8M alone loses about {trunc_loss:.2g} "
                              f"(> budget {budget:.2g}): Y is too heavy-tailed at this sigma")
         raise CannotCertifyError("no grid fits the margin")
-    _, hv, hs, rho, g, ev, es, lh, lg, cap_t, tail_loss = best
-    if cap:
-        capq = _q(cap)
-        hq = _q(hs)
-        tsq, dq, pts, pl = capq, hq, float(capq) / hv, 0.0
+    refused = None
+    for cand in sorted(cands, key=lambda c: c[0]):
+        _, hv, hs, rho, g, ev, es, lh, lg, cap_t, tail_loss = cand
+        if cap:
+            capq = _q(cap)
+            tsq, dq, pts, pl = capq, _q(hs), float(capq) / hv, 0.0
+        else:
+            tsq, dq, capq, pts, pl = _tail_grid(mod, hv, hs, cap_t, tail_loss)
+        km, kp = _k_range(M, _q(hs), _q(es))
+        try:       # the fastest candidate within the method's limits (CAP_POINTS, BAND_POINTS)
+            method = make_method(M, h=_q(hs), eta=_q(es), cap=capq, tail_start=tsq, tail_step=dq,
+                                 lattice_schedule=g, prec=prec, trim=trim_q, k_minus=km, k_plus=kp,
+                                 cap_moved=moved, fixed_point_bits=F)
+            break
+        except ParameterError as err:
+            if h and eta and cap:
+                raise
+            refused = err
     else:
-        tsq, dq, capq, pts, pl = _tail_grid(mod, hv, hs, cap_t, tail_loss)
-    km, kp = _k_range(M, _q(hs), _q(es))
-    method = make_method(M, h=_q(hs), eta=_q(es), cap=capq, tail_start=tsq, tail_step=dq,
-                         lattice_schedule=g, prec=prec, trim=trim_q, k_minus=km, k_plus=kp, cap_moved=moved,
-                         fixed_point_bits=F)
+        raise CannotCertifyError(f"no grid within method v1's limits fits the margin ({refused})")
     le = K * ev * ev / 6
     cap_loss = mod.cap_cost(float(capq), moved) * dfac
     loss = lh + lg + le + pl + cap_loss + fixed + trunc_loss
@@ -462,6 +470,9 @@ def choose_lower_grid(steps: int, epochs: int, sigma: fmpq, budget: float, prec:
                        weights=weights, lower_cap=None if weights is None else cap_f)
     h = plan.method.h
     cap = h * int(math.ceil(cap_f / float(h)))
+    if cap / h > CAP_POINTS:       # the lower map's cells of step (a) run up to its own cap
+        raise CannotCertifyError(f"the lower cap {float(cap):.4g} is more than {CAP_POINTS:.0e} cells of h = "
+                                 f"{float(h):.3g}: no lower grid within method v1's limits")
     method = LowerV1.from_v1(plan.method, cap)
     if float(sigma) >= LARGE_SIGMA:     # measured: at sigma 90-126 the 2^-80 floors lose 10 % of TV
         method = dataclasses.replace(method, fixed_point_bits=LARGE_SIGMA_BITS)

@@ -47,6 +47,7 @@ METHOD_VERSION = 1
 B_FRACTION_BITS = 128  # fractional bits of the integer enclosures of B_k in step (iii)
 ABOVE_CAP_MOVED = "moved"   # the optional "above_cap" value: Y > cap moved down to the cap (a move, §1 of method-v2)
 BAND_POINTS = 10**7         # a band's (tail_start - band_low)/h, like tail_start/h without one
+CAP_POINTS = 3 * 10**7      # (cap - band_low)/h: the length, in units h, of step (ii)'s first products
 
 
 # ----------------------------------------------------------------------------- parameters
@@ -123,7 +124,7 @@ class UpperV1:
             raise ParameterError("trim must lie in [0, 0.001]")
         if not self.k_minus < 0 < self.k_plus:
             raise ParameterError("k_minus < 0 < k_plus required")
-        if ((cap - lo) / h) > 3 * 10**7 or ((ts - lo) / h) > BAND_POINTS:
+        if ((cap - lo) / h) > CAP_POINTS or ((ts - lo) / h) > BAND_POINTS:
             raise ParameterError("grid too fine: (cap - band_low)/h must be <= 3e7 and (tail_start - band_low)/h "
                                  "<= 1e7 (band_low = 0 without a band)")
 
