@@ -158,20 +158,44 @@ def _power(n: float, E: int, bits: float, span):
     return out, secs, peak
 
 
-def _epoch(n0: float, M: int, sched: list, K, span, bits: float, sides: int):
+def _two_scale(m: dict):
+    """(R, splits) of method-v2.md §9, or None: a partial sum is a body below its split (on g h) and a
+    tail above it (on R g h), so its products are the bodies' and, R times shorter, the tails'."""
+    R, splits = m.get("tail_factor") or 0, m.get("tail_splits") or []
+    return (int(R), [int(x) for x in splits]) if R and splits else None
+
+
+def _epoch(n0: float, M: int, sched: list, K, span, bits: float, sides: int, two=None):
     """Step (ii) (sides = 1) or the lower side's (b) (sides = 2: P and Q images): binary powering
     along the bits of M with re-rounding onto the lattice schedule.  Returns (length, g, seconds,
     peak bytes); K(g) is the largest lattice index kept at spacing g h, span(n, g) the trimmed
-    length of a sum of n steps there."""
+    length of a sum of n steps there. two = _two_scale(m): a product of lengths x, y costs the
+    bodies' product (lengths up to the splits s_i, a_i) and one of the tails' lengths (rest / R)."""
     secs = peak = 0.0
     B, A, gB, gA, nA = n0, None, 1, 1, 0
+    cut = {"B": math.inf, "A": math.inf}       # the current splits of B and A, in lattice points
 
-    def step(x, y, cap, count):  # `count` products of two polynomials of lengths x, y
+    def parts(x, which):                       # (body, tail) lengths of a polynomial of length x
+        if two is None:
+            return x, 0.0
+        body = min(x, cut[which])
+        return body, (x - body) / two[0] + 1
+
+    def step(x, y, cap, count, wx="B", wy="B"):  # `count` products of two polynomials of lengths x, y
         nonlocal secs, peak
-        n, s, mem = _product(x, y, cap, bits)
+        (xb, xt), (yb, yt) = parts(x, wx), parts(y, wy)
+        n, s, mem = _product(xb, yb, cap, bits)
+        if two is not None:
+            _, s2, mem2 = _product(xb / two[0] + xt, yb / two[0] + yt, cap / two[0] + 1, bits)
+            s, mem = s + 3 * s2, max(mem, mem2)
         secs += count * s
-        peak = max(peak, mem + sides * (B + (A or 0) + n) * _fmpz(bits))
+        peak = max(peak, mem + sides * (sum(parts(B, "B")) + sum(parts(A or 0, "A")) + n) * _fmpz(bits))
         return n
+
+    def split(which, i, g):                    # the split after B_i (s_i) or after A <- A B_i (a_i)
+        if two is not None:
+            v = two[1][2 * i + (which == "A")]
+            cut[which] = v / g + 1 if v else math.inf
 
     def reround(n, q, g):  # coeffs() into Python, one pass per residue class
         nonlocal secs, peak
@@ -184,14 +208,17 @@ def _epoch(n0: float, M: int, sched: list, K, span, bits: float, sides: int):
             B = step(B, B, min(K(gB) + 1, span(2**i, gB)), sides)
             if sched[i] > gB:
                 B, gB = reround(B, sched[i] // gB, sched[i]), sched[i]
+        split("B", i, gB)
         if (M >> i) & 1:
             nA += 2**i
             if A is None:
                 A, gA = B, gB
+                cut["A"] = cut["B"]
                 continue
             if gA < gB:
                 A, gA = reround(A, gB // gA, gB), gB
-            A = step(A, B, min(K(gB) + 1, span(nA, gB)), 1 if sides == 1 else 3)
+            A = step(A, B, min(K(gB) + 1, span(nA, gB)), 1 if sides == 1 else 3, "A", "B")
+            split("A", i, gB)
     return A, gA, secs, peak
 
 
@@ -215,7 +242,8 @@ def upper(claim: dict, m: dict) -> Cost:
     cost.add("step_i", _arb_points(points, prec) + PY_COEF * (points + dense),
              points * (_pyint(F) + 2 * (100 + prec / 8)) + dense * (8 + _fmpz(F)))
     sp = Spread(sigma, cap, m["trim"], F, lump=False)
-    n, g, secs, peak = _epoch(dense, M, m["lattice_schedule"], K, lambda k, g: sp.width(k) / _f(h * g) + 2, F, 1)
+    n, g, secs, peak = _epoch(dense, M, m["lattice_schedule"], K, lambda k, g: sp.width(k) / _f(h * g) + 2, F, 1,
+                              _two_scale(m))
     cost.add("step_ii", secs, peak)
     W = prec + 64
     cells, span = sp.cells(M, eta, _f(h * g), _f(m["k_plus"] - m["k_minus"]))
@@ -240,7 +268,8 @@ def lower(claim: dict, lo: dict) -> Cost:
     cost, cells = Cost(), _f((m["cap"] - m.get("band_low", fmpq(0))) / h) + 1  # cells from band_low (§8)
     cost.add("masses", 2 * _arb_points(cells, prec) + 2 * PY_COEF * cells, cells * 2 * (_pyint(F) + _fmpz(F)))
     sp = Spread(sigma_low, m["cap"], m["trim"], F, lump=True)
-    n, g, secs, peak = _epoch(cells, M, m["lattice_schedule"], K, lambda k, g: sp.width(k) / _f(h * g) + 2, F, 2)
+    n, g, secs, peak = _epoch(cells, M, m["lattice_schedule"], K, lambda k, g: sp.width(k) / _f(h * g) + 2, F, 2,
+                              _two_scale(m))
     cost.add("epoch", secs, peak)
     buckets, span = sp.cells(M, m["eta"], _f(h * g), min(_f(m["b_max"] - m["b_min"]), n))
     cost.add("buckets", n * (2 * PY_COEF + PY_CELL / 3), n * (2 * _fmpz(F) + 2 * _pyint(F)) + buckets * 300)

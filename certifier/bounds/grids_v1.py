@@ -301,7 +301,7 @@ def _choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h, eta,
     fixed = (E * n_products * float(trim_q) + 1e-15) * dfac
     F = 80
     if carried_deficit(M, E, trim_q, 80) > WIDE_SHARE * budget:   # many steps: wide fixed point, tiny trim
-        F, trim_q = WIDE_BITS, WIDE_TRIM
+        F, trim_q, prec = WIDE_BITS, WIDE_TRIM, max(prec, WIDE_PREC)
         fixed = (carried_deficit(M, E, trim_q, F) + 1e-15) * dfac
     # step (ii) deletes epoch sums above 8M: a single Y above ~7M already loses its mass
     trunc_loss = truncation_loss(M, E, float(sigma)) * dfac
@@ -379,6 +379,8 @@ def _choose_grid(steps: int, epochs: int, sigma: fmpq, budget: float, *, h, eta,
 
 
 WIDE_BITS, WIDE_TRIM = 128, fmpq(1, 10**30)   # fixed point and trim where the carried deficit would cost
+WIDE_PREC = WIDE_BITS + 64    # ... and step (i)'s arb precision: below F its balls' radii, floored away at
+                              # every point (~2^-prec relative), outweigh the fixed point's floors
 WIDE_SHARE = 0.02                            # ... more than this share of the budget at 80 bits and 1e-20
 CARRIED_LENGTH = 10**6                       # a product's length for the floors' share (an upper estimate)
 
@@ -487,7 +489,8 @@ def choose_lower_grid(steps: int, epochs: int, sigma: fmpq, budget: float, prec:
     if max(carried_deficit(steps, epochs, TRIM, 80),      # the P-side deficit, as upstairs, and the slack
            lower_slack(steps, epochs, float(h), float(cap), float(method.trim), method.fixed_point_bits)
            ) > WIDE_SHARE * budget:
-        method = dataclasses.replace(method, fixed_point_bits=WIDE_BITS, trim=WIDE_TRIM)
+        method = dataclasses.replace(method, fixed_point_bits=WIDE_BITS, trim=WIDE_TRIM,
+                                     prec=max(method.prec, WIDE_PREC))
     points = float(cap / h)
     secs = lower_seconds(mod, float(h), list(plan.method.lattice_schedule), float(cap), float(plan.method.eta))
     t = 1.0 / mod.sigma

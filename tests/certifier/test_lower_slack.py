@@ -41,3 +41,17 @@ def test_many_steps_times_epochs_take_wide_fixed_point_too():
     """(10^4, 100): at 80 bits the slack is about 4e-8, four times a 1e-8 budget."""
     plan = choose_lower_grid(10**4, 100, parse_decimal("sigma", "4.0"), 1e-8)
     assert plan.method.fixed_point_bits == 128 and plan.predicted_loss <= 1e-8
+
+
+def test_wide_fixed_point_takes_a_wide_arb_precision():
+    """128-bit masses from balls at prec 100: the floors of the balls' lower ends lost ~1e-21 a step, carried
+    M times into the epoch (mass 1 - 1e-15 at M = 10^6), and a replay at its own precision lost 100 times
+    more (enclosure-mismatch). Wide grids, upper and lower, take prec >= F + 64."""
+    from certifier.bounds.grids_v1 import choose_grid
+    sigma = parse_decimal("sigma", "0.709636")
+    up = choose_grid(10**6, 1, sigma, 5e-11, allow_moved=True).method
+    low = choose_lower_grid(10**6, 1, sigma, 2.47e-9).method
+    for m in (up, low):
+        assert m.fixed_point_bits == 128 and m.prec >= 128 + 64
+    narrow = choose_grid(100, 10, parse_decimal("sigma", "1.426215"), 1e-8).method
+    assert narrow.fixed_point_bits == 80 and narrow.prec == 100

@@ -135,3 +135,24 @@ def test_the_q_side_mixture_of_a_part_that_one_summand_lacks_is_weighted_not_cop
     mix = _mix2(a, 1, b, 2)                               # weights 1/3, 2/3: floor((a + 2b)/3) per part
     assert (mix.body.off, [int(x) for x in mix.body.poly.coeffs()]) == (0, [10, 80])
     assert (mix.tail.off, [int(x) for x in mix.tail.poly.coeffs()]) == (5, [6, 2])
+
+
+def _predicted(p: dict) -> dict:
+    """The verifier's cost model on p, without the replay (a zero time budget stops it right after)."""
+    from certifier.certificate.envelope import canonical_json, claim_subject, statement
+    from verifier.core import replay_statement
+    res = replay_statement(canonical_json(statement(claim_subject(p["claim"]), p)), max_seconds=0.0)
+    assert res.reason == "cost-exceeds-limit"
+    return res.cost["steps"]
+
+
+def test_the_cost_model_prices_the_two_scale_products(cert):
+    """A partial sum's tail is R times shorter: the model priced every polynomial at its full length (at
+    (10^6, 1, 0.001) it predicted 8.65 GiB and refused a replay that took 2.45 GB)."""
+    p, _ = cert
+    plain = _forged(p, lambda q: [q[k]["method"].pop(x) for k in ("lower",) for x in ("tail_factor", "tail_splits")]
+                    + [q["method"].pop(x) for x in ("tail_factor", "tail_splits")])
+    two, one = _predicted(p), _predicted(plain)
+    for step in ("step_ii", "lower.epoch"):
+        assert two[step]["seconds"] < one[step]["seconds"]
+        assert two[step]["memory"] <= one[step]["memory"]
