@@ -1,5 +1,5 @@
 """Lower method v1's bucket map (c): the verifier replays the certifier's reference map first
-(docs/two-sided.md §1 (c)), so its bound is the certifier's to within the replay slack, and the
+(docs/two-sided.md §1 (c)), so its bound is the certifier's to within the replay slack (two-scale too), and the
 certifier records its bound less that slack (docs/verifier.md, "What is accepted exactly").
 At (2, 10^4, 0.001) the verifier's index-by-index map alone replayed 4.4e-12 below the certifier's
 bound, more than the 10-digit rounding of tv_lower left, and a correct certificate was rejected."""
@@ -18,13 +18,17 @@ from certifier.params import parse_decimal
 D = lambda s: parse_decimal("x", s)  # noqa: E731
 
 
-@pytest.fixture(scope="module", params=[(4, 3, "0.2"), (2, 40, "0.01"), (16, 2, "0.05")])
+# (100, 100, 0.1): a two-scale lower map whose tail reaches buckets below the body's range; the body's
+# indices before its first reliable one are in the body's least bucket (the certifier clamps each part to
+# its own range), not in b_min: the verifier's reference map put them in b_min and replayed 2.7e-9 lower
+@pytest.fixture(scope="module", params=[(4, 3, "0.2"), (2, 40, "0.01"), (16, 2, "0.05"), (100, 100, "0.1")])
 def cell(request):
     M, E, lam = request.param
     out = certify(M, E, D(lam), two_sided=True, method="v1")
     assert out.success and out.two_sided
     lo = out.predicate["lower"]
     assert (lo["method"]["name"], lo["method"]["version"]) == ("data-processing-lower", 1)
+    assert M < 100 or lo["method"].get("tail_factor", 0) >= 2          # the two-scale cell is one
     return M, E, out
 
 

@@ -267,21 +267,30 @@ def _beta_pointwise(pa: list, qa: list, oa: int, oq: int, bmin: int, bmax: int, 
 
 def _beta_monotone(pa: list, qa: list, oa: int, oq: int, bmin: int, bmax: int, eta: float, reliable: int) -> dict:
     """The reference map: floor(ln(q/p)/eta) where both masses are at least `reliable` units (where any are;
-    else where both are > 0), made non-decreasing in s by a running max, b_min before the first, clamped.
+    else where both are > 0), made non-decreasing in s by a running max, the least of them before the first
+    (this part's range: b_min but for a two-scale body, as the certifier's map clamps each part), clamped.
     A far end's floors leave a few units (17 and 17: ratio 1), which a running max would carry over the
     epoch pmf; masses of 2^40 units have ln(q/p) to about 10^-10."""
     lo, hi = min(oa, oq), max(oa + len(pa), oq + len(qa))
     ps = [0] * (oa - lo) + pa + [0] * (hi - oa - len(pa))   # aligned on s = lo .. hi - 1
     qs = [0] * (oq - lo) + qa + [0] * (hi - oq - len(qa))
     floor = reliable if any(x >= reliable and y >= reliable for x, y in zip(ps, qs)) else 1
-    beta, run = {}, -math.inf
+    at = [_ratio_bucket(x, y, eta) if x >= floor and y >= floor else None for x, y in zip(ps, qs)]
+    rel = [b for b in at if b is not None]
+    first = min(max(min(rel), bmin), bmax) if rel else bmin   # this part's least bucket (a two-scale body's
+    beta, run = {}, -math.inf                                  # may lie above the tail's, i.e. b_min)
     for k, (x, y) in enumerate(zip(ps, qs)):
-        if x >= floor and y >= floor:
-            r = math.log(float(y) / float(x)) if max(x, y) < 1 << 1000 else math.log(y) - math.log(x)
-            run = max(run, math.floor(r / eta))
+        if at[k] is not None:
+            run = max(run, at[k])
         if x or y:
-            beta[lo + k] = bmin if run == -math.inf else min(max(run, bmin), bmax)
+            beta[lo + k] = first if run == -math.inf else min(max(run, bmin), bmax)
     return beta
+
+
+def _ratio_bucket(x: int, y: int, eta: float) -> int:
+    """floor(ln(y/x)/eta) in float64, as the certifier's map computes it."""
+    r = math.log(float(y) / float(x)) if max(x, y) < 1 << 1000 else math.log(y) - math.log(x)
+    return math.floor(r / eta)
 
 
 def _finish(M: int, E: int, m: dict, P: FixedPoly, F: int, parts: list, t0: float, t1: float,
