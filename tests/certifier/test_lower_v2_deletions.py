@@ -59,3 +59,16 @@ def test_the_upper_trim_is_sized_where_its_amplified_cost_shows():
     trim, loss = upper_trim(10**7, 10**4, 1e-8, 0.999)
     assert trim <= Q("1e-18") and loss["trim"] <= 2 * LOWER_TRIM_SHARE * 1e-8
     assert upper_trim(1000, 10, 6e-9, 0.09)[0] == TRIM_MAX
+
+
+def test_a_tv_lower_side_calibrates_step_a_apart_and_relearns_from_each_try():
+    """The lower side of a TV target: the calibration measures step (a)'s share apart (y_scale), and every
+    try records its measured loss, from which a next try plans (at (10^7, 10^3, 0.999) the tries lost 3-5x
+    their prediction)."""
+    from certifier.certify import certify
+    r = certify(10, 2, Q("0.999"), two_sided=True)
+    assert r.two_sided
+    cal = [t for t in r.tries if t.get("calibration") == "lower"]
+    assert cal and all("y_scale" in t and t["measured_loss_finer_steps"] is not None for t in cal)
+    rows = [t for t in r.lower_tries if "tv_lower" in t]
+    assert rows and all(t["measured_loss"] is not None for t in rows)
