@@ -727,29 +727,35 @@ def _lower_v2(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
     else:
         margin, wts, per = _lower_margin(ctx, low_claim, tv_low, err), None, ctx.kind.loss_factor
     scale = out.k_scale * V2_LOWER_LOSS_RATIO
+    # the eps range matters to a kind's lower value only: TV's lower side reads no rows (they come from the
+    # upper side), and the range would cost it fixed-point bits, k_top and a finer octave 0
+    need = out.need_eps if ctx.kind.name != "tv" else 0.0
     lost = lambda L: None if value_low is None else (value_low - float(ctx.kind.lower_value(L) or 0)) / per
     if margin is not None and margin > 0:
         try:
             first = choose_v2(M, E, t2, budget(margin, LOWER_SAFETY[0], V2_CEILING), tv_low, prec=meth.prec,
-                              k_scale=scale, need_eps=out.need_eps, weights=wts,
-                              y_scale=out.y_scale if wts is not None else 1.0)
+                              k_scale=scale, need_eps=need, weights=wts,
+                              y_scale=out.y_scale if wts is not None else 1.0, lower=True)
         except CannotCertifyError as err:
             out.lower_tries.append({"sigma_low": decimal_str(s_low), "try": 1, "method": 2, "skipped": str(err)})
             return None
-        scale, _, y_low = _calibrate(M, E, t2, first, tv_low, run, lost, out, say, "lower", wts is not None)
+        # step (a)'s share apart (a second coarse run with finer steps): the floor of the step grid weighs more
+        # than the upper side's two-point rounding at heavy tails
+        scale, _, y_low = _calibrate(M, E, t2, first, tv_low, run, lost, out, say, "lower", True)
     else:
         y_low = 1.0
     at = [scale]
 
     def row(plan, L):
-        kb = {}
-        if ctx.kind.name != "tv":                 # a kind: the next try plans with the loss this one measured
-            kb["measured_loss"] = lost(L)
-            at[0] = _relearn(at[0], plan, kb["measured_loss"])
+        # the next try plans with the loss this one measured: the coarse calibration misses part of the lower
+        # map's loss at heavy tails (its step (a) floors every small step; at (10^7, 10^3, 0.999) the tries lost
+        # 3-5x their prediction, y_scale from the calibration included)
+        kb = {"measured_loss": lost(L)}
+        at[0] = _relearn(at[0], plan, kb["measured_loss"])
         return {"sigma_low": decimal_str(s_low), **_row_v2(plan, "tv_lower", L.tv_lower), "tv_exact": value_low, **kb}
     side = Side("lower", margin, LOWER_SAFETY, V2_CEILING,
-                lambda b: choose_v2(M, E, t2, b, tv_low, prec=meth.prec, k_scale=at[0], need_eps=out.need_eps,
-                                    weights=wts, y_scale=y_low),
+                lambda b: choose_v2(M, E, t2, b, tv_low, prec=meth.prec, k_scale=at[0], need_eps=need,
+                                    weights=wts, y_scale=y_low, lower=True),
                 run, lambda L: ctx.kind.lower_proves(L, low_claim.target), row)
     return _prove(side, len(LOWER_SAFETY), out.lower_tries, say)
 

@@ -42,6 +42,9 @@ LOWER_FACTOR = 3.0      # the lower side: three sums per level, two powers
 Q_MOVED = 1e-9          # with privacy rows: the Q-mass moved down by the cap and the top octave
 MAX_TOP = 200           # the largest top_octave docs/method-v2.md allows
 EPS_CEILING = 99.0      # the rows search eps <= 100 (certifier.privacy.EPS_MAX): no range beyond it
+TRIM_MAX = fmpq(1, 10**14)  # the trim per sum or product
+LOWER_TRIM_SHARE = 0.01  # share of the budget for the trims (both sides), and for the lower side's floors
+TRIM_KEEP = 0.05         # ... where TRIM_MAX costs more than this share of it (else TRIM_MAX stays)
 
 
 @dataclass
@@ -177,8 +180,13 @@ def _y_bits(cm: CellModel, n: int, Nh: float, K_y: int, allowed: float,
 
 def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, *, n: int, eta: str,
             need_eps: float = 0.0, prec: int = 100, k_scale: float = 1.0,
-            weights: KindWeights | None = None, y_scale: float = 1.0) -> Plan:
+            weights: KindWeights | None = None, y_scale: float = 1.0, lower: bool = False) -> Plan:
     """The method-v2 parameters for mantissa bits n and log-grid spacing eta, with predicted loss and time.
+
+    lower=True plans the lower method (data-processing-lower v2): every mass its map loses is lost in
+    full (deleted_p on the P side, W on the Q side), and a deficit of a block of 2^i steps reaches the
+    epoch up to M/2^i times and the E epochs E times, so its trim and fixed point are sized against
+    the budget (`lower_deletions`).
 
     k_scale multiplies K (E f(0)/2) where a calibration run measured the loss (see `calibrate`).
     weights: a target kind's loss model (grids_v1.KindWeights, docs/targets.md §8; budget in the kind's
@@ -232,7 +240,6 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     k_plus = math.ceil(math.log(2 ** (top + 1) * Nh / steps) / ev) + 1       # above every partial sum
     mean_rest = (epochs - 1) * s1 * s1 / 2
     k_top = math.ceil(max(mean_rest + 8 * cm.s, need_eps + 8 * cm.s + cm.s**2 / 2, 1.0) / ev)
-    trim = fmpq(1, 10**14)
     if epochs == 1:
         k_top = max(k_top, k_plus)              # no product follows: a clamp below k_plus would only move Q-mass
     shift = parse_decimal("shift", str(math.ceil(need_eps))) if need_eps > 0 else fmpq(0)
@@ -241,6 +248,13 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     bits = max(80, math.ceil((min(k_top * ev, epochs * (k_plus * ev)) + 46) / math.log(2))) if need_eps > 0 else 80
     if t2 < fmpq(1, 100):                   # sigma > 10: 2^-80 floors lose a visible part of a small TV
         bits = max(bits, 128)
+    # trims (and the lower side's floors) sized against the budget; a kind pays `deletion` (e.g. e^eps)
+    # per unit of deleted P-mass
+    if lower:
+        trim, bits, del_loss = lower_deletions(steps, epochs, n, top, budget / dfac, bits)
+    else:
+        trim, del_loss = upper_trim(steps, epochs, budget / dfac, tv)
+    del_loss = {k: v * dfac for k, v in del_loss.items()}
     method = UpperV2(h=parse_decimal("h", hs), mantissa_bits=n, y_mantissa_bits=tuple(y_bits), top_octave=top,
                       eta=eq, k_minus=k_minus, k_plus=k_plus, k_top=k_top, prec=max(prec, bits + 20),
                       fixed_point_bits=min(bits, 1024), trim=trim, trim_shift=shift)
@@ -248,7 +262,7 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     loss = {"lattice": cm.K * C_RHO / N**2 if steps > 1 else 0.0, "step_i": y_loss, "log_grid": cm.K * ev * ev / 6,
             "small": cm.K * steps * h * cm.Gm1(Nh) / S_typ**2,
             "moves": move_cost(2 ** (K_y + 1) * Nh) + move_cost(2 ** (top + 1) * Nh),
-            "k_minus": epochs * math.exp(k_minus * ev + need_eps), "trim": 200 * float(trim)}
+            "k_minus": epochs * math.exp(k_minus * ev + need_eps), **del_loss}
     points = sum((2 if k == 0 else 1) << b for k, b in enumerate(y_bits))
     oct_products = _octave_products(cm, steps, Nh, top)
     n_oct = max(1, top - _octave_of(max(S_typ / 8, Nh), Nh) + 1)
@@ -265,6 +279,46 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
                    "y_scale": y_scale})
 
 
+def _sized_trim(want: float) -> fmpq:
+    """TRIM_MAX where it costs at most TRIM_KEEP / LOWER_TRIM_SHARE times `want` (the grids of the usual cells
+    keep it), else the largest nice decimal <= want."""
+    return TRIM_MAX if want * TRIM_KEEP / LOWER_TRIM_SHARE >= float(TRIM_MAX) else parse_decimal("trim", _nice(want))
+
+
+def upper_trim(steps: int, epochs: int, budget: float, tv: float | None) -> tuple[fmpq, dict]:
+    """(trim, its predicted loss) for the upper method v2.
+
+    A trim deletes P-mass at the lowest values of a block's sum; the path keeps its share of the
+    payoff E min{1, Lambda} = 1 - TV (the block's low values barely move the epoch value), and as on
+    the lower side (`lower_deletions`) a block's deficit reaches the epoch up to M/2^i times and Lambda E
+    times: about E (2M + log2 M) (trim/2) (1 - TV). At (10^7, 10^4, 0.999) a trim of 10^-14 would lose
+    ~10^-6 against a margin of ~10^-7. Step (iv) adds at most trim per product (200 trims). The trim
+    gets LOWER_TRIM_SHARE of the budget where TRIM_MAX would cost more than TRIM_KEEP of it."""
+    w = 1.0 if tv is None or not 0 < tv < 1 else max(1.0 - tv, 1e-12)
+    ops = epochs * (2 * steps + steps.bit_length())
+    trim = _sized_trim(LOWER_TRIM_SHARE * budget * 2 / (ops * w))
+    return trim, {"trim": ops * float(trim) / 2 * w + 200 * float(trim)}
+
+
+def lower_deletions(steps: int, epochs: int, n: int, top: int, budget: float, bits: int) -> tuple[fmpq, int, dict]:
+    """(trim, fixed_point_bits, their predicted loss) for the lower method v2.
+
+    The lower map loses every deleted or floored mass in full. A deficit d of a block of 2^i steps
+    (a trim after its sum, <= trim/2, or the floors of its octave products, < 1 unit 2^-F per output
+    coefficient, at most 2N (top + 1) of them) reaches the epoch sum up to M/2^i times (once per set
+    bit above i, times 2^(j-i)), so the epoch's deficit is at most (2M + log2 M) d; it reaches U^E
+    and W^E E times each. At (10^4, 10^4, 0.999) trims of 10^-14 lost 2.4e-7 this way against a
+    margin of 2.7e-8 (the tries' grids did not matter). The trim and the floors get
+    LOWER_TRIM_SHARE of the budget each (the trim stays TRIM_MAX where that costs at most TRIM_KEEP)."""
+    ops = 2 * epochs * (2 * steps + steps.bit_length())           # both sides
+    trim = _sized_trim(LOWER_TRIM_SHARE * budget / ops * 2)       # trim/2 per sum
+    width = (2 << n) * (top + 1)
+    bits = max(bits, math.ceil(math.log2(ops * width / (LOWER_TRIM_SHARE * budget))))
+    loss = {"trim": ops * float(trim) / 2 + 4 * epochs.bit_length() * float(trim),
+            "fixed_point": ops * width * 2.0 ** -bits / 2}
+    return trim, bits, loss
+
+
 ETAS = ("1e-6", "2e-6", "5e-6", "1e-5", "2e-5", "5e-5", "1e-4", "2e-4", "5e-4", "1e-3", "2e-3")
 
 
@@ -273,15 +327,15 @@ ETAS_FINE = ("1e-7", "2e-7", "5e-7")     # only where ETAS fit nothing (small la
 
 def choose_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, *, need_eps: float = 0.0,
               prec: int = 100, k_scale: float = 1.0, weights: KindWeights | None = None,
-              y_scale: float = 1.0) -> Plan:
+              y_scale: float = 1.0, lower: bool = False) -> Plan:
     """The cheapest (by the cost model) method-v2 parameters whose predicted loss is <= budget (weights: a
-    target kind's loss model, y_scale step (i)'s own calibration factor; see plan_v2)."""
+    target kind's loss model, y_scale step (i)'s own calibration factor, lower the lower method; see plan_v2)."""
     for etas in (ETAS, ETAS_FINE):
         best = None
         for n in range(6, 23):
             for eta in etas:
                 p = plan_v2(steps, epochs, t2, budget, tv, n=n, eta=eta, need_eps=need_eps, prec=prec,
-                            k_scale=k_scale, weights=weights, y_scale=y_scale)
+                            k_scale=k_scale, weights=weights, y_scale=y_scale, lower=lower)
                 if p.predicted_loss <= budget and (best is None or p.predicted_seconds < best.predicted_seconds):
                     best = p
         if best is not None:
@@ -306,7 +360,7 @@ def coarse(plan: Plan, steps: int, epochs: int, t2: fmpq, tv: float | None, drop
                       trim_shift=m.trim_shift)
     lo = plan.detail["loss"]
     kpart = (lo["lattice"] + lo["log_grid"] + lo["step_i"]) * 4**d + lo["small"] * (1 << d)
-    fixed = lo["moves"] + lo["k_minus"] + lo["trim"]
+    fixed = lo["moves"] + lo["k_minus"] + lo["trim"] + lo.get("fixed_point", 0.0)
     return Plan(method, kpart + fixed, plan.predicted_seconds / 4 ** d, plan.budget,
                   {**plan.detail, "kpart": kpart, "fixed": fixed, "step_i_coarse": lo["step_i"] * 4**d})
 

@@ -50,7 +50,9 @@ def test_weights_scale_the_rounding_terms_and_the_moves():
     lo, lw = base.detail["loss"], w.detail["loss"]
     for k in ("lattice", "log_grid"):                       # the same grid points: the K terms scale exactly
         assert lw[k] == pytest.approx(1e-3 * lo[k], rel=1e-12)
-    assert lw["k_minus"] == lo["k_minus"] and lw["trim"] == lo["trim"]
+    assert lw["k_minus"] == lo["k_minus"]
+    assert w.method.trim == base.method.trim               # a deleted unit costs e^eps more, as a moved one
+    assert lw["trim"] == pytest.approx(math.e * lo["trim"], rel=1e-12)
     top = lambda m: m.h * 2 ** (m.mantissa_bits + m.top_octave + 1)   # the value above which sums are moved
     assert top(w.method) >= top(base.method)                 # a move costs e^eps more: never a lower top
 
