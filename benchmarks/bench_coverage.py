@@ -266,10 +266,15 @@ def main() -> int:
     ap.add_argument("--cells", nargs="*", help="cells as M,E,lambda")
     ap.add_argument("--json", help="write all rows to this file")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per cell")
-    ap.add_argument("--markdown", metavar="JSON", help="print the rows of an earlier --json file as markdown")
+    ap.add_argument("--markdown", metavar="JSON", help="print the rows of an earlier --json file as markdown "
+                    "(with --edges: of an --edges run)")
     ap.add_argument("--edges", action="store_true", help="the corners of the stated domain (see the docstring)")
     ap.add_argument("--full-grid", action="store_true", help="with --edges: every cell of the corner grid")
     args = ap.parse_args()
+    if args.markdown and args.edges:     # the rows of an earlier --edges --json run
+        with open(args.markdown) as f:
+            print(markdown_edges(json.load(f)["rows"]))
+        return 0
     if args.edges:
         return edges(args)
     if args.markdown:
