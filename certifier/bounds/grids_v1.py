@@ -426,14 +426,6 @@ LOWER_LOSS_RATIO = 0.5    # measured (data-processing loss) / (the v1 model's pr
 KIND_LOWER_CAP = 4        # a kind's lower cap is at most this times M (an epoch sum above 8M is then ~impossible)
 
 
-def lower_slack(steps: int, epochs: int, h: float, cap: float, trim: float, bits: int) -> float:
-    """lower_v1.replay_slack before the bucket range is known (floats): what the recorded lower bound gives
-    up so that any correct replay reaches it, 2 M E products (trim + (8M/h + cap/h) 2^-F). At M = 10^6,
-    E = 1, h = 0.012 and 80 bits it is 1.1e-7 (the whole margin there); at 128 bits about 10^-21."""
-    products = 5 * steps.bit_length() + 4 * epochs.bit_length()
-    return 2.0 * steps * epochs * products * (trim + (8 * steps / h + cap / h) * 2.0 ** -bits)
-
-
 def lower_seconds(mod: Model, h: float, g: list[int], cap: float, eta: float) -> float:
     """Predicted time of the lower map: cap/h cells of step (a), about 2.2 times the v1 products."""
     return cap / h * 16e-6 + 2.2 * predict_seconds(mod, h, g, cap, eta, 0.0)
@@ -470,7 +462,7 @@ def choose_lower_grid(steps: int, epochs: int, sigma: fmpq, budget: float, prec:
     cell costs the kind LOWER_CAP_FACTOR x `deletion` x its Q-mass E G1(cap) (measured at (100, 10,
     eps = 1): 0.0075 E G1(cap) at cap 166), and the cap stays <= KIND_LOWER_CAP M.
     """
-    from certifier.bounds.lower_v1 import LowerV1
+    from certifier.bounds.lower_v1 import LowerV1, replay_slack
     mod = Model.at(steps, epochs, float(sigma))
     merge_factor = LOWER_CAP_FACTOR if weights is None else LOWER_CAP_FACTOR * weights.deletion
     cap_f = lower_cap(mod, budget, merge_factor)
@@ -486,16 +478,16 @@ def choose_lower_grid(steps: int, epochs: int, sigma: fmpq, budget: float, prec:
     method = LowerV1.from_v1(plan.method, cap)
     if float(sigma) >= LARGE_SIGMA:     # measured: at sigma 90-126 the 2^-80 floors lose 10 % of TV
         method = dataclasses.replace(method, fixed_point_bits=LARGE_SIGMA_BITS)
-    if max(carried_deficit(steps, epochs, TRIM, 80),      # the P-side deficit, as upstairs, and the slack
-           lower_slack(steps, epochs, float(h), float(cap), float(method.trim), method.fixed_point_bits)
-           ) > WIDE_SHARE * budget:
+    # the P-side deficit, as upstairs, and the replay slack the bound records (b_min = b_max = 0 until it runs):
+    # its width 8M/h makes it 1.1e-7 at M = 10^6, E = 1, h = 0.012 and 80 bits, ~1e-21 at 128
+    if max(carried_deficit(steps, epochs, TRIM, 80), float(replay_slack(steps, epochs, method))) > WIDE_SHARE * budget:
         method = dataclasses.replace(method, fixed_point_bits=WIDE_BITS, trim=WIDE_TRIM,
                                      prec=max(method.prec, WIDE_PREC))
     points = float(cap / h)
     secs = lower_seconds(mod, float(h), list(plan.method.lattice_schedule), float(cap), float(plan.method.eta))
     t = 1.0 / mod.sigma
     merge = merge_factor * epochs * float(ndtr(-(math.log(float(cap)) - t * t / 2) / t))
-    slack = lower_slack(steps, epochs, float(h), float(cap), float(method.trim), method.fixed_point_bits)
+    slack = float(replay_slack(steps, epochs, method))
     loss = LOWER_LOSS_RATIO * (plan.predicted_loss - plan.detail["cap"] - plan.detail["tail"]) + merge + slack
     detail = {**{k: v for k, v in plan.detail.items() if k not in ("cap", "tail", "points")},
               "merge": merge, "points": int(points), "replay_slack": slack}
