@@ -266,10 +266,12 @@ def lower(claim: dict, lo: dict) -> Cost:
     prec, F, h = m["prec"], m["fixed_point_bits"] + 4, m["h"]
     K = lambda g: _f((8 * M / (h * g)).floor())
     cost, cells = Cost(), _f((m["cap"] - m.get("band_low", fmpq(0))) / h) + 1  # cells from band_low (§8)
-    cost.add("masses", 2 * _arb_points(cells, prec) + 2 * PY_COEF * cells, cells * 2 * (_pyint(F) + _fmpz(F)))
+    two = _two_scale(m)
+    a = cells if two is None else min(cells, two[1][0] + (cells - two[1][0]) / two[0] + 1)  # §9: merged R at a time
+    cost.add("masses", 2 * _arb_points(a, prec) + 2 * PY_COEF * a, a * 2 * (_pyint(F) + _fmpz(F)))
     sp = Spread(sigma_low, m["cap"], m["trim"], F, lump=True)
     n, g, secs, peak = _epoch(cells, M, m["lattice_schedule"], K, lambda k, g: sp.width(k) / _f(h * g) + 2, F, 2,
-                              _two_scale(m))
+                              two)
     cost.add("epoch", secs, peak)
     buckets, span = sp.cells(M, m["eta"], _f(h * g), min(_f(m["b_max"] - m["b_min"]), n))
     cost.add("buckets", n * (2 * PY_COEF + PY_CELL / 3), n * (2 * _fmpz(F) + 2 * _pyint(F)) + buckets * 300)
