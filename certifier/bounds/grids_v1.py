@@ -472,8 +472,8 @@ def choose_lower_grid(steps: int, epochs: int, sigma: fmpq, budget: float, prec:
                        weights=weights, lower_cap=None if weights is None else cap_f)
     h = plan.method.h
     cap = h * int(math.ceil(cap_f / float(h)))
-    if cap / h > CAP_POINTS:       # the lower map's cells of step (a) run up to its own cap
-        raise CannotCertifyError(f"the lower cap {float(cap):.4g} is more than {CAP_POINTS:.0e} cells of h = "
+    if cap / h > BAND_POINTS:      # the lower map's cells of (a) run to its cap, as a v1 step (i)'s to tail_start
+        raise CannotCertifyError(f"the lower cap {float(cap):.4g} is more than {BAND_POINTS:.0e} cells of h = "
                                  f"{float(h):.3g}: no lower grid within method v1's limits")
     method = LowerV1.from_v1(plan.method, cap)
     if float(sigma) >= LARGE_SIGMA:     # measured: at sigma 90-126 the 2^-80 floors lose 10 % of TV

@@ -64,3 +64,20 @@ def test_lower_planner_and_admission_say_no_grid_not_too_fine(M, E, s):
         plan.method.validate(M)
     claim = Claim(RANDOM_ALLOCATION, M, E, sigma, parse_decimal("lambda", "0.1"))
     assert planned_upper(claim, sigma, 5e-8).predicted_seconds > 0      # v1, band or v2: a plan, no error
+
+
+def test_lower_planner_counts_the_cells_of_its_map_against_the_step_i_limit(monkeypatch):
+    """The lower map's cells of (a) run to its cap, as a v1 step (i)'s to tail_start, so the method refuses more
+    than BAND_POINTS of them; the planner said "no grid" only above CAP_POINTS, so a cap between the two limits
+    gave a plan the run then refused with "grid too fine"."""
+    import certifier.bounds.grids_v1 as g1
+    from certifier.params import ParameterError
+    sigma = parse_decimal("sigma", "1.426215")
+    h = float(choose_lower_grid(100, 10, sigma, 1e-8).method.h)
+    monkeypatch.setattr(g1, "lower_cap", lambda mod, b, factor=g1.LOWER_CAP_FACTOR: 2 * BAND_POINTS * h)
+    with pytest.raises(CannotCertifyError, match="cells"):
+        choose_lower_grid(100, 10, sigma, 1e-8)
+    plan = g1.choose_grid(100, 10, sigma, 1e-8)   # the same grid with a cap of 2e7 cells: the method refuses it
+    from certifier.bounds.lower_v1 import LowerV1
+    with pytest.raises(ParameterError, match="too fine"):
+        LowerV1.from_v1(plan.method, plan.method.h * 2 * BAND_POINTS).validate(100)
