@@ -126,11 +126,15 @@ def _proves_below(upper):
 
 def _dp_lower(r: LowerResult, epsilon: fmpq) -> fmpq | None:
     """max of the data-processing lower bounds on delta_{Q||P}(eps), delta_{P||Q}(eps) (exact; None: no pmfs)."""
-    from certifier.bounds.lower_kinds import dp_lower
+    from certifier.bounds.lower_kinds import dp_lower, exp_upper
     if r.shift2 is not None:                          # M = 1: the closed form's lower end
         from certifier.bounds import gaussian_shift as gs
         return gs.dp_lower(r.shift2, epsilon, r.method.prec)
-    return None if r.pmfs is None else dp_lower(r.pmfs, epsilon)
+    if r.pmfs is None:
+        return None
+    # another replay's pmfs may hold r.slack less mass (floors): on the Q side that costs its own amount, on
+    # the P side e^eps times as much (it enters as deleted P-mass), so at most e^eps r.slack in all
+    return dp_lower(r.pmfs, epsilon) - exp_upper(epsilon) * r.slack
 
 
 def _tpr_lower(r: LowerResult, alpha: fmpq) -> fmpq | None:
@@ -139,7 +143,11 @@ def _tpr_lower(r: LowerResult, alpha: fmpq) -> fmpq | None:
     if r.shift2 is not None:                          # M = 1: Phi(mu + z_lo), z_lo <= Phi^-1(alpha)
         from certifier.bounds import gaussian_shift as gs
         return gs.tpr_lower(r.shift2, alpha, r.method.prec)
-    return None if r.pmfs is None else tpr_lower(r.pmfs, alpha)
+    if r.pmfs is None:
+        return None
+    # a P-mass d less shrinks the test's budget by d, at most d times the ROC's slope <= 1/alpha (a concave
+    # curve through (0, 0) below 1); a Q-mass d less costs d: at most r.slack / alpha in all
+    return tpr_lower(r.pmfs, alpha) - r.slack / alpha
 
 
 def _proves_above(lower):

@@ -476,7 +476,8 @@ def lower_bound(steps: int, epochs: int, sigma: fmpq, method: LowerV1, progress=
     deleted_p = (1 << F) - u_total                       # every P-side floor and deletion
     if deleted_p < 0:
         raise NumericsUnreliableError("P-side mass above 1: internal error")
-    exact = fmpq(W_A - U_A - deleted_p, 1 << F) - replay_slack(steps, epochs, method)
+    slack = replay_slack(steps, epochs, method)
+    exact = fmpq(W_A - U_A - deleted_p, 1 << F) - slack
     tm["step_d"] = time.perf_counter() - t3
     tm["total"] = time.perf_counter() - t0
     prog("lower (d)", 1.0)
@@ -484,4 +485,4 @@ def lower_bound(steps: int, epochs: int, sigma: fmpq, method: LowerV1, progress=
     stats = {"epoch_length": n, "lattice": g, "buckets": b_max - b_min + 1, "final_length": n2,
              "products": led.products, "max_length": led.max_length}
     return LowerResult(round_down_sig(exact, 10), exact, enc, {k: round(v, 3) for k, v in tm.items()}, stats, method,
-                       ([int(x) for x in uu], [int(x) for x in ww], F))
+                       ([int(x) for x in uu], [int(x) for x in ww], F), slack=slack)

@@ -35,6 +35,8 @@ class LowerResult:
     method: object = None      # the method as used (lower v1 records its bucket range b_min, b_max)
     pmfs: tuple | None = None  # data processing: (U, W, F), the final integer pmfs (lower bounds, units 2^-F)
     shift2: fmpq | None = None  # closed form (M = 1): mu^2 = E t^2 of the Gaussian shift at sigma_low
+    slack: fmpq = field(default_factory=fmpq)  # how much less mass another correct replay's pmfs may hold in all
+                               # (lower v1: replay_slack, already taken from `exact`; a kind's value takes it too)
 
 
 def require_positive(x, name: str) -> None:

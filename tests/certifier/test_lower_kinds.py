@@ -15,6 +15,7 @@ from scipy.stats import norm
 from certifier import methods as mt
 from certifier.bounds.grids_v1 import choose_grid, choose_lower_grid
 from certifier.bounds.lower_kinds import delta_pq_lower, delta_qp_lower, dp_lower, exp_upper, tpr_lower
+from certifier.bounds.lower_v1 import replay_slack
 from certifier.certificate.claim import RANDOM_ALLOCATION, Claim
 from certifier.numerics.targets import exact_privacy_scheme
 from certifier.targets import kind
@@ -104,3 +105,27 @@ def test_lower_and_upper_bracket_the_exact_numerics_at_m10():
     k = kind("tpr", {"fpr": "0.01"}, fmpq(1, 10))
     assert float(k.lower_value(low)) <= x.value + x.error <= float(k.upper_bound(r)) + 2 * x.error
     assert dp_lower(low.pmfs, fmpq(0)) >= low.exact              # at eps = 0 the set {W > U} gives the TV bound
+
+
+@pytest.mark.parametrize("name,param", [("dp", {"epsilon": "1"}), ("tpr", {"fpr": "0.01"})])
+def test_a_kinds_lower_value_holds_for_every_replay_within_the_slack(name, param):
+    """Another correct replay floors by its own rule: its pmfs may hold up to the recorded slack less mass
+    (docs/verifier.md, "What is accepted exactly"). The TV lower bound takes the slack off; a kind's value
+    must too, or a replay whose P-side floors fall outside the test set lands below the recorded value."""
+    M, E, sigma = 100, 10, fmpq(7, 5)
+    k = kind(name, param, fmpq(1, 10))
+    claim = Claim(RANDOM_ALLOCATION, M, E, sigma, fmpq(1, 10))
+    L = mt.LOWER_V1.run(claim, sigma, choose_lower_grid(M, E, sigma, 1e-8).method)
+    slack = replay_slack(M, E, L.method)                 # what the TV bound takes off
+    assert slack > 0
+    U0, W0, F0 = L.pmfs
+    value = (lambda pm: dp_lower(pm, fmpq(1))) if name == "dp" else (lambda pm: tpr_lower(pm, fmpq(1, 100)))
+    recorded = k.lower_value(L)
+    assert recorded < value(L.pmfs)
+    for outside in (True, False):                        # the slack spent on P-masses outside / inside A
+        U, left = list(U0), int(slack * (1 << F0))
+        for i in range(len(U)):
+            if left and (W0[i] <= U0[i]) == outside:
+                take = min(U[i], left)
+                U[i], left = U[i] - take, left - take
+        assert value((U, W0, F0)) >= recorded            # what that replay reaches
