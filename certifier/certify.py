@@ -40,6 +40,9 @@ LOWER_SAFETY = (0.8, 0.45, 0.2)    # share of TV(sigma_low) - target the lower s
 V2_LOWER_LOSS_RATIO = 2.5          # measured (lower-side loss) / (upper-side loss) on the same grid
 V2_CEILING = 1e-6                  # method v2 may use margins up to this (v1: 1e-7)
 KIND_UPPER_K_SCALE = 3.0         # a kind's v2 k_scale where no calibration can read it (stages' measure)
+UPPER_V1_CEILING = 1e-7            # upper v1 spends at most this of its margin (the rows read its b_k) ...
+UPPER_V1_WIDE_CEILING = 2e-7       # ... or this, where the grid at the first is predicted slower than WIDE_SECONDS
+WIDE_SECONDS = 60.0
 LOWER_V1_CEILING = 2e-7            # lower v1: its loss model is within 5 % at the Table 4 cells (docs/coverage.md)
 BAND_SWITCH_SECONDS = 60.0         # a v1 grid predicted slower than this is compared with a banded one
 BAND_GAIN = 0.5                    # ... and replaced when the band is predicted at most this share of its time
@@ -374,6 +377,26 @@ class Side:
     proves: object
     row: object
     limit: float = MAX_PREDICTED_SECONDS
+    wide_ceiling: float | None = None   # a larger ceiling where the grid at `ceiling` is predicted slow
+
+
+def _plan_within(side: Side, k: int):
+    """(plan, budget) of try k: at the side's ceiling, or at its wide ceiling where that grid is predicted
+    faster and the one at the ceiling slower than WIDE_SECONDS (a larger margin, e.g. after a sigma step,
+    bought a coarser grid: at (10^6, 10^4, 0.1) 1.2e-7 instead of 6e-8, predicted 272 s instead of 408 s)."""
+    safety = side.safeties[min(k, len(side.safeties) - 1)]
+    b = budget(side.margin, safety, side.ceiling)
+    plan = side.plan(b)
+    if side.wide_ceiling is None or plan.predicted_seconds <= WIDE_SECONDS:
+        return plan, b
+    wide = budget(side.margin, safety, side.wide_ceiling)
+    if wide <= b:
+        return plan, b
+    try:
+        other = side.plan(wide)
+    except CannotCertifyError:
+        return plan, b
+    return (other, wide) if other.predicted_seconds < plan.predicted_seconds else (plan, b)
 
 
 def _refuse_if_slow(plan, margin: float, limit: float = MAX_PREDICTED_SECONDS) -> None:
@@ -387,10 +410,9 @@ def _refuse_if_slow(plan, margin: float, limit: float = MAX_PREDICTED_SECONDS) -
 def _prove(side: Side, max_tries: int, tries: list, say, single: bool = False):
     """Try grids of decreasing predicted loss until the bound decides the target; (result, method) or None."""
     for k in range(1 if single else max_tries):
-        b = budget(side.margin, side.safeties[min(k, len(side.safeties) - 1)], side.ceiling)
         say(f"{side.label} grid (try {k + 1})", 0.0)
         try:
-            plan = side.plan(b)
+            plan, b = _plan_within(side, k)
             if not single:
                 _refuse_if_slow(plan, side.margin or 0.0, side.limit)
         except CannotCertifyError as err:
@@ -500,12 +522,13 @@ def _upper_v1(ctx: Ctx):
     choose = lambda b: choose_grid(M, E, s_pair, b, h=h, eta=eta, cap=cap, prec=ctx.prec or 100,  # noqa: E731
                                    allow_moved=True, weights=wts)
     two_scale = not ctx.grid and wts is None and claim.scheme == RANDOM_ALLOCATION   # step (ii), method-v2.md §9
-    side = Side("upper", margin, SAFETY, 1e-7,
+    side = Side("upper", margin, SAFETY, UPPER_V1_CEILING,
                 lambda b: _or_band(lambda: _plain_v1(choose, two_scale, M, E, s_pair, b),
                                    lambda: choose_band_grid(M, E, s_pair, b, prec=ctx.prec or BAND_PREC),
                                    _band_allowed(ctx, claim) and wts is None),
                 lambda m, prog: mt.UPPER_V1.run(claim, sigma, m, progress=prog),
-                lambda r: ctx.kind.upper_proves(r, claim.target), row, ctx.limit)
+                lambda r: ctx.kind.upper_proves(r, claim.target), row, ctx.limit,
+                UPPER_V1_WIDE_CEILING if wts is None else None)
     return _prove(side, ctx.max_tries, out.tries, say, single=bool(ctx.grid))
 
 
