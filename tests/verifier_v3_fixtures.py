@@ -15,7 +15,7 @@ from verifier.core import round_up
 from verifier.format.schema import typed as typed_as
 from verifier.format.strict import working_prec
 from verifier.format.v1 import STATEMENT
-from verifier.format.v3 import CLAIM, CLAIM_FIXED_BINS, LOWER_METHOD_V2, STATEMENT_FB
+from verifier.format.v3 import CLAIM, CLAIM_FIXED_BINS, LEVELS, LOWER_METHOD_V2, STATEMENT_FB
 from verifier.format.v3 import METHOD_V2 as METHOD_SCHEMA
 from verifier.replay.lower_v1 import deltas
 from verifier.replay.lower_v2 import replay_lower_v2
@@ -39,10 +39,11 @@ SIGMA_LOW = "1"
 def typed(claim: dict, method: dict, lower: bool = False) -> dict:
     """Claim and method (or lower method) with exact rationals, through the v3 schema."""
     cs = CLAIM_FIXED_BINS if claim["scheme"] == "fixed-bins" else CLAIM
+    levels = LEVELS if "level_bits" in method else {}          # method-v2.md §10
     if lower:
-        p = typed_as({"claim": claim, "m": method}, {"claim": cs, "m": LOWER_METHOD_V2}, "p")
+        p = typed_as({"claim": claim, "m": method}, {"claim": cs, "m": {**LOWER_METHOD_V2, **levels}}, "p")
         return {"claim": p["claim"], "lower": {"method": p["m"]}}
-    return typed_as({"claim": claim, "method": method}, {"claim": cs, "method": METHOD_SCHEMA}, "p")
+    return typed_as({"claim": claim, "method": method}, {"claim": cs, "method": {**METHOD_SCHEMA, **levels}}, "p")
 
 
 def predicate_v3(claim=CLAIM_RA, method=METHOD_V2, sigma_low=SIGMA_LOW, lower_method=LOWER_V2) -> dict:

@@ -48,13 +48,28 @@ def oplus(X: dict, Y: dict, n: int, T: int, two_point: bool) -> dict:
     return out
 
 
-def epoch(step: dict, M: int, n: int, T: int, two_point: bool = True) -> dict:
+def on_level(X: dict, c: int) -> dict:
+    """Values of ML(h, n) written on ML(2^c h, n - c) (§10): index m -> m / 2^c, which must be exact."""
+    assert all(m % 2**c == 0 for _, m in X), "a value off the level's lattice"
+    return {(k, m // 2**c): w for (k, m), w in X.items()}
+
+
+def oplus_at(X: dict, Y: dict, n: int, b: int, T: int, two_point: bool) -> dict:
+    """§10: X ⊕ Y on the level lattice ML(2^(n-b) h, b), values read and written on ML(h, n)."""
+    c = n - b
+    Z = oplus(on_level(X, c), on_level(Y, c), b, T, two_point)
+    return {(k, m * 2**c): w for (k, m), w in Z.items()}
+
+
+def epoch(step: dict, M: int, n: int, T: int, two_point: bool = True, level_bits=None) -> dict:
+    """§2 (ii) / §10: B_i = B_{i-1} ⊕ B_{i-1} and A ⊕ B_i on level i's lattice (all n without level_bits)."""
+    nb = level_bits or [n] * M.bit_length()
     B, A = step, None
     for i in range(M.bit_length()):
+        if i:
+            B = oplus_at(B, B, n, nb[i], T, two_point)
         if M >> i & 1:
-            A = B if A is None else oplus(A, B, n, T, two_point)
-        if i + 1 < M.bit_length():
-            B = oplus(B, B, n, T, two_point)
+            A = B if A is None else oplus_at(A, B, n, nb[i], T, two_point)
     return A
 
 
@@ -149,7 +164,7 @@ def _mul(a: dict, b: dict) -> dict:
 def upper_O(M: int, E: int, t2: fmpq, m: dict) -> arb:
     """O of method v2 (§2 (i)-(iv)) done literally; m holds exact parameters."""
     n, T, h, eta = m["mantissa_bits"], m["top_octave"], m["h"], m["eta"]
-    S = epoch(step_upper(t2, h, n, m["y_mantissa_bits"]), M, n, T)
+    S = epoch(step_upper(t2, h, n, m["y_mantissa_bits"]), M, n, T, level_bits=m.get("level_bits"))
     r = {}
     for (k, i), w in S.items():
         if i == 0:
@@ -167,14 +182,17 @@ def upper_O(M: int, E: int, t2: fmpq, m: dict) -> arb:
     return sum((w * min(arb(1), (arb(eta) * j).exp()) for j, w in b.items()), arb(0))
 
 
-def fsum(x: tuple, y: tuple, n: int, T: int) -> tuple:
-    """§4 (b): the lower method's sum of two values, a fixed map (floors, top clamp)."""
-    N, (i, a), (j, b) = 2**n, x, y
-    k = max(i, j)
+def fsum(x: tuple, y: tuple, n: int, T: int, c: int = 0) -> tuple:
+    """§4 (b): the lower method's sum of two values, a fixed map (floors, top clamp); with c > 0 on the
+    level lattice ML(2^c h, n - c) of §10 (values read and written on ML(h, n))."""
+    (i, a), (j, b) = x, y
+    assert a % 2**c == 0 and b % 2**c == 0, "a value off the level's lattice"
+    a, b, n = a >> c, b >> c, n - c
+    N, k = 2**n, max(i, j)
     s = (a >> (k - i)) + (b >> (k - j))
     if s < 2 * N:
-        return (k, s)
-    return (T, 2 * N - 1) if k + 1 > T else (k + 1, s >> 1)
+        return (k, s << c)
+    return (T, (2 * N - 1) << c) if k + 1 > T else (k + 1, (s >> 1) << c)
 
 
 def lower_tv_m3(E: int, t2: fmpq, m: dict) -> arb:
@@ -182,17 +200,49 @@ def lower_tv_m3(E: int, t2: fmpq, m: dict) -> arb:
     y1 ⊕ (y2 ⊕ y3) (bits of 3: A = B_0, then A ⊕ B_1), the shifted coordinate uniform among the
     three -- independently of the Q-side recursion of §4 (b)."""
     n, T, h, eta = m["mantissa_bits"], m["top_octave"], m["h"], m["eta"]
+    c1 = n - m.get("level_bits", [n, n])[1]      # both sums are formed on level 1's lattice (§10)
     p, q = step_lower(t2, h, n, m["y_mantissa_bits"])
     U, W = {}, {}
     vals = list(p)
     for a in vals:
         for b in vals:
             for c in vals:
-                k, i = fsum(a, fsum(b, c, n, T), n, T)
+                k, i = fsum(a, fsum(b, c, n, T, c1), n, T, c1)
                 j = m["k_minus"] if i == 0 else log_cell(fmpq(2**k * i) * h / 3, eta)
                 j = min(max(j, m["k_minus"]), m["k_plus"])
                 _add(U, j, p[a] * p[b] * p[c])
                 _add(W, j, (q[a] * p[b] * p[c] + p[a] * q[b] * p[c] + p[a] * p[b] * q[c]) / 3)
+    U, W = power(U, E, m["k_top"]), power(W, E, m["k_top"])
+    diff = [W.get(j, arb(0)) - U.get(j, arb(0)) for j in set(U) | set(W)]
+    return sum((d for d in diff if d > 0), arb(0))
+
+
+def lower_tv_m4(E: int, t2: fmpq, m: dict) -> arb:
+    """TV of the image of §4 at M = 4 by enumerating the quadruples of step values: the map is
+    (y1 ⊕ y2) ⊕ (y3 ⊕ y4), the inner sums on level 1's lattice and the outer on level 2's (§10), the
+    shifted coordinate uniform among the four -- independently of the Q-side recursion of §4 (b)."""
+    n, T, h, eta = m["mantissa_bits"], m["top_octave"], m["h"], m["eta"]
+    nb = m.get("level_bits", [n] * 3)
+    c1, c2 = n - nb[1], n - nb[2]
+    p, q = step_lower(t2, h, n, m["y_mantissa_bits"])
+    vals = list(p)
+    pairs_p, pairs_q = {}, {}                        # the image of (y1, y2) under P x P and (Q x P + P x Q)/2
+    for a in vals:
+        for b in vals:
+            s = fsum(a, b, n, T, c1)
+            _add(pairs_p, s, p[a] * p[b])
+            _add(pairs_q, s, (q[a] * p[b] + p[a] * q[b]) / 2)
+    cell = {}
+    U, W = {}, {}
+    for x, px in pairs_p.items():
+        for y, py in pairs_p.items():
+            k, i = fsum(x, y, n, T, c2)
+            if (k, i) not in cell:
+                j = m["k_minus"] if i == 0 else log_cell(fmpq(2**k * i) * h / 4, eta)
+                cell[k, i] = min(max(j, m["k_minus"]), m["k_plus"])
+            j = cell[k, i]
+            _add(U, j, px * py)
+            _add(W, j, (pairs_q[x] * py + px * pairs_q[y]) / 2)
     U, W = power(U, E, m["k_top"]), power(W, E, m["k_top"])
     diff = [W.get(j, arb(0)) - U.get(j, arb(0)) for j in set(U) | set(W)]
     return sum((d for d in diff if d > 0), arb(0))

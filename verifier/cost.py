@@ -282,9 +282,10 @@ def lower(claim: dict, lo: dict) -> Cost:
 
 def _lattice(claim: dict, m: dict, sides: int, sigma, lump: bool):
     """Method v2's steps (i)-(ii) or the lower side's (a)-(b): G's points in arb, then the epoch
-    sum by binary powering with ⊕ on the multiscale lattice ML(h, n).  A ⊕ costs two products of
-    length <= 2N per occupied octave (x_k (y_k + ŷ_k) + x̂_k y_k) plus Python passes; a sum of k
-    steps occupies the octaves from its lowest kept value (at least 2N h) to its highest.
+    sum by binary powering with ⊕ on the multiscale lattice ML(h, n) (level i on ML(2^(n - n_i) h, n_i)
+    with `level_bits`).  A ⊕ costs two products of length <= 2N per occupied octave
+    (x_k (y_k + ŷ_k) + x̂_k y_k) plus Python passes; a sum of k steps occupies the octaves from its
+    lowest kept value (at least 2N h) to its highest.
     Returns (cost, occupied lattice points of the epoch sum, E of step (iv), Spread)."""
     M, E = claim["steps"], claim["epochs"]
     if claim.get("scheme") == "fixed-bins":  # the one-epoch pair at sigma / sqrt(E)
@@ -300,11 +301,13 @@ def _lattice(claim: dict, m: dict, sides: int, sigma, lump: bool):
         lo, hi = sp.ends(k)
         return min(T + 1.0, max(math.log2(max(hi, 1e-300) / max(lo, N * h)), 0.0) + 2)
 
-    _, psecs, pmem = _product(2 * N, 2 * N, 2 * N, F)
+    _, _, pmem = _product(2 * N, 2 * N, 2 * N, F)
+    nb = m.get("level_bits") or [n] * M.bit_length()  # method-v2.md §10: level i on 2^nb[i] points an octave
     secs, occ = 0.0, 1.0
     for i in range(M.bit_length()):
-        occ = octaves(2.0**i)
-        secs += (1 + (M >> i & 1)) * occ * (2 * psecs + 6 * N * PY_COEF) / 3  # /3: octaves are rarely full
+        occ, Ni = octaves(2.0**i), 2.0 ** nb[i]
+        psecs = _product(2 * Ni, 2 * Ni, 2 * Ni, F)[1]
+        secs += (1 + (M >> i & 1)) * occ * (2 * psecs + 6 * Ni * PY_COEF) / 3  # /3: octaves are rarely full
     occ = octaves(M)
     cost.add("step_ii", sides * secs, pmem + sides * 4 * 2 * N * occ * _fmpz(F))
     return cost, 2 * N * occ, E, sp

@@ -117,22 +117,65 @@ def ref_seconds() -> float:
     return _REF[0]
 
 
-def _octave_products(cm: CellModel, steps: int, Nh: float, top: int) -> float:
-    """Octave products of step (ii): per level, the octaves a block of 2^i steps occupies, from a
-    quarter of its typical value to the top octave or where its tail mass falls below 2^-80."""
-    total = 0.0
+def _level_products(cm: CellModel, steps: int, Nh: float, top: int) -> list[float]:
+    """Octave products of step (ii) on each level's lattice (method-v2.md §10): the squaring that forms B_i
+    (level i >= 1, at the octaves of B_{i-1}) and the two of A (+) B_i at a set bit i but the first; a block of
+    2^i steps occupies the octaves from a quarter of its typical value to the top octave or where its tail
+    mass falls below 2^-80."""
     z = float(ndtri(1 - 1e-24 / steps))
     x_max = math.exp(min(cm.t * z - cm.t2 / 2, 700.0))         # one step beyond this: mass < 1e-24 / M
     s1 = cm.s / math.sqrt(cm.epochs)
     y_typ = math.exp(-s1 * s1 / 2)
     nbits = steps.bit_length()
     first = (steps & -steps).bit_length() - 1                    # the lowest set bit starts A: no sum
-    for i in range(nbits):
+
+    def width(i):
         lo = _octave_of(max(Nh, (1 << i) * y_typ / 4), Nh)
         hi = min(top, _octave_of(max(min(x_max * (1 << i), 1e300), Nh), Nh) + 1)
-        width = max(1, hi - lo + 1)
-        total += width * ((i < nbits - 1) + 2 * (((steps >> i) & 1) and i != first))
-    return total
+        return max(1, hi - lo + 1)
+    return [(width(i - 1) if i else 0) + 2 * width(i) * bool((steps >> i) & 1 and i != first) for i in range(nbits)]
+
+
+def level_weights(cm: CellModel, steps: int) -> list[float]:
+    """The rounding variance of each level of step (ii), relative to the whole at one lattice (method-v2.md
+    §10): the (+) that forms a block of 2^i steps rounds a value v (E v^2 = 2^i v1 + 4^i, v1 the variance of
+    one step's body, Y <= M) onto the relative spacing 1/N_i, and the epoch holds floor(M / 2^i) such blocks;
+    A (+) B_i at a set bit rounds the a = M mod 2^(i+1) steps of A + B_i once. Level 0 forms nothing."""
+    v1 = max(math.exp(cm.t2) * float(ndtr((math.log(steps) - 1.5 * cm.t2) / cm.t)) - 1.0, 0.0) if cm.t2 < 700 else 0.0
+    first = (steps & -steps).bit_length() - 1
+    w = []
+    for i in range(steps.bit_length()):
+        blocks = (steps >> i) * ((1 << i) * v1 + 4.0**i) if i else 0.0
+        a = steps & ((2 << i) - 1)
+        acc = a * v1 + float(a) ** 2 if (steps >> i) & 1 and i != first else 0.0
+        w.append(blocks + acc)
+    total = sum(w) or 1.0
+    return [x / total for x in w]
+
+
+def level_bits(weights: list[float], products: list[float], n: int, floor_bits: int, ratio: float) -> list[int]:
+    """Mantissa bits per level, non-decreasing up to n at the top: the levels are coarsened a bit at a time,
+    the one that saves the most octave-product time (~ products_i 2^n_i) per unit of added variance
+    (weights_i 4^(n - n_i), weights summing to 1) first, while the variance stays <= ratio times that of the
+    uniform lattice; level 0 keeps >= floor_bits (step (i)'s grid lies on its lattice)."""
+    L = len(weights) - 1
+    c = [0] * (L + 1)
+    var = 1.0
+    while True:
+        best = None
+        for i in range(L):                       # the top level stays at n
+            if n - c[i] - 1 < floor_bits or (i and c[i] + 1 > c[i - 1]):
+                continue
+            add = weights[i] * 3 * 4.0 ** c[i]
+            if var + add > ratio:
+                continue
+            gain = (products[i] + 1e-9) * 2.0 ** -(c[i] + 1) / (add + 1e-300)
+            if best is None or gain > best[0]:
+                best = (gain, i, add)
+        if best is None:
+            return [n - x for x in c]
+        c[best[1]] += 1
+        var += best[2]
 
 
 def _nice(x: float) -> str:
@@ -178,9 +221,13 @@ def _y_bits(cm: CellModel, n: int, Nh: float, K_y: int, allowed: float,
     return bs, loss(bs)
 
 
+_Y_BITS: dict = {}
+
+
 def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, *, n: int, eta: str,
             need_eps: float = 0.0, prec: int = 100, k_scale: float = 1.0,
-            weights: KindWeights | None = None, y_scale: float = 1.0, lower: bool = False) -> Plan:
+            weights: KindWeights | None = None, y_scale: float = 1.0, lower: bool = False,
+            level_ratio: float = 1.0) -> Plan:
     """The method-v2 parameters for mantissa bits n and log-grid spacing eta, with predicted loss and time.
 
     lower=True plans the lower method (data-processing-lower v2): every mass its map loses is lost in
@@ -193,6 +240,8 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     units, tv the pair's TV): every rounding term (K) scaled by `curvature`, the moves by `deletion`.
     y_scale multiplies step (i)'s term on top of k_scale (a calibration that measured it apart, see
     `calibrate_terms`).
+    level_ratio > 1 coarsens the lower levels of step (ii) (`level_bits`, method-v2.md §10) while the
+    lattice's rounding variance stays <= level_ratio times that of one lattice at n bits.
     """
     need_eps = min(need_eps, EPS_CEILING)
     cm = CellModel.at(steps, epochs, float(t2), tv)
@@ -230,7 +279,12 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
         cap *= 2
     K_y = min(max(0, _octave_of(cap, Nh) - 1), MAX_TOP - 1)          # the format: len(y bits) <= top <= 200
     top = min(max(K_y + 1, _octave_of(top_val, Nh) - 1), MAX_TOP)   # what lies above is moved (and costed)
-    y_bits, y_loss = _y_bits(cm, n, Nh, K_y, Y_SHARE * budget, y_scale)
+    key = (steps, epochs, cm.t2, cm.s, cm.K, n, Nh, K_y, Y_SHARE * budget, y_scale)
+    if key not in _Y_BITS:              # the same for every eta and level ratio of choose_v2's search
+        if len(_Y_BITS) > 4096:
+            _Y_BITS.clear()
+        _Y_BITS[key] = _y_bits(cm, n, Nh, K_y, Y_SHARE * budget, y_scale)
+    y_bits, y_loss = list(_Y_BITS[key][0]), _Y_BITS[key][1]
     if need_eps > 0:
         y_bits[0] = n                           # the first grid point above 0 is h
     eq = parse_decimal("eta", eta)
@@ -255,16 +309,21 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     else:
         trim, del_loss = upper_trim(steps, epochs, budget / dfac, tv)
     del_loss = {k: v * dfac for k, v in del_loss.items()}
+    products = _level_products(cm, steps, Nh, top)
+    wl = level_weights(cm, steps)
+    nb = level_bits(wl, products, n, max(y_bits), level_ratio) if level_ratio > 1 else [n] * len(wl)
+    lattice_var = sum(w * 4.0 ** (n - b) for w, b in zip(wl, nb))
     method = UpperV2(h=parse_decimal("h", hs), mantissa_bits=n, y_mantissa_bits=tuple(y_bits), top_octave=top,
                       eta=eq, k_minus=k_minus, k_plus=k_plus, k_top=k_top, prec=max(prec, bits + 20),
-                      fixed_point_bits=min(bits, 1024), trim=trim, trim_shift=shift)
+                      fixed_point_bits=min(bits, 1024), trim=trim, trim_shift=shift,
+                      level_bits=tuple(nb) if min(nb) < n else None)
     method.validate()
-    loss = {"lattice": cm.K * C_RHO / N**2 if steps > 1 else 0.0, "step_i": y_loss, "log_grid": cm.K * ev * ev / 6,
+    loss = {"lattice": cm.K * C_RHO * lattice_var / N**2 if steps > 1 else 0.0, "step_i": y_loss,
+            "log_grid": cm.K * ev * ev / 6,
             "small": cm.K * steps * h * cm.Gm1(Nh) / S_typ**2,
             "moves": move_cost(2 ** (K_y + 1) * Nh) + move_cost(2 ** (top + 1) * Nh),
             "k_minus": epochs * math.exp(k_minus * ev + need_eps), **del_loss}
     points = sum((2 if k == 0 else 1) << b for k, b in enumerate(y_bits))
-    oct_products = _octave_products(cm, steps, Nh, top)
     n_oct = max(1, top - _octave_of(max(S_typ / 8, Nh), Nh) + 1)
     L_lo = max(math.exp(k_minus * ev), Nh / steps, S_typ / steps * math.exp(-6 * s1))
     cells = max(1.0, math.log(2 ** (top + 1) * Nh / steps / L_lo) / ev)
@@ -272,7 +331,7 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     ref = ref_seconds()
     iv = 2 * epochs.bit_length() * span * REF_COEFF * (1 + math.log2(max(span, 2)) / 20)
     secs = {"step_i": points * REF_POINT * ref,
-            "step_ii": oct_products * REF_OCTAVE * ref * N * n / (8192 * 13),
+            "step_ii": sum(p * (1 << b) * b for p, b in zip(products, nb)) * REF_OCTAVE * ref / (8192 * 13),
             "step_iii": (cells + n_oct * N / 10) * REF_CELL * ref, "step_iv": (iv if epochs > 1 else 0.0) * ref}
     return Plan(method, sum(loss.values()), sum(secs.values()), budget,
                   {"loss": loss, "seconds": secs, "octaves": n_oct, "points": points, "K": cm.K, "k_scale": k_scale,
@@ -319,6 +378,7 @@ def lower_deletions(steps: int, epochs: int, n: int, top: int, budget: float, bi
     return trim, bits, loss
 
 
+LEVEL_RATIOS = (1.0, 2.0, 4.0)   # the lattice variance the level schedule may add, times one lattice's (§10)
 ETAS = ("1e-6", "2e-6", "5e-6", "1e-5", "2e-5", "5e-5", "1e-4", "2e-4", "5e-4", "1e-3", "2e-3")
 
 
@@ -334,10 +394,11 @@ def choose_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None
         best = None
         for n in range(6, 23):
             for eta in etas:
-                p = plan_v2(steps, epochs, t2, budget, tv, n=n, eta=eta, need_eps=need_eps, prec=prec,
-                            k_scale=k_scale, weights=weights, y_scale=y_scale, lower=lower)
-                if p.predicted_loss <= budget and (best is None or p.predicted_seconds < best.predicted_seconds):
-                    best = p
+                for ratio in LEVEL_RATIOS:
+                    p = plan_v2(steps, epochs, t2, budget, tv, n=n, eta=eta, need_eps=need_eps, prec=prec,
+                                k_scale=k_scale, weights=weights, y_scale=y_scale, lower=lower, level_ratio=ratio)
+                    if p.predicted_loss <= budget and (best is None or p.predicted_seconds < best.predicted_seconds):
+                        best = p
         if best is not None:
             return best
     raise CannotCertifyError(f"no method-v2 grid fits the margin {budget:.2g} (mantissa up to 22 bits, eta down to "
@@ -354,10 +415,11 @@ def coarse(plan: Plan, steps: int, epochs: int, t2: fmpq, tv: float | None, drop
     ev = float(eta)
     ys = tuple(max(2, b - d) for b in m.y_mantissa_bits)
     r = float(m.eta) / ev
+    lb = None if m.level_bits is None else _at_least(tuple(b - d for b in m.level_bits), max(ys))
     method = UpperV2(h=m.h * (1 << d), mantissa_bits=n, y_mantissa_bits=ys, top_octave=m.top_octave, eta=eta,
                       k_minus=math.floor(m.k_minus * r), k_plus=math.ceil(m.k_plus * r),
                       k_top=math.ceil(m.k_top * r), prec=m.prec, fixed_point_bits=m.fixed_point_bits, trim=m.trim,
-                      trim_shift=m.trim_shift)
+                      trim_shift=m.trim_shift, level_bits=lb)
     lo = plan.detail["loss"]
     kpart = (lo["lattice"] + lo["log_grid"] + lo["step_i"]) * 4**d + lo["small"] * (1 << d)
     fixed = lo["moves"] + lo["k_minus"] + lo["trim"] + lo.get("fixed_point", 0.0)
@@ -369,7 +431,15 @@ def finer_steps(method: UpperV2, bits: int = 2) -> UpperV2:
     """The same grid with `bits` more mantissa bits in every octave of step (i) (at most the lattice's):
     step (i)'s predicted loss falls 4^bits-fold, every other term stays."""
     from dataclasses import replace
-    return replace(method, y_mantissa_bits=tuple(min(b + bits, method.mantissa_bits) for b in method.y_mantissa_bits))
+    ys = tuple(min(b + bits, method.mantissa_bits) for b in method.y_mantissa_bits)
+    lb = None if method.level_bits is None else _at_least(method.level_bits, max(ys))
+    return replace(method, y_mantissa_bits=ys, level_bits=lb)
+
+
+def _at_least(level_bits: tuple, floor_bits: int) -> tuple | None:
+    """level_bits raised to >= floor_bits (level 0 must hold step (i)'s grid); None where all are the top's."""
+    lb = tuple(max(b, floor_bits) for b in level_bits)
+    return None if min(lb) == lb[-1] else lb
 
 
 Y_SCALE_MAX = 200.0     # step (i)'s own calibration factor is measured, not guessed: a wider clamp than k_scale's

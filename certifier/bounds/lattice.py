@@ -17,6 +17,11 @@ i + 1, and its part in octave i + 1 is rounded onto 2^{i+1} h. In mode "round" (
 rounding is the two-point mean-preserving rounding of Lemma C.5; in mode "floor" (lower bound)
 every rounding is the floor, a fixed map (data processing). Values above the top octave are moved
 down to its largest point (a move-down in "round" mode, a fixed clamp in "floor" mode).
+
+A level of step (ii) may use a coarser lattice ML(2^d h, n - d) (docs/method-v2.md §10): the same
+octaves, 2^d times the spacing, so its points are points of ML(h, n). `refine` reads a distribution
+on it as one on the finer lattice (index m -> m 2^d: the same values, exact); `onto_coarser` is the
+inverse for a distribution that lies on the coarser points already (step (i)'s grid at level 0).
 """
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ from dataclasses import dataclass
 from flint import fmpz_poly
 
 from certifier.bounds.fixedpoint import Ledger, Poly, coarsen_floor, coarsen_two_point, strip
+from certifier.errors import ParameterError
 
 ROUND, FLOOR = "round", "floor"
 
@@ -54,6 +60,33 @@ LatticeDist = dict  # octave -> Poly (lattice 2^octave h)
 def lattice_mass(X: LatticeDist) -> int:
     """Exact total mass (units 2^-F)."""
     return sum(p.mass() for p in X.values())
+
+
+def refine(X: LatticeDist, d: int) -> LatticeDist:
+    """X on ML(2^d g, n - d) read on ML(g, n): index m -> m 2^d in every octave (the same values; exact)."""
+    if d == 0:
+        return X
+    f = 1 << d
+    return {k: Poly(p.off * f, p.poly.inflate(f)) for k, p in X.items()}
+
+
+def onto_coarser(X: LatticeDist, d: int) -> LatticeDist:
+    """X on ML(g, n) read on ML(2^d g, n - d) (index m -> m / 2^d, exact); every occupied index must be a
+    multiple of 2^d (a ParameterError otherwise: that would be a rounding, not a reading)."""
+    if d == 0:
+        return X
+    f, out = 1 << d, {}
+    for k, p in X.items():
+        if p.poly.length() > 1:
+            if p.poly.deflation()[1] % f:
+                raise ParameterError(f"octave {k} has points off the lattice 2^{d} times coarser")
+            q = p.poly.deflate(f)
+        else:
+            q = p.poly
+        if p.off % f:
+            raise ParameterError(f"octave {k} has points off the lattice 2^{d} times coarser")
+        out[k] = Poly(p.off // f, q)
+    return out
 
 
 def add(a: Poly | None, b: Poly | None) -> Poly | None:

@@ -4,7 +4,8 @@ For any fixed map T, TV(P, Q) >= TV(T#P, T#Q) >= T#Q(A) - T#P(A). The map, with 
 upper method v2 (certifier.bounds.upper_v2.UpperV2, t^2 = 1/sigma_low^2):
  (a) each Y -> the largest step-(i) grid point <= Y (Y >= cap -> cap);
  (b) the M values of an epoch are added by binary powering along the bits of M with the
-     multiscale sum in mode "floor" (every rounding a floor, values above the top octave clamped);
+     multiscale sum in mode "floor" (every rounding a floor, values above the top octave clamped),
+     each level on its own lattice with `level_bits` (method-v2.md §10);
      the map is symmetric in the two halves of every block, so under Q (one coordinate, uniformly
      placed, shifted) the image of a block of 2^i steps is the P-image of one half combined with
      the Q-image of the other, and the accumulator of n steps joined with a block of 2^i steps is
@@ -36,7 +37,17 @@ from certifier.bounds.fixedpoint import (
     trim,
     working_prec,
 )
-from certifier.bounds.lattice import FLOOR, LatticeDist, add, oplus, trim_lattice, trim_octaves
+from certifier.bounds.lattice import (
+    FLOOR,
+    Lattice,
+    LatticeDist,
+    add,
+    onto_coarser,
+    oplus,
+    refine,
+    trim_lattice,
+    trim_octaves,
+)
 from certifier.bounds.lognormal import doubled_tails, floor_cell_masses
 from certifier.bounds.result import LowerResult, require_positive
 from certifier.bounds.upper_v2 import METHOD_NAME as UPPER_NAME
@@ -114,26 +125,31 @@ def step_b(P: LatticeDist, Q: LatticeDist, steps: int, m: UpperV2, led: Ledger,
     """(AP, AQ): the epoch value's pmfs under P and Q (lower bounds, units 2^-F). Trims after each sum:
     coefficients of mass <= trim/2 at the low end, or (replay_trims) whole lowest octaves of mass <= the
     replay_budget (the replay's rule; see lower_bound_v2)."""
-    lat, units = m.lattice, int((m.trim * (1 << led.F)).floor())
+    units, nb = int((m.trim * (1 << led.F)).floor()), m.levels(steps)
     if replay_trims:
         budget = replay_budget(m, led.F)
         s = lambda x: trim_octaves(x, budget, led)
     else:
         s = lambda x: trim_lattice(x, units, led)
-    B, BQ, A, AQ, nA = P, Q, None, None, 0
+    d0 = m.mantissa_bits - nb[0]
+    B, BQ, A, AQ, nA, at = onto_coarser(P, d0), onto_coarser(Q, d0), None, None, 0, nb[0]
     nbits = steps.bit_length()
     for i in range(nbits):
+        lat = Lattice(nb[i], m.top_octave)      # level i's lattice (method-v2.md §10)
+        if i:                                   # B_i, BQ_i formed on it from B_{i-1}, BQ_{i-1}
+            B, BQ = refine(B, nb[i] - nb[i - 1]), refine(BQ, nb[i] - nb[i - 1])
+            BQ = s(oplus(BQ, B, lat, led, FLOOR))
+            B = s(oplus(B, B, lat, led, FLOOR, square=True))
         if (steps >> i) & 1:
             if A is None:
                 A, AQ, nA = B, BQ, 1 << i
             else:
                 w = 1 << i
+                A, AQ = refine(A, nb[i] - at), refine(AQ, nb[i] - at)
                 AQ = _mix(s(oplus(AQ, B, lat, led, FLOOR)), nA, s(oplus(A, BQ, lat, led, FLOOR)), w)
                 A = s(oplus(A, B, lat, led, FLOOR))
                 nA += w
-        if i < nbits - 1:
-            BQ = s(oplus(BQ, B, lat, led, FLOOR))
-            B = s(oplus(B, B, lat, led, FLOOR, square=True))
+            at = nb[i]
         if progress:
             progress((i + 1) / nbits)
     return A, AQ

@@ -14,6 +14,7 @@ per stage is the same computation (docs/compose.md §3).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from flint import arb, fmpq
 
@@ -26,6 +27,7 @@ from certifier.errors import ParameterError
 
 def rounding_bound_v2_stages(stages, method: UpperV2) -> UpperResult:
     """1 - O >= TV of the product of (P_{M_s}^{E_s}, Q_{M_s}^{E_s}); stages are (M_s, E_s, t_s^2) with t^2 exact."""
+    method = replace(method, level_bits=None)     # a run in stages: one lattice at every level (no §10)
     method.validate()
     stages = list(stages)
     if not stages:

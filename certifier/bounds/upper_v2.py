@@ -10,6 +10,7 @@ conditionally on other variables), moving a variable down, and deleting mass. St
        multiscale lattice, `y_mantissa_bits` per octave); cap = 2^{K+1} N h, K = len - 1.
  (ii)  the epoch sum by binary powering along the bits of M with the multiscale sum
        (certifier.bounds.lattice.oplus, mode "round"); values above the top octave moved down.
+       With `level_bits` each level of the powering has its own, coarser lattice (§10).
  (iii) L = S/M two-point rounded onto e^{j eta}, k_minus <= j <= k_plus; L > e^{k_plus eta}
        moved down to e^{k_plus eta}; L < e^{k_minus eta} deleted.
  (iv)  b = (sum_j r_j z^j)^E by binary powering; exponents above k_top moved down to k_top.
@@ -35,7 +36,16 @@ from certifier.bounds.fixedpoint import (
     strip,
     working_prec,
 )
-from certifier.bounds.lattice import ROUND, Lattice, LatticeDist, lattice_mass, oplus, trim_lattice
+from certifier.bounds.lattice import (
+    ROUND,
+    Lattice,
+    LatticeDist,
+    lattice_mass,
+    onto_coarser,
+    oplus,
+    refine,
+    trim_lattice,
+)
 from certifier.bounds.lognormal import doubled_tails, two_point_masses
 from certifier.bounds.result import UpperResult, require_positive
 from certifier.bounds.upper_v1 import B_FRACTION_BITS, b_enclosures, o_ball
@@ -62,6 +72,7 @@ class UpperV2:
     fixed_point_bits: int = 80
     trim: fmpq = fmpq(1, 10**20)
     trim_shift: fmpq = fmpq(0)       # step (iv) deletions are weighted by min{1, e^{k eta + trim_shift}}
+    level_bits: tuple | None = None  # mantissa bits of the lattice of each level of step (ii) (§10); None: all n
 
     @property
     def lattice(self) -> Lattice:
@@ -89,6 +100,20 @@ class UpperV2:
             raise ParameterError("trim must lie in [0, 0.001]")
         if not 0 <= self.trim_shift <= 100:
             raise ParameterError("trim_shift must lie in [0, 100]")
+        lb = self.level_bits
+        if lb is not None and not (lb and max(ys) <= lb[0] and all(a <= b for a, b in zip(lb, lb[1:]))
+                                   and lb[-1] == n):
+            raise ParameterError("need max(y_mantissa_bits) <= level_bits[0] <= ... <= level_bits[-1] = "
+                                 "mantissa_bits")
+
+    def levels(self, steps: int) -> tuple:
+        """(n_0, ..., n_L), L = floor(log2 M): the mantissa bits of each level's lattice (§10)."""
+        L = steps.bit_length() - 1
+        if self.level_bits is None:
+            return (self.mantissa_bits,) * (L + 1)
+        if len(self.level_bits) != L + 1:
+            raise ParameterError(f"level_bits must have floor(log2 M) + 1 = {L + 1} entries")
+        return tuple(self.level_bits)
 
     def to_json(self) -> dict:
         return {"name": METHOD_NAME, "version": METHOD_VERSION, "h": decimal_str(self.h),
@@ -96,7 +121,8 @@ class UpperV2:
                 "top_octave": self.top_octave, "cap": decimal_str(self.cap), "eta": decimal_str(self.eta),
                 "k_minus": self.k_minus, "k_plus": self.k_plus, "k_top": self.k_top, "prec": self.prec,
                 "fixed_point_bits": self.fixed_point_bits, "trim": decimal_str(self.trim),
-                "trim_shift": decimal_str(self.trim_shift)}
+                "trim_shift": decimal_str(self.trim_shift),
+                **({} if self.level_bits is None else {"level_bits": list(self.level_bits)})}
 
     @classmethod
     def from_json(cls, obj: dict) -> "UpperV2":
@@ -107,7 +133,8 @@ class UpperV2:
                 y_mantissa_bits=tuple(int(x) for x in obj["y_mantissa_bits"]), top_octave=int(obj["top_octave"]),
                 eta=p("eta"), k_minus=int(obj["k_minus"]), k_plus=int(obj["k_plus"]), k_top=int(obj["k_top"]),
                 prec=int(obj["prec"]), fixed_point_bits=int(obj["fixed_point_bits"]), trim=p("trim"),
-                trim_shift=p("trim_shift"))
+                trim_shift=p("trim_shift"),
+                level_bits=tuple(int(x) for x in obj["level_bits"]) if "level_bits" in obj else None)
         m.validate()
         return m
 
@@ -159,17 +186,20 @@ def step_i(t2: fmpq, m: UpperV2) -> tuple[LatticeDist, arb, arb]:
 # ----------------------------------------------------------------------------- step (ii)
 
 def step_ii(P: LatticeDist, steps: int, m: UpperV2, led: Ledger, progress=None) -> LatticeDist:
-    """Step (ii): the epoch sum S of M rounded steps by binary powering with the multiscale sum."""
-    lat, units = m.lattice, int((m.trim * (1 << led.F)).floor())
-    B, A = P, None
-    nbits = steps.bit_length()
-    for i in range(nbits):
-        if (steps >> i) & 1:
-            A = B if A is None else trim_lattice(oplus(A, B, lat, led, ROUND), units, led)
-        if i < nbits - 1:
+    """Step (ii): the epoch sum S of M rounded steps by binary powering with the multiscale sum, each
+    level i on its lattice ML(2^(n - n_i) h, n_i) (§10; n_i = n without level_bits)."""
+    units, nb = int((m.trim * (1 << led.F)).floor()), m.levels(steps)
+    B, A, at = onto_coarser(P, m.mantissa_bits - nb[0]), None, nb[0]     # at: A's level bits
+    for i in range(steps.bit_length()):
+        lat = Lattice(nb[i], m.top_octave)
+        if i:                                   # B_i = B_{i-1} (+) B_{i-1}, formed on level i's lattice
+            B = refine(B, nb[i] - nb[i - 1])
             B = trim_lattice(oplus(B, B, lat, led, ROUND, square=True), units, led)
+        if (steps >> i) & 1:
+            A = B if A is None else trim_lattice(oplus(refine(A, nb[i] - at), B, lat, led, ROUND), units, led)
+            at = nb[i]
         if progress:
-            progress((i + 1) / nbits)
+            progress((i + 1) / steps.bit_length())
     return A
 
 

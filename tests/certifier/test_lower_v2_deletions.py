@@ -36,14 +36,15 @@ def test_a_trim_reaches_the_lower_bound_amplified_and_the_model_bounds_it():
 
 def test_the_lower_plan_sizes_its_trim_and_floors_against_the_budget():
     """At the issue cell the lower plan's trim and floors predict at most 2 % of the budget together, the
-    trim is far below the usual 1e-14, and the fixed point stays 80 bits (no eps range)."""
+    trim is far below the usual 1e-14, and the fixed point stays near 80 bits (no eps range, which would add
+    tens of bits; the floors' share may add one or two)."""
     M = E = 10**4
     t2, b = _t2("0.509904"), 2.17e-8
     p = choose_v2(M, E, t2, b, 0.99900003, lower=True)
     loss = p.detail["loss"]
     assert loss["trim"] + loss["fixed_point"] <= 2 * LOWER_TRIM_SHARE * b
     assert p.method.trim <= Q("1e-18")
-    assert p.method.fixed_point_bits == 80
+    assert p.method.fixed_point_bits <= 84
     up = plan_v2(M, E, t2, b, 0.99900003, n=p.method.mantissa_bits, eta="0.0002")
     assert up.method.trim > p.method.trim               # the upper side's paths keep only 1 - TV of the payoff
 

@@ -75,6 +75,9 @@ def schema(raw) -> dict:
         raise Reject("lower-method-unknown", "a run in stages has its lower side by data-processing-lower v2 only")
     name = _kind_name(raw)
     sch = schema_v3(raw) if name == "tv" else v4.schema(raw)      # v4 rejects an unknown kind
+    for side in (sch, sch.get("lower", {})):                       # one lattice for every level (no §10)
+        if "method" in side:
+            side["method"] = {k: v for k, v in side["method"].items() if k != "level_bits"}
     base = CLAIM_STAGES_SIGMA if own_sigma(claim) else CLAIM_STAGES
     sch.update(claim={**base, "kind": v4.KINDS.get(name, {"name": S})}, enclosures=ENCLOSURES_STAGES)
     return sch

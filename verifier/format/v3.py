@@ -102,6 +102,8 @@ def _with_band(method: dict, enclosures: dict | None = None):
     return out, {**enclosures, "deleted": {**enclosures["deleted"], "band": B}}
 # method v1 with two-scale partial sums in step (ii) (method-v2.md §9): both keys, or neither
 TWO_SCALE = {"tail_factor": I, "tail_splits": [I]}
+# method v2 with a lattice per level of step (ii) (method-v2.md §10)
+LEVELS = {"level_bits": [I]}
 
 
 def _check_lower_v1(p: dict) -> None:
@@ -167,6 +169,8 @@ def schema(raw) -> dict:
     if version == ("lemma-c5-rounding", 1) and isinstance(method, dict) and (
             "tail_factor" in method or "tail_splits" in method):  # method-v2.md §9: both keys or neither
         sch.update(method={**sch["method"], **TWO_SCALE})
+    if version == ("lemma-c5-rounding", 2) and isinstance(method, dict) and "level_bits" in method:
+        sch.update(method={**sch["method"], **LEVELS})  # method-v2.md §10
     if isinstance(raw, dict) and "lower" in raw:
         lv = (_get(_get(lower, "method"), "name"), _get(_get(lower, "method"), "version"))
         if isinstance(_get(lower, "method"), dict) and lv not in LOWER:
@@ -177,6 +181,8 @@ def schema(raw) -> dict:
         lm = _get(lower, "method")
         if lv == ("data-processing-lower", 1) and isinstance(lm, dict) and ("tail_factor" in lm or "tail_splits" in lm):
             method_schema = {**method_schema, **TWO_SCALE}  # method-v2.md §9: both keys or neither
+        if lv == ("data-processing-lower", 2) and isinstance(lm, dict) and "level_bits" in lm:
+            method_schema = {**method_schema, **LEVELS}  # method-v2.md §10
         sch["lower"] = {**SCHEMA_V2["lower"], "method": method_schema, "enclosures": enclosures_schema}
         if isinstance(lower, dict) and "resolution" in lower:  # two-sided.md §1: optional in v3
             sch["lower"] = {**sch["lower"], "resolution": D}
@@ -240,6 +246,12 @@ def check_method_v2(m: dict, c: dict, code: str) -> None:
         bad.append("need 32 <= prec <= 4096, 32 <= fixed_point_bits <= 1024")
     if not bad and m["cap"] != 2 ** (len(yb) + n) * m["h"]:
         bad.append(f"cap must be 2^(K+1) N h = {2 ** (len(yb) + n) * m['h']}")
+    lb = m.get("level_bits")
+    if not bad and lb is not None and not (
+            len(lb) == c["steps"].bit_length() and max(yb) <= lb[0] and lb[-1] == n
+            and all(a <= b for a, b in zip(lb, lb[1:]))):
+        bad.append(f"level_bits must be {c['steps'].bit_length()} integers (floor(log2 M) + 1) with "
+                   "max(y_mantissa_bits) <= level_bits[0] <= ... <= level_bits[-1] = mantissa_bits")
     if bad:
         raise Reject(code, "; ".join(bad))
     E = 1 if c["scheme"] == FIXED_BINS else c["epochs"]

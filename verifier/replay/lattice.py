@@ -18,6 +18,10 @@ m/2; m odd -> half of the mass to each of (m -/+ 1)/2: the upper method's two-po
 the floor m -> floor(m/2) (the lower method's fixed map).  Every stored mass is rounded down
 (floors after products and halvings): with non-negative masses every result is a
 coefficient-wise lower bound of the exact one.
+
+With `level_bits` (§10) level i of step (ii) works on ML(2^(n - n_i) h, n_i): the same octaves with
+2^(n - n_i) times the spacing, so a distribution there is read on a finer level's lattice by
+index m -> m 2^d in every octave (`refine`; octave k >= 1 in this layout: i = m - N -> i 2^d).
 """
 from __future__ import annotations
 
@@ -179,6 +183,16 @@ class Lattice:
             D[k] = None
         self.tally.trim += fmpq(spent, 2**self.F)
         return D
+
+
+def refine(D: list, d: int) -> list:
+    """D on ML(2^d g, n - d) read on ML(g, n): every index times 2^d (the same values; exact)."""
+    return D if d == 0 else [None if p is None else p.inflate(1 << d) for p in D]
+
+
+def levels(m: dict, M: int) -> list[int]:
+    """The mantissa bits of the lattice of each level 0..floor(log2 M) of step (ii) (§10)."""
+    return list(m.get("level_bits") or [m["mantissa_bits"]] * M.bit_length())
 
 
 def grid_points(n: int, ybits: list[int]) -> list[int]:

@@ -20,7 +20,7 @@ from flint import arb, fmpq, fmpz_poly
 from ..format.strict import working_prec
 from .arith import EXTRA_BITS, dyadic
 from .epochs import Epochs
-from .lattice import Lattice, Tally, grid_points, octave_masses, place
+from .lattice import Lattice, Tally, grid_points, levels, octave_masses, place, refine
 from .loggrid import LogCells, cell_sums
 from .upper_v2 import pair, sigma_of
 
@@ -115,21 +115,26 @@ def replay_lower_v2(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
     with working_prec(m["prec"]):
         points = grid_points(n, m["y_mantissa_bits"])
         p, q = masses(t2, m["h"], points, F)
-    B, BQ = place(points, n, T, p, q)
+    nb = levels(m, M)
+    B, BQ = place([u >> (n - nb[0]) for u in points], nb[0], T, p, q)  # G lies on level 0's lattice
     t1 = time.perf_counter()
-    # (b) the epoch: P side A, Q side AQ = average over the position of the shifted coordinate
-    lat = Lattice(n, T, F, False, budget, Tally())  # one for both sides: B enters two sums per bit
+    # (b) the epoch: P side A, Q side AQ = average over the position of the shifted coordinate;
+    # level i on its own lattice (§10), one Lattice a level for both sides: B enters two sums
     A = AQ = None
-    done = 0  # steps already in A
+    done, at, lats = 0, nb[0], {}  # steps already in A, A's level bits, a Lattice per level bits
     for i in range(M.bit_length()):
+        lat = lats.setdefault(nb[i], Lattice(nb[i], T, F, False, budget, Tally()))
+        if i:
+            B, BQ = refine(B, nb[i] - nb[i - 1]), refine(BQ, nb[i] - nb[i - 1])
+            BQ, B = lat.oplus(BQ, B), lat.oplus(B, B)
         if M >> i & 1:
             if A is None:
                 A, AQ, done = B, BQ, 1 << i
             else:
+                A, AQ = refine(A, nb[i] - at), refine(AQ, nb[i] - at)
                 AQ = mix(lat.oplus(AQ, B), done, lat.oplus(A, BQ), 1 << i)
                 A, done = lat.oplus(A, B), done + (1 << i)
-        if i + 1 < M.bit_length():
-            BQ, B = lat.oplus(BQ, B), lat.oplus(B, B)
+            at = nb[i]
     t2_ = time.perf_counter()
     # (c) each epoch value to its log-grid cell
     cells = LogCells(M, m["h"], m["eta"], m["prec"])

@@ -55,7 +55,8 @@ def replay_stages(claim: dict, m: dict) -> ReplayResultV2:
             steps[t2], tail = place(points, n, T, q)[0], tail + moved
             fixed += 1 - fmpq(sum(q), one)
         for M, t2 in sorted({(M, t2) for M, _, t2 in lines_of(claim)}):   # (ii)-(iii) once per distinct line
-            A = epoch(steps[t2], M, Lattice(n, T, F, True, int(m["trim"] * one / 4), tally))
+            lat = Lattice(n, T, F, True, int(m["trim"] * one / 4), tally)   # one lattice for every level
+            A = epoch(steps[t2], M, lambda b, lat=lat: lat, [n] * M.bit_length())
             lg = to_log_grid(A, n, LogCells(M, m["h"], m["eta"], m["prec"]), m["k_minus"], m["k_plus"])
             lines[M, t2] = _poly(lg.r)
             log_grid, k_plus, fixed = log_grid + lg.log_grid, k_plus + lg.k_plus, fixed + fmpq(lg.fixed_point, one)

@@ -23,7 +23,7 @@ from flint import arb, fmpq, fmpz_poly
 from ..format.strict import working_prec
 from .arith import EXTRA_BITS, dyadic
 from .epochs import Epochs
-from .lattice import Lattice, Tally, grid_points, octave_masses, place
+from .lattice import Lattice, Tally, grid_points, levels, octave_masses, place, refine
 from .loggrid import LogCells, cell_sums
 from .upper_v1 import ReplayResult, grid_masses, pair
 
@@ -41,15 +41,19 @@ class LogTally:
     r: dict = field(default_factory=dict)
 
 
-def epoch(step: list, M: int, lat: Lattice) -> list:
+def epoch(step: list, M: int, lattice, nb: list[int]) -> list:
     """Step (ii): the sum of M independent steps by binary powering along the bits of M, least
-    significant first: B_0 = the step, A <- A ⊕ B_i at a set bit i, B_{i+1} = B_i ⊕ B_i."""
-    B, A = step, None
+    significant first: B_0 = the step, B_i = B_{i-1} ⊕ B_{i-1}, A <- A ⊕ B_i at a set bit i, every
+    ⊕ of level i on lattice(nb[i]) (§10; operands of lower levels read on it first)."""
+    B, A, at = step, None, nb[0]
     for i in range(M.bit_length()):
-        if M >> i & 1:
-            A = B if A is None else lat.oplus(A, B)
-        if i + 1 < M.bit_length():
+        lat = lattice(nb[i])
+        if i:
+            B = refine(B, nb[i] - nb[i - 1])
             B = lat.oplus(B, B)
+        if M >> i & 1:
+            A = B if A is None else lat.oplus(refine(A, nb[i] - at), B)
+            at = nb[i]
     return A
 
 
@@ -124,12 +128,15 @@ def replay_v2(claim: dict, m: dict) -> ReplayResult:
         # ---- (i) one step on G, the mass above the cap moved to the cap ---------------------
         points = grid_points(n, m["y_mantissa_bits"])
         q, tail = step_i_v2(t2, m["h"], points, F)
-        step = place(points, n, T, q)[0]
+        nb = levels(m, M)
+        step = place([u >> (n - nb[0]) for u in points], nb[0], T, q)[0]  # G lies on level 0's lattice
         mass_i = fmpq(sum(q), one)
         tally.fixed_point += 1 - mass_i
         t1 = time.perf_counter()
         # ---- (ii) the epoch sum: binary powering along the bits of M with ⊕ ---------------
-        A = epoch(step, M, Lattice(n, T, F, True, int(m["trim"] * one / 4), tally))  # spec: trim/2 per ⊕
+        budget = int(m["trim"] * one / 4)  # spec: trim/2 per ⊕
+        lats = {}  # one Lattice per level bits: it keeps the recent operands' carries (B enters two ⊕)
+        A = epoch(step, M, lambda b: lats.setdefault(b, Lattice(b, T, F, True, budget, tally)), nb)
         mass_ii = fmpq(sum(int(p(1)) for p in A if p is not None), one)
         t2_ = time.perf_counter()
         # ---- (iii) L = S/M onto the log grid -------------------------------------------------

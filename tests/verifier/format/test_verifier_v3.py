@@ -94,8 +94,37 @@ def test_epoch_is_binary_powering_of_the_literal_sum(M):
     n, T = 2, 6
     step = some_distribution(n, range(0, 3), M)
     lat = Lattice(n, T, F, True, 0, Tally())
-    assert from_lattice(epoch(to_lattice(step, n, T), M, lat), n) == {
+    assert from_lattice(epoch(to_lattice(step, n, T), M, lambda b: lat, [n] * M.bit_length()), n) == {
         k: w for k, w in lit.epoch(step, M, n, T).items() if w}
+
+
+def on_coarse(d: dict, c: int) -> dict:
+    """A distribution on ML(h, n) whose values lie on ML(2^c h, n - c) (indices multiples of 2^c)."""
+    out = {}
+    for (k, m), w in d.items():
+        key = (k, m - m % 2**c)
+        out[key] = out.get(key, 0) + w
+    return out
+
+
+@pytest.mark.parametrize("M, level_bits, two_point", [(5, [1, 2, 3], True), (6, [1, 1, 3], True),
+                                                       (7, [1, 2, 3], False), (13, [1, 2, 2, 3], True)])
+def test_epoch_with_level_lattices_is_the_literal_sum(M, level_bits, two_point):
+    """method-v2.md §10: each level's ⊕ on ML(2^(n - n_i) h, n_i), operands of lower levels read on it
+    first: the replay's epoch equals the literal pair-by-pair construction exactly (upper and lower
+    carries), and differs from the one-lattice epoch (the coarser levels round more)."""
+    n, T = 3, 6
+    step = on_coarse(some_distribution(n, range(0, 3), M), n - level_bits[0])
+    lat = {b: Lattice(b, T, F, two_point, 0, Tally()) for b in set(level_bits)}
+    D = [None if p is None else fmpz_poly([int(c) for c in p.coeffs()][::1 << (n - level_bits[0])])
+         for p in to_lattice(step, n, T)]              # the step on level 0's lattice
+    got = from_lattice(epoch(D, M, lambda b: lat[b], level_bits), n)
+    want = {k: w for k, w in lit.epoch(step, M, n, T, two_point, level_bits).items() if w}
+    if M < 8:                                          # masses of 2^-8 units: every floor is exact
+        assert got == want
+    else:                                              # the replay's floors (2^-F per coefficient)
+        assert set(got) <= set(want) and all(0 <= want[k] - got.get(k, 0) < fmpq(1, 2**50) for k in want)
+    assert want != {k: w for k, w in lit.epoch(step, M, n, T, two_point).items() if w}
 
 
 # ------------------------------------------------- the whole replay, literally --
@@ -131,6 +160,42 @@ def test_lower_replay_matches_enumeration_of_triples():
     assert ref.rad() < 1e-30
     assert 0 <= exact(ref) - lr.bound < fmpq(1, 10**17)  # floors only (measured 6.2e-19)
     assert lr.W_A - lr.U_A - lr.deleted_p == lr.bound
+
+
+# TINY at one more mantissa bit, so that level 1 (of M = 4, 5) can sit one bit coarser (method-v2.md §10)
+TINY3 = {**TINY, "h": "0.025", "mantissa_bits": 3}
+
+
+@pytest.mark.parametrize("level_bits", [None, [2, 2, 3]])
+def test_upper_replay_with_level_lattices_matches_the_literal_construction(level_bits):
+    """M = 5, E = 2: the replay with level 1 on ML(2h, 2) equals the literal construction of §10
+    within floors, and a coarser level costs: its O is below the one-lattice O."""
+    m = TINY3 if level_bits is None else {**TINY3, "level_bits": level_bits}
+    p = typed(dict(CLAIM_RA, steps=5, epochs=2, sigma="1.2"), m)
+    r = replay_v2(p["claim"], p["method"])
+    with working_prec(200):
+        ref = lit.upper_O(5, 2, 1 / fmpq(144, 100), p["method"])
+        one = lit.upper_O(5, 2, 1 / fmpq(144, 100), {**p["method"], "level_bits": None})
+    assert 0 <= exact(ref) - (1 - r.bound) < fmpq(1, 10**17)  # floors only
+    if level_bits:
+        assert exact(ref) < exact(one)
+
+
+@pytest.mark.parametrize("level_bits", [None, [2, 2, 3], [2, 3, 3]])
+def test_lower_replay_with_level_lattices_matches_enumeration_of_quadruples(level_bits):
+    """M = 4, E = 2: the lower replay (the Q side by the recursion of §4 (b), level by level) against the
+    TV of the image of (y1 ⊕ y2) ⊕ (y3 ⊕ y4) enumerated over all quadruples, each sum on its level's
+    lattice (§10)."""
+    m = {k: v for k, v in TINY3.items() if k != "trim_shift"}
+    m.update(name="data-processing-lower", k_plus=25, k_top=60)
+    if level_bits:
+        m["level_bits"] = level_bits
+    p = typed(dict(CLAIM_RA, steps=4, epochs=2, sigma="1.2"), m, lower=True)
+    lr = replay_lower_v2(p["claim"], fmpq(6, 5), p["lower"]["method"])
+    with working_prec(200):
+        ref = lit.lower_tv_m4(2, 1 / fmpq(144, 100), p["lower"]["method"])
+    assert ref.rad() < 1e-30
+    assert 0 <= exact(ref) - lr.bound < fmpq(1, 10**17)  # floors only
 
 
 M1 = {"name": "lemma-c5-rounding", "version": 2, "h": "0.0001", "mantissa_bits": 10,
