@@ -75,6 +75,10 @@ def test_reordered_stages_state_the_same_pair_and_verify(issued):
     (lambda p: p["claim"].update(statement="TV <= target"), "claim-statement"),
     (lambda p: p["method"].update(version=1), "method-unknown"),
     (lambda p: p["lower"]["method"].update(version=1), "lower-method-unknown"),
+    # a lattice per level (method-v2.md §10) is not for a run in stages (several M), on either side
+    (lambda p: p["method"].update(level_bits=[p["method"]["mantissa_bits"]] * 4), "schema-unknown-field"),
+    (lambda p: p["lower"]["method"].update(level_bits=[p["lower"]["method"]["mantissa_bits"]] * 4),
+     "schema-unknown-field"),
 ])
 def test_malformed_stage_claims_get_one_line_rejections(issued, change, reason):
     r = verdict(issued, change)
