@@ -285,8 +285,8 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
             _Y_BITS.clear()
         _Y_BITS[key] = _y_bits(cm, n, Nh, K_y, Y_SHARE * budget, y_scale)
     y_bits, y_loss = list(_Y_BITS[key][0]), _Y_BITS[key][1]
-    if need_eps > 0:
-        y_bits[0] = n                           # the first grid point above 0 is h
+    if not zero_ok(h * (1 << (n - y_bits[0]))):
+        y_bits[0] = n                           # the first grid point above 0 is h (see zero_ok)
     eq = parse_decimal("eta", eta)
     ev = float(eq)
     # L < a deleted: Q-mass <= a per epoch, and e^eps a for the rows up to eps = need_eps

@@ -113,3 +113,14 @@ def test_the_planner_takes_a_schedule_where_the_low_levels_are_costly():
     assert m.level_bits is not None and plan.predicted_loss <= 4.6e-7
     one = plan_v2(M, E, t2, 4.6e-7, 0.1, n=m.mantissa_bits, eta=decimal_str(m.eta))
     assert plan.detail["seconds"]["step_ii"] < one.detail["seconds"]["step_ii"] / 3
+
+
+def test_the_rows_keep_a_fine_octave_0_only_where_an_epoch_value_0_is_likely():
+    """With the (eps, delta) rows' range, step (i)'s octave 0 takes every point (spacing h) where all M steps
+    below its first point is not negligible (M = 2 at sigma 0.25: most steps lie below 0.01); at M = 10^7 it
+    need not, so the levels can coarsen."""
+    s = Q("0.490196")
+    big = choose_v2(10**7, 10**4, 1 / (s * s), 6e-7, 0.1, need_eps=4.0).method
+    assert big.y_mantissa_bits[0] < big.mantissa_bits and big.level_bits is not None
+    small = choose_v2(2, 2, 1 / (Q("0.25") ** 2), 1e-6, 0.3, need_eps=4.0).method
+    assert small.y_mantissa_bits[0] == small.mantissa_bits
