@@ -21,7 +21,7 @@ from certifier import methods as mt
 from certifier.bounds.fixedpoint import round_down_sig
 from certifier.bounds.grids_band import BAND_PREC, choose_band_grid, choose_lower_band_grid
 from certifier.bounds.grids_v1 import budget, choose_grid, choose_lower_grid, truncation_loss
-from certifier.bounds.grids_v2 import choose_v2
+from certifier.bounds.grids_v2 import choose_v2, idle_seconds
 from certifier.bounds.result import UpperResult
 from certifier.bounds.two_scale_plan import with_two_scale
 from certifier.certificate import predicate as pred_
@@ -44,6 +44,9 @@ UPPER_V1_CEILING = 1e-7            # upper v1 spends at most this of its margin 
 UPPER_V1_WIDE_CEILING = 2e-7       # ... or this, where the grid at the first is predicted slower than WIDE_SECONDS
 WIDE_SECONDS = 60.0
 LOWER_V1_CEILING = 2e-7            # lower v1: its loss model is within 5 % at the Table 4 cells (docs/coverage.md)
+V2_SWITCH_SECONDS = 60.0           # auto, a TV claim: a v1 grid predicted slower than this is compared with v2's
+V2_GAIN = 0.4                      # ... and v2 goes first where predicted at most this share of it, calibration in
+V2_CALIBRATION = (1.125, 1.5)      # v2's predicted time times this (upper, lower): its coarse calibration runs
 BAND_SWITCH_SECONDS = 60.0         # a v1 grid predicted slower than this is compared with a banded one
 BAND_GAIN = 0.5                    # ... and replaced when the band is predicted at most this share of its time
 
@@ -262,6 +265,8 @@ def _upper(ctx: Ctx, forced):
         raise CannotCertifyError(f"the margin target - TV - error at sigma {decimal_str(ctx.sigma)} is "
                                  f"{margin:.3g}: no grid can decide it")
     strict = forced is not None or bool(ctx.grid)
+    if not strict:
+        candidates = _faster_first(ctx, candidates)
     for k, search in enumerate(candidates):
         try:
             return search, search.prove(ctx)
@@ -500,7 +505,12 @@ def _or_band(plain, banded, band: bool):
 
 def _upper_v1(ctx: Ctx):
     """Method v1 (certifier.bounds.upper_v1); returns (UpperResult, UpperV1) or None."""
-    claim, sigma, out, say = ctx.claim, ctx.sigma, ctx.out, ctx.say
+    return _prove(_v1_side(ctx), ctx.max_tries, ctx.out.tries, ctx.say, single=bool(ctx.grid))
+
+
+def _v1_side(ctx: Ctx) -> Side:
+    """The upper side of method v1: its planner (plain, two-scale or banded), run, proof and record."""
+    claim, sigma, out = ctx.claim, ctx.sigma, ctx.out
     h, eta, cap = (ctx.grid.get(k) for k in ("h", "eta", "cap"))
     if not _v1_covers(claim):
         raise CannotCertifyError("method v1 covers random allocation only for a TV target (use method v2)")
@@ -522,14 +532,13 @@ def _upper_v1(ctx: Ctx):
     choose = lambda b: choose_grid(M, E, s_pair, b, h=h, eta=eta, cap=cap, prec=ctx.prec or 100,  # noqa: E731
                                    allow_moved=True, weights=wts)
     two_scale = not ctx.grid and wts is None and claim.scheme == RANDOM_ALLOCATION   # step (ii), method-v2.md §9
-    side = Side("upper", margin, SAFETY, UPPER_V1_CEILING,
+    return Side("upper", margin, SAFETY, UPPER_V1_CEILING,
                 lambda b: _or_band(lambda: _plain_v1(choose, two_scale, M, E, s_pair, b),
                                    lambda: choose_band_grid(M, E, s_pair, b, prec=ctx.prec or BAND_PREC),
                                    _band_allowed(ctx, claim) and wts is None),
                 lambda m, prog: mt.UPPER_V1.run(claim, sigma, m, progress=prog),
                 lambda r: ctx.kind.upper_proves(r, claim.target), row, ctx.limit,
                 UPPER_V1_WIDE_CEILING if wts is None else None)
-    return _prove(side, ctx.max_tries, out.tries, say, single=bool(ctx.grid))
 
 
 def planned_upper(claim: Claim, sigma: fmpq, budget: float):
@@ -593,7 +602,6 @@ def _upper_v2(ctx: Ctx):
     A target kind other than tv plans with its own margin and loss model (_kind_v2) at the pair's TV,
     and its calibration measures the kind's loss (the kind's upper value minus its numerical value).
     """
-    from certifier.bounds.grids_v2 import EPS_CEILING, eps_gaussian, eps_tail
     claim, sigma, prec, out, say = ctx.claim, ctx.sigma, ctx.prec, ctx.out, ctx.say
     M, E = claim.pair()
     t2 = claim.t2_at(sigma)
@@ -604,9 +612,7 @@ def _upper_v2(ctx: Ctx):
     else:
         margin, tv, wts, need, lost = _kind_v2(ctx)
     if margin is not None and margin > 0:
-        guess = min(max(2 * eps_gaussian(tv) + 5, eps_tail(M, E, float(t2)) + 3, need), EPS_CEILING)  # heavy tails
-        first = choose_v2(M, E, t2, budget(margin, SAFETY[0], V2_CEILING), tv, prec=prec or 100, need_eps=guess,
-                          weights=wts)
+        first, guess = _v2_first(ctx, margin, tv, wts, need)
         _refuse_if_slow(first, margin, ctx.limit)
         scale, est, out.y_scale = _calibrate(M, E, t2, first, tv, run, lost, out, say, "upper", wts is not None)
         out.k_scale, out.need_eps = scale, max(min(est, guess) + 3 if est < 100 else guess, need)
@@ -623,6 +629,41 @@ def _upper_v2(ctx: Ctx):
                                     weights=wts, y_scale=out.y_scale),
                 run, lambda r: ctx.kind.upper_proves(r, claim.target), row, ctx.limit)
     return _prove(side, ctx.max_tries, out.tries, say)
+
+
+def _v2_first(ctx: Ctx, margin: float, tv: float, wts=None, need: float = 0.0):
+    """(plan, eps range): method v2's first grid, planned before any calibration, with the rows' eps range guessed
+    from the Gaussian pair and from the lognormal tail of the shifted step (heavy tails)."""
+    from certifier.bounds.grids_v2 import EPS_CEILING, eps_gaussian, eps_tail
+    M, E = ctx.claim.pair()
+    t2 = ctx.claim.t2_at(ctx.sigma)
+    guess = min(max(2 * eps_gaussian(tv) + 5, eps_tail(M, E, float(t2)) + 3, need), EPS_CEILING)
+    return choose_v2(M, E, t2, budget(margin, SAFETY[0], V2_CEILING), tv, prec=ctx.prec or 100, need_eps=guess,
+                     weights=wts), guess
+
+
+def _faster_first(ctx: Ctx, candidates: list) -> list:
+    """auto, a TV claim that method v1 fits: v1 first, unless its first grid is predicted slower than
+    V2_SWITCH_SECONDS and method v2's first (its calibration included, rescaled to grids_v1's idle core) at most
+    V2_GAIN of that -- then v2 first and v1 after it. (With a lattice per level, method-v2.md §10, v2 is the faster
+    at large M and E: predicted 75 s against 272 s at (10^6, 10^4, 0.1), sigma 0.70886.)"""
+    if ctx.kind.name != "tv" or len(candidates) < 2 or candidates[0].method is not mt.UPPER_V1:
+        return candidates
+    margin = _upper_margin(ctx)
+    if margin is None or margin <= 0:
+        return candidates
+    try:
+        v1 = _plan_within(_v1_side(ctx), 0)[0].predicted_seconds
+        if v1 <= V2_SWITCH_SECONDS:
+            return candidates
+        v2 = idle_seconds(_v2_first(ctx, margin, ctx.tv)[0].predicted_seconds) * V2_CALIBRATION[0]
+    except (CannotCertifyError, ParameterError):
+        return candidates                        # one of them plans nothing: the search order decides
+    if v2 > V2_GAIN * v1:
+        return candidates
+    ctx.out.tries.append({"try": 0, "method": 1, "skipped": f"method v1's first grid is predicted at {v1:.0f} s, "
+                          f"method v2's at {v2:.0f} s: v2 first"})
+    return [candidates[1], candidates[0], *candidates[2:]]
 
 
 def _relearn(k_scale: float, plan, measured: float | None) -> float:
@@ -702,7 +743,7 @@ def _lower(ctx: Ctx, search, meth) -> dict | None:
             out.lower_tries.append({"sigma_low": s_str, "skipped": f"numerical TV {tv_low:.12g} does not exceed "
                                     "the target"})
             continue
-        for lower_method, prove in search.lowers:                # e.g. lower v1 first, then v2
+        for lower_method, prove in _lower_order(ctx, search, low_claim, s_low, tv_low, err, meth):
             found = prove(ctx, low_claim, s_low, tv_low, err, meth)
             if found is not None:
                 out.lower_seconds = round(time.perf_counter() - t0, 3)
@@ -716,14 +757,53 @@ def _lower(ctx: Ctx, search, meth) -> dict | None:
     return None
 
 
+def _lower_order(ctx: Ctx, search, low_claim, s_low, tv_low, err, meth) -> list:
+    """The lower methods to try at s_low, in order: the search's (e.g. lower v1, then v2); for a TV claim that
+    method v1 fits, lower v1 is also the fallback after v2, and v2 goes first where lower v1's first grid is
+    predicted slower than V2_SWITCH_SECONDS and v2's (its calibration included) at most V2_GAIN of that."""
+    lowers = list(search.lowers)
+    names = [m.label for m, _ in lowers]
+    if ctx.kind.name != "tv" or tv_low is None or not _v1_fits(low_claim, s_low, False):
+        return lowers
+    if mt.LOWER_V1.label not in names:
+        lowers.append((mt.LOWER_V1, _lower_v1))
+    if mt.LOWER_V2.label not in names:
+        return lowers
+    v1_first = sorted(lowers, key=lambda x: x[0] is not mt.LOWER_V1)
+    margin = _lower_margin(ctx, low_claim, tv_low, err)
+    if margin is None or margin <= 0:
+        return v1_first
+    try:
+        v1 = _plan_within(_lower_v1_side(ctx, low_claim, s_low, tv_low, err, meth), 0)[0].predicted_seconds
+        if v1 <= V2_SWITCH_SECONDS:
+            return v1_first
+        M, E = low_claim.pair()
+        v2 = idle_seconds(choose_v2(M, E, low_claim.t2_at(s_low), budget(margin, LOWER_SAFETY[0], V2_CEILING),
+                                    tv_low, prec=meth.prec, k_scale=ctx.out.k_scale * V2_LOWER_LOSS_RATIO,
+                                    lower=True).predicted_seconds) * V2_CALIBRATION[1]
+    except (CannotCertifyError, ParameterError):
+        return v1_first
+    if v2 > V2_GAIN * v1:
+        return v1_first
+    ctx.out.lower_tries.append({"sigma_low": decimal_str(s_low), "try": 0, "method": 1, "skipped": f"lower v1's "
+                                f"first grid is predicted at {v1:.0f} s, lower v2's at {v2:.0f} s: v2 first"})
+    return sorted(lowers, key=lambda x: x[0] is not mt.LOWER_V2)
+
+
 def _lower_v1(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
+    found = _prove(_lower_v1_side(ctx, low_claim, s_low, tv_low, err, meth), len(LOWER_SAFETY), ctx.out.lower_tries,
+                   ctx.say)
+    return None if found is None else (found[0], found[0].method)
+
+
+def _lower_v1_side(ctx: Ctx, low_claim, s_low, tv_low, err, meth) -> Side:
+    """The lower side of method v1 at s_low: its planner (plain, two-scale or banded), run, proof and record."""
     M, E = low_claim.pair()
-    out, say = ctx.out, ctx.say
     margin, wts = _kind_plan(ctx, low_claim, s_low, tv_low, err, upper=False)
     choose = lambda b: choose_lower_grid(M, E, _pair_sigma(low_claim, s_low), b, prec=meth.prec,  # noqa: E731
                                          weights=wts)
     two_scale = wts is None and low_claim.scheme == RANDOM_ALLOCATION    # two-scale (a)-(b), method-v2.md §9
-    side = Side("lower", margin, LOWER_SAFETY, LOWER_V1_CEILING,
+    return Side("lower", margin, LOWER_SAFETY, LOWER_V1_CEILING,
                 lambda b: _or_band(lambda: _plain_v1(choose, two_scale, M, E, _pair_sigma(low_claim, s_low), b),
                                    lambda: choose_lower_band_grid(M, E, _pair_sigma(low_claim, s_low), b,
                                                                   prec=max(meth.prec, BAND_PREC)),
@@ -733,8 +813,6 @@ def _lower_v1(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
                 lambda plan, L: {"sigma_low": decimal_str(s_low), "method": 1,
                                  **{k: L.method.to_json(M)[k] for k in ("h", "eta", "cap", "lattice_schedule")},
                                  "tv_exact": tv_low, "tv_lower": L.tv_lower})
-    found = _prove(side, len(LOWER_SAFETY), out.lower_tries, say)
-    return None if found is None else (found[0], found[0].method)
 
 
 def _lower_v2(ctx: Ctx, low_claim, s_low, tv_low, err, meth):

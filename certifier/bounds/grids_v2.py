@@ -96,6 +96,13 @@ class CellModel:
 
 
 _REF: list = []
+REF_IDLE = 0.0098       # ref_seconds() on an idle core of the reference machine (grids_v1's constants are for it)
+
+
+def idle_seconds(predicted: float) -> float:
+    """A predicted time rescaled to an idle core of the reference machine, comparable with grids_v1's."""
+    return predicted * REF_IDLE / ref_seconds()
+
 
 
 def ref_seconds() -> float:
@@ -271,7 +278,11 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     Nh = N * h
     # top of the partial sums and the cap on Y: the smallest octave boundaries whose moves are cheap
     q_tail = (lambda y: epochs * steps * cm.G1(y)) if need_eps > 0 else (lambda y: 0.0)   # Q-mass moved
-    top_val = 2 * Nh
+    # ... and the top octave ends at least twice above the epoch sums 8 sd of ln L above their typical value
+    # (it ends between top_val/2 and top_val): move_cost prices the tail of one step, and a top octave below the
+    # sums themselves moves every epoch value down (at (10^6, 10^4, 0.1) a fine h at n = 15 put its end at
+    # 2.7e5 < M and the lower bound came out 0)
+    top_val = max(2 * Nh, 4 * S_typ * math.exp(8 * s1))
     while (move_cost(top_val) > share / 2 or q_tail(top_val) > Q_MOVED) and top_val < 1e300:
         top_val *= 2
     cap = 2 * Nh
