@@ -48,6 +48,7 @@ class Discretization:
 
 FIRST = Discretization()
 SECOND = Discretization(kappa=1.2, nodes=9, c_max=1.5, x_half=11.0)
+FINE = Discretization(nodes=9)   # FIRST with more nodes per strip, where FIRST's coarse-grid estimate is loud
 
 
 @dataclass(frozen=True)

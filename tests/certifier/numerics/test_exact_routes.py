@@ -125,3 +125,17 @@ def test_u_range_grows_from_a_small_hint():
     good = tv_laplace(100, 1, 0.7)
     small = tv_laplace(100, 1, 0.7, u_hint=1.0)
     assert small.u_max > 10 and abs(small.tv - good.tv) <= good.error + small.error
+
+
+def test_a_loud_coarse_grid_estimate_gets_a_finer_line_not_a_refusal():
+    """(10^6, 10^4, sigma 0.438135), inside the stated domain: route laplace's error estimate (the difference of
+    its line and a coarser one) was 1.4e-9 > MAX_ERROR and the exact sigma of lambda = 0.5 was refused; the same
+    line with more nodes per strip estimates 1.9e-12, and the second discretization agrees to that."""
+    from certifier.numerics.exact import MAX_ERROR, exact_sigma, exact_tv
+    from certifier.numerics.tv_laplace import tv_laplace, tv_laplace_second
+    loud = tv_laplace(10**6, 10**4, 0.438135)
+    assert loud.error > MAX_ERROR                       # what the first line alone estimates
+    r = exact_tv(10**6, 10**4, 0.438135)
+    other = tv_laplace_second(10**6, 10**4, 0.438135)
+    assert r.error < 1e-10 and abs(r.tv - other.tv) < 1e-11 and abs(r.tv - loud.tv) < 1e-11
+    assert 0.4376 < float(exact_sigma(10**6, 10**4, 0.5)) < 0.4377
