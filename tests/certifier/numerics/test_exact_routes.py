@@ -139,3 +139,17 @@ def test_a_loud_coarse_grid_estimate_gets_a_finer_line_not_a_refusal():
     other = tv_laplace_second(10**6, 10**4, 0.438135)
     assert r.error < 1e-10 and abs(r.tv - other.tv) < 1e-11 and abs(r.tv - loud.tv) < 1e-11
     assert 0.4376 < float(exact_sigma(10**6, 10**4, 0.5)) < 0.4377
+
+
+@pytest.mark.parametrize("M, E, sigma", [(10**6, 1, 0.382364), (10**7, 1, 0.338142), (10**7, 10, 0.393912)])
+def test_a_loud_v_density_gives_way_to_the_laplace_route(M, E, sigma):
+    """ln L_M narrow (the V-density route first): its estimate was 1.2e-9 to 5.9e-9 > MAX_ERROR and the exact sigma
+    of lambda = 0.01 was refused at these cells; route laplace estimates ~1e-14 there, and its second
+    discretization agrees."""
+    from certifier.numerics.exact import MAX_ERROR, exact_tv
+    from certifier.numerics.tv_laplace import tv_laplace_second
+    from certifier.numerics.tv_vfft import tv_vfft
+    assert tv_vfft(M, E, sigma)[1] > MAX_ERROR
+    r = exact_tv(M, E, sigma)
+    assert r.method.startswith("laplace") and r.error < 1e-12
+    assert abs(r.tv - tv_laplace_second(M, E, sigma).tv) < 1e-12
