@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from verifier_v3_fixtures import resign_v3
 
 from certifier.bounds.grids_v1 import KindWeights
-from certifier.bounds.grids_v2 import choose_v2, plan_v2
+from certifier.bounds.grids_v2 import MOVE_SHARE, choose_v2, plan_v2
 from certifier.certificate.stages import stages_claim, t2_runs
 from certifier.errors import CannotCertifyError
 from certifier.numerics.stages_profile import exact_privacy_stages
@@ -53,8 +53,10 @@ def test_weights_scale_the_rounding_terms_and_the_moves():
     assert lw["k_minus"] == lo["k_minus"]
     assert w.method.trim == base.method.trim               # a deleted unit costs e^eps more, as a moved one
     assert lw["trim"] == pytest.approx(math.e * lo["trim"], rel=1e-12)
+    # a move costs e^eps more, and the weighted plan's tops are where its moves are cheap at that price; both tops
+    # also end at least twice above the epoch sums (M = 10), which decides them here (octaves of different h)
     top = lambda m: m.h * 2 ** (m.mantissa_bits + m.top_octave + 1)   # the value above which sums are moved
-    assert top(w.method) >= top(base.method)                 # a move costs e^eps more: never a lower top
+    assert lw["moves"] <= MOVE_SHARE * 1e-7 and top(w.method) >= 2 * 10 and top(base.method) >= 2 * 10
 
 
 def _claim_and_weights(eps: str, delta: str, sigma: str):
