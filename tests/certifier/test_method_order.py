@@ -78,3 +78,18 @@ def test_the_order_holds_on_the_real_planners_at_a_cell_where_v2_is_far_faster_a
     low = Claim(RANDOM_ALLOCATION, 10**6, 10**4, Q("0.708858"), Q("0.1"), None)
     order = cf._lower_order(ctx, V2, low, Q("0.708858"), 0.1000002461698195, 1.7e-10, SimpleNamespace(prec=100))
     assert [m for m, _ in order] == [mt.LOWER_V1, mt.LOWER_V2]
+
+
+@pytest.mark.parametrize("v1, v2, spare, err_slow, stepped", [
+    (313.0, 254.0, True, True, True),          # (3, 10^4, 0.999): v2 not far faster -> the next sigma step
+    (579.0, 60.0, True, True, False),          # (10^7, 1, 0.001): v2 far faster -> v2 at this sigma
+    (313.0, 254.0, False, True, False),        # no step to spare: v2 it is
+    (313.0, 254.0, True, False, False),        # v1 found no grid at all (not slowness): v2 it is
+])
+def test_a_slow_v1_at_an_automatic_sigma_steps_sigma_unless_v2_is_far_faster(monkeypatch, v1, v2, spare, err_slow,
+                                                                              stepped):
+    _plans(monkeypatch, v1, v2)
+    ctx = _ctx()
+    ctx.limit = cf.STEP_SECONDS if spare else cf.MAX_PREDICTED_SECONDS
+    err = cf.TooSlowError("slow", v1) if err_slow else cf.CannotCertifyError("no grid")
+    assert cf._step_instead(ctx, err, V2) == stepped
