@@ -650,11 +650,16 @@ def _v2_first(ctx: Ctx, margin: float, tv: float, wts=None, need: float = 0.0):
                      weights=wts), guess
 
 
+def _v2_idle_seconds(ctx: Ctx, margin: float) -> float:
+    """Method v2's first grid for a TV claim, predicted on grids_v1's idle core, its calibration run included."""
+    return idle_seconds(_v2_first(ctx, margin, ctx.tv)[0].predicted_seconds) * V2_CALIBRATION[0]
+
+
 def _faster_first(ctx: Ctx, candidates: list) -> list:
     """auto, a TV claim that method v1 fits: v1 first, unless its first grid is predicted slower than
     V2_SWITCH_SECONDS and method v2's first (its calibration included, rescaled to grids_v1's idle core) at most
     V2_GAIN of that -- then v2 first and v1 after it. (With a lattice per level, method-v2.md §10, v2 is the faster
-    at large M and E: predicted 75 s against 272 s at (10^6, 10^4, 0.1), sigma 0.70886.)"""
+    at large M and E: 102 s (calibration in) against 272 s at (10^6, 10^4, 0.1), sigma 0.70886.)"""
     if ctx.kind.name != "tv" or len(candidates) < 2 or candidates[0].method is not mt.UPPER_V1:
         return candidates
     margin = _upper_margin(ctx)
@@ -664,7 +669,7 @@ def _faster_first(ctx: Ctx, candidates: list) -> list:
         v1 = _plan_within(_v1_side(ctx), 0)[0].predicted_seconds
         if v1 <= V2_SWITCH_SECONDS:
             return candidates
-        v2 = idle_seconds(_v2_first(ctx, margin, ctx.tv)[0].predicted_seconds) * V2_CALIBRATION[0]
+        v2 = _v2_idle_seconds(ctx, margin)
     except (CannotCertifyError, ParameterError):
         return candidates                        # one of them plans nothing: the search order decides
     if v2 > V2_GAIN * v1:
@@ -685,7 +690,7 @@ def _step_instead(ctx: Ctx, err: CannotCertifyError, after) -> bool:
     if ctx.kind.name != "tv" or margin is None or margin <= 0:
         return False
     try:
-        v2 = idle_seconds(_v2_first(ctx, margin, ctx.tv)[0].predicted_seconds) * V2_CALIBRATION[0]
+        v2 = _v2_idle_seconds(ctx, margin)
     except (CannotCertifyError, ParameterError):
         return False
     return v2 > V2_GAIN * err.seconds

@@ -77,15 +77,10 @@ def onto_coarser(X: LatticeDist, d: int) -> LatticeDist:
         return X
     f, out = 1 << d, {}
     for k, p in X.items():
-        if p.poly.length() > 1:
-            if p.poly.deflation()[1] % f:
-                raise ParameterError(f"octave {k} has points off the lattice 2^{d} times coarser")
-            q = p.poly.deflate(f)
-        else:
-            q = p.poly
-        if p.off % f:
+        long = p.poly.length() > 1
+        if p.off % f or (long and p.poly.deflation()[1] % f):
             raise ParameterError(f"octave {k} has points off the lattice 2^{d} times coarser")
-        out[k] = Poly(p.off // f, q)
+        out[k] = Poly(p.off // f, p.poly.deflate(f) if long else p.poly)
     return out
 
 
