@@ -25,7 +25,7 @@ from certifier.bounds.grids_v2 import choose_v2, idle_seconds
 from certifier.bounds.result import UpperResult
 from certifier.bounds.two_scale_plan import with_two_scale
 from certifier.certificate import predicate as pred_
-from certifier.certificate.claim import RANDOM_ALLOCATION, Claim
+from certifier.claim import RANDOM_ALLOCATION, Claim
 from certifier.domain import OutsideDomainError, check_cell, check_sigma
 from certifier.errors import CannotCertifyError, NumericsUnreliableError, ParameterError
 from certifier.params import decimal_str, parse_decimal
@@ -85,7 +85,7 @@ class Outcome:
     stages: list | None = None        # a run in stages: [[M_s, E_s], ...] (steps None, epochs the total)
 
 
-def _say(progress, t_start):
+def progress_say(progress, t_start):
     report = progress or (lambda stage, pct, el: None)
     return lambda stage, frac: report(stage, 100.0 * frac, time.perf_counter() - t_start)
 
@@ -141,7 +141,7 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
     A run in stages is certifier.stages_certify.certify_stages (its Outcome has `stages`).
     """
     t_start = time.perf_counter()
-    say = _say(progress, t_start)
+    say = progress_say(progress, t_start)
     target_kind = kind(kind_name) if kind_params is None else kind(kind_name, kind_params, target)
     if two_sided and not target_kind.lower_side:
         raise CannotCertifyError(f"target kind {target_kind.name}: the lower side is not implemented (only the "
@@ -420,7 +420,7 @@ def _refuse_if_slow(plan, margin: float, limit: float = MAX_PREDICTED_SECONDS) -
                                  "larger sigma gives a larger margin", plan.predicted_seconds)
 
 
-def _prove(side: Side, max_tries: int, tries: list, say, single: bool = False):
+def prove(side: Side, max_tries: int, tries: list, say, single: bool = False):
     """Try grids of decreasing predicted loss until the bound decides the target; (result, method) or None."""
     for k in range(1 if single else max_tries):
         say(f"{side.label} grid (try {k + 1})", 0.0)
@@ -513,7 +513,7 @@ def _or_band(plain, banded, band: bool):
 
 def _upper_v1(ctx: Ctx):
     """Method v1 (certifier.bounds.upper_v1); returns (UpperResult, UpperV1) or None."""
-    return _prove(_v1_side(ctx), ctx.max_tries, ctx.out.tries, ctx.say, single=bool(ctx.grid))
+    return prove(_v1_side(ctx), ctx.max_tries, ctx.out.tries, ctx.say, single=bool(ctx.grid))
 
 
 def _v1_side(ctx: Ctx) -> Side:
@@ -595,7 +595,7 @@ def _calibrate(M, E, t2, plan, tv, run, measured_loss, out, say, label,
     return scale, eps, y_scale
 
 
-def _row_v2(plan, bound_key, value):
+def row_v2(plan, bound_key, value):
     mj = plan.method.to_json()
     return {"method": 2, **{k: mj[k] for k in ("h", "mantissa_bits", "eta", "cap", "top_octave")},
             "predicted_seconds": round(plan.predicted_seconds, 2),
@@ -631,12 +631,12 @@ def _upper_v2(ctx: Ctx):
         if ctx.kind.name != "tv":                 # a kind: the next try plans with the loss this one measured
             kb["measured_loss"] = lost(r)
             out.k_scale = _relearn(out.k_scale, plan, kb["measured_loss"])
-        return {**_row_v2(plan, "bound", r.bound), **kb}          # bound: the grid's TV
+        return {**row_v2(plan, "bound", r.bound), **kb}          # bound: the grid's TV
     side = Side("upper", margin, SAFETY, V2_CEILING,
                 lambda b: choose_v2(M, E, t2, b, tv, prec=prec or 100, k_scale=out.k_scale, need_eps=out.need_eps,
                                     weights=wts, y_scale=out.y_scale),
                 run, lambda r: ctx.kind.upper_proves(r, claim.target), row, ctx.limit)
-    return _prove(side, ctx.max_tries, out.tries, say)
+    return prove(side, ctx.max_tries, out.tries, say)
 
 
 def _v2_first(ctx: Ctx, margin: float, tv: float, wts=None, need: float = 0.0):
@@ -714,7 +714,6 @@ def _kind_v2(ctx: Ctx):
     stages' measured k_scale, KIND_UPPER_K_SCALE)."""
     import math
 
-    from certifier.targets import TV
     k, claim = ctx.kind, ctx.claim
     margin, wts = _kind_plan(ctx, claim, ctx.sigma, ctx.tv, ctx.tv_err, upper=True)
     per = 1.0
@@ -722,7 +721,7 @@ def _kind_v2(ctx: Ctx):
         tv = wts.tv
     else:
         wts, per, margin = None, k.loss_factor, _upper_margin(ctx)
-        tv = TV.numerics(claim, ctx.sigma)[0]
+        tv = kind("tv").numerics(claim, ctx.sigma)[0]
         tv = ctx.tv if tv is None else tv
     value = ctx.tv
 
@@ -752,7 +751,7 @@ def _privacy(ctx: Ctx, res, meth):
     return priv, tpr
 
 
-def _sigma_lows(sigma: fmpq):
+def sigma_lows(sigma: fmpq):
     """sigma - res, then sigma - 2 res (res = res(sigma), docs/two-sided.md §1), while positive."""
     res = sigma_resolution(sigma)
     for k in (1, 2):
@@ -765,7 +764,7 @@ def _lower(ctx: Ctx, search, meth) -> dict | None:
     """The lower side: sigma_low = sigma - k res(sigma) (k = 1, 2) certified to miss the target, or None."""
     claim, out = ctx.claim, ctx.out
     t0 = time.perf_counter()
-    for s_low in _sigma_lows(ctx.sigma):
+    for s_low in sigma_lows(ctx.sigma):
         low_claim = Claim(claim.scheme, claim.steps, claim.epochs, s_low, claim.target, claim.iterations)
         tv_low, err = ctx.kind.numerics(low_claim, s_low) if search.screen_lower else (None, None)
         s_str = decimal_str(s_low)
@@ -821,7 +820,7 @@ def _lower_order(ctx: Ctx, search, low_claim, s_low, tv_low, err, meth) -> list:
 
 
 def _lower_v1(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
-    found = _prove(_lower_v1_side(ctx, low_claim, s_low, tv_low, err, meth), len(LOWER_SAFETY), ctx.out.lower_tries,
+    found = prove(_lower_v1_side(ctx, low_claim, s_low, tv_low, err, meth), len(LOWER_SAFETY), ctx.out.lower_tries,
                    ctx.say)
     return None if found is None else (found[0], found[0].method)
 
@@ -883,12 +882,12 @@ def _lower_v2(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
         # 3-5x their prediction, y_scale from the calibration included)
         kb = {"measured_loss": lost(L)}
         at[0] = _relearn(at[0], plan, kb["measured_loss"])
-        return {"sigma_low": decimal_str(s_low), **_row_v2(plan, "tv_lower", L.tv_lower), "tv_exact": value_low, **kb}
+        return {"sigma_low": decimal_str(s_low), **row_v2(plan, "tv_lower", L.tv_lower), "tv_exact": value_low, **kb}
     side = Side("lower", margin, LOWER_SAFETY, V2_CEILING,
                 lambda b: choose_v2(M, E, t2, b, tv_low, prec=meth.prec, k_scale=at[0], need_eps=need,
                                     weights=wts, y_scale=y_low, lower=True),
                 run, lambda L: ctx.kind.lower_proves(L, low_claim.target), row)
-    return _prove(side, len(LOWER_SAFETY), out.lower_tries, say)
+    return prove(side, len(LOWER_SAFETY), out.lower_tries, say)
 
 
 # The upper methods in auto's order of preference, each with the lower methods tried after it.

@@ -9,7 +9,7 @@ the lower side certifier.bounds.stages_lower (step (d) multiplies the stages' bu
 on ONE method-v2 grid, planned here from the stages' numerics: a plan of certifier.bounds.grids_v2 per
 distinct line (M_s, sigma_s) for the run's total epochs, merged into the finest grid covering every plan (smallest h and
 eta, widest octaves, log range and k_top). Retries shrink the budget as for one block
-(certifier.certify._prove). The kind's numerics and exact shared sigma are certifier.numerics.stages' and
+(certifier.certify.prove). The kind's numerics and exact shared sigma are certifier.numerics.stages' and
 stages_profile's (numerics only: they choose grids and sigma). The rows come from the upper side's
 b_k (Lemma C.5 functionals); a row that cannot be certified is left out with its reason.
 """
@@ -126,7 +126,7 @@ def certify_stages(stages, target: fmpq, sigma: fmpq | None = None, *, two_sided
         raise ParameterError("a sigma per stage is certified one-sided only (no single sigma to step down for the "
                              "lower side)")
     t_start = time.perf_counter()
-    say = cf._say(progress, t_start)
+    say = cf.progress_say(progress, t_start)
     named = () if target_kind.name == "tv" else (("name", target_kind.name), *target_kind.params)
     given = sigma is not None
     if sigma is None and not own:
@@ -178,7 +178,7 @@ def _upper(out, claim, sigma, target_kind, prec, max_tries, say, limit):
     def row(plan, r):
         out.bound = r.bound
         kb = {} if target_kind.upper_bound is None else {f"{target_kind.name}_bound": target_kind.upper_bound(r)}
-        return {**cf._row_v2(plan, "bound", r.bound), **kb}          # bound: the grid's TV
+        return {**cf.row_v2(plan, "bound", r.bound), **kb}          # bound: the grid's TV
     margin = target_kind.upper_margin(target, value, out.tv_error)
     if limit < cf.MAX_PREDICTED_SECONDS and margin is not None and margin <= 0:
         raise CannotCertifyError(f"the margin target - value - error at sigma {decimal_str(sigma)} is "
@@ -189,7 +189,7 @@ def _upper(out, claim, sigma, target_kind, prec, max_tries, say, limit):
                                          k_scale=1.0 if wts is None else KIND_UPPER_K_SCALE),
                    lambda m, prog: rounding_bound_v2_stages(runs, m),
                    lambda r: target_kind.upper_proves(r, target), row, limit)
-    return cf._prove(side, max_tries, out.tries, say)
+    return cf.prove(side, max_tries, out.tries, say)
 
 
 def _kind_plan(target_kind, claim, sigma, margin, value):
@@ -227,7 +227,7 @@ def _lower(out, claim, target_kind, meth: UpperV2, need: float, say) -> dict | N
     the processed pmfs, certifier.bounds.lower_kinds, for dp / tpr), or None."""
     target = claim.target
     t0 = time.perf_counter()
-    for s_low in cf._sigma_lows(claim.sigma):
+    for s_low in cf.sigma_lows(claim.sigma):
         s_str = decimal_str(s_low)
         value_low, err = target_kind.numerics(claim, s_low)
         if value_low is not None and value_low - err <= float(target):
@@ -244,10 +244,10 @@ def _lower(out, claim, target_kind, meth: UpperV2, need: float, say) -> dict | N
                        lambda m, prog, runs=runs: lower_bound_v2_stages(runs, m, replay_trims=target_kind.name != "tv"),
                        lambda L: target_kind.lower_proves(L, target),
                        lambda plan, L, s_str=s_str, v=value_low: {"sigma_low": s_str,
-                                                                  **cf._row_v2(plan, "tv_lower", L.tv_lower),
+                                                                  **cf.row_v2(plan, "tv_lower", L.tv_lower),
                                                                   "tv_exact": v})
         try:
-            found = cf._prove(side, len(cf.LOWER_SAFETY), out.lower_tries, say)
+            found = cf.prove(side, len(cf.LOWER_SAFETY), out.lower_tries, say)
         except CannotCertifyError as e:
             out.lower_tries.append({"sigma_low": s_str, "skipped": str(e)})
             found = None
@@ -267,7 +267,7 @@ def refuse_with_stages(steps, epochs, scheme, method, kind_name, iterations, gri
     """For a face that accepts stages beside certify's options: a run in stages has no steps/epochs of its
     own, random allocation, method v2 and automatic grids (any target kind); anything else is a one-line
     refusal."""
-    from certifier.certificate.claim import RANDOM_ALLOCATION
+    from certifier.claim import RANDOM_ALLOCATION
     if steps is not None or epochs is not None:
         raise ParameterError("give either stages or steps and epochs, not both")
     if scheme != RANDOM_ALLOCATION or iterations is not None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import math
 
-from certifier.certificate.claim import Claim
+from certifier.claim import Claim
 from certifier.errors import ParameterError, SigmacertError
 from certifier.params import parse_decimal
 

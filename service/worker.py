@@ -40,7 +40,7 @@ def matches_request(req: dict, outcome: dict) -> str | None:
 
     The computation is our own code, but the key signs only a claim that is the one requested
     and a bound that meets the target, read back from the predicate itself."""
-    from certifier.certificate.claim import RANDOM_ALLOCATION
+    from certifier.claim import RANDOM_ALLOCATION
     from certifier.params import parse_decimal
     pred = outcome.get("predicate")
     if not isinstance(pred, dict) or not isinstance(pred.get("claim"), dict):

@@ -12,7 +12,7 @@ import datetime as _dt
 import flint
 
 from certifier import __version__
-from certifier.certificate.claim import SCHEME_RULES, Claim
+from certifier.claim import SCHEME_RULES, Claim
 from certifier.errors import NumericsUnreliableError
 from certifier.params import decimal_str
 from certifier.resolution import FLOOR, sigma_resolution

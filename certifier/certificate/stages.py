@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from flint import fmpq
 
-from certifier.certificate.claim import KIND_TEXT, RANDOM_ALLOCATION, Claim
+from certifier.claim import KIND_TEXT, RANDOM_ALLOCATION, Claim
 from certifier.errors import ParameterError
 from certifier.params import decimal_str
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import time
 
+from certifier import targets
 from certifier.errors import SigmacertError
-from sigmacert.atlas.cells import PARAM
 
 
 def worker_version() -> str:
@@ -25,14 +25,11 @@ def certify_cell(steps: int, epochs: int, target: str, scheme: str, kind: str = 
     tpr: target beta at FPR = param; certifier.targets): {"ok": True, "predicate", "sigma", ...} or
     {"ok": False, "reason"}. Unexpected exceptions propagate (the driver records them)."""
     from certifier.certify import certify
-    from certifier.params import parse_decimal, parse_target
     t0, c0 = time.perf_counter(), time.process_time()
     try:
-        if kind == "tv":
-            out = certify(steps, epochs, parse_target(target), None, scheme=scheme, two_sided=True)
-        else:
-            out = certify(steps, epochs, parse_decimal("target", target), None, scheme=scheme, two_sided=True,
-                          kind_name=kind, kind_params={PARAM.get(kind, "param"): param})
+        goal = targets.make(kind, target, param)
+        out = certify(steps, epochs, goal.value, None, scheme=scheme, two_sided=True, kind_name=goal.name,
+                      kind_params=goal.kind_params)
     except SigmacertError as err:
         return {"ok": False, "reason": str(err), "seconds": round(time.perf_counter() - t0, 3)}
     seconds, cpu = round(time.perf_counter() - t0, 3), round(time.process_time() - c0, 3)

@@ -23,7 +23,7 @@ import matplotlib
 
 import verifier
 from certifier import __version__
-from certifier.certificate.claim import RANDOM_ALLOCATION, Claim
+from certifier.claim import RANDOM_ALLOCATION, Claim
 from certifier.errors import ParameterError
 from certifier.numerics import closed_form as cf
 from certifier.numerics import schemes

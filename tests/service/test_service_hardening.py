@@ -115,8 +115,8 @@ def test_admission_prices_the_grid_certify_plans_where_method_v2_has_none(cell):
     seconds; the admission now prices that grid (certify.planned_upper)."""
     from certifier.bounds.grids_v1 import budget
     from certifier.bounds.grids_v2 import choose_v2
-    from certifier.certificate.claim import Claim
     from certifier.certify import planned_upper
+    from certifier.claim import Claim
     from certifier.errors import CannotCertifyError
     from certifier.numerics.schemes import closed_form_sigma
     from certifier.params import parse_decimal

@@ -14,6 +14,7 @@ import pytest
 import sigmacert
 from certifier.certificate.keys import keygen
 from certifier.numerics.targets import exact_privacy
+from certifier.run import Run
 from sigmacert import kinds
 from sigmacert.cli import main
 
@@ -97,7 +98,7 @@ def test_certify_dp_one_sided(tmp_path, capsys, keydir, monkeypatch):
     bound, sigma = float(summary["bound"]), summary["sigma"]
     assert not summary["two_sided"] and "lower" not in _payload(out)["predicate"]
     assert sigmacert.verify(out, keydir / "public.pem").accepted
-    assert sigma == kinds.exact_sigma(10, 2, kinds.parse_kind(epsilon="0.5", delta="1e-4"), "random-allocation")
+    assert sigma == kinds.exact_sigma(Run.block(10, 2), kinds.parse_kind(epsilon="0.5", delta="1e-4"))
     d = exact_privacy(10, 2, float(sigma), epsilons=[0.5]).delta[0.5]
     assert d.value - d.error <= bound <= 1e-4
 

@@ -1,0 +1,45 @@
+"""The certifier's public surface for the faces (CLI, API, service, atlas, PLD export): a run and a target in,
+an exact sigma, a numerical value or a certificate out.
+
+  Run, Target, parse_target, target_from_json   what is asked (certifier.run, certifier.targets)
+  exact_sigma(run, target)                      the least sigma on the res(sigma) grid (numerical)
+  value_at(run, target), privacy(run, ...)      numerical values at the run's sigma
+  certify(run, target, sigma, ...)              the certify Outcome of a block or a run in stages
+  sign(predicate, key, subject)                 the one signing path (certifier.certificate.envelope)
+"""
+from __future__ import annotations
+
+from flint import fmpq
+
+from certifier.certificate.envelope import key_id, sign_certificate
+from certifier.certify import Outcome
+from certifier.certify import certify as certify_block
+from certifier.run import Run, exact_sigma, privacy
+from certifier.stages_certify import certify_stages
+from certifier.targets import Target, from_json, parse
+
+__all__ = ["Outcome", "Run", "Target", "certify", "exact_sigma", "from_json", "parse", "privacy", "sign",
+           "value_at"]
+
+
+def value_at(run: Run, target: Target, check: bool = True):
+    """The target's quantity for the run at its sigma (numerical Value: value, error)."""
+    return target.value_at(run, check)
+
+
+def certify(run: Run, target: Target, sigma: fmpq | None = None, *, two_sided: bool = False, progress=None,
+            **options) -> Outcome:
+    """Certify the target for the run at sigma (the exact sigma when None): a block by certifier.certify, a run
+    in stages by certifier.stages_certify (a sigma per stage: sigma None, one-sided). options: certify's grid
+    and method options (h, eta, cap, prec, method, max_tries)."""
+    options = {k: v for k, v in options.items() if v is not None}   # None: certify's own default
+    kw = {"two_sided": two_sided, "progress": progress, "kind_name": target.name, "kind_params": target.kind_params}
+    if run.staged:
+        return certify_stages(run.stages, target.value, sigma, **kw, **options)
+    return certify_block(run.steps, run.epochs, target.value, sigma, scheme=run.scheme, iterations=run.iterations,
+                         **kw, **options)
+
+
+def sign(predicate: dict, key, subject: dict | None = None) -> tuple[bytes, str]:
+    """(the signed DSSE envelope, the key id) of a predicate (the one place a certificate is signed)."""
+    return sign_certificate(predicate, key, subject), key_id(key.public_key())
