@@ -7,8 +7,8 @@ What is counted (project packages sigmacert, certifier, verifier, trainer, servi
 - stages_functions: functions whose name ends in `_stages`.
 - certify_lines: lines of certifier/certify.py.
 - face_modules: distinct certifier modules imported by sigmacert/ and service/.
-- inner_imports: import statements inside a function (and how many of them load an optional extra:
-  torch, jax, dask, matplotlib).
+- inner_imports: import statements inside a function (and how many of them load an optional extra of
+  pyproject.toml, or a project module that needs one at import time).
 - upward_arrows: imports between the floors of certifier and of verifier (a subpackage or a top-level
   module is one floor node) that close a circle of floors (an edge inside a strongly connected component).
 """
@@ -23,7 +23,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("sigmacert", "certifier", "verifier", "trainer", "service")
 KIND_NAMES = {"tv", "dp", "tpr"}
 STAGE_NAMES = {"stages", "staged", "sigma_per_stage"}
-OPTIONAL = {"torch", "jax", "jaxlib", "dask", "distributed", "matplotlib", "opacus"}
+# the optional extras of pyproject.toml (a module of the project that needs one at import time is optional too)
+OPTIONAL = {"torch", "opacus", "jax", "jaxlib", "jax_privacy", "dask", "distributed", "matplotlib", "fastapi",
+            "uvicorn", "httptools", "uvloop", "httpx", "swagger_ui_bundle", "sklearn", "dp_accounting", "selenium",
+            "PLD_accounting"}
 
 
 def files(packages=PACKAGES):
@@ -58,14 +61,52 @@ def reads_stages(test) -> bool:
     return False
 
 
-def inner_imports(tree):
+def top_imports(path: Path, tree) -> set[str]:
+    """Modules imported at module level (not inside a function)."""
+    mod = module_name(path)
+    here = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
+    out = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = here[: len(here) - node.level + 1] if node.level else []
+            out.add(".".join(base + ([node.module] if node.module else [])))
+    return out
+
+
+def optional_modules() -> set[str]:
+    """Project modules that import an optional extra at import time (directly or through another module)."""
+    top = {}
+    for path in files():
+        top[module_name(path)] = top_imports(path, ast.parse(path.read_text()))
+    needs = {m for m, deps in top.items() if any(d.split(".")[0] in OPTIONAL for d in deps)}
+    changed = True
+    while changed:
+        changed = False
+        for m, deps in top.items():
+            if m not in needs and any(d in needs or any(n.startswith(d + ".") for n in needs if d in top)
+                                      for d in deps if d in top):
+                needs.add(m)
+                changed = True
+    return needs
+
+
+def _is_optional(name: str, optional: set[str]) -> bool:
+    return name.split(".")[0] in OPTIONAL or name in optional
+
+
+def inner_imports(tree, optional: frozenset = frozenset()):
     out = []
 
     def walk(node, inside):
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.Import, ast.ImportFrom)) and inside:
-                mods = [a.name for a in child.names] if isinstance(child, ast.Import) else [child.module or ""]
-                out.append(any(m.split(".")[0] in OPTIONAL for m in mods))
+                if isinstance(child, ast.Import):
+                    mods = [a.name for a in child.names]
+                else:
+                    mods = [child.module or ""] + [f"{child.module}.{a.name}" for a in child.names]
+                out.append(any(_is_optional(m, optional) for m in mods))
             walk(child, inside or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
     walk(tree, False)
     return out
@@ -134,6 +175,7 @@ def upward_arrows(package: str) -> list[str]:
 def counts() -> dict:
     kind_ifs, stage_ifs, stage_fns, inner, inner_opt = [], [], [], 0, 0
     face = set()
+    optional = frozenset(optional_modules())
     for path in files():
         rel = str(path.relative_to(ROOT))
         tree = ast.parse(path.read_text())
@@ -144,7 +186,7 @@ def counts() -> dict:
                 stage_ifs.append(f"{rel}:{t.lineno}")
         stage_fns += [f"{rel}:{n.name}" for n in ast.walk(tree)
                       if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.endswith("_stages")]
-        ins = inner_imports(tree)
+        ins = inner_imports(tree, optional)
         inner += len(ins)
         inner_opt += sum(ins)
         if rel.startswith(("sigmacert/", "service/")):

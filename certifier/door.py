@@ -16,10 +16,10 @@ from certifier.certify import Outcome
 from certifier.certify import certify as certify_block
 from certifier.run import Run, exact_sigma, privacy
 from certifier.stages_certify import certify_stages
-from certifier.targets import Target, from_json, parse
+from certifier.targets import DP, TPR, TV, Target, from_json, make, parse
 
-__all__ = ["Outcome", "Run", "Target", "certify", "exact_sigma", "from_json", "parse", "privacy", "sign",
-           "value_at"]
+__all__ = ["DP", "TPR", "TV", "Outcome", "Run", "Target", "certify", "exact_sigma", "from_json", "make", "parse",
+           "privacy", "sign", "value_at"]
 
 
 def value_at(run: Run, target: Target, check: bool = True):
@@ -34,10 +34,9 @@ def certify(run: Run, target: Target, sigma: fmpq | None = None, *, two_sided: b
     and method options (h, eta, cap, prec, method, max_tries)."""
     options = {k: v for k, v in options.items() if v is not None}   # None: certify's own default
     kw = {"two_sided": two_sided, "progress": progress, "kind_name": target.name, "kind_params": target.kind_params}
-    if run.staged:
-        return certify_stages(run.stages, target.value, sigma, **kw, **options)
-    return certify_block(run.steps, run.epochs, target.value, sigma, scheme=run.scheme, iterations=run.iterations,
-                         **kw, **options)
+    return run.pick(lambda m, e, scheme: certify_block(m, e, target.value, sigma, scheme=scheme,
+                                                       iterations=run.iterations, **kw, **options),
+                    lambda stages: certify_stages(stages, target.value, sigma, **kw, **options))
 
 
 def sign(predicate: dict, key, subject: dict | None = None) -> tuple[bytes, str]:

@@ -66,6 +66,11 @@ class Run:
             raise ParameterError("the run has no single sigma")
         return float(parse_sigma(self.sigma))
 
+    def pick(self, block, staged):
+        """The run's shape decides its numerics, here only: staged(stages) for a run in stages (the product of
+        the stages' pairs), block(steps, epochs, scheme) for a block (the scheme's pair)."""
+        return staged(self.stages) if self.staged else block(self.steps, self.epochs, self.scheme)
+
     def where(self, sigma: str | None) -> str:
         """Where a certify call looked, in words (a refusal's tail): the sigma and the run."""
         if not self.staged:
@@ -95,6 +100,5 @@ def privacy(run: Run, *, deltas=(), epsilons=(), fprs=(), check: bool = True):
     """eps at each delta, delta at each eps and the TPR at each FPR (floats) of the run's pair at its sigma(s),
     with the exact TV (certifier.numerics.targets / stages_profile; numerical, with error estimates)."""
     kw = {"deltas": deltas, "epsilons": epsilons, "fprs": fprs, "check": check}
-    if run.staged:
-        return exact_privacy_stages(run.stages, **kw)
-    return exact_privacy_scheme(run.steps, run.epochs, run.sigma_float(), run.scheme, **kw)
+    return run.pick(lambda m, e, scheme: exact_privacy_scheme(m, e, run.sigma_float(), scheme, **kw),
+                    lambda stages: exact_privacy_stages(stages, **kw))

@@ -14,9 +14,15 @@ from __future__ import annotations
 import functools
 import math
 
+from certifier.bounds.grids_v1 import budget
+from certifier.bounds.grids_v2 import choose_v2
+from certifier.certify import planned_upper
 from certifier.claim import Claim
 from certifier.errors import ParameterError, SigmacertError
+from certifier.numerics.schemes import closed_form_sigma
+from certifier.numerics.stages import Stage, closed_form_sigma_stages
 from certifier.params import parse_decimal
+from certifier.stages_certify import plan_stages
 
 
 @functools.lru_cache(maxsize=4096)
@@ -26,10 +32,6 @@ def predicted_seconds(steps: int, epochs: int, target: str, sigma: str | None, s
     kind: () for tv, or (name, parameter) of a dp / tpr target: its sigma is the kind's exact sigma (the
     certifier's numerical search, as the job runs it) and the grid's budget is divided by the kind's loss
     factor (certifier.targets: the planners' TV loss times it bounds the kind's loss)."""
-    from certifier.bounds.grids_v1 import budget
-    from certifier.bounds.grids_v2 import choose_v2
-    from certifier.certify import planned_upper
-    from certifier.numerics.schemes import closed_form_sigma
     lam = parse_decimal("target", target)
     factor = 1.0
     if kind:
@@ -61,9 +63,6 @@ def predicted_seconds_stages(stages: tuple, target: str, sigma: str | None) -> f
     certifier's own plan (certifier.stages_certify.plan_stages: a method-v2 plan per distinct M_s for the total
     epochs, seconds summed) at the closed-form sigma of the product's chi-square when none is given (>= the
     exact shared sigma, so at least as costly), both sides."""
-    from certifier.bounds.grids_v1 import budget
-    from certifier.numerics.stages import Stage, closed_form_sigma_stages
-    from certifier.stages_certify import plan_stages
     lam = parse_decimal("target", target)
     if sigma is None:
         s = closed_form_sigma_stages([Stage(m, e) for m, e in stages], float(lam))

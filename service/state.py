@@ -16,8 +16,11 @@ import fcntl
 import os
 from dataclasses import dataclass
 
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from fastapi import Depends, Header, Request
 
+from certifier.certificate.envelope import key_id
+from certifier.certificate.keys import load_public
 from service.auth import Caller, Tokens
 from service.compute import Lane, SigmaService, Verifications
 from service.config import Config
@@ -25,7 +28,7 @@ from service.errors import ApiError
 from service.ratelimit import RateLimiter
 from service.reports import Reports
 from service.store import Store
-from service.worker import WorkerPool
+from service.worker import WorkerPool, public_of
 
 
 def lock_database(db: str) -> int:
@@ -40,7 +43,6 @@ def lock_database(db: str) -> int:
 
 
 def _public_pem(public_key) -> str:
-    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
     return public_key.public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo).decode()
 
 
@@ -60,9 +62,6 @@ class ServiceState:
 
     @classmethod
     def open(cls, config: Config) -> ServiceState:
-        from certifier.certificate.envelope import key_id
-        from certifier.certificate.keys import load_public
-        from service.worker import public_of
         tokens = Tokens(config.tokens)
         lock = lock_database(config.db)
         try:

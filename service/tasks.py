@@ -16,6 +16,8 @@ from certifier.claim import RANDOM_ALLOCATION
 from certifier.errors import SigmacertError
 from certifier.params import parse_decimal, parse_sigma
 from certifier.resolution import resolution_str
+from verifier import load_public_key, verify_bytes
+from verifier import replay_statement as replay
 
 
 def _one_line(err: Exception) -> str:
@@ -70,7 +72,6 @@ def verify_certificate(payload: dict, progress) -> dict:
 
     The verifier is told the same budget as this process, so its cost model (when it has
     one) rejects an over-budget certificate before any arithmetic: `cost-exceeds-limit`."""
-    from verifier import load_public_key, verify_bytes
     keys = [load_public_key(p.encode()) for p in payload["keys"]]
     accepted = inspect.signature(verify_bytes).parameters
     budget = {k: payload[k] for k in ("max_memory", "max_seconds") if k in accepted}
@@ -83,7 +84,6 @@ def verify_certificate(payload: dict, progress) -> dict:
 def replay_statement(payload: dict, progress) -> dict:
     """The independent verifier's replay of an unsigned Statement (what the key holder signs next),
     under the verifier's cost model with this process's budget."""
-    from verifier import replay_statement as replay
     r = replay(base64.b64decode(payload["statement"]), max_memory=payload["max_memory"],
                max_seconds=payload["max_seconds"]).as_dict()
     if r["reason"] == "internal-error" and "MemoryError" in (r.get("detail") or ""):

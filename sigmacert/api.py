@@ -14,7 +14,12 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import Callable, Mapping
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+import verifier
 from certifier import door
+from certifier.certificate.envelope import file_subject
+from certifier.certificate.keys import load_private
 from certifier.errors import CannotCertifyError, CertificateRefusedError, KeyFileError, ParameterError
 from certifier.numerics import schemes as _schemes
 from certifier.numerics import stages as _stage_math
@@ -23,6 +28,8 @@ from certifier.numerics.stages import Stage
 from certifier.params import as_decimal_text, parse_count, parse_epochs, parse_sigma, parse_steps, parse_target
 from certifier.run import Run
 from certifier.targets import Target
+from sigmacert import kinds
+from sigmacert.files import write_atomic
 
 DEFAULT_SCHEME = _schemes.DEFAULT_SCHEME  # "random-allocation" (Algorithm 1); or "fixed-bins"
 SCHEMES = _schemes.SCHEMES
@@ -110,7 +117,6 @@ def exact_sigma(steps=None, epochs=None, target=None, *, stages=None, epsilon=No
     stages=[(100, 5), (400, 5)]: the least sigma, shared by the stages, on the same grid, for any
     kind (the pair is the product of the stages' pairs; docs/compose.md, docs/targets.md).
     """
-    from sigmacert import kinds
     run = _run_of(steps, epochs, stages, scheme, iterations, sigma_per_stage=False)
     kind = kinds.parse_kind(target, epsilon=epsilon, delta=delta, fpr=fpr, tpr=tpr)
     res = resolution if resolution == "auto" else as_decimal_text("resolution", resolution)
@@ -140,7 +146,6 @@ def exact_privacy(steps=None, epochs=None, sigma=None, *, stages=None, delta=(),
 
     stages=[(100, 5, "1.2"), (400, 5, "1.5")] (or [(100, 5), (400, 5)] with sigma= shared): the run in
     stages, E Lambda^q = prod_s F_{M_s, sigma_s}(q)^{E_s}; a StagesProfile with the same dicts."""
-    from sigmacert import kinds
     many = lambda x: list(x) if isinstance(x, (list, tuple)) else [x]  # noqa: E731
     run = _run_of(steps, epochs, stages, scheme, iterations, sigma)
     return kinds.privacy_at(run, deltas=many(delta), epsilons=many(epsilon), fprs=many(fpr))
@@ -183,16 +188,13 @@ class Certificate:
     def write(self, path: str, *, force: bool = False) -> None:
         """Write the signed envelope to `path`, atomically. An existing file is kept and ParameterError
         raised unless force=True (the rule of `sigmacert certify -o`); also when unsigned."""
-        from sigmacert.files import write_atomic
         if self.envelope is None:
             raise ParameterError("this certificate is not signed (pass key= to certify)")
         write_atomic(os.fspath(path), self.envelope + b"\n", force=force, how="write(path, force=True)")
 
 
 def _private_key(key):
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from certifier.certificate.keys import load_private
     if isinstance(key, Ed25519PrivateKey):
         return key
     if isinstance(key, (str, os.PathLike)):
@@ -256,7 +258,6 @@ def certify(steps=None, epochs=None, target=None, sigma=None, *, stages=None, ep
     there is no single sigma to step down), whatever two_sided says.
     Raises ParameterError (bad input), CannotCertifyError (no certificate; the message says why).
     """
-    from sigmacert import kinds
     if stages is None and steps is None:
         raise ParameterError("give steps and epochs (or stages=)")
     run = (Run(_stages(stages, steps, epochs, scheme, iterations, None), staged=True) if stages is not None else
@@ -290,7 +291,6 @@ def _kind_params(kind) -> Mapping:
 
 def _subject(subject):
     """The subject entry of `subject` (bytes or a file path), None for the claim itself."""
-    from certifier.certificate.envelope import file_subject
     if isinstance(subject, bytes):
         return file_subject("subject", subject)
     if subject is None:
@@ -322,7 +322,6 @@ def verify(certificate, public_key, *, subject=None) -> Verification:
     bytes or an Ed25519PublicKey (or a list of them). subject: a file whose SHA-256 must be a
     subject of the statement. Raises ParameterError only for unreadable files or keys.
     """
-    import verifier
     keys = public_key if isinstance(public_key, (list, tuple)) else [public_key]
     try:
         loaded = [verifier.load_public_key(k if isinstance(k, bytes) else open(os.fspath(k), "rb").read())

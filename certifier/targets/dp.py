@@ -145,25 +145,23 @@ class DP(Target):
 
     def search(self, run, resolution: str) -> str:
         e, d = self.f("epsilon"), self.f("delta")
-        if run.staged:
-            return exact_sigma_dp_stages(run.stages, e, d, resolution)
-        return exact_sigma_dp(run.steps, run.epochs, e, d, resolution, run.scheme)
+        return run.pick(lambda m, n, scheme: exact_sigma_dp(m, n, e, d, resolution, scheme),
+                        lambda stages: exact_sigma_dp_stages(stages, e, d, resolution))
 
     def value_at(self, run, check: bool = True):
         e = self.f("epsilon")
-        if run.staged:
-            return exact_privacy_stages(run.stages, epsilons=[e], check=check).delta[e]
-        return exact_privacy_scheme(run.steps, run.epochs, run.sigma_float(), run.scheme, epsilons=[e],
-                                    check=check).delta[e]
+        return run.pick(lambda m, n, scheme: exact_privacy_scheme(m, n, run.sigma_float(), scheme, epsilons=[e],
+                                                                  check=check),
+                        lambda stages: exact_privacy_stages(stages, epsilons=[e], check=check)).delta[e]
 
     def quick_bounds(self, run, exact: str) -> dict:
         """(R2): the proven quick bound on sigma, as decimal text."""
         e, d = self.f("epsilon"), self.f("delta")
-        if run.staged:
-            return {"rdp_qp": qb.rdp_sigma_stages([(s.steps, s.epochs) for s in run.stages], e, d,
-                                                  seed=float(exact))}
-        r = schemes.reduce(run.scheme, run.steps, run.epochs)
-        return {"rdp_qp": qb.rdp_sigma(r.steps, r.epochs, e, d, seed=float(exact), scale2=r.scale2)}
+        def block(m, n, scheme):
+            r = schemes.reduce(scheme, m, n)
+            return qb.rdp_sigma(r.steps, r.epochs, e, d, seed=float(exact), scale2=r.scale2)
+        return {"rdp_qp": run.pick(block, lambda stages: qb.rdp_sigma_stages([(s.steps, s.epochs) for s in stages],
+                                                                              e, d, seed=float(exact)))}
 
     def rule(self) -> TargetKind:
         return dp_kind(self.epsilon, self.value)

@@ -139,28 +139,26 @@ class TPR(Target):
 
     def search(self, run, resolution: str) -> str:
         a, b = self.f("fpr"), self.f("tpr")
-        if run.staged:
-            return exact_sigma_tpr_stages(run.stages, a, b, resolution)
-        return exact_sigma_tpr(run.steps, run.epochs, a, b, resolution, run.scheme)
+        return run.pick(lambda m, e, scheme: exact_sigma_tpr(m, e, a, b, resolution, scheme),
+                        lambda stages: exact_sigma_tpr_stages(stages, a, b, resolution))
 
     def value_at(self, run, check: bool = True):
         a = self.f("fpr")
-        if run.staged:
-            return exact_privacy_stages(run.stages, fprs=[a], check=check).tpr[a]
-        return exact_privacy_scheme(run.steps, run.epochs, run.sigma_float(), run.scheme, fprs=[a],
-                                    check=check).tpr[a]
+        return run.pick(lambda m, e, scheme: exact_privacy_scheme(m, e, run.sigma_float(), scheme, fprs=[a],
+                                                                  check=check),
+                        lambda stages: exact_privacy_stages(stages, fprs=[a], check=check)).tpr[a]
 
     def quick_bounds(self, run, exact: str) -> dict:
         """(R3) and, at FPR <= 1/2, Proposition B.2: the proven quick bounds on sigma, as decimal text."""
         a, b = self.f("fpr"), self.f("tpr")
-        if run.staged:
-            return {"rdp": qb.rdp_tpr_sigma_stages([(s.steps, s.epochs) for s in run.stages], a, b,
-                                                   seed=float(exact))}
-        r = schemes.reduce(run.scheme, run.steps, run.epochs)
-        out = {"rdp": qb.rdp_tpr_sigma(r.steps, r.epochs, a, b, seed=float(exact), scale2=r.scale2)}
-        if a <= 0.5:
-            out["closed_form"] = qb.tpr_bound_sigma(r.steps, r.epochs, a, b, scale2=r.scale2)
-        return out
+        def block(m, e, scheme):
+            r = schemes.reduce(scheme, m, e)
+            out = {"rdp": qb.rdp_tpr_sigma(r.steps, r.epochs, a, b, seed=float(exact), scale2=r.scale2)}
+            if a <= 0.5:
+                out["closed_form"] = qb.tpr_bound_sigma(r.steps, r.epochs, a, b, scale2=r.scale2)
+            return out
+        return run.pick(block, lambda stages: {"rdp": qb.rdp_tpr_sigma_stages(
+            [(s.steps, s.epochs) for s in stages], a, b, seed=float(exact))})
 
     def rule(self) -> TargetKind:
         return tpr_kind(self.fpr, self.value)

@@ -91,14 +91,12 @@ class TV(Target):
         return outcome.bound
 
     def search(self, run, resolution: str) -> str:
-        if run.staged:
-            return exact_sigma_stages(run.stages, self.value, resolution=resolution)
-        return schemes.exact_sigma(run.steps, run.epochs, self.value, run.scheme, resolution=resolution)
+        return run.pick(lambda m, e, scheme: schemes.exact_sigma(m, e, self.value, scheme, resolution=resolution),
+                        lambda stages: exact_sigma_stages(stages, self.value, resolution=resolution))
 
     def value_at(self, run, check: bool = True):
-        if run.staged:
-            return exact_privacy_stages(run.stages, check=check).tv
-        return exact_privacy_scheme(run.steps, run.epochs, run.sigma_float(), run.scheme, check=check).tv
+        return run.pick(lambda m, e, scheme: exact_privacy_scheme(m, e, run.sigma_float(), scheme, check=check),
+                        lambda stages: exact_privacy_stages(stages, check=check)).tv
 
     def quick_bounds(self, run, exact: str) -> dict:
         return {}

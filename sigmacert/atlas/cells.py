@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from certifier import targets
 from certifier.params import ParameterError, decimal_str, parse_decimal, parse_epochs, parse_steps, parse_target
 from certifier.targets import Target
+from sigmacert.kinds import parse_kind
 
 MAX_CELLS = 10_000
 
@@ -87,7 +88,6 @@ def kind_targets(targets=None, *, epsilon=None, delta=None, fpr=None, tpr=None) 
     """(kind, [(param, target), ...]): exactly one kind per atlas, each of its lists comma-separated, every
     (param, target) checked by the face's one kind parser (sigmacert.kinds.parse_kind). dp: every eps with
     every delta; tpr: every FPR with every TPR bound."""
-    from sigmacert.kinds import parse_kind
     given = {"target": targets, "epsilon": epsilon, "delta": delta, "fpr": fpr, "tpr": tpr}
     first = {k: (None if v is None else _items(k, v)[0]) for k, v in given.items()}
     kind = type(parse_kind(first["target"], epsilon=first["epsilon"], delta=first["delta"], fpr=first["fpr"],

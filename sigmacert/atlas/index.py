@@ -7,6 +7,7 @@ from __future__ import annotations
 from certifier.params import parse_decimal
 from certifier.targets import KINDS
 from sigmacert.atlas.cells import Cell
+from sigmacert.kinds import certified_sides
 
 INDEX_FORMAT = "sigmacert-atlas/1"
 STATUSES = ("certified", "failed", "pending")
@@ -39,7 +40,6 @@ def certified_entry(cell: Cell, scheme: str, predicate: dict, sha256: str, cost:
     sigma_target <= sigma. cost: the worker's wall-clock "seconds" and "cpu_seconds" for the cell (None
     when unknown).
     """
-    from sigmacert.kinds import certified_sides
     lower = predicate.get("lower")
     return {**_head(cell, scheme, "certified"), "sigma": predicate["claim"]["sigma"],
             "sigma_low": lower["sigma_low"] if lower else None, "two_sided": lower is not None,

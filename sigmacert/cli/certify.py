@@ -5,14 +5,22 @@ import json
 import os
 import sys
 
+from certifier.certificate.envelope import load_envelope, read_unverified
+from certifier.certificate.keys import keygen, load_private
+from certifier.claim import RANDOM_ALLOCATION
+from certifier.errors import EnvelopeError
 from certifier.params import ParameterError, parse_decimal, parse_sigma
 from certifier.run import Run
+from certifier.stages_certify import refuse_with_stages
+from sigmacert import kinds
+from sigmacert.api import issue
+from sigmacert.cli.core import add_scheme_arguments, run_shape, stages_json, stages_of
 from sigmacert.files import MAX_CERTIFICATE, read_regular, refuse_existing, sha256_regular, write_atomic
+from sigmacert.kinds import certified_sides, claim_statement
 
 # ----------------------------------------------------------------------------- keygen
 
 def run_keygen(args) -> int:
-    from certifier.certificate.keys import keygen
     kid = keygen(args.output, force=args.force)
     d = os.path.abspath(args.output)
     if args.json:
@@ -101,10 +109,6 @@ def _lower_value(res) -> str | None:
 
 
 def run_certify(args) -> int:
-    from certifier.certificate.keys import load_private
-    from sigmacert import kinds
-    from sigmacert.api import issue
-    from sigmacert.cli.core import run_shape, stages_of
     stages = stages_of(args, None)
     kind = kinds.parse_kind(args.target, epsilon=args.epsilon, delta=args.delta, fpr=args.fpr, tpr=args.tpr)
     if stages is not None:
@@ -181,11 +185,6 @@ def run_certify_stages(args, stages, kind) -> int:
     """`certify --stages`: a run in stages (certifier.stages_certify, format v5), any target kind; one shared
     sigma (two-sided by default) or a sigma per stage, 100x5@1.2,400x5@1.5 (one-sided: the upper side proves
     the target at those sigmas, and no single sigma steps down)."""
-    from certifier.certificate.keys import load_private
-    from certifier.claim import RANDOM_ALLOCATION
-    from certifier.stages_certify import refuse_with_stages
-    from sigmacert import kinds
-    from sigmacert.api import issue
     refuse_with_stages(None, None, RANDOM_ALLOCATION, "auto", kind.name, None, (args.h, args.eta, args.cap, args.prec))
     own = stages[0].sigma is not None
     if own and args.sigma is not None:
@@ -205,7 +204,6 @@ def run_certify_stages(args, stages, kind) -> int:
     issued = issue(Run(stages, staged=True), kind, sigma, key=key, subject=subject,
                    two_sided=not args.one_sided and not own, progress=progress)
     res = issued.outcome
-    from sigmacert.cli.core import stages_json
     run = ",".join(map(str, stages))
     value, lower = kind.numbers(res.tv, res.tv_error, res.tv_lower)
     summary = {"certified": res.success, "stages": stages_json(stages), **kind.summary(), "sigma": res.sigma,
@@ -271,7 +269,6 @@ def _flat(env: dict, stmt: dict) -> dict:
     grid = {k: mth.get(k) for k in ("h", "eta", "cap", "prec", "tail_start", "tail_step", "lattice_schedule",
                                     "k_minus", "k_plus", "fixed_point_bits", "trim", "mantissa_bits",
                                     "top_octave", "k_top")}
-    from sigmacert.kinds import certified_sides
     sides = certified_sides(p)
     stages = c.get("stages")  # format v5: a run in stages, no steps/epochs (a stage may carry its own sigma)
     if stages is not None:
@@ -299,7 +296,6 @@ def _flat(env: dict, stmt: dict) -> dict:
 
 def _show_kind(f: dict) -> None:
     """The claim lines of a dp or tpr certificate (format v4)."""
-    from sigmacert.kinds import claim_statement
     run = (f"M={f['steps']} bins, E={f['epochs']} rounds per bin ({f['iterations']} iterations), fixed bins"
            if f["scheme"] == "fixed-bins" else
            f"M={f['steps']} steps/epoch, E={f['epochs']} epochs, random allocation")
@@ -317,8 +313,6 @@ def _show_stages(f: dict) -> None:
 
 
 def run_show(args) -> int:
-    from certifier.certificate.envelope import load_envelope, read_unverified
-    from certifier.errors import EnvelopeError
     data = read_regular(args.certificate, "certificate", MAX_CERTIFICATE)
     try:
         env = load_envelope(data)
@@ -381,7 +375,6 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.set_defaults(run=run_keygen)
 
-    from sigmacert.cli.core import add_scheme_arguments
     p = sub.add_parser("certify", help="certify TV <= lambda, (eps, delta)-DP or TPR <= beta at FPR alpha at sigma "
                                        "(Lemma C.5) and sign a certificate")
     p.add_argument("--steps", "-M", help="steps per epoch M (fixed-bins: number of bins)")

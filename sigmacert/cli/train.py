@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import math
 
+from certifier.params import parse_sigma
+from sigmacert.cli import CliError
+from trainer.audit import audit
+
 
 def _cli_error(msg: str, code: int = 2):
-    from sigmacert.cli import CliError
     return CliError(msg, code)
 
 
@@ -56,8 +59,6 @@ def run_train(args) -> int:
 
 
 def run_audit(args) -> int:
-    from certifier.params import parse_sigma
-    from trainer.audit import audit
     parse_sigma(args.sigma)  # one-line error on bad input
     steps = _int("--steps", args.steps, 1)
     epochs = _int("--epochs", args.epochs, 1)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from certifier.certificate.envelope import load_envelope, read_unverified
 from certifier.errors import EnvelopeError
+from sigmacert.kinds import certified_sides, claim_kind
 
 DEFAULT_SCHEME = "random-allocation"  # the only scheme of formats v1 and v2 (Section 2)
 
@@ -56,13 +57,11 @@ class Facts:
     @property
     def kind(self) -> dict:
         """The claim's target kind ({"name": "tv"} for formats v1-v3; sigmacert.kinds.claim_kind)."""
-        from sigmacert.kinds import claim_kind
         return claim_kind(self.claim)
 
     @property
     def sides(self) -> dict:
         """kind, upper (<= target at sigma), lower (> target at sigma_low) and sigma_low, as written."""
-        from sigmacert.kinds import certified_sides
         return certified_sides(self.predicate)
 
     @property
