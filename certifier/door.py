@@ -1,7 +1,7 @@
 """The certifier's public surface for the faces (CLI, API, service, atlas, PLD export): a run and a target in,
 an exact sigma, a numerical value or a certificate out.
 
-  Run, Target, parse_target, target_from_json   what is asked (certifier.run, certifier.targets)
+  Run, Target, parse, from_json, make, KINDS    what is asked (certifier.run, certifier.targets)
   exact_sigma(run, target)                      the least sigma on the res(sigma) grid (numerical)
   value_at(run, target), privacy(run, ...)      numerical values at the run's sigma
   certify(run, target, sigma, ...)              the certify Outcome of a block or a run in stages
@@ -16,10 +16,11 @@ from certifier.certify import Outcome
 from certifier.certify import certify as certify_block
 from certifier.run import Run, exact_sigma, privacy
 from certifier.stages_certify import certify_stages
-from certifier.targets import DP, TPR, TV, Target, from_json, make, parse
+from certifier.targets import DP, KINDS, NAMES, ONE_KIND, TPR, TV, Target, from_json, make, parse
+from certifier.targets.request import KIND_FIELDS, MAX_EPSILON
 
-__all__ = ["DP", "TPR", "TV", "Outcome", "Run", "Target", "certify", "exact_sigma", "from_json", "make", "parse",
-           "privacy", "sign", "value_at"]
+__all__ = ["DP", "KINDS", "KIND_FIELDS", "MAX_EPSILON", "NAMES", "ONE_KIND", "TPR", "TV", "Outcome", "Run", "Target",
+           "certify", "exact_sigma", "from_json", "make", "parse", "privacy", "sign", "value_at"]
 
 
 def value_at(run: Run, target: Target, check: bool = True):

@@ -15,10 +15,9 @@ from typing import Optional, Union
 from flint import fmpq
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, field_validator
 
-from certifier import targets
+from certifier import door
 from certifier.numerics import schemes
 from certifier.params import ParameterError, decimal_str, parse_count, parse_decimal
-from certifier.targets import request as kind_request
 
 Number = Union[StrictInt, StrictStr]
 Decimal = Union[StrictStr, StrictInt, StrictFloat]
@@ -220,7 +219,7 @@ def run_of(stages, steps, epochs, scheme, iterations, limits: Limits) -> dict:
     return shape_of(steps, epochs, scheme, iterations, limits)
 
 
-KIND_FIELDS = kind_request.KIND_FIELDS
+KIND_FIELDS = door.KIND_FIELDS
 
 
 def kind_of(given, limits: Limits) -> dict:
@@ -233,9 +232,9 @@ def kind_of(given, limits: Limits) -> dict:
     def rule(name: str, value) -> str:
         if name == "target":
             return target_of(value, limits)
-        hi = kind_request.MAX_EPSILON if name == "epsilon" else limits.max_target
+        hi = door.MAX_EPSILON if name == "epsilon" else limits.max_target
         return decimal_str(_bounded(name, value, "0" if name == "epsilon" else limits.min_target, hi, limits))
-    target = targets.parse(given, rule)
+    target = door.parse(given, rule)
     target.rule()                      # the certifier's own refusals of the kind's parameter
     return target.request_json()
 

@@ -20,14 +20,13 @@ import verifier
 from certifier import door
 from certifier.certificate.envelope import file_subject
 from certifier.certificate.keys import load_private
+from certifier.door import Run, Target
 from certifier.errors import CannotCertifyError, CertificateRefusedError, KeyFileError, ParameterError
 from certifier.numerics import schemes as _schemes
 from certifier.numerics import stages as _stage_math
 from certifier.numerics.exact import ExactTV
 from certifier.numerics.stages import Stage
 from certifier.params import as_decimal_text, parse_count, parse_epochs, parse_sigma, parse_steps, parse_target
-from certifier.run import Run
-from certifier.targets import Target
 from sigmacert import kinds
 from sigmacert.files import write_atomic
 

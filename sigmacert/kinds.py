@@ -12,17 +12,15 @@ import math
 
 from flint import fmpq
 
-from certifier import run as runs
-from certifier import targets
+from certifier import door
+from certifier.door import Run, Target
 from certifier.errors import ParameterError
 from certifier.numerics import quick_bounds as qb
 from certifier.numerics import schemes
 from certifier.params import as_decimal_text, decimal_str, parse_decimal, parse_target
-from certifier.run import Run
-from certifier.targets import Target
 
-KINDS = targets.NAMES
-ONE_KIND = targets.ONE_KIND
+KINDS = door.NAMES
+ONE_KIND = door.ONE_KIND
 Kind = Target
 
 
@@ -54,7 +52,7 @@ def _face_rule(name: str, value) -> str:
 def parse_kind(target=None, *, epsilon=None, delta=None, fpr=None, tpr=None) -> Target:
     """The one target the arguments name, or ParameterError (one line): certifier.targets.parse with
     the face's ranges."""
-    return targets.parse({"target": target, "epsilon": epsilon, "delta": delta, "fpr": fpr, "tpr": tpr},
+    return door.parse({"target": target, "epsilon": epsilon, "delta": delta, "fpr": fpr, "tpr": tpr},
                          _face_rule)
 
 
@@ -67,7 +65,7 @@ def certifier_target(kind: Target) -> tuple[fmpq, str, dict | None]:
 def exact_sigma(run: Run, kind: Target, resolution: str = "auto") -> str:
     """The least sigma on the grid meeting the target for the run (numerical), as a decimal; resolution "auto"
     is res(sigma) of certifier.resolution (1e-6 below 10, six significant digits above), what certify issues."""
-    return runs.exact_sigma(run, kind, resolution)
+    return door.exact_sigma(run, kind, resolution)
 
 
 def quick_bounds(run: Run, kind: Target, exact: str) -> dict:
@@ -85,7 +83,7 @@ def value_at(run: Run, kind: Target, check: bool = True):
 def privacy_at(run: Run, *, deltas=(), epsilons=(), fprs=()):
     """The privacy profile of the run's pair at its sigma (certifier.run.privacy), each parameter parsed
     from its exact decimal."""
-    return runs.privacy(run, deltas=[float(parse_decimal("delta", _unit("delta", d))) for d in deltas],
+    return door.privacy(run, deltas=[float(parse_decimal("delta", _unit("delta", d))) for d in deltas],
                         epsilons=[float(parse_decimal("epsilon", parse_epsilon(e))) for e in epsilons],
                         fprs=[float(parse_decimal("fpr", _unit("fpr", a))) for a in fprs])
 
@@ -117,12 +115,12 @@ def claim_kind(claim: dict) -> dict:
 
 def claim_target(claim: dict) -> Target:
     """The Target a certificate's claim states (its kind and target)."""
-    return targets.from_json(claim_kind(claim), str(claim["target"]))
+    return door.from_json(claim_kind(claim), str(claim["target"]))
 
 
 def claim_statement(kind: dict, target: str) -> str:
     """The certified inequality of a claim of this kind, in words (claim.target: lambda, delta or beta)."""
-    return targets.from_json(kind, target).statement(target)
+    return door.from_json(kind, target).statement(target)
 
 
 def certified_sides(predicate: dict) -> dict:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from certifier import targets
+from certifier import door
+from certifier.door import Target
 from certifier.params import ParameterError, decimal_str, parse_decimal, parse_epochs, parse_steps, parse_target
-from certifier.targets import Target
 from sigmacert.kinds import parse_kind
 
 MAX_CELLS = 10_000
@@ -28,7 +28,7 @@ class Cell:
     @property
     def goal(self) -> Target:
         """The cell's target as a certifier.targets.Target."""
-        return targets.make(self.kind, self.target, self.param)
+        return door.make(self.kind, self.target, self.param)
 
     @property
     def name(self) -> str:
@@ -54,7 +54,7 @@ class Cell:
         """Whether a certificate's claim is about this cell under `scheme` (exact comparison)."""
         try:
             return (claim["steps"] == self.steps and claim["epochs"] == self.epochs
-                    and targets.from_json(claim.get("kind"), claim["target"]).same(self.goal)
+                    and door.from_json(claim.get("kind"), claim["target"]).same(self.goal)
                     and claim_scheme(claim) == scheme)
         except (KeyError, TypeError, ValueError, AttributeError):
             return False

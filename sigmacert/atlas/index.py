@@ -4,8 +4,8 @@ A tv cell's entry names its target `lambda` (as it always has); a dp cell's `kin
 tpr cell's `kind`, `fpr` and `tpr` (certifier.targets: Target.index_fields)."""
 from __future__ import annotations
 
+from certifier.door import KINDS
 from certifier.params import parse_decimal
-from certifier.targets import KINDS
 from sigmacert.atlas.cells import Cell
 from sigmacert.kinds import certified_sides
 

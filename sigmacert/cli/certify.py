@@ -8,9 +8,9 @@ import sys
 from certifier.certificate.envelope import load_envelope, read_unverified
 from certifier.certificate.keys import keygen, load_private
 from certifier.claim import RANDOM_ALLOCATION
+from certifier.door import Run
 from certifier.errors import EnvelopeError
 from certifier.params import ParameterError, parse_decimal, parse_sigma
-from certifier.run import Run
 from certifier.stages_certify import refuse_with_stages
 from sigmacert import kinds
 from sigmacert.api import issue

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
+from certifier.door import Run
 from certifier.errors import ParameterError
 from certifier.numerics.schemes import RANDOM_ALLOCATION
 from certifier.params import parse_decimal, parse_sigma
-from certifier.run import Run
 from sigmacert import kinds
 from sigmacert.cli.core import add_scheme_arguments, run_shape, stages_json, stages_of
 
