@@ -11,6 +11,8 @@ exact rationals with a rational upper end of e^eps. Written apart from the certi
 """
 from __future__ import annotations
 
+from statistics import NormalDist
+
 from flint import arb, fmpq
 
 from .format.stages import where
@@ -70,7 +72,6 @@ def _phi(x: arb) -> arb:
 
 def z_below(alpha: fmpq) -> fmpq:
     """A rational z with Phi(z) <= alpha proven in balls, so z <= Phi^-1(alpha) (floats only locate it)."""
-    from statistics import NormalDist
     z = NormalDist().inv_cdf(float(alpha))
     step = max(abs(z), 1.0) * 1e-15
     with working_prec(200):
