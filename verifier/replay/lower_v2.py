@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from flint import arb, fmpq, fmpz_poly
 
 from ..format.strict import working_prec
-from .arith import EXTRA_BITS, dyadic
+from .arith import EXTRA_BITS, dyadic, release
 from .epochs import Epochs
 from .lattice import Lattice, Tally, grid_points, levels, octave_masses, place, refine
 from .loggrid import LogCells, cell_sums
@@ -96,6 +96,21 @@ def buckets(D: list, n: int, cells: LogCells, kmin: int, kplus: int) -> dict:
     return {j: v for j, v in u.items() if v}
 
 
+def aligned(sides: list) -> tuple[list, list]:
+    """The two E-fold powers [(offset, poly), (offset, poly)] as integer lists on one index range, each
+    polynomial read coefficient by coefficient and released once read (`sides` is emptied): the peak holds
+    one polynomial and the lists, not both polynomials, a list of their coefficient objects and the lists."""
+    o, out = min(off for off, _ in sides), []
+    while sides:
+        off, p = sides.pop(0)
+        out.append([0] * (off - o) + [int(p[i]) for i in range(p.length())])
+        del p
+    uc, wc = out
+    uc += [0] * (len(wc) - len(uc))
+    wc += [0] * (len(uc) - len(wc))
+    return uc, wc
+
+
 @dataclass
 class LowerResult:  # exact rationals: bound = W_A - U_A - deleted_p
     bound: fmpq
@@ -140,18 +155,15 @@ def replay_lower_v2(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
     cells = LogCells(M, m["h"], m["eta"], m["prec"])
     u = buckets(A, n, cells, m["k_minus"], m["k_plus"])
     w = buckets(AQ, n, cells, m["k_minus"], m["k_plus"])
+    del A, AQ, B, BQ, lats  # the epoch sums, operands and memo: not alive while (d) runs (peak memory)
+    release()
     t3 = time.perf_counter()
     # (d) E epochs: cells added, partial sums above k_top clamped (our trim: raw mass, low end)
     sides = []
     for d in (u, w):
         lo, ep = min(d, default=0), Epochs(F, m["eta"], m["k_top"], budget, None, budget)
         sides.append(ep.power((lo, fmpz_poly([d.get(j, 0) for j in range(lo, max(d, default=-1) + 1)])), E))
-    (ou, Up), (ow, Wp) = sides
-    o = min(ou, ow)
-    uc = [0] * (ou - o) + [int(x) for x in Up.coeffs()]
-    wc = [0] * (ow - o) + [int(x) for x in Wp.coeffs()]
-    uc += [0] * (len(wc) - len(uc))
-    wc += [0] * (len(uc) - len(wc))
+    uc, wc = aligned(sides)
     wa = ua = 0
     for i, x in enumerate(wc):  # (e) A = {k : W_k > U_k}
         if x > uc[i]:

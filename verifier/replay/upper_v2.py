@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from flint import arb, fmpq, fmpz_poly
 
 from ..format.strict import working_prec
-from .arith import EXTRA_BITS, dyadic
+from .arith import EXTRA_BITS, dyadic, release
 from .epochs import Epochs
 from .lattice import Lattice, Tally, grid_points, levels, octave_masses, place, refine
 from .loggrid import LogCells, cell_sums
@@ -142,6 +142,9 @@ def replay_v2(claim: dict, m: dict) -> ReplayResult:
         # ---- (iii) L = S/M onto the log grid -------------------------------------------------
         cells = LogCells(M, m["h"], m["eta"], m["prec"])
         lg = to_log_grid(A, n, cells, m["k_minus"], m["k_plus"])
+        del A
+        lats.clear()
+        release()  # the epoch sum and the lattices' memo: not alive while (iv) runs (peak memory)
         r = lg.r
         lo = min(r) if r else 0
         R = (lo, fmpz_poly([r.get(j, 0) for j in range(lo, max(r) + 1)] if r else []))
