@@ -138,6 +138,9 @@ def replay_lower_v2(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
     A = AQ = None
     done, at, lats = 0, nb[0], {}  # steps already in A, A's level bits, a Lattice per level bits
     for i in range(M.bit_length()):
+        for other in lats.values():  # operands refined onto this level are new objects: free the others' memos
+            if other.n != nb[i]:
+                other.memo = []
         lat = lats.setdefault(nb[i], Lattice(nb[i], T, F, False, budget, Tally()))
         if i:
             B, BQ = refine(B, nb[i] - nb[i - 1]), refine(BQ, nb[i] - nb[i - 1])

@@ -135,8 +135,14 @@ def replay_v2(claim: dict, m: dict) -> ReplayResult:
         t1 = time.perf_counter()
         # ---- (ii) the epoch sum: binary powering along the bits of M with ⊕ ---------------
         budget = int(m["trim"] * one / 4)  # spec: trim/2 per ⊕
-        lats = {}  # one Lattice per level bits: it keeps the recent operands' carries (B enters two ⊕)
-        A = epoch(step, M, lambda b: lats.setdefault(b, Lattice(b, T, F, True, budget, tally)), nb)
+        lats = {}  # one Lattice per level bits: it keeps the last operand's carries (B enters two ⊕)
+
+        def lattice(b: int) -> Lattice:  # a level's operands are refined onto the next lattice (new objects):
+            for other in lats.values():   # the other lattices' memos can only keep dead operands alive
+                if other.n != b:
+                    other.memo = []
+            return lats.setdefault(b, Lattice(b, T, F, True, budget, tally, memo=1))
+        A = epoch(step, M, lattice, nb)
         mass_ii = fmpq(sum(int(p(1)) for p in A if p is not None), one)
         t2_ = time.perf_counter()
         # ---- (iii) L = S/M onto the log grid -------------------------------------------------
