@@ -108,10 +108,13 @@ def prediction(req: dict):
     return replace(from_plan(raw, m, e, lam, True), certify_seconds=raw)
 
 
+MEMORY_TOLERANCE = 2.0  # the memory fit's largest over-prediction on its grid (2.0x): refused only where it cannot fit
+
+
 def admit(req: dict, max_seconds: float, max_memory: float | None = None) -> float:
     """The job's predicted seconds (certify, both sides, and the replay before it is signed); ParameterError
-    (422) with the prediction when above `max_seconds`, or when its predicted peak memory is above `max_memory`
-    (bytes: the job's memory limit)."""
+    (422) with the prediction when above `max_seconds`, or when its predicted peak memory is above
+    MEMORY_TOLERANCE times `max_memory` (bytes: the job's memory limit; the job process enforces it anyway)."""
     try:
         p = prediction(req)
     except (SigmacertError, ValueError, ArithmeticError, OverflowError) as err:
@@ -121,9 +124,9 @@ def admit(req: dict, max_seconds: float, max_memory: float | None = None) -> flo
                              f"(certify {p.certify_seconds:.0f} s, both sides, and the replay before it is signed "
                              f"{p.replay_seconds:.0f} s), more than this service's per-job limit of "
                              f"{max_seconds:.0f} s; a smaller M or E, or a larger sigma or target, costs less")
-    if max_memory is not None and p.memory > max_memory:
+    if max_memory is not None and p.memory > MEMORY_TOLERANCE * max_memory:
         raise ParameterError(f"this job is predicted to need {p.memory / 2**20:.0f} MiB at its peak by the calibrated "
                              f"cost model (certify {p.certify_memory / 2**20:.0f} MiB, the replay "
-                             f"{p.replay_memory / 2**20:.0f} MiB), more than this service's per-job memory limit of "
-                             f"{max_memory / 2**20:.0f} MiB")
+                             f"{p.replay_memory / 2**20:.0f} MiB), more than {MEMORY_TOLERANCE:g} times this "
+                             f"service's per-job memory limit of {max_memory / 2**20:.0f} MiB")
     return p.seconds

@@ -56,8 +56,10 @@ def test_admission_refuses_on_predicted_memory_with_the_prediction():
     req = {"steps": 100, "epochs": 10, "target": "0.1", **TV}
     p = prediction(req)
     assert admit(req, 900.0, max_memory=2 * p.memory) == pytest.approx(p.seconds)
-    with pytest.raises(ParameterError, match=r"predicted to need \d+ MiB at its peak .* memory limit of 95 MiB"):
-        admit(req, 900.0, max_memory=95 * 2**20)
+    assert admit(req, 900.0, max_memory=p.memory / 1.9) == pytest.approx(p.seconds)  # within the model's 2x
+    with pytest.raises(ParameterError, match=r"predicted to need \d+ MiB at its peak .* 2 times this service's "
+                                             r"per-job memory limit of 80 MiB"):
+        admit(req, 900.0, max_memory=80 * 2**20)
 
 
 def test_a_stated_machine_speed_scales_the_seconds_not_the_memory(monkeypatch):

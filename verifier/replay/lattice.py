@@ -101,6 +101,10 @@ class Lattice:
         self.memo = [(X, upto, H)] + self.memo[:self.memo_size - 1]
         return H
 
+    def forget(self, *Xs: list) -> None:
+        """Drop the memo's entries of operands the caller no longer uses (each entry keeps its operand alive)."""
+        self.memo = [e for e in self.memo if not any(e[0] is X for X in Xs)]
+
     def _hats(self, X: list, upto: int) -> list:
         """[x̂_0, ..., x̂_upto]: the part of X below octave k on the lattice 2^k h (real indices
         0..N), carried octave by octave; `half` is floored to units 2^-F (each floor loses less

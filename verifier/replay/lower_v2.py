@@ -135,7 +135,7 @@ def replay_lower_v2(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
     t1 = time.perf_counter()
     # (b) the epoch: P side A, Q side AQ = average over the position of the shifted coordinate;
     # level i on its own lattice (§10), one Lattice a level for both sides: B enters two sums
-    A = AQ = None
+    A = AQ = B0 = BQ0 = A0 = AQ0 = None  # the X0: operands just replaced (released with the rest below)
     done, at, lats = 0, nb[0], {}  # steps already in A, A's level bits, a Lattice per level bits
     for i in range(M.bit_length()):
         for other in lats.values():  # operands refined onto this level are new objects: free the others' memos
@@ -143,22 +143,24 @@ def replay_lower_v2(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
                 other.memo = []
         lat = lats.setdefault(nb[i], Lattice(nb[i], T, F, False, budget, Tally()))
         if i:
-            B, BQ = refine(B, nb[i] - nb[i - 1]), refine(BQ, nb[i] - nb[i - 1])
-            BQ, B = lat.oplus(BQ, B), lat.oplus(B, B)
+            B0, BQ0 = refine(B, nb[i] - nb[i - 1]), refine(BQ, nb[i] - nb[i - 1])
+            BQ, B = lat.oplus(BQ0, B0), lat.oplus(B0, B0)
+            lat.forget(B0, BQ0)  # replaced: their carries would only keep them alive
         if M >> i & 1:
             if A is None:
                 A, AQ, done = B, BQ, 1 << i
             else:
-                A, AQ = refine(A, nb[i] - at), refine(AQ, nb[i] - at)
-                AQ = mix(lat.oplus(AQ, B), done, lat.oplus(A, BQ), 1 << i)
-                A, done = lat.oplus(A, B), done + (1 << i)
+                A0, AQ0 = refine(A, nb[i] - at), refine(AQ, nb[i] - at)
+                AQ = mix(lat.oplus(AQ0, B), done, lat.oplus(A0, BQ), 1 << i)
+                A, done = lat.oplus(A0, B), done + (1 << i)
+                lat.forget(A0, AQ0)
             at = nb[i]
     t2_ = time.perf_counter()
     # (c) each epoch value to its log-grid cell
     cells = LogCells(M, m["h"], m["eta"], m["prec"])
     u = buckets(A, n, cells, m["k_minus"], m["k_plus"])
     w = buckets(AQ, n, cells, m["k_minus"], m["k_plus"])
-    del A, AQ, B, BQ, lats  # the epoch sums, operands and memo: not alive while (d) runs (peak memory)
+    del A, AQ, B, BQ, B0, BQ0, A0, AQ0, lats  # the epoch sums, operands, memo: not alive while (d) runs
     release()
     t3 = time.perf_counter()
     # (d) E epochs: cells added, partial sums above k_top clamped (our trim: raw mass, low end)
