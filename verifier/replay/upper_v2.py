@@ -67,7 +67,7 @@ def to_log_grid(D: list, n: int, cells: LogCells, kmin: int, kplus: int) -> LogT
         if p is None:
             continue
         cs, base, zero = octave_masses(p, k, N)
-        E = cells.octave(k, N, kmin, kplus)
+        E = cells.octave(k, N, kmin, kplus, keep=False)  # each octave is read once here
         below, sums, above = cell_sums(cs, base, E, zero)
         out.log_grid += below  # L = 0 and L < e^{k_minus eta}: deleted
         sh = cells.W + k  # beta_j at octave k lies in [lo, hi] * 2^-sh
