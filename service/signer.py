@@ -21,6 +21,7 @@ takes the replay with it (PR_SET_PDEATHSIG).
 from __future__ import annotations
 
 import base64
+import hashlib
 import sys
 
 from service.sandbox import Budget, Outcome, child, run
@@ -90,11 +91,11 @@ def job_statement(req: dict, pred: dict) -> dict:
 # ----------------------------------------------------------------------------- in the worker (no key)
 
 def sign_job(key_path: str, keyid: str, req: dict, predicate: dict, budget: Budget, *, keep_going=None,
-             on_progress=None) -> Outcome:
+             on_progress=None, job: str | None = None) -> Outcome:
     """Have a signer process replay and sign a job's predicate: an Outcome whose result is {"envelope",
     "keyid"} or {"refused": reason}. The replay gets `budget`; the signer GRACE seconds more."""
     payload = {"key": key_path, "keyid": keyid, "request": req, "predicate": predicate,
-               "memory": budget.memory, "seconds": budget.seconds}
+               "memory": budget.memory, "seconds": budget.seconds, "job": job}
     return run("job", payload, Budget(budget.memory, budget.seconds + GRACE), entry="service.signer",
                keep_going=keep_going, on_progress=on_progress)
 
@@ -143,6 +144,10 @@ def signer_job(payload: dict, progress) -> dict:
     if key is None:
         return {"refused": f"not signed: {why}"}
     envelope = sign_statement(stmt, key)   # the canonical bytes of `stmt` are `body`, the bytes replayed
+    # the operator's audit line (the server's log): what was signed, after which replay
+    digest = hashlib.sha256(envelope).hexdigest()
+    print(f"sigmacert signer: signed job={payload.get('job', '-')} envelope sha256={digest} after the replay "
+          f"accepted it ({out.seconds:.2f} s)", file=sys.stderr, flush=True)
     return {"envelope": envelope.decode("utf-8"), "keyid": payload["keyid"],
             "replay_seconds": round(out.seconds, 3)}
 

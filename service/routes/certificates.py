@@ -61,7 +61,7 @@ async def submit(request: Request, who: Caller = Depends(caller), state: Service
     cfg = state.config
     row = await asyncio.to_thread(state.store.find, req)
     if row is None or row["status"] == "cancelled" or (row["status"] == "failed" and row["error_kind"] in RETRYABLE):
-        await asyncio.to_thread(admit, req, cfg.max_predicted_seconds)  # 422 with the prediction
+        await asyncio.to_thread(admit, req, cfg.max_predicted_seconds, cfg.job.memory)  # 422 with the prediction
     try:
         row, created = await asyncio.to_thread(
             state.store.submit, req, who.name, who.team, admin=who.admin, max_queued=cfg.max_queued,
