@@ -28,6 +28,7 @@ import numpy as np
 from scipy.optimize import brentq, minimize_scalar
 
 from certifier.errors import NumericsUnreliableError
+from certifier.numerics.saddle import tail_delta, tail_delta_second
 from certifier.numerics.tv_laplace import ALIASING, STRIP
 
 S_LOW = -60.0   # ln K searched for the Neyman-Pearson threshold: K in [e^-60, 1/alpha]
@@ -138,15 +139,37 @@ class Value:
         object.__setattr__(self, "error", float(self.error))
 
 
+TAIL_SWITCH = 1e-7   # a delta whose line error exceeds this share of it is taken from the tilted line
+
+
 @dataclass
 class Route:
     """A primary line and its coarse variants: value from `main`, error = main's floor + the largest
-    change to a variant (a-posteriori: the coarse rule's error over-estimates the fine one's)."""
+    change to a variant (a-posteriori: the coarse rule's error over-estimates the fine one's).
+
+    With `factors` (the pair's blocks, certifier.numerics.saddle.Factor), a hockey-stick divergence
+    whose error on this line exceeds TAIL_SWITCH of its value is computed on the tilted line instead
+    (certifier.numerics.saddle: relative accuracy in the tails); `second_tails` picks that route's check."""
     name: str
     main: object
     variants: tuple = ()
     u_max: float | None = None  # the laplace route's u-range, a hint for a nearby sigma
+    factors: tuple | None = None
+    second_tails: bool = False
     _cache: dict = field(default_factory=dict)
+
+    def _tail(self, side: str, eps: float, line: Value) -> Value:
+        if self.factors is None or line.error <= TAIL_SWITCH * abs(line.value):
+            return line
+        key = ("tail", side, eps)
+        if key not in self._cache:
+            try:
+                t = (tail_delta_second if self.second_tails else tail_delta)(self.factors, eps, side)
+                v = Value(t.value, t.error)
+            except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
+                v = line
+            self._cache[key] = v if v.error < line.error else line
+        return self._cache[key]
 
     def _combine(self, key, fn, s_err) -> Value:
         if key not in self._cache:
@@ -156,18 +179,26 @@ class Route:
         return self._cache[key]
 
     def delta_qp(self, eps: float) -> Value:
-        return self._combine(("qp", eps), lambda x: x.dqp(eps), lambda v: eps)
+        return self._tail("qp", eps, self._combine(("qp", eps), lambda x: x.dqp(eps), lambda v: eps))
 
     def delta_pq(self, eps: float) -> Value:
         # 1 - e^eps G(e^-eps): the error of G at -eps times e^eps
         v = self._combine(("pq", eps), lambda x: x.dpq(eps), lambda v: -eps)
         extra = (math.exp(eps) - 1.0) * self.main.floor_error(-eps)
-        return Value(v.value, v.error + extra)
+        return self._tail("pq", eps, Value(v.value, v.error + extra))
 
     def delta(self, eps: float) -> Value:
-        """max of the two directions (both-ways (eps, delta)-DP)."""
-        a, b = self.delta_qp(eps), self.delta_pq(eps)
-        return Value(min(1.0, max(0.0, a.value, b.value)), max(a.error, b.error))  # round-off may dip below 0
+        """max of the two directions (both-ways (eps, delta)-DP). Where one direction's upper end lies
+        below the other's lower end the max is the larger one, with its own error only (and the smaller
+        one is not taken to the tilted line)."""
+        a = self.delta_qp(eps)
+        v = self._combine(("pq", eps), lambda x: x.dpq(eps), lambda v: -eps)
+        b = Value(v.value, v.error + (math.exp(eps) - 1.0) * self.main.floor_error(-eps))
+        if b.value + b.error > a.value - a.error:
+            b = self.delta_pq(eps)
+        hi, lo = (a, b) if a.value >= b.value else (b, a)
+        err = hi.error if lo.value + lo.error <= hi.value - hi.error else max(a.error, b.error)
+        return Value(min(1.0, max(0.0, hi.value)), err)  # round-off may dip below 0
 
     def tpr(self, alpha: float) -> Value:
         """1 - T(alpha): the largest TPR of a test with FPR alpha."""

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 
 from scipy.optimize import brentq
-from scipy.special import ndtr, ndtri
+from scipy.special import log_ndtr, ndtr, ndtri
 
 from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.numerics import pair_routes
@@ -44,8 +44,12 @@ def isf(alpha: float) -> float:
 
 
 def gaussian_delta(eps: float, mu: float) -> float:
-    """delta(eps) of N(0,1) vs N(mu,1): Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2) (symmetric)."""
-    return float(ndtr(-eps / mu + mu / 2.0) - math.exp(eps) * ndtr(-eps / mu - mu / 2.0))
+    """delta(eps) of N(0,1) vs N(mu,1): Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2) (symmetric),
+    formed as Phi(a) (1 - e^{eps + ln Phi(b) - ln Phi(a)}) so that it keeps its relative accuracy in the
+    tails (the plain difference loses every digit once delta is below 1e-16 of Phi(a))."""
+    a, b = -eps / mu + mu / 2.0, -eps / mu - mu / 2.0
+    la, lb = float(log_ndtr(a)), float(log_ndtr(b))
+    return float(math.exp(la) * -math.expm1(eps + lb - la))
 
 
 def gaussian_tpr(alpha: float, mu: float) -> float:
