@@ -164,7 +164,10 @@ class Route:
         key = ("tail", side, eps)
         if key not in self._cache:
             try:
-                t = (tail_delta_second if self.second_tails else tail_delta)(self.factors, eps, side)
+                if self.second_tails:
+                    t = tail_delta_second(self.factors, eps, side)
+                else:
+                    t = tail_delta(self.factors, eps, side, u_hint=self.u_max)
                 v = Value(t.value, t.error)
             except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
                 v = line
@@ -186,6 +189,19 @@ class Route:
         v = self._combine(("pq", eps), lambda x: x.dpq(eps), lambda v: -eps)
         extra = (math.exp(eps) - 1.0) * self.main.floor_error(-eps)
         return self._tail("pq", eps, Value(v.value, v.error + extra))
+
+    def delta_for(self, eps: float, target: float) -> Value:
+        """delta(eps) as far as a search against `target` needs it: the 1/2-line's value where it decides
+        the side of the target beyond 3 times its error (and that error is within 1 % of the target),
+        else delta(eps) (the tilted line where the 1/2-line is not accurate)."""
+        a = self._combine(("qp", eps), lambda x: x.dqp(eps), lambda v: eps)
+        v = self._combine(("pq", eps), lambda x: x.dpq(eps), lambda v: -eps)
+        b = Value(v.value, v.error + (math.exp(eps) - 1.0) * self.main.floor_error(-eps))
+        hi = max(a.value, b.value)
+        err = max(a.error, b.error)
+        if err <= 0.01 * target and abs(hi - target) > 3.0 * err:
+            return Value(min(1.0, max(0.0, hi)), err)
+        return self.delta(eps)
 
     def delta(self, eps: float) -> Value:
         """max of the two directions (both-ways (eps, delta)-DP). Where one direction's upper end lies

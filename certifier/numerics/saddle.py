@@ -15,7 +15,7 @@ digit once delta is below the line's absolute error. Here c is placed near the s
 where the integrand is largest on the real axis and its size is delta itself, so every absolute error
 of the line is an error relative to delta (Alghamdi et al., ICML 2023). c is chosen on the GDP model of
 ln F (the parabola through ln F(0) = ln F(1) = 0, ln F(2) = ln(1 + v^2)) and kept in [1.03, 2.9]
-(Q||P: certifier.numerics.tilted_moments computes F there, c = 2 excepted) or [-C_MAX, -0.03] (P||Q). The integrand
+(Q||P: certifier.numerics.tilted_moments computes F there, c = 2 excepted) or [-C_MAX, -0.3] (P||Q). The integrand
 is analytic in |Im u| < d (d the distance from c to the poles 0 and 1), so the trapezoid in u with
 step du <= d/10 errs by about e^{-2 pi 9}; its estimate is the change to step 2 du. Off the saddle
 point the integrand turns like e^{i u phi'(c)}, so du <= 0.6/|phi'(c)| as well.
@@ -38,7 +38,7 @@ from certifier.numerics.tilted_moments import log_moment, tilted_line
 
 Q_RANGE = (1.03, 2.9)
 C_MAX = 12.0                 # the P||Q line is kept at c >= -C_MAX
-P_RANGE = (-C_MAX, -0.03)
+P_RANGE = (-C_MAX, -0.3)
 LOG_TAIL = math.log(1e-16)   # the u-sum stops where the integrand is below this share of its peak
 MAX_TRIES = 5
 
@@ -124,24 +124,26 @@ def _measured_slope(factors, eps: float, side: str, c: float) -> float:
     return d + (-eps if side == "qp" else eps) - (2.0 * c - 1.0) / (c * (c - 1.0))
 
 
-def refine_c(factors, eps: float, side: str) -> float:
-    """The saddle point of the true phi: from the model's, two secant steps on the measured phi'
-    (kept within 0.75 of the model's point and inside the range)."""
+def refine_c(factors, eps: float, side: str) -> tuple[float, float | None]:
+    """(c, phi''): the saddle point of the true phi, from the model's by two secant steps on the measured
+    phi' (kept within 0.75 of the model's point and inside the range), and the secant's phi'' (None at
+    M = 1, where the model is exact)."""
     c0 = choose_c(factors, eps, side)
     if all(f.steps == 1 for f in factors):
-        return c0
+        return c0, None
     lo, hi = Q_RANGE if side == "qp" else P_RANGE
     lo, hi = max(lo, c0 - 0.75), min(hi, c0 + 0.75)
     k2 = sum(f.epochs * f.kappa2 for f in factors)
     g0 = _measured_slope(factors, eps, side, c0)
     c1 = _avoid_two(min(max(c0 - g0 / (k2 + 1.0 / c0 ** 2 + 1.0 / (c0 - 1.0) ** 2), lo), hi))
     if c1 == c0:
-        return c0
+        c1 = _avoid_two(c0 - 0.02 if c0 - 0.02 > lo else c0 + 0.02)
     g1 = _measured_slope(factors, eps, side, c1)
     if g1 == g0:
-        return c1
-    c2 = _avoid_two(min(max(c1 - g1 * (c1 - c0) / (g1 - g0), lo), hi))
-    return c2 if math.isfinite(c2) else c1
+        return c1, None
+    curv = (g1 - g0) / (c1 - c0)
+    c2 = _avoid_two(min(max(c1 - g1 / curv, lo), hi)) if curv > 0 else c1
+    return (c2 if math.isfinite(c2) else c1), (curv if curv > 0 else None)
 
 
 def _avoid_two(c: float) -> float:
@@ -152,14 +154,14 @@ def tail_delta(factors, eps: float, side: str, disc: Discretization = FIRST, c: 
                u_hint: float | None = None) -> TailValue:
     """delta_{Q||P}(eps) (side "qp") or delta_{P||Q}(eps) (side "pq") on the tilted line, with an
     a-posteriori error estimate relative to the value."""
-    c = refine_c(factors, eps, side) if c is None else c
+    c, curv = refine_c(factors, eps, side) if c is None else (c, None)
     k2 = sum(f.epochs * f.kappa2 for f in factors)
     d = (c - 1.0) if side == "qp" else min(-c, 1.0 - c)
-    width = 1.0 / math.sqrt(k2 + 1.0 / c ** 2 + 1.0 / (c - 1.0) ** 2)
+    width = 1.0 / math.sqrt(curv or (k2 + 1.0 / c ** 2 + 1.0 / (c - 1.0) ** 2))
     slope = _slope(factors, eps, side, c) if all(f.steps == 1 for f in factors) else \
         _measured_slope(factors, eps, side, c)
     du = min(0.1 * d, width / 3.0, 0.6 / (abs(slope) + 1e-9))
-    u_top = u_hint or 9.5 * width
+    u_top = max(9.5 * width, u_hint or 0.0)   # u_hint: where the pair's 1/2-line decayed (a light bulk)
     for attempt in range(MAX_TRIES):
         u, (lg, lg_r, lg_x), floor = _log_g(factors, c, du, u_top, disc)
         z = c + 1j * u
@@ -168,11 +170,16 @@ def tail_delta(factors, eps: float, side: str, disc: Discretization = FIRST, c: 
         log_terms = lg + extra
         peak = float(log_terms[0].real)
         rel = log_terms.real - peak
-        loud = np.nonzero(rel > LOG_TAIL)[0]
+        with np.errstate(divide="ignore"):
+            noise = np.log(3.0 * np.maximum(floor, 1e-300)) - np.real(extra - extra[0])
+        loud = np.nonzero((rel > LOG_TAIL) & (rel > noise))[0]   # decayed, or at the line's round-off
         cut = int(loud[-1]) + 1 if loud.size else 1
         if cut < 0.9 * u.size or attempt == MAX_TRIES - 1:
             break   # decayed (or the last try: what is left is the u_cut estimate)
-        u_top *= 2.0
+        # extrapolate the decay seen so far (rel ~ -u^2 / (2 w^2)) to LOG_TAIL, 20 % to spare
+        j = u.size - 1
+        w2 = u[j] ** 2 / max(-2.0 * float(rel[j]), 1e-9)
+        u_top = min(max(1.2 * math.sqrt(2.0 * -LOG_TAIL * w2), 1.3 * u_top), 8.0 * u_top)
     n = min(u.size, cut + 2)
     w = np.full(n, du / math.pi)
     w[0] *= 0.5
@@ -208,7 +215,7 @@ def tail_delta(factors, eps: float, side: str, disc: Discretization = FIRST, c: 
 def tail_delta_second(factors, eps: float, side: str) -> TailValue:
     """The check: another line (c moved a third of the way to its range's far end) on the second
     discretization; it shares only the formulas (T1)/(T2) and the inversion's identity."""
-    c0 = refine_c(factors, eps, side)
+    c0 = refine_c(factors, eps, side)[0]
     lo, hi = Q_RANGE if side == "qp" else (max(P_RANGE[0], c0 - 1.0), P_RANGE[1])
     c = c0 + (hi - c0) / 3.0 if hi - c0 > c0 - lo else c0 - (c0 - lo) / 3.0
     return tail_delta(factors, eps, side, SECOND, c)

@@ -481,7 +481,7 @@ def exact_sigma_dp(steps: int, epochs: int, epsilon, delta, resolution="1e-6", s
     validate_cell(steps, epochs, 1.0)
     eps, dlt = check_eps(epsilon), check_unit("delta", delta)
     m, e, scale2 = _reduce(steps, epochs, scheme)
-    f = Curve(m, e, scale2, lambda r: r.delta(eps), dlt, f"delta({eps:g}) <= {dlt:g}",
+    f = Curve(m, e, scale2, lambda r: r.delta_for(eps, dlt), dlt, f"delta({eps:g}) <= {dlt:g}",
               mu_of=lambda v: mu_for_delta(eps, v))
     seed = math.sqrt(scale2) * _gdp_sigma(m, e, gdp_mu_for_delta(eps, dlt))
     return grid_search(f, seed, resolution)

@@ -1,4 +1,4 @@
-"""The one-epoch moments F_M(z) = E_P L_M^z off the line 1/2 + iu: z = c + iu with c < 0 or 1 < c < 2.
+"""The one-epoch moments F_M(z) = E_P L_M^z off the line 1/2 + iu: z = c + iu with c < 0 or 1 < c < 3.
 
 Negative real part (the P||Q tail). For Re z < 0 and x > 0, the Gamma integral on the ray
 s = rho e^{i theta}, |theta| < pi/2 (Cauchy; the arcs vanish: rho^{-Re z} at 0, e^{-rho x cos theta} at
@@ -9,15 +9,24 @@ infinity), with rho = e^r and w = e^{r + i theta}:
 
 Real part in (1, 3) (the Q||P tail). dQ_M/dP_M = L_M, so F(z) = E_Q L^{z-1}, and under Q_M one
 coordinate is shifted by t, its Y being e^{t^2} Y: psi_Q(w) = E_Q e^{-w L} = psi_Y(w/M)^{M-1}
-psi_Y(e^{t^2} w/M), m = E_Q L = E_P L^2 = 1 + v^2. With p = z - 1 (0 < Re p < 1) the identity of
+psi_Y(e^{t^2} w/M), m = E_Q L = E_P L^2 = 1 + v^2. With p = z - 1 the identity of
 certifier.numerics.laplace_moments under Q, centred at m:
 
     F(z) = m^p + p e^{-i p theta} / Gamma(1 - p) * int_R e^{-p r} (e^{-w m} - psi_Q(w)) dr.           (T2)
 
+(T2) holds beyond 0 < Re p < 1: pointwise x^p - m^p equals the integral for Re p < 1, and after E_Q the
+linear term w(x - m) cancels (E_Q L = m), leaving |e^{-wm} - psi_Q(w)| <= |w|^2 Var_Q(L)/2; at r -> +inf
+both transforms decay faster than any e^{-pr} grows; so both sides are analytic for Re p < 2 and agree:
+1 < c < 3. At p = 1 the prefactor p/Gamma(1 - p) vanishes (F(2) = m); c = 2 itself is avoided. The left
+tail decays only like e^{(2 - Re p) r}, so its quadratic part -w^2 Var_Q/2 is taken out as
+-(Var_Q/2) w^2 e^{-lam w} (lam = max(1, Var_Q^{1/2}), so that it stays O(1)), whose integral
+int e^{-pr} w^2 e^{-lam w} dr = e^{i p theta} Gamma(2 - p) lam^{p-2} is added in closed form; what is summed is O(|w|^3 E_Q L^3) on the left.
+
 Both are trapezoid sums on the rotated ray of certifier.numerics.laplace_moments (theta = -pi/2 +
 kappa/u_max, psi_Y on the contour where oY is real), one FFT for every u; each sum is also formed on
 every second r- and x-node (the a-posteriori estimates). Near the origin (|o| < 1) log psi_Y(o) + o is
-summed without cancellation (series), so e^{-w m} - psi_Q keeps its relative accuracy. The size of
+summed without cancellation (series), so the differences keep their relative accuracy; at large |o| the
+contour reaches below the X that carries psi_Y(o), so psi_Y keeps its relative accuracy too. The size of
 (T1)'s integrand is kept in logs (F(c) can be e^{hundreds} for c << 0). Floating point, not a certificate.
 """
 from __future__ import annotations
@@ -132,10 +141,12 @@ def tilted_line(steps: int, sigma: float, c: float, du: float, u_max: float,
         l3 = (math.exp(min(3.0 * t2, 700.0)) / steps ** 2 + 3.0 * (1.0 - 1.0 / steps) * math.exp(min(t2, 700.0)) / steps
               + (1.0 - 1.0 / steps) * (1.0 - 2.0 / steps))
         var_q = max(l3 - m * m, 0.0)
-        # left: |e^{-wm} - psi_Q| <= min(2 m |w|, |w|^2 var_q / 2); int e^{-cp r} ... dr
-        r_lo_a = (LOG_TOL + math.log(1.0 - cp) - math.log(2.0 * m)) / (1.0 - cp) if cp < 1.0 else -math.inf
-        r_lo_b = (LOG_TOL + math.log(2.0 - cp) - math.log(max(var_q, 1e-300) / 2.0)) / (2.0 - cp)
-        r_lo = max(r_lo_a, min(r_lo_b, 0.0)) if cp < 1.0 else min(r_lo_b, 0.0)
+        # the quadratic term is integrated in closed form (subtracted below): what is summed is
+        # O(|w|^3 E_Q L^3) on the left, E_Q L^3 = E_P L^4 <= e^{6t^2}/M^3 + (4e^{3t^2} + 3e^{2t^2})/M^2 + 6e^{t^2}/M + 1
+        e = lambda x: math.exp(min(x, 700.0))  # noqa: E731
+        lam = max(1.0, math.sqrt(var_q))   # the subtracted (var_q/2) w^2 e^{-lam w} stays O(1)
+        l4 = e(6 * t2) / steps ** 3 + (4 * e(3 * t2) + 3 * e(2 * t2)) / steps ** 2 + 6 * e(t2) / steps + 1.0
+        r_lo = min((LOG_TOL + math.log(3.0 - cp) - math.log(l4)) / (3.0 - cp), 0.0)
         cos_t = math.cos(theta)
 
         def bound(r):   # |gap| <= e^{-rho m cos} + psi_Q(rho cos), decreasing in rho; times e^{-cp r}/cp
@@ -145,7 +156,7 @@ def tilted_line(steps: int, sigma: float, c: float, du: float, u_max: float,
         r_hi = _r_hi(bound, 0.0)
     else:
         log_pref = -loggamma(-z) - 1j * z * theta
-        r_lo = (LOG_TOL + math.log(-c)) / (-c)
+        r_lo = (LOG_TOL + math.log(-c)) / (-c)     # |psi_L| <= 1: int e^{|c| r} dr
         cos_t = math.cos(theta)
 
         def bound(r):   # |e^{-zr} psi_L(w)| <= e^{-cr} psi_L(rho cos theta)
@@ -181,7 +192,7 @@ def tilted_line(steps: int, sigma: float, c: float, du: float, u_max: float,
             with np.errstate(over="ignore", invalid="ignore"):
                 direct = np.exp(-wm) - np.exp(lq)
                 series = -np.exp(-wm) * np.expm1(np.where(both, s, 0.0))
-            g = np.where(both, series, direct)
+            g = np.where(both, series, direct) + 0.5 * var_q * w * w * np.exp(-lam * w)   # minus the quadratic term
             gaps.append(np.nan_to_num(g, nan=0.0, posinf=0.0, neginf=0.0))
         log_h = [None, None]
         vals = [gaps[0], gaps[1]]
@@ -223,7 +234,9 @@ def tilted_line(steps: int, sigma: float, c: float, du: float, u_max: float,
     abs_sum = float(np.abs(weighted(vals[0])).sum() * grid.dr)
     amp = np.exp(log_pref.real)
     if q_side:
-        base = np.exp(p * math.log(m))
+        # m^p, and the quadratic term: int e^{-pr} w^2 e^{-lam w} dr = e^{i p theta} Gamma(2 - p) lam^{p - 2}
+        base = np.exp(p * math.log(m)) - np.exp(log_pref + 1j * p * theta + loggamma(2.0 - p)
+                                                + (p - 2.0) * math.log(lam)) * (0.5 * var_q)
         fs = [base + np.exp(log_pref) * s for s in sums]
         f0 = float(fs[0][0].real)
         ulp = np.finfo(float).eps
