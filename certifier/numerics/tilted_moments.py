@@ -20,7 +20,8 @@ both transforms decay faster than any e^{-pr} grows; so both sides are analytic 
 1 < c < 3. At p = 1 the prefactor p/Gamma(1 - p) vanishes (F(2) = m); c = 2 itself is avoided. The left
 tail decays only like e^{(2 - Re p) r}, so its quadratic part -w^2 Var_Q/2 is taken out as
 -(Var_Q/2) w^2 e^{-lam w} (lam = max(1, Var_Q^{1/2}), so that it stays O(1)), whose integral
-int e^{-pr} w^2 e^{-lam w} dr = e^{i p theta} Gamma(2 - p) lam^{p-2} is added in closed form; what is summed is O(|w|^3 E_Q L^3) on the left.
+int e^{-pr} w^2 e^{-lam w} dr = e^{i p theta} Gamma(2 - p) lam^{p-2} is added in closed form; what is
+summed is O(|w|^3 E_Q L^3) on the left.
 
 Both are trapezoid sums on the rotated ray of certifier.numerics.laplace_moments (theta = -pi/2 +
 kappa/u_max, psi_Y on the contour where oY is real), one FFT for every u; each sum is also formed on
