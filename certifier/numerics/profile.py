@@ -177,6 +177,9 @@ class Route:
     def _combine(self, key, fn, s_err) -> Value:
         if key not in self._cache:
             v = fn(self.main)
+            if key[0] in ("qp", "pq") and hasattr(self.main, "delta_error"):   # a closed form's own error
+                self._cache[key] = Value(v, self.main.delta_error(key[1], v))
+                return self._cache[key]
             err = self.main.floor_error(s_err(v)) + max((abs(fn(x) - v) for x in self.variants), default=0.0)
             self._cache[key] = Value(v, err)
         return self._cache[key]
@@ -187,16 +190,21 @@ class Route:
     def delta_pq(self, eps: float) -> Value:
         # 1 - e^eps G(e^-eps): the error of G at -eps times e^eps
         v = self._combine(("pq", eps), lambda x: x.dpq(eps), lambda v: -eps)
-        extra = (math.exp(eps) - 1.0) * self.main.floor_error(-eps)
+        extra = 0.0 if hasattr(self.main, "delta_error") else (math.exp(eps) - 1.0) * self.main.floor_error(-eps)
         return self._tail("pq", eps, Value(v.value, v.error + extra))
+
+    def delta_pq_line(self, eps: float) -> Value:
+        """delta_{P||Q}(eps) on this line only (no tilted line)."""
+        v = self._combine(("pq", eps), lambda x: x.dpq(eps), lambda v: -eps)
+        extra = 0.0 if hasattr(self.main, "delta_error") else (math.exp(eps) - 1.0) * self.main.floor_error(-eps)
+        return Value(v.value, v.error + extra)
 
     def delta_for(self, eps: float, target: float) -> Value:
         """delta(eps) as far as a search against `target` needs it: the 1/2-line's value where it decides
         the side of the target beyond 3 times its error (and that error is within 1 % of the target),
         else delta(eps) (the tilted line where the 1/2-line is not accurate)."""
         a = self._combine(("qp", eps), lambda x: x.dqp(eps), lambda v: eps)
-        v = self._combine(("pq", eps), lambda x: x.dpq(eps), lambda v: -eps)
-        b = Value(v.value, v.error + (math.exp(eps) - 1.0) * self.main.floor_error(-eps))
+        b = self.delta_pq_line(eps)
         hi = max(a.value, b.value)
         err = max(a.error, b.error)
         if err <= 0.01 * target and abs(hi - target) > 3.0 * err:
@@ -208,8 +216,7 @@ class Route:
         below the other's lower end the max is the larger one, with its own error only (and the smaller
         one is not taken to the tilted line)."""
         a = self.delta_qp(eps)
-        v = self._combine(("pq", eps), lambda x: x.dpq(eps), lambda v: -eps)
-        b = Value(v.value, v.error + (math.exp(eps) - 1.0) * self.main.floor_error(-eps))
+        b = self.delta_pq_line(eps)
         if b.value + b.error > a.value - a.error:
             b = self.delta_pq(eps)
         hi, lo = (a, b) if a.value >= b.value else (b, a)
