@@ -33,11 +33,11 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from certifier.errors import NumericsUnreliableError
-from certifier.numerics.laplace_moments import FIRST, SECOND, Discretization
+from certifier.numerics.laplace_moments import FINE, FIRST, SECOND, Discretization
 from certifier.numerics.tilted_moments import log_moment, tilted_line
 
 Q_RANGE = (1.03, 2.9)
-C_MAX = 12.0                 # the P||Q line is kept at c >= -C_MAX
+C_MAX = 4.0                  # the P||Q line is kept at c >= -C_MAX: (T1) loses e^{2.8|c|} to cancellation
 P_RANGE = (-C_MAX, -0.3)
 LOG_TAIL = math.log(1e-16)   # the u-sum stops where the integrand is below this share of its peak
 MAX_TRIES = 5
@@ -99,6 +99,12 @@ def _log_g(factors, c: float, du: float, u_max: float, disc: Discretization):
         if f.steps == 1:
             lf = z * (z - 1.0) / (2.0 * f.sigma * f.sigma)
             parts, fl = (lf, lf, lf), np.full(n, 1e-15)
+        elif c < 0.0 and disc is FIRST:
+            # (T1) at large |c|: every second r-node over-states the error by orders (the integrand grows
+            # off the ray as e^{|c| r}); the check is the line on 9 nodes per strip against 7
+            line = tilted_line(f.steps, f.sigma, c, du, u_max, FINE)
+            coarse = tilted_line(f.steps, f.sigma, c, du, u_max, FIRST)
+            parts, fl = (line.log_f[:n], coarse.log_f[:n], line.log_f_coarse_x[:n]), line.floor[:n]
         else:
             line = tilted_line(f.steps, f.sigma, c, du, u_max, disc)
             parts, fl = (line.log_f[:n], line.log_f_coarse_r[:n], line.log_f_coarse_x[:n]), line.floor[:n]
@@ -185,6 +191,8 @@ def tail_delta(factors, eps: float, side: str, disc: Discretization = FIRST, c: 
     w[0] *= 0.5
 
     def total(lgv, step=1):
+        # |G(c + iu)| <= G(c): a variant's round-off above it (raised to the power E) is clipped there
+        lgv = np.minimum(lgv.real, lg[0].real) + 1j * lgv.imag
         terms = np.real(np.exp(lgv[:n] + extra[:n] - peak))
         if step == 1:
             return float(w @ terms)
@@ -194,6 +202,8 @@ def tail_delta(factors, eps: float, side: str, disc: Discretization = FIRST, c: 
         return float(ww @ terms[idx])
 
     v = total(lg)
+    if peak > 700.0:   # the integrand's size is e^{hundreds} against a delta <= 1: nothing is left of it
+        raise NumericsUnreliableError(f"the tilted line at c = {c:g} cancels from e^{peak:.0f}")
     scale = math.exp(peak)
     mag = np.exp(rel[:n])
     parts = {

@@ -227,7 +227,8 @@ class Curve:
             if v is None:                     # near the target (or no quick line): the primary route
                 route = self.route(s, hint)
                 v = self.functional(route)
-            if not (math.isfinite(v.value) and v.error <= SEARCH_REL_ERROR * self.target):
+            decided = abs(v.value - self.target) > 3.0 * v.error   # the side of the target is known
+            if not (math.isfinite(v.value) and (v.error <= SEARCH_REL_ERROR * self.target or decided)):
                 raise NumericsUnreliableError(f"{self.what} at sigma={s:g} is not reliable "
                                               f"(error estimate {v.error:.1e})")
             if route.u_max:

@@ -128,7 +128,10 @@ def tilted_line(steps: int, sigma: float, c: float, du: float, u_max: float,
     n_u = int(math.ceil(u_max / du)) + 1 if u_max > 0 else 1
     if n_u > MAX_NODES:
         raise NumericsUnreliableError(f"the tilted moment line to u = {u_max:.0f} is too long")
-    delta = min(0.5 * math.pi, disc.kappa / max(du * (n_u - 1), 1e-300))   # u_max = 0: the real ray
+    u_top = max(du * (n_u - 1), 1e-300)
+    delta = min(0.5 * math.pi, disc.kappa / u_top)   # u_max = 0: the real ray
+    if c < 0.0:   # (T1)'s integrand grows by (1/cos theta)^{|c|} on the ray: balance it against e^{u delta}
+        delta = min(0.5 * math.pi, max(delta, math.atan(-c / u_top)))
     theta = -0.5 * math.pi + delta
     u = du * np.arange(n_u)
     z = c + 1j * u
