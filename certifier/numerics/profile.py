@@ -167,7 +167,9 @@ class Route:
                 if self.second_tails:
                     t = tail_delta_second(self.factors, eps, side)
                 else:
-                    t = tail_delta(self.factors, eps, side, u_hint=self.u_max)
+                    # the Q||P line follows the 1/2-line's reach in u (a light bulk decays late); the P||Q
+                    # line cannot afford a long u-range (its ray turns less), it grows from its own width
+                    t = tail_delta(self.factors, eps, side, u_hint=self.u_max if side == "qp" else None)
                 v = Value(t.value, t.error)
             except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
                 v = line
@@ -212,16 +214,17 @@ class Route:
         return self.delta(eps)
 
     def delta(self, eps: float) -> Value:
-        """max of the two directions (both-ways (eps, delta)-DP). Where one direction's upper end lies
-        below the other's lower end the max is the larger one, with its own error only (and the smaller
-        one is not taken to the tilted line)."""
+        """max of the two directions (both-ways (eps, delta)-DP), its error the half-width of the interval
+        the true max lies in; the smaller direction is not taken to the tilted line where its 1/2-line
+        upper end is below the other's lower end."""
         a = self.delta_qp(eps)
         b = self.delta_pq_line(eps)
         if b.value + b.error > a.value - a.error:
             b = self.delta_pq(eps)
-        hi, lo = (a, b) if a.value >= b.value else (b, a)
-        err = hi.error if lo.value + lo.error <= hi.value - hi.error else max(a.error, b.error)
-        return Value(min(1.0, max(0.0, hi.value)), err)  # round-off may dip below 0
+        value = max(a.value, b.value)
+        # the true max lies in [max(a - e_a, b - e_b), max(a + e_a, b + e_b)]
+        err = max(max(a.value + a.error, b.value + b.error) - value, value - max(a.value - a.error, b.value - b.error))
+        return Value(min(1.0, max(0.0, value)), err)  # round-off may dip below 0
 
     def tpr(self, alpha: float) -> Value:
         """1 - T(alpha): the largest TPR of a test with FPR alpha."""
