@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from flint import fmpq
 
 from certifier import kind_params
-from certifier.errors import ParameterError
+from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.numerics import quick_bounds as qb
 from certifier.numerics import schemes
 from certifier.numerics import targets as nt
@@ -99,17 +99,31 @@ def fmpq_target(kind: Kind) -> fmpq:
     return parse_decimal("target", kind.params["target"])
 
 
-def quick_bounds(steps: int, epochs: int, kind: Kind, scheme: str, exact: str) -> dict:
-    """The proven quick bounds for a dp or tpr target: name -> sigma (decimal text)."""
+def _attempt(out: dict, omitted: dict, name: str, fn) -> None:
+    """One quick bound: its sigma into `out`, or, when its own search fails, its reason into `omitted`
+    (the exact sigma never depends on a quick bound)."""
+    try:
+        out[name] = fn()
+    except (ParameterError, NumericsUnreliableError, ValueError, OverflowError) as ex:
+        omitted[name] = str(ex).splitlines()[0]
+
+
+def quick_bounds(steps: int, epochs: int, kind: Kind, scheme: str, exact: str) -> tuple[dict, dict]:
+    """The proven quick bounds for a dp or tpr target: (name -> sigma (decimal text), name -> why left out)."""
     r = schemes.reduce(scheme, steps, epochs)
     seed = float(exact)
+    out: dict = {}
+    omitted: dict = {}
     if kind.kind == "dp":
-        return {"rdp_qp": qb.rdp_sigma(r.steps, r.epochs, kind.f("epsilon"), kind.f("delta"), seed=seed,
-                                       scale2=r.scale2)}
-    out = {"rdp": qb.rdp_tpr_sigma(r.steps, r.epochs, kind.f("fpr"), kind.f("tpr"), seed=seed, scale2=r.scale2)}
+        _attempt(out, omitted, "rdp_qp", lambda: qb.rdp_sigma(r.steps, r.epochs, kind.f("epsilon"), kind.f("delta"),
+                                                               seed=seed, scale2=r.scale2))
+        return out, omitted
+    _attempt(out, omitted, "rdp", lambda: qb.rdp_tpr_sigma(r.steps, r.epochs, kind.f("fpr"), kind.f("tpr"),
+                                                          seed=seed, scale2=r.scale2))
     if kind.f("fpr") <= 0.5:
-        out["closed_form"] = qb.tpr_bound_sigma(r.steps, r.epochs, kind.f("fpr"), kind.f("tpr"), scale2=r.scale2)
-    return out
+        _attempt(out, omitted, "closed_form", lambda: qb.tpr_bound_sigma(r.steps, r.epochs, kind.f("fpr"),
+                                                                        kind.f("tpr"), scale2=r.scale2))
+    return out, omitted
 
 
 def value_at(steps: int, epochs: int, sigma: float, kind: Kind, scheme: str, check: bool = True) -> nt.Value:
@@ -226,9 +240,16 @@ def privacy_at_stages(stages, *, deltas=(), epsilons=(), fprs=()):
                                 fprs=[float(parse_decimal("fpr", _unit("fpr", a))) for a in fprs])
 
 
-def quick_bounds_stages(stages, kind: Kind, exact: str) -> dict:
-    """The proven quick bounds (R2) / (R3) for a run in stages with one sigma: name -> sigma (decimal text)."""
+def quick_bounds_stages(stages, kind: Kind, exact: str) -> tuple[dict, dict]:
+    """The proven quick bounds (R2) / (R3) for a run in stages with one sigma: (name -> sigma, name -> why
+    left out)."""
     runs = [(s.steps, s.epochs) for s in stages]
+    out: dict = {}
+    omitted: dict = {}
     if kind.kind == "dp":
-        return {"rdp_qp": qb.rdp_sigma_stages(runs, kind.f("epsilon"), kind.f("delta"), seed=float(exact))}
-    return {"rdp": qb.rdp_tpr_sigma_stages(runs, kind.f("fpr"), kind.f("tpr"), seed=float(exact))}
+        _attempt(out, omitted, "rdp_qp", lambda: qb.rdp_sigma_stages(runs, kind.f("epsilon"), kind.f("delta"),
+                                                                      seed=float(exact)))
+    else:
+        _attempt(out, omitted, "rdp", lambda: qb.rdp_tpr_sigma_stages(runs, kind.f("fpr"), kind.f("tpr"),
+                                                                     seed=float(exact)))
+    return out, omitted

@@ -54,9 +54,10 @@ def run_sigma_kind_stages(args, stages) -> int:
         return run_sigma_stages(args, stages)
     exact = kinds.exact_sigma_stages(stages, kind)
     at = kinds.value_at_stages(tuple(s.with_sigma(exact) for s in stages), kind)
-    quick = kinds.quick_bounds_stages(stages, kind, exact)
+    quick, omitted = kinds.quick_bounds_stages(stages, kind, exact)
     obj = {"stages": stages_json(stages), "scheme": RANDOM_ALLOCATION, "kind": kind.kind, **kind.params,
-           "exact": exact, "value_at_exact": at.value, "value_error": at.error, "quick_bounds": quick}
+           "exact": exact, "value_at_exact": at.value, "value_error": at.error, "quick_bounds": quick,
+           "quick_bounds_omitted": omitted}
     target = kind.params["delta"] if kind.kind == "dp" else kind.params["tpr"]
     names = {"rdp_qp": "RDP sigma (R2 on the product, delta_Q||P only, proven)",
              "rdp": "RDP trade-off sigma (R3 on the product, proven)"}
@@ -66,6 +67,7 @@ def run_sigma_kind_stages(args, stages) -> int:
         f"  exact shared sigma (Thm 4.1 with a product, rounded up): {exact}  "
         f"({_quantity(kind)} = {at.value:.6e} <= {target}, error estimate {at.error:.1e}; numerical, not certified)",
         *(f"  {names[k]}: {v}  (+{100 * (float(v) / float(exact) - 1):.2f} % noise)" for k, v in quick.items()),
+        *(f"  {names[k]}: left out ({why})" for k, why in omitted.items()),
     ])
 
 
@@ -76,10 +78,11 @@ def run_sigma_kind(args) -> int:
     m, e, scheme, t = run_shape(args)
     kind = kinds.parse_kind(args.target, epsilon=args.epsilon, delta=args.delta, fpr=args.fpr, tpr=args.tpr)
     exact = kinds.exact_sigma(m, e, kind, scheme)
-    quick = kinds.quick_bounds(m, e, kind, scheme, exact)
+    quick, omitted = kinds.quick_bounds(m, e, kind, scheme, exact)
     at = kinds.value_at(m, e, float(exact), kind, scheme, check=False)  # the search's line, as for TV
     obj = {**_shape_json(m, e, scheme, t), "kind": kind.kind, **kind.params, "exact": exact,
-           "value_at_exact": at.value, "value_error": at.error, "quick_bounds": quick}
+           "value_at_exact": at.value, "value_error": at.error, "quick_bounds": quick,
+           "quick_bounds_omitted": omitted}
     if args.json:
         return _emit(args, obj, [])
     target = kind.params["delta"] if kind.kind == "dp" else kind.params["tpr"]
@@ -92,6 +95,8 @@ def run_sigma_kind(args) -> int:
              "closed_form": "closed-form sigma (Prop. B.2, a proven bound)"}
     for k, v in quick.items():
         lines.append(f"  {names[k]:<46}: {v}  (+{100 * (float(v) / float(exact) - 1):.2f} % noise)")
+    for k, why in omitted.items():
+        lines.append(f"  {names[k]:<46}: left out ({why})")
     if kind.kind == "dp":
         lines.append("  (no closed form bounds delta_P||Q; the exact sigma covers both directions)")
     return _emit(args, obj, lines)
