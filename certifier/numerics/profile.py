@@ -241,7 +241,8 @@ class Route:
 
     def epsilon(self, delta: float) -> Value:
         """Least eps >= 0 with both hockey-stick divergences <= delta (each decreases in eps)."""
-        f = lambda e: self.delta(e).value - delta  # noqa: E731
+        # the 1/2-line's value where it decides the side of delta (delta_for): the tilted line near the root only
+        f = lambda e: self.delta_for(e, delta).value - delta  # noqa: E731
         if f(0.0) <= 0:
             return Value(0.0, 0.0)
         hi = 1.0
