@@ -216,10 +216,21 @@ def _exact_sigma(target_kind: TargetKind, probe: Claim, target: fmpq) -> fmpq:
     try:
         found = target_kind.exact_sigma(probe, target)
     except NumericsUnreliableError as err:
-        raise OutsideDomainError(f"the exact sigma of M={probe.steps}, E={probe.epochs}, lambda="
-                                 f"{decimal_str(target)} is outside what the numerics cover ({err}); "
+        raise OutsideDomainError(f"the exact sigma of M={probe.steps}, E={probe.epochs}, "
+                                 f"{_target_text(target_kind, target)} is outside what the numerics cover ({err}); "
                                  f"{_nearest_target(target_kind, probe, target)}") from None
     return round_up(found)
+
+
+def _bound_name(target_kind: TargetKind) -> str:
+    """The name of the kind's bounded parameter: lambda (TV), delta (dp), tpr (tpr)."""
+    return {"dp": "delta", "tpr": "tpr"}.get(target_kind.name, "lambda")
+
+
+def _target_text(target_kind: TargetKind, target: fmpq) -> str:
+    """The kind's parameters as the user gave them: lambda=0.1, or epsilon=1, delta=1e-5, or fpr=..., tpr=..."""
+    fixed = [f"{k}={v}" for k, v in target_kind.params if k != _bound_name(target_kind)]
+    return ", ".join(fixed + [f"{_bound_name(target_kind)}={decimal_str(target)}"])
 
 
 def _nearest_target(target_kind: TargetKind, probe: Claim, target: fmpq) -> str:
@@ -232,10 +243,11 @@ def _nearest_target(target_kind: TargetKind, probe: Claim, target: fmpq) -> str:
                 s = target_kind.exact_sigma(probe, lam)
             except NumericsUnreliableError:
                 continue
-            return (f"the nearest target that works is lambda = {decimal_str(lam)} "
+            return (f"the nearest target that works is {_bound_name(target_kind)} = {decimal_str(lam)} "
                     f"(exact sigma {issued(decimal_str(s))})")
-    return ("a smaller target lambda gives a larger sigma" if big else
-            "a larger target lambda gives a smaller sigma")
+    name = _bound_name(target_kind)
+    return (f"a smaller target {name} gives a larger sigma" if big else
+            f"a larger target {name} gives a smaller sigma")
 
 
 def _context(scheme, steps, epochs, sigma, target, iterations, target_kind, grid, prec, max_tries, say, limit) -> Ctx:

@@ -14,7 +14,7 @@ from flint import fmpq
 
 from certifier import door
 from certifier.door import Run, Target
-from certifier.errors import ParameterError
+from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.numerics import quick_bounds as qb
 from certifier.numerics import schemes
 from certifier.params import as_decimal_text, decimal_str, parse_decimal, parse_target
@@ -68,9 +68,17 @@ def exact_sigma(run: Run, kind: Target, resolution: str = "auto") -> str:
     return door.exact_sigma(run, kind, resolution)
 
 
-def quick_bounds(run: Run, kind: Target, exact: str) -> dict:
-    """The proven quick bounds for a dp or tpr target: name -> sigma (decimal text)."""
-    return kind.quick_bounds(run, exact)
+def quick_bounds(run: Run, kind: Target, exact: str) -> tuple[dict, dict]:
+    """The proven quick bounds for a dp or tpr target: (name -> sigma (decimal text), name -> why left out);
+    a bound whose own search fails is left out with its reason (the exact sigma never depends on one)."""
+    out: dict = {}
+    omitted: dict = {}
+    for name, fn in kind.quick_bounds(run, exact).items():
+        try:
+            out[name] = fn()
+        except (ParameterError, NumericsUnreliableError, ValueError, OverflowError) as ex:
+            omitted[name] = str(ex).splitlines()[0]
+    return out, omitted
 
 
 def value_at(run: Run, kind: Target, check: bool = True):

@@ -89,6 +89,9 @@ def report(res: Result, as_json: bool):
         print(json.dumps(res.as_dict(), sort_keys=True))
         return
     print(f"{'ACCEPT' if res.accepted else 'REJECT'} ({res.reason}): {res.detail}")
+    kind = ((res.claim or {}).get("kind") or {}).get("name", "tv") if isinstance(res.claim, dict) else "tv"
+    if kind != "tv" and res.replayed_value is not None:
+        print(f"  replayed bound on the {kind} functional: {res.replayed_value}")
     if res.replayed_bound is not None:
         print(f"  replayed bound on TV: {res.replayed_bound}   recorded bound: {res.recorded_bound}")
     if res.replayed_lower is not None:

@@ -116,6 +116,7 @@ def verify_upper(p: dict, deltas_at, round_up, res) -> None:
     c, kind = p["claim"], p["claim"]["kind"]
     v = upper_value(p, deltas_at)
     res.derived = {**(res.derived or {}), "upper": round_up(v, 13)}
+    res.replayed_value = res.derived["upper"]
     if v > c["target"]:
         raise Reject("kind-replay-exceeds-target", f"replayed upper bound {round_up(v, 13)} on the {kind['name']} "
                      f"functional exceeds the target {round_up(c['target'], 13, up=False)}: the replay does "
@@ -135,6 +136,7 @@ def verify_lower(p: dict, lr, round_up, res) -> None:
     else:
         v = lower_value(p, lr.pmfs)
     res.derived = {**(res.derived or {}), "lower": round_up(v, 13, up=False)}
+    res.replayed_value_lower = res.derived["lower"]
     if v <= c["target"]:
         raise Reject("kind-lower-not-above-target", f"replayed lower bound {round_up(v, 13, up=False)} on the "
                      f"{c['kind']['name']} functional at sigma_low does not exceed the target")
@@ -147,9 +149,9 @@ def verify(p: dict, raw: dict, res, deltas_at, round_up) -> None:
     """Both sides of a v4 claim's kind (after the upper method's replay and enclosure check)."""
     from . import methods
     c, kind = p["claim"], raw["claim"]["kind"]
-    what = {k: v for k, v in kind.items() if k != "name"}
+    what = ", ".join(f"{k}={v}" for k, v in kind.items() if k != "name")
     verify_upper(p, deltas_at, round_up, res)
-    res.detail = (f"{kind['name']} {what}: {KIND_FUNCTIONAL[kind['name']]} <= {raw['upper']['bound']} <= target "
+    res.detail = (f"{kind['name']} ({what}): {KIND_FUNCTIONAL[kind['name']]} <= {raw['upper']['bound']} <= target "
                   f"{raw['claim']['target']} {where(raw['claim'])} (replayed {res.derived['upper']})")
     if "lower" not in p:
         return

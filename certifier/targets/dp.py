@@ -155,13 +155,14 @@ class DP(Target):
                         lambda stages: exact_privacy_stages(stages, epsilons=[e], check=check)).delta[e]
 
     def quick_bounds(self, run, exact: str) -> dict:
-        """(R2): the proven quick bound on sigma, as decimal text."""
+        """(R2): name -> a thunk computing the proven quick bound on sigma as decimal text (its own search may
+        fail: the caller leaves it out with the reason)."""
         e, d = self.f("epsilon"), self.f("delta")
         def block(m, n, scheme):
             r = schemes.reduce(scheme, m, n)
-            return qb.rdp_sigma(r.steps, r.epochs, e, d, seed=float(exact), scale2=r.scale2)
-        return {"rdp_qp": run.pick(block, lambda stages: qb.rdp_sigma_stages([(s.steps, s.epochs) for s in stages],
-                                                                              e, d, seed=float(exact)))}
+            return lambda: qb.rdp_sigma(r.steps, r.epochs, e, d, seed=float(exact), scale2=r.scale2)
+        return {"rdp_qp": run.pick(block, lambda stages: lambda: qb.rdp_sigma_stages(
+            [(s.steps, s.epochs) for s in stages], e, d, seed=float(exact)))}
 
     def rule(self) -> TargetKind:
         return dp_kind(self.epsilon, self.value)

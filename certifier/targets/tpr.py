@@ -149,15 +149,16 @@ class TPR(Target):
                         lambda stages: exact_privacy_stages(stages, fprs=[a], check=check)).tpr[a]
 
     def quick_bounds(self, run, exact: str) -> dict:
-        """(R3) and, at FPR <= 1/2, Proposition B.2: the proven quick bounds on sigma, as decimal text."""
+        """(R3) and, at FPR <= 1/2, Proposition B.2: name -> a thunk computing the proven quick bound on sigma as
+        decimal text (its own search may fail: the caller leaves it out with the reason)."""
         a, b = self.f("fpr"), self.f("tpr")
         def block(m, e, scheme):
             r = schemes.reduce(scheme, m, e)
-            out = {"rdp": qb.rdp_tpr_sigma(r.steps, r.epochs, a, b, seed=float(exact), scale2=r.scale2)}
+            out = {"rdp": lambda: qb.rdp_tpr_sigma(r.steps, r.epochs, a, b, seed=float(exact), scale2=r.scale2)}
             if a <= 0.5:
-                out["closed_form"] = qb.tpr_bound_sigma(r.steps, r.epochs, a, b, scale2=r.scale2)
+                out["closed_form"] = lambda: qb.tpr_bound_sigma(r.steps, r.epochs, a, b, scale2=r.scale2)
             return out
-        return run.pick(block, lambda stages: {"rdp": qb.rdp_tpr_sigma_stages(
+        return run.pick(block, lambda stages: {"rdp": lambda: qb.rdp_tpr_sigma_stages(
             [(s.steps, s.epochs) for s in stages], a, b, seed=float(exact))})
 
     def rule(self) -> TargetKind:

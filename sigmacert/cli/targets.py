@@ -47,9 +47,10 @@ def run_sigma_kind_stages(args, stages) -> int:
     run = Run.in_stages(stages)
     exact = kinds.exact_sigma(run, kind)
     at = kinds.value_at(run.at(exact), kind)
-    quick = kinds.quick_bounds(run, kind, exact)
+    quick, omitted = kinds.quick_bounds(run, kind, exact)
     obj = {"stages": stages_json(stages), "scheme": RANDOM_ALLOCATION, "kind": kind.name, **kind.params,
-           "exact": exact, "value_at_exact": at.value, "value_error": at.error, "quick_bounds": quick}
+           "exact": exact, "value_at_exact": at.value, "value_error": at.error, "quick_bounds": quick,
+           "quick_bounds_omitted": omitted}
     target = kind.target
     names = {"rdp_qp": "RDP sigma (R2 on the product, delta_Q||P only, proven)",
              "rdp": "RDP trade-off sigma (R3 on the product, proven)"}
@@ -60,6 +61,7 @@ def run_sigma_kind_stages(args, stages) -> int:
         f"({kind.FUNCTIONAL_WORDS} = {at.value:.6e} <= {target}, error estimate {at.error:.1e}; numerical, not "
         "certified)",
         *(f"  {names[k]}: {v}  (+{100 * (float(v) / float(exact) - 1):.2f} % noise)" for k, v in quick.items()),
+        *(f"  {names[k]}: left out ({why})" for k, why in omitted.items()),
     ])
 
 
@@ -71,10 +73,11 @@ def run_sigma_kind(args) -> int:
     kind = kinds.parse_kind(args.target, epsilon=args.epsilon, delta=args.delta, fpr=args.fpr, tpr=args.tpr)
     run = Run.block(m, e, scheme, t)
     exact = kinds.exact_sigma(run, kind)
-    quick = kinds.quick_bounds(run, kind, exact)
+    quick, omitted = kinds.quick_bounds(run, kind, exact)
     at = kinds.value_at(run.at(exact), kind, check=False)  # the search's line, as for TV
     obj = {**_shape_json(m, e, scheme, t), "kind": kind.name, **kind.params, "exact": exact,
-           "value_at_exact": at.value, "value_error": at.error, "quick_bounds": quick}
+           "value_at_exact": at.value, "value_error": at.error, "quick_bounds": quick,
+           "quick_bounds_omitted": omitted}
     if args.json:
         return _emit(args, obj, [])
     lines = [f"{_scheme_line(m, e, scheme, t)}",
@@ -86,7 +89,9 @@ def run_sigma_kind(args) -> int:
              "closed_form": "closed-form sigma (Prop. B.2, a proven bound)"}
     for k, v in quick.items():
         lines.append(f"  {names[k]:<46}: {v}  (+{100 * (float(v) / float(exact) - 1):.2f} % noise)")
-    if "rdp_qp" in quick:
+    for k, why in omitted.items():
+        lines.append(f"  {names[k]:<46}: left out ({why})")
+    if "rdp_qp" in quick or "rdp_qp" in omitted:
         lines.append("  (no closed form bounds delta_P||Q; the exact sigma covers both directions)")
     return _emit(args, obj, lines)
 

@@ -29,6 +29,8 @@ class Facts:
     envelope_keyids: tuple = ()      # the keyids the envelope names (claimed, for a rejection)
     replayed_bound: str | None = None
     replayed_lower: str | None = None
+    replayed_value: str | None = None        # the verifier's bound on the claim's functional (TV or the kind's)
+    replayed_value_lower: str | None = None
     replayed_rows: dict = field(default_factory=dict)  # the verifier's own delta and TPR bounds
     statement: dict | None = None    # read only after a signature checked
 
@@ -103,4 +105,6 @@ def read_facts(data: bytes, result) -> Facts:
                  reason=result.reason, detail=result.detail, keyid=result.keyid,
                  envelope_keyids=envelope_keyids(data), replayed_bound=result.replayed_bound,
                  replayed_lower=result.replayed_lower, replayed_rows=dict(result.derived or {}),
+                 replayed_value=result.replayed_value,
+                 replayed_value_lower=result.replayed_value_lower,
                  statement=statement)

@@ -75,6 +75,8 @@ def test_health_page_and_openapi(svc):
     assert h["ok"] and h["workers"] == 1 and len(h["keyid"]) == 64
     page = svc.http.get("/")
     assert page.status_code == 200 and "Request a certificate" in page.text
+    for el in ('id="kind"', 'value="dp"', 'value="tpr"', 'id="epsilon"', 'id="delta"', 'id="fpr"', 'id="tpr"'):
+        assert el in page.text, el   # the form asks dp and tpr targets besides TV
     assert "script-src 'self'" in page.headers["content-security-policy"]
     assert svc.http.get("/static/app.js").status_code == 200
     assert svc.http.get("/static/app.py").status_code == 404
