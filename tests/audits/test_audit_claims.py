@@ -1,0 +1,101 @@
+"""sigmacert.audit at the claimed sigma: verdicts, the certified interval against the numerics and closed forms."""
+import math
+from statistics import NormalDist
+
+import pytest
+
+import sigmacert
+from certifier.errors import ParameterError
+
+CELL = dict(steps=100, epochs=10, sigma="1.426215")
+
+
+@pytest.fixture(scope="module")
+def holds():
+    return sigmacert.audit(**CELL, epsilon="0.95", delta="1e-5")
+
+
+@pytest.fixture(scope="module")
+def false():
+    return sigmacert.audit(**CELL, epsilon="0.93", delta="1e-5")
+
+
+def test_done_when_claims(holds, false):
+    """(0.95, 1e-5) HOLDS and (0.93, 1e-5) is FALSE at (100, 10, 1.426215); each interval has relative width
+    <= 1e-3 and contains the numerical eps(1e-5) (0.942732, two routes agree to 1e-9)."""
+    num = sigmacert.exact_privacy(100, 10, "1.426215", delta=1e-5).epsilon[1e-5].value
+    assert holds.verdict == "HOLDS" and false.verdict == "FALSE"
+    for a in (holds, false):
+        lo, hi = a.interval
+        assert float(lo) < num < float(hi)
+        assert a.relative_width <= 1e-3
+        assert a.quantity == "epsilon"
+    assert float(holds.predicate["upper"]["value"]) <= 1e-5 < float(false.predicate["lower"]["value"])
+    # FALSE names the least sigma meeting the claim: above the claimed one, and the claim holds there numerically
+    assert false.fix_sigma > false.sigma
+    at_fix = sigmacert.exact_privacy(100, 10, false.fix_sigma, delta=1e-5).epsilon[1e-5].value
+    below = sigmacert.exact_privacy(100, 10, float(false.fix_sigma) - 1e-5, delta=1e-5).epsilon[1e-5].value
+    assert at_fix <= 0.93 < below
+    assert holds.fix_sigma is None
+
+
+def test_result_is_frozen(holds):
+    with pytest.raises(AttributeError):
+        holds.verdict = "FALSE"
+    with pytest.raises(TypeError):
+        holds.predicate["audit"] = {}
+
+
+def _gaussian_eps(mu: float, delta: float) -> float:
+    """eps(delta) of the Gaussian shift mu: the root of Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2) = delta."""
+    phi = NormalDist().cdf
+    d = lambda e: phi(-e / mu + mu / 2) - math.exp(e) * phi(-e / mu - mu / 2)  # noqa: E731
+    lo, hi = 0.0, 50.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if d(mid) > delta else (lo, mid)
+    return hi
+
+
+def test_m1_closed_form():
+    """M = 1: the pair is the Gaussian shift mu = sqrt(E)/sigma; the interval contains its closed-form eps."""
+    a = sigmacert.audit(1, 10, "3", epsilon="4.6", delta="1e-5")
+    eps = _gaussian_eps(math.sqrt(10) / 3, 1e-5)
+    lo, hi = map(float, a.interval)
+    assert lo < eps < hi and a.relative_width <= 1e-3
+    assert a.verdict == ("FALSE" if eps > 4.6 else "HOLDS")
+
+
+def test_tv_and_tpr_intervals():
+    """TV and TPR claims: the interval is [lower value, upper value] at sigma, around the numerical value."""
+    tv = sigmacert.audit(**CELL, target="0.1")
+    num = sigmacert.exact_tv(100, 10, "1.426215")
+    assert tv.verdict == "HOLDS" and float(tv.interval[0]) <= num.tv <= float(tv.interval[1])
+    assert sigmacert.audit(**CELL, target="0.0999").verdict == "FALSE"
+    t = sigmacert.audit(**CELL, fpr="0.001", tpr="0.0022")
+    val = sigmacert.exact_privacy(100, 10, "1.426215", fpr=0.001).tpr[0.001].value
+    assert t.verdict == "FALSE" and float(t.interval[0]) <= val <= float(t.interval[1])
+    assert t.relative_width <= 1e-3
+
+
+def test_fixed_bins_claim():
+    """Fixed bins: the one-epoch pair at sigma/sqrt(E); a claim far above the truth HOLDS."""
+    num = sigmacert.exact_privacy(100, 10, "4.5", delta=1e-5, scheme="fixed-bins").epsilon[1e-5].value
+    a = sigmacert.audit(100, 10, "4.5", epsilon=str(round(2 * num, 3)), delta="1e-5", scheme="fixed-bins")
+    assert a.verdict == "HOLDS" and float(a.interval[0]) < num < float(a.interval[1])
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(epsilon="1"), "epsilon needs delta"),
+    (dict(target="0.1", epsilon="1", delta="1e-5"), "exactly one target"),
+    (dict(target="1.5"), "target"),
+    (dict(epsilon="1", delta="1e-5", width="0"), "width"),
+])
+def test_bad_input(kw, msg):
+    with pytest.raises(ParameterError, match=msg.split()[0]):
+        sigmacert.audit(**CELL, **kw)
+
+
+def test_missing_sigma():
+    with pytest.raises(ParameterError, match="sigma"):
+        sigmacert.audit(100, 10, None, target="0.1")
