@@ -29,7 +29,8 @@ def lines(a) -> list[str]:
         out.append(f"  source: {a.source}")
     out.append(f"  certified at sigma {a.sigma}: {interval_text(a.quantity, dict(a.params), a.interval)} "
                f"(relative width {a.relative_width:.2g}; numerical {a.numerical:.6g})")
-    up, lo = a.predicate["upper"], a.predicate["lower"]
+    p = a.predicate
+    up, lo = {**p["upper"], "method": p["method"]}, p["lower"]
     what = {"epsilon": f"delta at eps = {a.params.get('epsilon')}", "tv": "TV",
             "tpr": f"TPR at FPR {a.params.get('fpr')}"}[a.quantity]
     out.append(f"  upper side ({up['method']['name']} v{up['method']['version']}): {what} <= {up['value']}")

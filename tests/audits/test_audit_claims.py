@@ -1,23 +1,42 @@
 """sigmacert.audit at the claimed sigma: verdicts, the certified interval against the numerics and closed forms."""
+import json
 import math
 from statistics import NormalDist
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 import sigmacert
+from certifier.certificate.envelope import sign_certificate
 from certifier.errors import ParameterError
+from verifier.core import verify_bytes
 
 CELL = dict(steps=100, epochs=10, sigma="1.426215")
+KEY = Ed25519PrivateKey.generate()
 
 
 @pytest.fixture(scope="module")
 def holds():
-    return sigmacert.audit(**CELL, epsilon="0.95", delta="1e-5")
+    return sigmacert.audit(**CELL, epsilon="0.95", delta="1e-5", key=KEY)
 
 
 @pytest.fixture(scope="module")
 def false():
-    return sigmacert.audit(**CELL, epsilon="0.93", delta="1e-5")
+    return sigmacert.audit(**CELL, epsilon="0.93", delta="1e-5", key=KEY)
+
+
+def test_certificates_verify_and_forgeries_are_refused(holds, false):
+    """Both signed audit certificates verify (format v6); a re-signed forged verdict or interval end is refused."""
+    for a in (holds, false):
+        res = verify_bytes(a.envelope, [KEY.public_key()])
+        assert res.accepted, res.detail
+    forged = [("audit", "verdict", "FALSE", holds), ("audit", "verdict", "HOLDS", false),
+              ("interval", "upper", "0.9427", holds), ("interval", "lower", "0.9428", false)]
+    for where, key, value, a in forged:
+        pred = json.loads(json.dumps(dict(a.predicate)))
+        (pred["audit"] if where == "audit" else pred["audit"]["interval"])[key] = value
+        res = verify_bytes(sign_certificate(pred, KEY), [KEY.public_key()])
+        assert not res.accepted and res.reason.startswith("audit-"), (key, value, res.reason)
 
 
 def test_done_when_claims(holds, false):
