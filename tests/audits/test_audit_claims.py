@@ -118,3 +118,15 @@ def test_bad_input(kw, msg):
 def test_missing_sigma():
     with pytest.raises(ParameterError, match="sigma"):
         sigmacert.audit(100, 10, None, target="0.1")
+
+
+def test_report_shows_verdict_first(false):
+    """The report of an audit: the verifier accepts it, the verdict comes before the claim in words, the interval
+    and the plot of the profile are on the page."""
+    from sigmacert.report import render
+    r = render(false.envelope, KEY.public_key())
+    assert r.accepted and set(r.svgs) == {"profile-audit"}
+    body = r.html[r.html.index("<body>"):]
+    assert body.index(">FALSE<") < body.index("The claim: the run is (0.93, 0.00001)-differentially private")
+    lo, hi = false.interval
+    assert f"[{lo}, {hi}]" in body and str(false.fix_sigma) in body
