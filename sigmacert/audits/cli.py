@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 from certifier.errors import ParameterError
 from sigmacert.files import refuse_existing
@@ -114,7 +113,3 @@ def register(sub) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(run=run_audit)
 
-
-def say(args, text: str) -> None:
-    if not getattr(args, "quiet", False):
-        print(text, file=sys.stderr, flush=True)
