@@ -47,18 +47,23 @@ def run_audit(args) -> int:
     if args.claims:
         from sigmacert.audits.bulk import run_bulk
         return run_bulk(args)
-    if args.opacus or args.jax:
-        from sigmacert.audits.frameworks import run_framework
-        return run_framework(args)
     if args.output:
         if not args.key:
             raise ParameterError("-o writes a signed certificate: give --key")
         refuse_existing(args.output, args.force)
     if args.fix and not args.key:
         raise ParameterError("--fix certifies the least sigma: give --key")
+    if args.opacus or args.jax:
+        from sigmacert.audits.frameworks import run_framework
+        return run_framework(args)
     a = audit(args.steps, args.epochs, args.sigma, target=args.target, epsilon=args.epsilon, delta=args.delta,
               fpr=args.fpr, tpr=args.tpr, scheme=args.scheme, iterations=args.iterations, stages=args.stages,
               width=args.width, key=args.key, source=args.source or "", fix=args.fix)
+    return emit(args, a)
+
+
+def emit(args, a) -> int:
+    """Write the certificate (-o) and the --fix certificate, print the audit (text or --json); exit 0."""
     written = []
     if args.output:
         a.write(args.output, force=args.force)
@@ -68,7 +73,8 @@ def run_audit(args) -> int:
         a.fix_certificate.write(path, force=args.force)
         written.append(path)
     if args.json:
-        print(json.dumps({**a.as_dict(), "output": args.output, "fix_output": written[1:] and written[1] or None}))
+        print(json.dumps({**a.as_dict(), "output": args.output, "fix_output": written[1] if len(written) > 1
+                          else None}))
         return 0
     print("\n".join(lines(a)))
     for w in written:
@@ -108,6 +114,9 @@ def register(sub) -> None:
                                                      "FILE.audit/ beside the CSV)")
     p.add_argument("--scheduler", help="--claims: a Dask scheduler address (as the atlas)")
     p.add_argument("--opacus", metavar="STATE", help="an Opacus accountant state_dict (torch.save file or JSON)")
+    p.add_argument("--sampler", choices=("random-allocation", "poisson", "shuffle"),
+                   help="--opacus: the sampler that made the batches, where the history's accountant does not say "
+                        "(poisson and shuffle are other mechanisms: refused)")
     p.add_argument("--jax", metavar="CONFIG.json", help="a jax_privacy BallsInBinsSampling configuration (JSON)")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
