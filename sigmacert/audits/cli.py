@@ -10,7 +10,7 @@ import json
 import os
 
 from certifier.errors import ParameterError
-from sigmacert.files import refuse_existing
+from sigmacert.files import read_regular, refuse_existing
 
 INTERVAL_NAMES = {"epsilon": "eps(delta = {delta})", "tv": "TV", "tpr": "TPR(FPR = {fpr})"}
 
@@ -54,7 +54,6 @@ def run_audit(args) -> int:
     if args.fix and not args.key:
         raise ParameterError("--fix certifies the least sigma: give --key")
     if args.opacus or args.jax:
-        from sigmacert.audits.frameworks import run_framework
         return run_framework(args)
     a = audit(args.steps, args.epochs, args.sigma, target=args.target, epsilon=args.epsilon, delta=args.delta,
               fpr=args.fpr, tpr=args.tpr, scheme=args.scheme, iterations=args.iterations, stages=args.stages,
@@ -122,3 +121,24 @@ def register(sub) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(run=run_audit)
 
+
+def run_framework(args) -> int:
+    """`sigmacert audit --opacus STATE` / `--jax CONFIG.json`: the run from the framework, the claim from the flags."""
+    from sigmacert.audits.frameworks import audit_jax, audit_opacus
+    claim = dict(target=args.target, epsilon=args.epsilon, delta=args.delta, fpr=args.fpr, tpr=args.tpr,
+                 width=args.width, key=args.key, fix=args.fix)
+    if args.steps or args.epochs or args.stages or args.iterations:
+        raise ParameterError("--opacus / --jax give the run: drop --steps, --epochs, --iterations, --stages")
+    if args.opacus:
+        if args.sigma:
+            raise ParameterError("--opacus: the history gives sigma; drop --sigma")
+        a = audit_opacus(args.opacus, sampler=args.sampler, source=args.source, **claim)
+    else:
+        try:
+            config = json.loads(read_regular(args.jax, "jax configuration", 1 << 20))
+        except (ValueError, UnicodeDecodeError):
+            config = None
+        if not isinstance(config, dict):
+            raise ParameterError(f"{args.jax}: a BallsInBinsSampling configuration is a JSON object")
+        a = audit_jax(config, args.sigma, source=args.source, **claim)
+    return emit(args, a)

@@ -139,24 +139,3 @@ def audit_jax(strategy, sigma=None, *, source: str | None = None, **claim):
     return audit(run["steps"], None, s, scheme="fixed-bins", iterations=run["iterations"],
                  source=source or "jax_privacy BallsInBinsSampling", **claim)
 
-
-def run_framework(args) -> int:
-    """`sigmacert audit --opacus STATE` / `--jax CONFIG.json`: the run from the framework, the claim from the flags."""
-    from sigmacert.audits.cli import emit
-    claim = dict(target=args.target, epsilon=args.epsilon, delta=args.delta, fpr=args.fpr, tpr=args.tpr,
-                 width=args.width, key=args.key, fix=args.fix)
-    if args.steps or args.epochs or args.stages or args.iterations:
-        raise ParameterError("--opacus / --jax give the run: drop --steps, --epochs, --iterations, --stages")
-    if args.opacus:
-        if args.sigma:
-            raise ParameterError("--opacus: the history gives sigma; drop --sigma")
-        a = audit_opacus(args.opacus, sampler=args.sampler, source=args.source, **claim)
-    else:
-        try:
-            config = json.loads(read_regular(args.jax, "jax configuration", 1 << 20))
-        except (ValueError, UnicodeDecodeError):
-            config = None
-        if not isinstance(config, dict):
-            raise ParameterError(f"{args.jax}: a BallsInBinsSampling configuration is a JSON object")
-        a = audit_jax(config, args.sigma, source=args.source, **claim)
-    return emit(args, a)
