@@ -27,6 +27,7 @@ from certifier.targets import TV, dp_kind, tpr_kind
 
 VERDICTS = ("HOLDS", "FALSE", "TOO CLOSE")
 AIM = fmpq(2, 5)           # each side aims at AIM * width of the numerical value: the interval is about 0.8 width
+NEAREST = 0.25             # a side is aimed at the claim only where it lies NEAREST * AIM * width (relative) off
 DEFAULT_WIDTH = "0.001"    # relative width of the certified interval
 DEFAULT_LIMIT = 60.0       # a side aimed at the claim itself may plan grids predicted up to this (then TOO CLOSE)
 QUANTITY = {"dp": "epsilon", "tv": "tv", "tpr": "tpr"}
@@ -148,7 +149,8 @@ def _aims(claimed: fmpq, num: float, err: float, width: fmpq, up: bool) -> list:
     the default aim (its own proof is the verdict), then the default aim num (1 +- AIM width) (+- err)."""
     w = float(AIM * width)
     default = _decimal(num * (1 + w) + err, True) if up else _decimal(max(num * (1 - w) - err, 0.0), False)
-    between = (float(default) > float(claimed) > num + err) if up else (float(default) < float(claimed) < num - err)
+    gap = NEAREST * w * num + err       # nearer the truth than this: no side is aimed at the claim (TOO CLOSE)
+    between = (float(default) > float(claimed) > num + gap) if up else (float(default) < float(claimed) < num - gap)
     return [claimed, default] if between else [default]
 
 

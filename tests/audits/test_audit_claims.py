@@ -1,6 +1,7 @@
 """sigmacert.audit at the claimed sigma: verdicts, the certified interval against the numerics and closed forms."""
 import json
 import math
+from decimal import Decimal
 from statistics import NormalDist
 
 import pytest
@@ -130,3 +131,16 @@ def test_report_shows_verdict_first(false):
     assert body.index(">FALSE<") < body.index("The claim: the run is (0.93, 0.00001)-differentially private")
     lo, hi = false.interval
     assert f"[{lo}, {hi}]" in body and str(false.fix_sigma) in body
+
+
+def test_too_close_and_claims_just_beside_the_truth():
+    """A claim at the numerical eps is TOO CLOSE (inside the interval, the certificate verifies); a claim 2e-4
+    (relative) above or below the truth is aimed at by its side and decided, with a narrower interval."""
+    num = sigmacert.exact_privacy(**CELL, delta=1e-5).epsilon[1e-5].value
+    at = sigmacert.audit(**CELL, epsilon=f"{num:.5f}", delta="1e-5", key=KEY)
+    assert at.verdict == "TOO CLOSE" and at.interval[0] < Decimal(f"{num:.5f}") < at.interval[1]
+    assert verify_bytes(at.envelope, [KEY.public_key()]).accepted
+    above = sigmacert.audit(**CELL, epsilon=f"{num * 1.0002:.6f}", delta="1e-5")
+    below = sigmacert.audit(**CELL, epsilon=f"{num * 0.9998:.6f}", delta="1e-5")
+    assert above.verdict == "HOLDS" and below.verdict == "FALSE"
+    assert above.interval[1] <= Decimal(f"{num * 1.0002:.6f}") and below.interval[0] >= Decimal(f"{num * 0.9998:.6f}")
