@@ -23,7 +23,7 @@ from certifier.certify import lower_at, upper_at
 from certifier.errors import CannotCertifyError, NumericsUnreliableError, ParameterError
 from certifier.params import decimal_str, parse_decimal
 from certifier.resolution import round_up
-from certifier.targets import TV, dp_kind, tpr_kind
+from certifier.targets import kind as target_kind
 
 VERDICTS = ("HOLDS", "FALSE", "TOO CLOSE")
 AIM = fmpq(2, 5)           # each side aims at AIM * width of the numerical value: the interval is about 0.8 width
@@ -100,17 +100,17 @@ class AuditOutcome:
 def _kind(stated: Stated, x: fmpq | None = None):
     """The target kind at axis value x (dp: eps = x; tv / tpr: x is the target, the kind unchanged)."""
     if stated.kind == "tv":
-        return TV
+        return target_kind("tv")
     if stated.kind == "dp":
-        return dp_kind(decimal_str(stated.param() if x is None else x), stated.target)
-    return tpr_kind(stated.params[0][1], stated.target if x is None else x)
+        return target_kind("dp", {"epsilon": decimal_str(stated.param() if x is None else x)}, stated.target)
+    return target_kind("tpr", {"fpr": stated.params[0][1]}, stated.target if x is None else x)
 
 
 def _aimed(stated: Stated, x: fmpq):
     """(claim, kind) of a side aimed at axis value x."""
     if stated.kind == "dp":
         text = decimal_str(x)
-        return stated.claim((("epsilon", text),)), dp_kind(text, stated.target)
+        return stated.claim((("epsilon", text),)), target_kind("dp", {"epsilon": text}, stated.target)
     return stated.claim(target=x), _kind(stated, x)
 
 
