@@ -144,3 +144,15 @@ def test_too_close_and_claims_just_beside_the_truth():
     below = sigmacert.audit(**CELL, epsilon=f"{num * 0.9998:.6f}", delta="1e-5")
     assert above.verdict == "HOLDS" and below.verdict == "FALSE"
     assert above.interval[1] <= Decimal(f"{num * 1.0002:.6f}") and below.interval[0] >= Decimal(f"{num * 0.9998:.6f}")
+
+
+def test_fix_certifies_the_least_sigma():
+    """M = 1 (closed forms, instant): a FALSE claim with fix=True gets a two-sided certificate at the least sigma
+    meeting it; that certificate verifies and proves one resolution step less misses it."""
+    a = sigmacert.audit(1, 10, "3", epsilon="4", delta="1e-5", key=KEY, fix=True)
+    assert a.verdict == "FALSE" and a.fix_certificate is not None
+    c = a.fix_certificate
+    assert c.sigma == a.fix_sigma and c.bound <= Decimal("0.00001") and c.sigma_low is not None
+    assert verify_bytes(c.envelope, [KEY.public_key()]).accepted
+    with pytest.raises(ParameterError, match="key"):
+        sigmacert.audit(1, 10, "3", epsilon="4", delta="1e-5", fix=True)
