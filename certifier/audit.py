@@ -27,7 +27,7 @@ from certifier.targets import kind as target_kind
 
 VERDICTS = ("HOLDS", "FALSE", "TOO CLOSE")
 AIM = fmpq(2, 5)           # each side aims at AIM * width of the numerical value: the interval is about 0.8 width
-NEAREST = 0.25             # a side is aimed at the claim only where it lies NEAREST * AIM * width (relative) off
+NEAREST = 0.25             # the lower side is aimed at the claim only where it lies NEAREST * AIM * width below
 DEFAULT_WIDTH = "0.001"    # relative width of the certified interval
 DEFAULT_LIMIT = 60.0       # a side aimed at the claim itself may plan grids predicted up to this (then TOO CLOSE)
 QUANTITY = {"dp": "epsilon", "tv": "tv", "tpr": "tpr"}
@@ -149,7 +149,9 @@ def _aims(claimed: fmpq, num: float, err: float, width: fmpq, up: bool) -> list:
     the default aim (its own proof is the verdict), then the default aim num (1 +- AIM width) (+- err)."""
     w = float(AIM * width)
     default = _decimal(num * (1 + w) + err, True) if up else _decimal(max(num * (1 - w) - err, 0.0), False)
-    gap = NEAREST * w * num + err       # nearer the truth than this: no side is aimed at the claim (TOO CLOSE)
+    # the upper side at the claim plans within `limit` seconds (certify's refusal of slow grids); the lower side
+    # has no such limit, so it is aimed only at a claim NEAREST * AIM * width (relative) below the truth
+    gap = err if up else NEAREST * w * num + err
     between = (float(default) > float(claimed) > num + gap) if up else (float(default) < float(claimed) < num - gap)
     return [claimed, default] if between else [default]
 
