@@ -156,3 +156,14 @@ def test_fix_certifies_the_least_sigma():
     assert verify_bytes(c.envelope, [KEY.public_key()]).accepted
     with pytest.raises(ParameterError, match="key"):
         sigmacert.audit(1, 10, "3", epsilon="4", delta="1e-5", fix=True)
+
+
+@pytest.mark.parametrize("kw, plot", [(dict(target="0.1"), "profile-audit"),
+                                      (dict(fpr="0.001", tpr="0.0025"), "tradeoff-audit")])
+def test_report_of_tv_and_tpr_audits(kw, plot):
+    from sigmacert.report import render
+    a = sigmacert.audit(**CELL, key=KEY, **kw)
+    r = render(a.envelope, KEY.public_key())
+    assert r.accepted and set(r.svgs) == {plot}
+    lo, hi = a.interval
+    assert f"[{lo}, {hi}]" in r.html and f">{a.verdict}<" in r.html
