@@ -20,6 +20,7 @@ from flint import fmpq
 from certifier.bounds.fixedpoint import round_down_sig
 from certifier.certificate.claim import RANDOM_ALLOCATION, Claim
 from certifier.certify import lower_at, upper_at
+from certifier.domain import check_cell, check_sigma
 from certifier.errors import CannotCertifyError, NumericsUnreliableError, ParameterError
 from certifier.params import decimal_str, parse_decimal
 from certifier.resolution import round_up
@@ -214,6 +215,9 @@ def audit(stated: Stated, *, width=DEFAULT_WIDTH, limit: float = DEFAULT_LIMIT, 
     width = width if isinstance(width, fmpq) else parse_decimal("width", str(width))
     if not 0 < width < 1:
         raise ParameterError(f"width must lie strictly between 0 and 1, got {decimal_str(width)}")
+    probe = stated.claim()                    # the stated domain, before any computation (certifier.domain)
+    check_cell(stated.steps, stated.epochs, stated.target if stated.kind == "tv" else fmpq(1, 2))
+    check_sigma(probe.sigma_of_pair(float(stated.sigma)), *probe.pair(), fmpq(1, 2), True)
     num, err = numerical(stated)
     claimed = stated.value()
     tries: list = []
