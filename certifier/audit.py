@@ -122,7 +122,8 @@ def numerical(stated: Stated) -> tuple[float, float]:
     M, E, s = stated.steps, stated.epochs, float(stated.sigma)
     try:
         if stated.kind == "tv":
-            r = exact_tv(M, E, stated.claim().sigma_of_pair(s), check=False)
+            c = stated.claim()                # fixed bins: the one-epoch pair at sigma/sqrt(E)
+            r = exact_tv(*c.pair(), c.sigma_of_pair(s), check=False)
             return float(r.tv), float(r.error)
         if stated.kind == "dp":
             d = float(stated.target)

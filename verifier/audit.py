@@ -102,7 +102,7 @@ def verify(p: dict, raw: dict, res, round_up, max_memory=None, max_seconds=None)
         res.mismatches = bad
         raise Reject("lower-enclosure-mismatch", "recorded lower enclosures disagree with the replay: "
                      + "; ".join(bad))
-    low = _lower_value(p, lr)
+    low = max(_lower_value(p, lr), fmpq(0))          # delta, TV and TPR are >= 0: a lower bound below 0 says 0
     res.derived["lower"] = round_up(low, 13, up=False)
     if low < lo["value"]:
         raise Reject("audit-lower-value-below", f"replayed lower value {res.derived['lower']} < recorded "

@@ -167,3 +167,15 @@ def test_report_of_tv_and_tpr_audits(kw, plot):
     assert r.accepted and set(r.svgs) == {plot}
     lo, hi = a.interval
     assert f"[{lo}, {hi}]" in r.html and f">{a.verdict}<" in r.html
+
+
+def test_fixed_bins_tv_and_a_claim_far_above_the_truth_verify():
+    """A TV claim in fixed bins is audited on the one-epoch pair at sigma/sqrt(E) (its interval holds the exact TV of
+    that pair); a dp claim far above the truth records the lower value 0 (its bound is below 0) and verifies."""
+    fb = sigmacert.audit(100, 10, "4.5", target="0.1", scheme="fixed-bins", key=KEY)
+    num = sigmacert.exact_tv(100, 10, "4.5", scheme="fixed-bins").tv
+    assert fb.verdict == "HOLDS" and float(fb.interval[0]) <= num <= float(fb.interval[1])
+    far = sigmacert.audit(**CELL, epsilon="3", delta="1e-5", key=KEY)
+    assert far.verdict == "HOLDS" and far.predicate["lower"]["value"] == "0"
+    for a in (fb, far):
+        assert verify_bytes(a.envelope, [KEY.public_key()]).accepted
