@@ -29,6 +29,7 @@ from certifier.targets import kind as target_kind
 VERDICTS = ("HOLDS", "FALSE", "TOO CLOSE")
 AIM = fmpq(2, 5)           # each side aims at AIM * width of the numerical value: the interval is about 0.8 width
 NEAREST = 0.25             # the lower side is aimed at the claim only where it lies NEAREST * AIM * width below
+WIDER = 5                  # the factor between a side's successive aims after the default one
 DEFAULT_WIDTH = "0.001"    # relative width of the certified interval
 DEFAULT_LIMIT = 60.0       # a side aimed at the claim itself may plan grids predicted up to this (then TOO CLOSE)
 QUANTITY = {"dp": "epsilon", "tv": "tv", "tpr": "tpr"}
@@ -148,14 +149,18 @@ def _decimal(x: float, up: bool, digits: int = 7) -> fmpq:
 
 def _aims(claimed: fmpq, num: float, err: float, width: fmpq, up: bool) -> list:
     """The axis values a side tries, in order: the claim itself where it lies between the numerical value and
-    the default aim (its own proof is the verdict), then the default aim num (1 +- AIM width) (+- err)."""
+    the default aim (its own proof is the verdict), then the default aim num (1 +- AIM width) (+- err), then
+    WIDER times and WIDER^2 times as far (a side whose grids lose more than planned, e.g. the lower side at heavy
+    tails: the interval is then wider than asked, and says so)."""
     w = float(AIM * width)
+    wider = [_decimal(num * (1 + w * f) + err, True) if up else _decimal(max(num * (1 - w * f) - err, 0.0), False)
+             for f in (WIDER, WIDER * WIDER)]
     default = _decimal(num * (1 + w) + err, True) if up else _decimal(max(num * (1 - w) - err, 0.0), False)
     # the upper side at the claim plans within `limit` seconds (certify's refusal of slow grids); the lower side
     # has no such limit, so it is aimed only at a claim NEAREST * AIM * width (relative) below the truth
     gap = err if up else NEAREST * w * num + err
     between = (float(default) > float(claimed) > num + gap) if up else (float(default) < float(claimed) < num - gap)
-    return [claimed, default] if between else [default]
+    return ([claimed, default] if between else [default]) + wider
 
 
 def _value_str(x: fmpq, up: bool) -> str:
