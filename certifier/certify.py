@@ -83,6 +83,7 @@ class Outcome:
     sigma_steps: int = 0              # automatic sigma: resolution steps taken above the exact sigma
     bound_lower: str | None = None    # a kind other than tv: its certified lower value at sigma_low
     stages: list | None = None        # a run in stages: [[M_s, E_s], ...] (steps None, epochs the total)
+    lower_result: object = None       # the lower side's LowerResult (its pmfs: an audit's interval end)
 
 
 def progress_say(progress, t_start):
@@ -187,6 +188,28 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
     if kind_upper:                                    # the kind's value and functional, as without a format
         out.bound, out.method = kind_upper["bound"], f"{search.method.label} ({target_kind.functional})"
     return _finish(out, claim, search.method.to_json(meth, claim), res, low, rows, say, kind_upper)
+
+
+def upper_at(claim: Claim, target_kind: TargetKind, *, limit: float = MAX_PREDICTED_SECONDS, progress=None):
+    """The upper side alone at claim.sigma (an audit), no sigma step, no rows: (Outcome, search, (UpperResult,
+    method) or None); CannotCertifyError where no grid is planned within `limit` seconds."""
+    say = progress_say(progress, time.perf_counter())
+    ctx = _context(claim.scheme, claim.steps, claim.epochs, claim.sigma, claim.target, claim.iterations, target_kind,
+                   {}, None, 3, say, limit)
+    search, found = _upper(ctx, None)
+    if found is not None:
+        ctx.out.success, ctx.out.method = True, search.method.label
+    return ctx.out, search, found
+
+
+def lower_at(claim: Claim, target_kind: TargetKind, search: Search, meth, *, progress=None):
+    """The lower side alone at claim.sigma itself (an audit: this sigma misses the target), by the lower methods
+    of `search` after its upper method `meth` (upper_at's): (Outcome, the `lower` record or None); the
+    LowerResult is Outcome.lower_result."""
+    say = progress_say(progress, time.perf_counter())
+    ctx = _context(claim.scheme, claim.steps, claim.epochs, claim.sigma, claim.target, claim.iterations, target_kind,
+                   {}, None, 3, say, MAX_PREDICTED_SECONDS)
+    return ctx.out, _lower(ctx, search, meth, (claim.sigma,))
 
 
 def stepping(sigma: fmpq, spare: int, attempt, say):
@@ -772,11 +795,12 @@ def sigma_lows(sigma: fmpq):
         yield sigma - res * k
 
 
-def _lower(ctx: Ctx, search, meth) -> dict | None:
-    """The lower side: sigma_low = sigma - k res(sigma) (k = 1, 2) certified to miss the target, or None."""
+def _lower(ctx: Ctx, search, meth, sigmas=None) -> dict | None:
+    """The lower side: sigma_low = sigma - k res(sigma) (k = 1, 2), or each of `sigmas`, certified to miss the
+    target, or None."""
     claim, out = ctx.claim, ctx.out
     t0 = time.perf_counter()
-    for s_low in sigma_lows(ctx.sigma):
+    for s_low in (sigmas or sigma_lows(ctx.sigma)):
         low_claim = Claim(claim.scheme, claim.steps, claim.epochs, s_low, claim.target, claim.iterations)
         tv_low, err = ctx.kind.numerics(low_claim, s_low) if search.screen_lower else (None, None)
         s_str = decimal_str(s_low)
@@ -789,6 +813,7 @@ def _lower(ctx: Ctx, search, meth) -> dict | None:
             if found is not None:
                 out.lower_seconds = round(time.perf_counter() - t0, 3)
                 L, lm = found
+                out.lower_result = L
                 low = {"sigma_low": s_str, "method": lower_method.to_json(lm, claim), "enclosures": L.enclosures}
                 if ctx.kind.name == "tv":
                     return {**low, "tv_lower": tv_lower_str(L.exact, claim.target)}

@@ -57,6 +57,10 @@ def matches_request(req: dict, outcome: dict) -> str | None:
     kind = claim.get("kind", {"name": "tv"})          # formats v1-v3 state no kind: tv
     if kind != (req.get("kind") or {"name": "tv"}):
         return f"claim.kind is {kind!r}, the request asked for {req.get('kind') or {'name': 'tv'}!r}"
+    if ("audit" in req) != ("audit" in pred):          # an audit (format v6) is signed whatever its verdict
+        return "an audit request needs an audit predicate, and only an audit request gets one"
+    if "audit" in req:
+        return None if claim.get("source") == req["audit"]["source"] else "claim.source is not the requested one"
     try:
         upper = pred["upper"]["bound"] if isinstance(pred.get("upper"), dict) else pred["bound"]  # v4: upper.bound
         if parse_decimal("bound", upper) > parse_decimal("target", claim["target"]):

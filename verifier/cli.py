@@ -95,7 +95,8 @@ def report(res: Result, as_json: bool):
     if res.replayed_bound is not None:
         print(f"  replayed bound on TV: {res.replayed_bound}   recorded bound: {res.recorded_bound}")
     if res.replayed_lower is not None:
-        print(f"  replayed lower bound on TV at sigma_low: {res.replayed_lower}")
+        at = "sigma (the audit's lower side)" if res.detail.startswith("audit") else "sigma_low"
+        print(f"  replayed lower bound on TV at {at}: {res.replayed_lower}")
     for m in res.mismatches:
         print(f"  mismatch: {m}")
     for s in res.unchecked_subjects:

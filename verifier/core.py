@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from flint import arb, fmpq
 
-from . import kinds, methods
+from . import audit, kinds, methods
 from .cost import DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS, check_budget, predict
 from .format.envelope import MAX_BYTES, load_public_key, open_envelope
 from .format.stages import where
@@ -116,6 +116,11 @@ def _verify(data: bytes, keys: list | None, subject_digest, max_memory, max_seco
         else:
             payload, res.keyid = open_envelope(data, keys)
         raw, p = parse_statement(payload, subject_digest)
+        if "audit" in p:  # format v6: an audit of a claim at its sigma (audit.py)
+            audit.verify(p, raw, res, round_up, max_memory, max_seconds)
+            res.accepted, res.reason = True, "accepted"
+            res.seconds = time.perf_counter() - t0
+            return res.truncate()
         res.claim, res.recorded_bound = raw["claim"], raw["bound"]
         cost = predict(p)
         res.cost = cost.as_dict()

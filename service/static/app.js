@@ -152,7 +152,7 @@ async function loadArchive(ev) {
     a.href = "#" + j.id; a.textContent = j.id;
     a.addEventListener("click", (e) => { e.preventDefault(); watch(j.id); $("job").scrollIntoView(); });
     const td = document.createElement("td"); td.appendChild(a); tr.appendChild(td);
-    const tgt = (j.kind && j.kind.name !== "tv") ? targetText(j) : j.target;
+    const tgt = (j.type === "audit" ? "audit of a claim: " : "") + ((j.kind && j.kind.name !== "tv") ? targetText(j) : j.target);
     const m = j.stages ? runText(j) : j.steps;
     for (const v of [j.status, j.scheme, m, j.epochs, tgt, j.sigma, j.bound, j.created_at]) cell(tr, v);
     const last = cell(tr, "");

@@ -145,9 +145,13 @@ def render(envelope_bytes: bytes, public_keys, *, subject=None,
     f = read_facts(envelope_bytes, verifier.verify_bytes(envelope_bytes, keys, digest))
     if f.accepted:
         progress("plotting")
-    svgs, notes = _plots(f) if f.accepted else ({}, {})
     versions = {"sigmacert": __version__, "python-flint (verifier)": flint.__version__,
                 "FLINT": flint.__FLINT_VERSION__, "matplotlib": matplotlib.__version__}
+    if f.accepted and "audit" in f.predicate:           # format v6: an audit of a claim (sigmacert.report.audit)
+        from sigmacert.report.audit import audit_page
+        html, svgs = audit_page(f, versions)
+        return Report(html, f.verdict, f.reason, f.detail, f.sha256, MappingProxyType(svgs))
+    svgs, notes = _plots(f) if f.accepted else ({}, {})
     numerical = []
     if f.accepted and f.kind["name"] != "tv":
         from sigmacert.report.kinds import numerical_rows
