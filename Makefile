@@ -8,7 +8,7 @@ BIN     := $(VENV)/bin
 DEMO_STAMP := $(VENV)/.installed-demo
 TEST_STAMP := $(VENV)/.installed-test
 DEMO_EXTRAS ?= report
-EXTRAS  ?= test,train,service,torch,jax,report,atlas,bench,pld
+EXTRAS  ?= test,train,service,torch,jax,report,atlas,bench,pld,release
 # torch==2.13.0 must be the CPU build: take it from the machine's wheel folder when there is one
 PIP_FIND := $(if $(wildcard /opt/wheels/torch-*),--find-links /opt/wheels,)
 PIP     := $(BIN)/python -m pip install --progress-bar off --disable-pip-version-check $(PIP_FIND)

@@ -1,5 +1,7 @@
 """sigmacert-verify CERT.json --key PUBLIC.pem [--key ...] [--subject FILE] [--json]
                  [--max-memory SIZE] [--max-seconds S]
+sigmacert-verify --release MODEL_DIR --key RELEASE_PUBLIC.pem --key ISSUER_PUBLIC.pem [--json]
+sigmacert-verify [CERT.json] --log-proof PROOF.json --key ISSUER_PUBLIC.pem [--json]
 
 Exit status: 0 ACCEPT, 1 REJECT, 2 usage or I/O error.  Never a traceback.  The verification runs
 in a child process whose address space and CPU time are capped (the budget plus headroom), so an
@@ -102,6 +104,37 @@ def report(res: Result, as_json: bool):
     print(f"  time: {res.seconds:.2f} s")
 
 
+def release_main(args) -> int:
+    """--release: every layer of a sealed release, the certificate's replay under the caps."""
+    from .release import verify_release
+
+    def replay(data, keys):
+        work = lambda: verify_bytes(data, keys, max_memory=args.max_memory, max_seconds=args.max_seconds)
+        return run_capped(work, *caps(args.max_memory, args.max_seconds)) if hasattr(os, "fork") else work()
+
+    res = verify_release(args.release, args.key, replay)
+    if args.json:
+        print(json.dumps(res.as_dict(), sort_keys=True))
+    else:
+        print(f"{'ACCEPT' if res.accepted else 'REJECT'} (release): {args.release}")
+        for f in res.failures:
+            print(f"  {f['reason']}: {f['detail']}")
+        for m in res.model_files:
+            same = "= manifest" if m["matches"] else "CHANGED"
+            print(f"  model file {m['name']}: sha256 {m['sha256'][:16]}... {same}")
+        if res.run and res.claim:
+            r = res.run
+            print(f"  manifest run: {r.get('scheme')} M={r.get('steps')} E={r.get('epochs')} sigma={r.get('sigma')} "
+                  f"steps done {r.get('steps_done')} ({r.get('empty_steps')} empty), "
+                  f"N0={r.get('n0')}, B0={r.get('b0')}")
+        if res.certificate:
+            c = res.certificate
+            print(f"  certificate: {'ACCEPT' if c['accepted'] else 'REJECT'} ({c['reason']}): {c['detail']}")
+        if res.card:
+            print(f"  model card: {res.card}")
+    return 0 if res.accepted else 1
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line and exit 2, without the usage block (--help shows it)
         self.exit(2, f"{self.prog}: error: {message} (--help shows the usage)\n")
@@ -110,8 +143,10 @@ class _Parser(argparse.ArgumentParser):
 def main(argv=None) -> int:
     ap = _Parser(prog="sigmacert-verify", description="Verify a sigmacert "
                  "certificate by replaying Lemma C.5 independently.")
-    ap.add_argument("certificate", help="DSSE envelope (JSON)")
-    ap.add_argument("--key", action="append", required=True, help="trusted Ed25519 public key (PEM)")
+    ap.add_argument("certificate", nargs="?", help="DSSE envelope (JSON)")
+    ap.add_argument("--key", action="append", required=True,
+                    help="trusted Ed25519 public key (PEM); with --release also the release's ECDSA key")
+    ap.add_argument("--release", metavar="MODEL_DIR", help="verify a sealed release directory (docs/release.md)")
     ap.add_argument("--subject", help="regular file whose SHA-256 must be a subject of the Statement")
     ap.add_argument("--json", action="store_true", help="machine-readable output")
     ap.add_argument("--max-memory", type=size, default=DEFAULT_MAX_MEMORY, metavar="SIZE",
@@ -119,7 +154,11 @@ def main(argv=None) -> int:
     ap.add_argument("--max-seconds", type=seconds, default=DEFAULT_MAX_SECONDS, metavar="S",
                     help=f"predicted replay seconds allowed (default {DEFAULT_MAX_SECONDS:g})")
     args = ap.parse_args(argv)  # exits 2 on usage errors
+    if (args.certificate is None) == (args.release is None):
+        ap.error("give a certificate or --release MODEL_DIR (one of them)")
     try:
+        if args.release is not None:
+            return release_main(args)
         data, keys, digest = load_inputs(args.certificate, args.key, args.subject)
         work = lambda: verify_bytes(data, keys, digest, max_memory=args.max_memory, max_seconds=args.max_seconds)
         res = run_capped(work, *caps(args.max_memory, args.max_seconds)) if hasattr(os, "fork") else work()
