@@ -19,7 +19,7 @@ from certifier.errors import RefusedError, SigmacertError
 COMMAND_MODULES = (
     "sigmacert.cli.core", "sigmacert.cli.certify", "sigmacert.cli.train", "sigmacert.cli.service",
     "sigmacert.cli.report", "sigmacert.cli.atlas", "sigmacert.cli.targets", "sigmacert.cli.pld",
-    "sigmacert.cli.release",
+    "sigmacert.cli.release", "sigmacert.cli.log",
 )
 
 
