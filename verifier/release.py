@@ -185,10 +185,11 @@ def check_model_signing(model_dir: str, ec_key_paths: list[str]) -> str | None:
 
 def summarize(message: str) -> str:
     """model_signing's mismatch message as file names (its digests are printed as Python bytes)."""
+    q = r"\\?'"     # model_signing prints a list of messages: its quotes may come escaped
     parts = [f"{what}: {', '.join(names)}" for what, names in (
-        ("files changed", re.findall(r"Hash mismatch for '([^']+)'", message)),
-        ("files added", re.findall(r"Extra files found in model '[^']*': ([^\"'\]]+)", message)),
-        ("files missing", re.findall(r"Missing files in model '[^']*': ([^\"'\]]+)", message))) if names]
+        ("files changed", re.findall(rf"Hash mismatch for {q}([^'\\]+){q}", message)),
+        ("files added", re.findall(rf"Extra files found in model {q}[^']*{q}: ([^\"'\\\]]+)", message)),
+        ("files missing", re.findall(rf"Missing files in model {q}[^']*{q}: ([^\"'\\\]]+)", message))) if names]
     if parts:
         return "model.sig does not match the directory: " + "; ".join(parts)
     return message.splitlines()[0][:300] if message else ""

@@ -160,7 +160,8 @@ def test_certificate_swapped_for_another_valid_one(release, keys, tmp_path):
     code, out = _verify(d, keys)
     assert code == 1 and out["certificate"]["accepted"]          # the other certificate is valid ...
     assert {"model-signing", "manifest-certificate", "run-not-claim", "card"} == _reasons(out)   # ... not this run's
-    assert "steps: trained 12, certified 10" in " ".join(f["detail"] for f in out["failures"])
+    details = " ".join(f["detail"] for f in out["failures"])
+    assert "steps: trained 12, certified 10" in details and "files changed: certificate.json" in details
 
 
 def test_seal_refuses_a_record_for_another_cell(release, keys, tmp_path):
@@ -178,3 +179,25 @@ def test_usage_errors_are_one_line(release, keys):
     r = _run("verifier", "--release", str(release / "nope"), "--key", str(keys / "iss" / "public.pem"),
              "--key", str(keys / "rel" / "public.pem"))
     assert r.returncode == 2 and "no such release directory" in r.stderr
+
+
+def test_report_shows_the_binding_and_the_log(release, keys, tmp_path):
+    arc = tmp_path / "arc"
+    iss = str(keys / "iss" / "private.pem")
+    assert _cli("log", "append", str(arc), str(keys / "other.json"), "--key", iss).returncode == 0
+    assert _cli("log", "append", str(arc), str(release / "certificate.json"),
+                "--key", str(keys / "iss" / "private.pem")).returncode == 0
+    r = _cli("log", "proof", str(arc), str(release / "certificate.json"), "-o", str(tmp_path / "p.json"))
+    assert r.returncode == 0, r.stderr
+    args = [str(release / "certificate.json"), "--key", str(keys / "iss" / "public.pem"), "--release", str(release),
+            "--release-key", str(keys / "rel" / "public.pem"), "--log-proof", str(tmp_path / "p.json"), "--quiet"]
+    r = _cli("report", *args, "-o", str(tmp_path / "r.html"))
+    assert r.returncode == 0, r.stderr + r.stdout
+    html = (tmp_path / "r.html").read_text()
+    assert "Release binding: ACCEPT" in html and "Log inclusion: ACCEPT" in html and "model.npy" in html
+    bad = _copy(release, tmp_path)
+    shutil.copyfile(keys / "other.json", bad / "certificate.json")
+    r = _cli("report", str(bad / "certificate.json"), *args[1:3], "--release", str(bad), *args[5:7],
+             "-o", str(tmp_path / "bad.html"), "--quiet")
+    assert r.returncode == 1 and "REJECT (release)" in r.stdout
+    assert "Release binding: REJECT" in (tmp_path / "bad.html").read_text()
