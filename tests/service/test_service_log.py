@@ -35,7 +35,7 @@ def issue(srv, reqs) -> list[str]:
 
 @pytest.fixture(scope="module")
 def svc():
-    with serving("sigmacert-log-", "--workers", "2") as srv:
+    with serving("sigmacert-log-", "--workers", "2", "--team-quota", "100") as srv:
         yield srv
 
 
