@@ -67,7 +67,7 @@ def test_log(svc, tmp_path):
     c = srv.http.get("/v1/log/consistency", params={"from": N}).json()
     assert verify_consistency_bundle(c["old_head"], c["new_head"], c["proof"], [key]) == {"from": N, "to": N + 2}
     assert c["old_head"] == head
-    assert verify_log_proof(srv.http.get(f"/v1/log/proof/{more[1]}").json(), [key])["index"] == N + 1
+    assert {verify_log_proof(srv.http.get(f"/v1/log/proof/{j}").json(), [key])["index"] for j in more} == {N, N + 1}
 
     # a certificate of the archive replaced by another valid one: the next head does not extend the old one
     srv.stop()
