@@ -16,11 +16,12 @@ says how the model was trained; a record whose run is not the certificate's clai
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
 
-from certifier.certificate.envelope import STATEMENT_TYPE, canonical_json, file_subject, load_envelope, read_unverified
+from certifier.certificate.envelope import STATEMENT_TYPE, canonical_json, load_envelope, read_unverified
 from certifier.errors import ParameterError, RefusedError
 from trainer.release import CERT_FILE, MANIFEST_FILE, SIGNED_FILE, sha256_bytes
 
@@ -77,6 +78,15 @@ def run_differences(run: dict, claim: dict) -> list[str]:
     return diffs
 
 
+def sha256_file(path: str) -> str:
+    """SHA-256 of a file, read in 1 MiB blocks (a model may be larger than memory)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def _read(path: str, limit: int = 64 << 20) -> bytes:
     with open(path, "rb") as f:
         data = f.read(limit + 1)
@@ -97,7 +107,7 @@ def training_statement(model_dir: str, record: dict, cert_bytes: bytes, claim: d
     files = model_files(model_dir)
     if not files:
         raise ParameterError(f"{model_dir} holds no model file")
-    subjects = [file_subject(rel, _read(os.path.join(model_dir, rel))) for rel in files]
+    subjects = [{"name": rel, "digest": {"sha256": sha256_file(os.path.join(model_dir, rel))}} for rel in files]
     training = record.get("training", {})
     predicate = {"format": "sigmacert-training/v1", "run": training.get("run"),
                  "certificate": {"file": CERT_FILE, "sha256": sha256_bytes(cert_bytes), "claim": claim,
