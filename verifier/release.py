@@ -245,7 +245,7 @@ def verify_release(model_dir: str, key_paths: list[str], replay) -> ReleaseResul
     except FileNotFoundError:
         fail("manifest-signature", "release.dsse.json is missing")
     except Reject as r:
-        fail(r.reason if r.reason == "manifest-signature" else "manifest-signature", r.detail)
+        fail("manifest-signature", r.detail)
     try:
         with open(os.path.join(model_dir, CERT_FILE), "rb") as f:
             cert = f.read(MAX_FILE)
