@@ -112,6 +112,14 @@ def test_local_archive_and_a_replaced_entry(tmp_path):
     r = subprocess.run([sys.executable, "-m", "verifier", "--log-proof", str(tmp_path / "p.json"), "--key", pub,
                         "--json"], capture_output=True, text=True)
     assert r.returncode == 0 and json.loads(r.stdout)["log"]["inclusion"]["index"] == 2
+    p = json.loads((tmp_path / "p.json").read_text())
+    for bad, reason in ((dict(p, inclusion=[h[::-1] for h in p["inclusion"]]), "log-inclusion"),
+                        (dict(p, index=3), "log-inclusion"), (dict(p, size=99), "log-proof"),
+                        (dict(p, head=json.loads((tmp_path / "kept.json").read_text())), "log-proof")):
+        (tmp_path / "bad.json").write_text(json.dumps(bad))
+        r = subprocess.run([sys.executable, "-m", "verifier", str(tmp_path / "c2.json"), "--log-proof",
+                            str(tmp_path / "bad.json"), "--key", pub, "--json"], capture_output=True, text=True)
+        assert r.returncode == 1 and json.loads(r.stdout)["log"]["reason"] == reason, r.stdout + r.stderr
     assert _cli("log", "verify", str(arc), "--key", pub, "--head", str(tmp_path / "kept.json")).returncode == 0
     for how in ("replace", "remove"):
         bad = tmp_path / how
