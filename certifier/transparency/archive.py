@@ -43,9 +43,20 @@ def heads(archive: str) -> dict[int, dict]:
     out = {}
     for n in sorted(os.listdir(d)) if os.path.isdir(d) else []:
         with open(os.path.join(d, n), "rb") as f:
-            env = json.loads(f.read(1 << 20))
-        out[read_head(env)["size"]] = env
+            data = f.read(1 << 20)
+        try:
+            env = json.loads(data)
+            out[read_head(env)["size"]] = env
+        except (ValueError, KeyError, TypeError):
+            raise ParameterError(f"{os.path.join(d, n)} is not a signed tree head") from None
     return out
+
+
+def existing(archive: str) -> str:
+    """`archive` if it is a log archive directory (ParameterError otherwise)."""
+    if not os.path.isdir(_dir(archive, "entries")):
+        raise ParameterError(f"{archive} is not a log archive (no entries/; `sigmacert log append` makes one)")
+    return archive
 
 
 def _write_new(path: str, data: bytes) -> None:
@@ -77,7 +88,7 @@ def latest_head(archive: str) -> dict:
 
 def prove(archive: str, index: int | None = None, certificate: bytes | None = None) -> dict:
     """The inclusion bundle of leaf `index` (or of the entry equal to `certificate`) against the latest head."""
-    es = entries(archive)
+    es = entries(existing(archive))
     if index is None:
         if certificate not in es:
             raise ParameterError("that certificate is not in the archive")
@@ -90,13 +101,16 @@ def prove(archive: str, index: int | None = None, certificate: bytes | None = No
 
 def consistency(archive: str, old_head: dict) -> dict:
     """The consistency proof from `old_head` to the latest head, computed from the entries as they are."""
-    return consistency_bundle(tree(archive), old_head, latest_head(archive))
+    try:
+        return consistency_bundle(tree(existing(archive)), old_head, latest_head(archive))
+    except (KeyError, TypeError, ValueError) as err:
+        raise ParameterError(f"no consistency proof from that head: {err}") from None
 
 
 def audit(archive: str) -> list[str]:
     """What is wrong with the archive (empty: nothing): every stored head's root must be the root of the
     entries' tree at its size (their signatures are checked by verifier.transparency)."""
-    t = tree(archive)
+    t = tree(existing(archive))
     bad = []
     for size, env in sorted(heads(archive).items()):
         if size > len(t):
