@@ -21,11 +21,18 @@ def _cli(*args):
     return _run("sigmacert", *args)
 
 
-def _verify(d, keys, *extra):
-    r = _run("verifier", "--release", str(d), "--key", str(keys / "rel" / "public.pem"),
-             "--key", str(keys / "iss" / "public.pem"), "--json", *extra)
-    assert r.returncode in (0, 1), r.stderr
-    return r.returncode, json.loads(r.stdout)
+def _verify(d, keys, cli=False):
+    """sigmacert-verify --release as a command (cli) or in this process (its API: the same checks)."""
+    if cli:
+        r = _run("verifier", "--release", str(d), "--key", str(keys / "rel" / "public.pem"),
+                 "--key", str(keys / "iss" / "public.pem"), "--json")
+        assert r.returncode in (0, 1), r.stderr
+        return r.returncode, json.loads(r.stdout)
+    import verifier
+    from verifier.release import verify_release
+    res = verify_release(str(d), [str(keys / "rel" / "public.pem"), str(keys / "iss" / "public.pem")],
+                         lambda data, k: verifier.verify_bytes(data, k))
+    return (0 if res.accepted else 1), json.loads(json.dumps(res.as_dict()))
 
 
 def _reasons(out):
@@ -69,7 +76,7 @@ def test_model_signing_and_sigmacert_verify_accept(release, keys):
     import model_signing
     model_signing.verifying.Config().use_elliptic_key_verifier(public_key=keys / "rel" / "public.pem").verify(
         release, release / "model.sig")           # raises unless every file is intact and none added
-    code, out = _verify(release, keys)
+    code, out = _verify(release, keys, cli=True)
     assert code == 0 and out["result"] == "ACCEPT" and out["failures"] == []
     assert [m["name"] for m in out["model_files"]] == ["model.npy"] and out["model_files"][0]["matches"]
     run = out["run"]
@@ -105,7 +112,7 @@ def test_one_byte_of_the_model_changed(release, keys, tmp_path):
     data = bytearray((d / "model.npy").read_bytes())
     data[-1] ^= 1
     (d / "model.npy").write_bytes(bytes(data))
-    code, out = _verify(d, keys)
+    code, out = _verify(d, keys, cli=True)
     assert code == 1 and _reasons(out) == {"model-signing", "manifest-subjects"}
     assert "files changed: model.npy" in out["failures"][0]["detail"]
 
