@@ -156,7 +156,16 @@ def signer_job(payload: dict, progress) -> dict:
             "replay_seconds": round(out.seconds, 3)}
 
 
-SIGNER_TASKS = {"job": signer_job}
+def signer_head(payload: dict, progress) -> dict:
+    """Sign the log's tree head (size, root) now (service.log; docs/release.md "The log")."""
+    from certifier.transparency.head import sign_head
+    key, why = _load_key(payload["key"], payload["keyid"])
+    if key is None:
+        return {"refused": why}
+    return {"head": sign_head(int(payload["size"]), bytes.fromhex(payload["root"]), key.sign, payload["keyid"])}
+
+
+SIGNER_TASKS = {"job": signer_job, "head": signer_head}
 
 if __name__ == "__main__":
     sys.exit(child(sys.argv[1:], SIGNER_TASKS))

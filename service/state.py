@@ -25,6 +25,7 @@ from service.auth import Caller, Tokens
 from service.compute import Lane, SigmaService, Verifications
 from service.config import Config
 from service.errors import ApiError
+from service.log import CertificateLog
 from service.ratelimit import RateLimiter
 from service.reports import Reports
 from service.store import Store
@@ -59,6 +60,7 @@ class ServiceState:
     limiter: RateLimiter          # POST /v1/verify, per client
     lanes: tuple[Lane, ...]
     lock: int
+    log: CertificateLog           # GET /v1/log/...: every issued certificate, RFC 9162
 
     @classmethod
     def open(cls, config: Config) -> ServiceState:
@@ -86,12 +88,14 @@ class ServiceState:
                    verifications=Verifications(verify_lane, config.verify),
                    reports=Reports(store, report_lane, config.report, config.report_wait, config.report_entry),
                    limiter=RateLimiter(config.verify_per_minute, config.verify_burst),
-                   lanes=(sigma_lane, verify_lane, report_lane), lock=lock)
+                   lanes=(sigma_lane, verify_lane, report_lane), lock=lock,
+                   log=CertificateLog(config.db, config.key, keyid))
 
     def close(self) -> None:
         self.workers.stop()
         for lane in self.lanes:
             lane.shutdown()
+        self.log.close()
         os.close(self.lock)
 
 

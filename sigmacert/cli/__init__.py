@@ -19,6 +19,7 @@ from certifier.errors import RefusedError, SigmacertError
 COMMAND_MODULES = (
     "sigmacert.cli.core", "sigmacert.cli.certify", "sigmacert.cli.train", "sigmacert.cli.service",
     "sigmacert.cli.report", "sigmacert.cli.atlas", "sigmacert.cli.targets", "sigmacert.cli.pld", "sigmacert.audits.cli",
+    "sigmacert.cli.release", "sigmacert.cli.log",
 )
 
 

@@ -347,11 +347,12 @@ def _title(f: Facts) -> str:
     return f"sigmacert report: {f.verdict}{_t(cell)}"
 
 
-def page(f: Facts, svgs: dict, notes: dict, comparisons: dict, versions: dict, numerical=()) -> str:
+def page(f: Facts, svgs: dict, notes: dict, comparisons: dict, versions: dict, numerical=(), extra=()) -> str:
     """The whole page. svgs: name -> SVG document (accepted certificates only); notes: name -> remark;
     comparisons: FPR -> (chi-square bound, alpha + lambda); versions: component -> version; numerical:
-    (label, value) rows of the other quantities of a dp or tpr certificate."""
-    body = [_verdict(f)]
+    (label, value) rows of the other quantities of a dp or tpr certificate; extra: ready HTML sections
+    (sigmacert.report.binding: the release and the log)."""
+    body = [_verdict(f), *extra]
     if f.accepted:
         body += [_claim(f), _certified(f, comparisons, numerical), _figures(svgs, notes, f.two_sided)]
     else:
