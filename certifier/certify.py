@@ -842,7 +842,16 @@ def _lower_v1_side(ctx: Ctx, low_claim, s_low, tv_low, err, meth) -> Side:
                 lambda L: ctx.kind.lower_proves(L, low_claim.target),
                 lambda plan, L: {"sigma_low": decimal_str(s_low), "method": 1,
                                  **{k: L.method.to_json(M)[k] for k in ("h", "eta", "cap", "lattice_schedule")},
-                                 "tv_exact": tv_low, "tv_lower": L.tv_lower})
+                                 "tv_exact": tv_low, "tv_lower": L.tv_lower, **_kind_lower_row(ctx.kind, L)})
+
+
+def _kind_lower_row(target_kind: TargetKind, L) -> dict:
+    """A lower try's certified value of the kind's functional (dp: the hockey-sticks at eps, tpr: 1 - T(alpha)),
+    recorded beside the TV of the processed pair; {} for tv."""
+    if target_kind.name == "tv":
+        return {}
+    v = target_kind.lower_value(L)
+    return {f"{target_kind.name}_lower": None if v is None else round_down_sig(v, 12)}
 
 
 def _lower_v2(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
@@ -881,7 +890,7 @@ def _lower_v2(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
         # the next try plans with the loss this one measured: the coarse calibration misses part of the lower
         # map's loss at heavy tails (its step (a) floors every small step; at (10^7, 10^3, 0.999) the tries lost
         # 3-5x their prediction, y_scale from the calibration included)
-        kb = {"measured_loss": lost(L)}
+        kb = {"measured_loss": lost(L), **_kind_lower_row(ctx.kind, L)}
         at[0] = _relearn(at[0], plan, kb["measured_loss"])
         return {"sigma_low": decimal_str(s_low), **_row_v2(plan, "tv_lower", L.tv_lower), "tv_exact": value_low, **kb}
     side = Side("lower", margin, LOWER_SAFETY, V2_CEILING,

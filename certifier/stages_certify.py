@@ -21,6 +21,7 @@ import time
 from flint import fmpq
 
 from certifier import certify as cf
+from certifier.bounds.fixedpoint import round_down_sig
 from certifier.bounds.grids_v1 import Plan
 from certifier.bounds.grids_v2 import choose_v2, plan_v2
 from certifier.bounds.lower_v2 import method_json as lower_json
@@ -29,7 +30,7 @@ from certifier.bounds.stages_v2 import rounding_bound_v2_stages
 from certifier.bounds.upper_v2 import METHOD_NAME, METHOD_VERSION, UpperV2
 from certifier.certificate.stages import build_stages, stages_claim, t2_runs
 from certifier.errors import CannotCertifyError, ParameterError
-from certifier.params import decimal_str, parse_sigma
+from certifier.params import decimal_str, parse_decimal, parse_sigma
 from certifier.resolution import round_up
 from certifier.targets import kind
 
@@ -174,22 +175,35 @@ def _upper(out, claim, sigma, target_kind, prec, max_tries, say, limit):
     """The upper side at sigma by stages_v2 on one planned grid: (result, method) or None."""
     runs, value, target = t2_runs(claim, sigma), out.tv, claim.target
     need = _need_eps(target_kind)
-
-    def row(plan, r):
-        out.bound = r.bound
-        kb = {} if target_kind.upper_bound is None else {f"{target_kind.name}_bound": target_kind.upper_bound(r)}
-        return {**cf._row_v2(plan, "bound", r.bound), **kb}          # bound: the grid's TV
     margin = target_kind.upper_margin(target, value, out.tv_error)
     if limit < cf.MAX_PREDICTED_SECONDS and margin is not None and margin <= 0:
         raise CannotCertifyError(f"the margin target - value - error at sigma {decimal_str(sigma)} is "
                                  f"{margin:.3g}: no grid can decide it")
     margin, tv, wts = _kind_plan(target_kind, claim, sigma, margin, value)
+    at = [1.0 if wts is None else KIND_UPPER_K_SCALE]
+
+    def row(plan, r):
+        out.bound = r.bound
+        kb = {} if target_kind.upper_bound is None else {f"{target_kind.name}_bound": target_kind.upper_bound(r)}
+        if wts is not None:                  # a kind: the next try plans with the loss this one measured
+            kb["measured_loss"] = _kind_loss(kb.get(f"{target_kind.name}_bound"), value)
+            at[0] = cf._relearn(at[0], plan, kb["measured_loss"])
+        return {**cf._row_v2(plan, "bound", r.bound), **kb}          # bound: the grid's TV
     side = cf.Side("upper", margin, cf.SAFETY, cf.V2_CEILING,
                    lambda b: plan_stages(runs, None, b, tv, prec=prec or 100, need_eps=need, weights=wts,
-                                         k_scale=1.0 if wts is None else KIND_UPPER_K_SCALE),
+                                         k_scale=at[0]),
                    lambda m, prog: rounding_bound_v2_stages(runs, m),
                    lambda r: target_kind.upper_proves(r, target), row, limit)
     return cf._prove(side, max_tries, out.tries, say)
+
+
+def _kind_loss(bound: str | None, value: float | None, lower: bool = False) -> float | None:
+    """What a try lost against the kind's numerical value: bound - value above, value - bound below (the kind's
+    units, as its weighted planner counts them); None without either."""
+    if bound is None or value is None:
+        return None
+    b = float(bound if isinstance(bound, fmpq) else parse_decimal("bound", bound))
+    return value - b if lower else b - value
 
 
 def _kind_plan(target_kind, claim, sigma, margin, value):
@@ -237,15 +251,15 @@ def _lower(out, claim, target_kind, meth: UpperV2, need: float, say) -> dict | N
         runs = t2_runs(claim, s_low)
         margin, tv_low, wts = _kind_plan(target_kind, claim, s_low, target_kind.lower_margin(target, value_low, err),
                                          value_low)
+        at = [cf.V2_LOWER_LOSS_RATIO]
         side = cf.Side("lower", margin, cf.LOWER_SAFETY, cf.V2_CEILING,
-                       lambda b, runs=runs, v=tv_low, w=wts: plan_stages(runs, None, b, v,
-                                                                         k_scale=cf.V2_LOWER_LOSS_RATIO,
-                                                                         prec=meth.prec, need_eps=need, weights=w),
+                       lambda b, runs=runs, v=tv_low, w=wts, at=at: plan_stages(runs, None, b, v, k_scale=at[0],
+                                                                               prec=meth.prec, need_eps=need,
+                                                                               weights=w),
                        lambda m, prog, runs=runs: lower_bound_v2_stages(runs, m, replay_trims=target_kind.name != "tv"),
                        lambda L: target_kind.lower_proves(L, target),
-                       lambda plan, L, s_str=s_str, v=value_low: {"sigma_low": s_str,
-                                                                  **cf._row_v2(plan, "tv_lower", L.tv_lower),
-                                                                  "tv_exact": v})
+                       lambda plan, L, s_str=s_str, v=value_low, w=wts, at=at: _lower_row(target_kind, plan, L, s_str,
+                                                                                          v, w, at))
         try:
             found = cf._prove(side, len(cf.LOWER_SAFETY), out.lower_tries, say)
         except CannotCertifyError as e:
@@ -261,6 +275,22 @@ def _lower(out, claim, target_kind, meth: UpperV2, need: float, say) -> dict | N
                     "bound_lower": cf.tv_lower_str(target_kind.lower_value(L), target)}
     out.lower_seconds = round(time.perf_counter() - t0, 3)
     return None
+
+
+def _lower_row(target_kind, plan, L, s_str: str, value: float | None, wts, at: list) -> dict:
+    """A lower try's record: the kind's certified lower value (dp: max of the two hockey-sticks at eps, tpr:
+    1 - T(alpha); tv: the TV) beside the TV of the processed pair; for a kind planned on its own loss model the
+    loss this try measured, which the next try plans with (at[0], the k_scale, scaled up, never down)."""
+    row = {"sigma_low": s_str, **cf._row_v2(plan, "tv_lower", L.tv_lower), "tv_exact": value}
+    if target_kind.name == "tv":
+        return row
+    v = target_kind.lower_value(L)
+    row[f"{target_kind.name}_lower"] = None if v is None else round_down_sig(v, 12)
+    row["value_exact"] = row.pop("tv_exact")
+    if wts is not None:
+        row["measured_loss"] = _kind_loss(v, value, lower=True)
+        at[0] = cf._relearn(at[0], plan, row["measured_loss"])
+    return row
 
 
 def refuse_with_stages(steps, epochs, scheme, method, kind_name, iterations, grid) -> None:

@@ -170,12 +170,25 @@ def _profile_numerics(what: str, x: float):
     return numerics
 
 
-CURVATURE_FLOOR = 1e-4   # the kinds' curvature ratio is never taken below this (the differences' noise)
+CURVATURE_FLOOR = 1e-4   # the kinds' curvature ratio is never taken below this times the target (the noise)
+KINK_STEP = 0.01         # the difference step in eps of the densities read off the profile itself
+
+
+def hockey_density(delta, eps: float, d: float = KINK_STEP) -> float:
+    """The density of ln Lambda at the kink of a hockey-stick divergence, delta'' - delta' at eps by central
+    differences of the profile itself: f^Q(eps) from delta_{Q||P}, f^P(-eps) from delta_{P||Q} (both
+    satisfy delta'' = delta' + f). Differences of delta, not of G = 1 - delta, keep the error relative to
+    delta: at delta = 1e-10 the line's G has an absolute error near delta itself, and a density from it is
+    noise (a planner that reads noise plans grids 10^5 times finer than the kink needs)."""
+    a, b, c = delta(eps - d), delta(eps), delta(eps + d)
+    return (a - 2 * b + c) / (d * d) - (c - a) / (2 * d)
 
 
 def _plan_weights(kinks, deletion):
     """plan_weights of a kind: KindWeights(max density at its kinks / f^P(0), deletion) from the numerics'
-    line at sigma (certifier.numerics.kink_density); None where the numerics refuse (then loss_factor)."""
+    line at sigma (f^P(0) from its G, the kinks' densities from its profile, hockey_density); None where the
+    numerics refuse (then loss_factor). The curvature is floored at CURVATURE_FLOOR times the target: an
+    absolute floor would price a delta-target of 1e-10 as if its kink held 1e-4 of the bulk's density."""
     def weights(claim: Claim, sigma: fmpq):
         from certifier.bounds.grids_v1 import KindWeights
         from certifier.numerics.kink_density import f_p, line, line_stages
@@ -190,21 +203,20 @@ def _plan_weights(kinks, deletion):
         fk = kinks(ln)
         if not (f0 > 0 and fk == fk):
             return None
-        return KindWeights(max(fk / f0, CURVATURE_FLOOR), deletion(ln), 1.0 - ln.g(0.0))
+        floor = CURVATURE_FLOOR * min(1.0, float(claim.target))
+        return KindWeights(max(fk / f0, floor), deletion(ln), 1.0 - ln.g(0.0))
     return weights
 
 
 def _dp_kinks(eps: float):
     """delta_{Q||P}(eps) has its kink at ln Lambda = eps (weight f^Q), delta_{P||Q}(eps) at -eps (f^P)."""
-    from certifier.numerics.kink_density import f_p, f_q
-    return lambda ln: max(f_q(ln.g, eps), f_p(ln.g, -eps))
+    return lambda ln: max(hockey_density(ln.dqp, eps), hockey_density(ln.dpq, eps))
 
 
 def _tpr_kink(alpha: float):
     """The TPR bound e^gamma alpha + delta_{Q||P}(gamma) has its kink at gamma = ln K, the Neyman-Pearson
     threshold at alpha (the minimiser of the line's TPR)."""
-    from certifier.numerics.kink_density import f_q
-    return lambda ln: f_q(ln.g, ln.tpr(alpha)[1])
+    return lambda ln: hockey_density(ln.dqp, ln.tpr(alpha)[1])
 
 
 # A kind with plan_weights gives the planners (v1 and v2, both sides) its own margin and

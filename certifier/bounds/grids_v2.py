@@ -90,9 +90,10 @@ class CellModel:
         mean, sd = -(self.epochs - 1) * s1 * s1 / 2, math.sqrt(self.epochs - 1) * s1
         return float(ndtr((-x - mean) / sd))
 
-    def move_cost(self, top: float) -> float:
-        """Loss of moving every partial sum (or step) above `top` down to it (all E epochs)."""
-        return self.epochs * self.steps * self.G0(top) * self.pull_below(math.log(top / self.steps))
+    def move_cost(self, top: float, kink: float = 0.0) -> float:
+        """Loss of moving every partial sum (or step) above `top` down to it (all E epochs), in P-mass whose
+        Lambda the move takes below e^kink (the functional's kink: 0 for TV, eps for delta_{Q||P}(eps))."""
+        return self.epochs * self.steps * self.G0(top) * self.pull_below(math.log(top / self.steps) - kink)
 
 
 _REF: list = []
@@ -257,7 +258,8 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     if weights is not None:
         cm.K *= weights.curvature
         dfac = weights.deletion
-    move_cost = lambda y: cm.move_cost(y) * dfac
+    # a kind pays where a move takes Lambda below its kink e^eps (dfac = e^eps), far more often than below 1
+    move_cost = lambda y: cm.move_cost(y, math.log(dfac)) * dfac
     N = 1 << n
     share = MOVE_SHARE * budget
     # octave 0 spacing h: values below N h sit on an absolute lattice; their rounding variance,
@@ -319,6 +321,8 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
         trim, bits, del_loss = lower_deletions(steps, epochs, n, top, budget / dfac, bits)
     else:
         trim, del_loss = upper_trim(steps, epochs, budget / dfac, tv)
+        if weights is not None:                 # a kind's margin may be a tiny part of its target (delta 1e-10)
+            bits, del_loss["fixed_point"] = upper_floors(steps, epochs, n, top, budget / dfac, bits)
     del_loss = {k: v * dfac for k, v in del_loss.items()}
     products = _level_products(cm, steps, Nh, top)
     wl = level_weights(cm, steps)
@@ -368,6 +372,18 @@ def upper_trim(steps: int, epochs: int, budget: float, tv: float | None) -> tupl
     ops = epochs * (2 * steps + steps.bit_length())
     trim = _sized_trim(LOWER_TRIM_SHARE * budget * 2 / (ops * w))
     return trim, {"trim": ops * float(trim) / 2 * w + 200 * float(trim)}
+
+
+def upper_floors(steps: int, epochs: int, n: int, top: int, budget: float, bits: int) -> tuple[int, float]:
+    """(fixed_point_bits, the floors' predicted loss) for the upper method v2: the floors of an octave product
+    lose < 1 unit 2^-F per output coefficient (at most 2N (top + 1)), and a block's deficit reaches the epoch
+    up to M/2^i times and Lambda E times, as for the trims (`upper_trim`); they get LOWER_TRIM_SHARE of the
+    budget. Priced against the margin, not absolutely: at (10^6, 100, delta 1e-10) 80 bits may lose 1e-10
+    this way, the whole target."""
+    ops = epochs * (2 * steps + steps.bit_length())
+    width = (2 << n) * (top + 1)
+    bits = max(bits, math.ceil(math.log2(ops * width / (LOWER_TRIM_SHARE * budget))))
+    return bits, ops * width * 2.0 ** -bits / 2
 
 
 def lower_deletions(steps: int, epochs: int, n: int, top: int, budget: float, bits: int) -> tuple[fmpq, int, dict]:
