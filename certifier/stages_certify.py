@@ -244,7 +244,7 @@ def _lower(out, claim, target_kind, meth: UpperV2, need: float, say) -> dict | N
     for s_low in cf._sigma_lows(claim.sigma):
         s_str = decimal_str(s_low)
         value_low, err = target_kind.numerics(claim, s_low)
-        if value_low is not None and value_low - err <= float(target):
+        if value_low is not None and value_low <= float(target):     # thin margins: TargetKind.lower_margin
             out.lower_tries.append({"sigma_low": s_str, "skipped": f"numerical value {value_low:.12g} does not "
                                     "exceed the target"})
             continue
