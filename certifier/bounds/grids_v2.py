@@ -321,8 +321,7 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
         trim, bits, del_loss = lower_deletions(steps, epochs, n, top, budget / dfac, bits)
     else:
         trim, del_loss = upper_trim(steps, epochs, budget / dfac, tv)
-        if weights is not None:                 # a kind's margin may be a tiny part of its target (delta 1e-10)
-            bits, del_loss["fixed_point"] = upper_floors(steps, epochs, n, top, budget / dfac, bits)
+        bits, del_loss["fixed_point"] = upper_floors(steps, epochs, n, top, budget / dfac, bits)
     del_loss = {k: v * dfac for k, v in del_loss.items()}
     products = _level_products(cm, steps, Nh, top)
     wl = level_weights(cm, steps)
