@@ -190,7 +190,7 @@ def _upper(out, claim, sigma, target_kind, prec, max_tries, say, limit):
         first = plan_stages(runs, None, cf.budget(margin, cf.SAFETY[0], cf.V2_CEILING), tv, prec=prec or 100,
                             need_eps=need, weights=wts, k_scale=at[0])
         cf._refuse_if_slow(first, margin, limit)
-        at[:] = _calibrate(first, lambda m: rounding_bound_v2_stages(runs, m),
+        at[:] = _calibrate(first, lambda m: _with_method(rounding_bound_v2_stages(runs, m), m),
                            lambda r: _kind_loss(target_kind.upper_bound(r), value), out, "upper")
 
     def row(plan, r):
@@ -206,6 +206,13 @@ def _upper(out, claim, sigma, target_kind, prec, max_tries, say, limit):
                    lambda m, prog: rounding_bound_v2_stages(runs, m),
                    lambda r: target_kind.upper_proves(r, target), row, limit)
     return cf._prove(side, max_tries, out.tries, say)
+
+
+def _with_method(res, method):
+    """An upper result with the grid it ran on (a kind reads its b_k through it)."""
+    if res.method is None:
+        res.method = method
+    return res
 
 
 def _calibrate(first: Plan, run, measured_loss, out, label: str) -> list:
