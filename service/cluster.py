@@ -38,6 +38,8 @@ from service.sandbox import Budget, Outcome, run
 CONNECT_TIMEOUT = "20s"
 TICK = 1.0          # seconds between progress reads in the relay
 GRACE = 60.0        # seconds past the budget before the relay gives up on a remote job
+MAX_LOST = 2        # a job whose Dask worker died is run again at most this many times, then fails
+NO_WORKER = 60.0    # seconds a job may wait with no Dask worker in the cluster before it fails
 RELAY = Budget(memory=3 << 30, seconds=120.0)  # the relay's own limits (a Dask client: threads, imports)
 ADDRESS = re.compile(r"(tcp|tls)://[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}")
 
@@ -105,6 +107,7 @@ def remote_certify(req_json: str, memory: int, seconds: float, topic: str) -> st
     from service.sandbox import run as run_child
     try:
         worker, stop = get_worker(), Event(topic)
+        worker.log_event(topic, {"attempt": worker.address})  # the relay counts attempts: a rerun is a lost worker
         out = run_child("certify", json.loads(req_json), Budget(memory, seconds),
                         on_progress=lambda **p: worker.log_event(topic, p), keep_going=lambda: not stop.is_set())
     except Exception as err:  # an answer, not a Dask task error (whose traceback the relay cannot use)
@@ -169,31 +172,28 @@ def relay_certify(payload: dict, progress) -> dict:
     t0 = time.monotonic()
     fut = client.submit(remote_certify, json.dumps(payload["request"]), memory, seconds, topic, key=topic,
                         pure=False)
-    seen = 0
+    watch = _Watch(client, topic, progress)
     try:
         while True:
             try:
                 text = fut.result(timeout=TICK)
                 break
             except TimeoutError:
-                pass
+                if fut.done():  # the task itself raised a TimeoutError (a TLS or socket timeout): an error
+                    text = None
+                    break
             except Exception:  # the task failed; fut.status tells how
                 text = None
                 break
-            try:
-                events = client.get_events(topic)
-            except Exception:  # the scheduler is unreachable for now: no progress this tick
-                events = ()
-            if len(events) > seen:
-                seen = len(events)
-                msg = events[-1][1]  # Dask adds the worker's address to each event
-                if isinstance(msg, dict):
-                    progress(**{k: msg[k] for k in ("stage", "percent", "elapsed")
-                                if isinstance(msg.get(k), (str, int, float))})
-            if time.monotonic() - t0 > seconds + GRACE:
+            why = watch.tick(time.monotonic() - t0)
+            if why is None and time.monotonic() - t0 > seconds + GRACE:
+                why = "seconds"
+            if why is not None:
                 Event(topic, client).set()
-                return {"result": None, "failure": "seconds", "reason": Budget(memory, seconds).seconds_reason(),
-                        "seconds": time.monotonic() - t0}
+                fut.cancel()
+                failure, reason = ("seconds", Budget(memory, seconds).seconds_reason()) if why == "seconds" \
+                    else ("crashed", why)
+                return {"result": None, "failure": failure, "reason": reason, "seconds": time.monotonic() - t0}
         if fut.status == "finished" and isinstance(text, str):
             out = json.loads(text)  # only JSON text is accepted from the cluster
             return out if isinstance(out, dict) else {"result": None, "failure": "crashed",
@@ -222,6 +222,45 @@ def relay_certify(payload: dict, progress) -> dict:
             client.close(timeout=5)
         except Exception:
             pass
+
+
+class _Watch:
+    """What the relay learns once a tick from the job's events and the scheduler: progress for the key holder;
+    why to give up now (None: keep waiting): the task started more than MAX_LOST + 1 times (Dask reruns a task
+    whose worker died), or the cluster had no worker for NO_WORKER seconds."""
+
+    def __init__(self, client, topic: str, progress):
+        self.client, self.topic, self.progress = client, topic, progress
+        self.last, self.attempts, self.workerless_since = float("-inf"), 0, None
+
+    def tick(self, elapsed: float) -> str | None:
+        try:
+            events = self.client.get_events(self.topic)
+        except Exception:  # the scheduler is unreachable for now: no progress this tick
+            events = ()
+        new = [(e[0], e[1]) for e in events if isinstance(e, (tuple, list)) and len(e) == 2  # a bounded deque:
+               and isinstance(e[0], (int, float)) and e[0] > self.last]
+        self.last = max([self.last] + [t for t, _ in new])                                  # read by time
+        steps = [m for _, m in new if isinstance(m, dict)]  # Dask adds the worker's address to each event
+        self.attempts += sum("attempt" in m for m in steps)
+        shown = [m for m in steps if isinstance(m.get("stage"), str)]
+        if shown:
+            self.progress(**{k: shown[-1][k] for k in ("stage", "percent", "elapsed")
+                             if isinstance(shown[-1].get(k), (str, int, float))})
+        if self.attempts > MAX_LOST + 1:
+            return (f"the Dask workers running it died {self.attempts - 1} times (at most {MAX_LOST} reruns; "
+                    "out of memory?)")
+        try:
+            workers = len(self.client.scheduler_info().get("workers", {}))
+        except Exception:
+            workers = 1  # unknown: the budget's deadline still holds
+        if workers:
+            self.workerless_since = None
+        elif self.workerless_since is None:
+            self.workerless_since = elapsed
+        elif elapsed - self.workerless_since > NO_WORKER:
+            return f"no Dask worker in the cluster for {NO_WORKER:g} s"
+        return None
 
 
 RELAY_TASKS = {"check": relay_check, "certify": relay_certify}

@@ -464,7 +464,7 @@ def test_limits_are_read_as_sizes_and_whole_seconds():
 
 
 def test_a_worker_signs_only_the_requested_claim_with_a_bound_below_the_target():
-    from service.worker import matches_request
+    from service.signer import matches_request
     req = {"steps": 4, "epochs": 2, "target": "0.3", "sigma": "2", "subject": None}
     good = {"predicate": {"claim": {"steps": 4, "epochs": 2, "target": "0.3", "sigma": "2"}, "bound": "0.29"}}
     assert matches_request(req, good) is None

@@ -164,7 +164,7 @@ def test_an_expensive_staged_job_is_refused_with_its_prediction(svc):
 def test_the_worker_signs_only_the_requested_stage_list():
     """matches_request: a v5 claim is signed for a staged request only with the same stages in the same order at
     one sigma (a stage's own sigma equal to the claim's is the same run)."""
-    from service.worker import matches_request
+    from service.signer import matches_request
     req = {"stages": AS_LIST["stages"], "steps": None, "epochs": 3, "scheme": "random-allocation", "target": "0.3",
            "sigma": None}
     claim = {"stages": [dict(s) for s in AS_LIST["stages"]], "sigma": "1.156185", "target": "0.3",

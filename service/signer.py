@@ -1,0 +1,153 @@
+"""The key holder: one short process per signature that replays before it signs (docs/service.md, "Trust model").
+
+    out = sign_job(key_path, keyid, request, predicate, budget, keep_going=heartbeat)   # an Outcome
+    out.result == {"envelope": TEXT, "keyid": HEX}  or  {"refused": ONE LINE}
+
+`python -m service.signer TASK MEMORY PARENT` (service.sandbox's protocol) is the only process of the
+service that reads the private key, and it does nothing else: no database, no network, no computation of
+its own. A worker (service.worker) never holds the key; it hands the signer the request and the unsigned
+predicate its job returned, computed here or on a Dask cluster alike. The signer
+
+1. checks that the predicate's claim is the one requested and its bound meets the target (`matches_request`),
+2. builds the Statement and has the independent verifier replay it (verifier.replay_statement, in a limited
+   child of its own: service.tasks.replay_statement, under the job's budget and the verifier's cost model),
+3. only when the replay ACCEPTs, reads the key, checks it is the key the server publishes, and signs the
+   Statement it replayed, byte for byte.
+
+The replay runs in a grandchild so that the predicate's arithmetic never shares an address space with the
+key; the key is read only after the replay accepted. A signer killed by its worker (job cancelled or lost)
+takes the replay with it (PR_SET_PDEATHSIG).
+"""
+from __future__ import annotations
+
+import base64
+import sys
+
+from service.sandbox import Budget, Outcome, child, run
+
+GRACE = 30.0   # seconds the signer may take beyond its replay's budget (start-up, the signature)
+
+
+def matches_request(req: dict, outcome: dict) -> str | None:
+    """Why a certified predicate must not be signed for `req` (None: it may).
+
+    The key signs only a claim that is the one requested and a bound that meets the target, read back from
+    the predicate itself."""
+    from certifier.certificate.claim import RANDOM_ALLOCATION
+    from certifier.params import parse_decimal
+    pred = outcome.get("predicate")
+    if not isinstance(pred, dict) or not isinstance(pred.get("claim"), dict):
+        return "no predicate"
+    claim = dict(pred["claim"])
+    claim.setdefault("scheme", RANDOM_ALLOCATION)  # formats v1 and v2 name no scheme: random allocation
+    want = {"steps": req["steps"], "epochs": req["epochs"], "target": req["target"],
+            "scheme": req.get("scheme", RANDOM_ALLOCATION)}
+    if req.get("stages") is not None:  # format v5: the claim lists the stages in order and has no steps/epochs
+        want = {"steps": None, "epochs": None, "target": req["target"], "scheme": RANDOM_ALLOCATION}
+        why = _stages_differ(req["stages"], claim)
+        if why:
+            return why
+    for k in ("sigma", "iterations"):
+        if req.get(k) is not None:
+            want[k] = req[k]
+    for k, v in want.items():
+        if claim.get(k) != v:
+            return f"claim.{k} is {claim.get(k)!r}, the request asked for {v!r}"
+    kind = claim.get("kind", {"name": "tv"})          # formats v1-v3 state no kind: tv
+    if kind != (req.get("kind") or {"name": "tv"}):
+        return f"claim.kind is {kind!r}, the request asked for {req.get('kind') or {'name': 'tv'}!r}"
+    try:
+        upper = pred["upper"]["bound"] if isinstance(pred.get("upper"), dict) else pred["bound"]  # v4: upper.bound
+        if parse_decimal("bound", upper) > parse_decimal("target", claim["target"]):
+            return f"bound {upper} exceeds the target {claim['target']}"
+    except (KeyError, TypeError, ValueError):
+        return "no readable bound"
+    return None
+
+
+def _stages_differ(stages: list, claim: dict) -> str | None:
+    """Why a v5 claim's stage list is not the requested one at the one shared sigma (None: it is). A stage
+    entry may carry a sigma (an optional key of format v5): it must then be the claim's sigma."""
+    got = claim.get("stages")
+    try:
+        pairs = [(st["steps"], st["epochs"]) for st in got]
+        shared = all(st.get("sigma", claim.get("sigma")) == claim.get("sigma") for st in got)
+    except (KeyError, TypeError, AttributeError):
+        return "claim.stages is not a stage list"
+    if pairs != [(st["steps"], st["epochs"]) for st in stages] or not shared:
+        return f"claim.stages is {got!r}, the request asked for {stages!r} at one sigma"
+    return None
+
+
+def job_statement(req: dict, pred: dict) -> dict:
+    """The Statement a job's predicate is signed as: the request's subject, else the claim itself."""
+    from certifier.certificate.envelope import claim_subject, statement
+    s = req.get("subject")
+    subject = {"name": s["name"], "digest": {"sha256": s["sha256"]}} if s else claim_subject(pred["claim"])
+    return statement(subject, pred)
+
+
+# ----------------------------------------------------------------------------- in the worker (no key)
+
+def sign_job(key_path: str, keyid: str, req: dict, predicate: dict, budget: Budget, *, keep_going=None,
+             on_progress=None) -> Outcome:
+    """Have a signer process replay and sign a job's predicate: an Outcome whose result is {"envelope",
+    "keyid"} or {"refused": reason}. The replay gets `budget`; the signer GRACE seconds more."""
+    payload = {"key": key_path, "keyid": keyid, "request": req, "predicate": predicate,
+               "memory": budget.memory, "seconds": budget.seconds}
+    return run("job", payload, Budget(budget.memory, budget.seconds + GRACE), entry="service.signer",
+               keep_going=keep_going, on_progress=on_progress)
+
+
+# ----------------------------------------------------------------------------- in the signer (the key)
+
+def _load_key(path: str, keyid: str):
+    """The private key, if it is still the one the server publishes; else a one-line refusal."""
+    from certifier.certificate.envelope import key_id
+    from certifier.certificate.keys import load_private
+    from certifier.errors import SigmacertError
+    try:
+        key = load_private(path)
+    except SigmacertError as err:
+        return None, f"the issuer key cannot be read: {err}"
+    if key_id(key.public_key()) != keyid:  # the key file changed under a running server
+        return None, (f"{path} is no longer the key this server publishes ({keyid[:16]}...); restart the server "
+                      "to rotate keys")
+    return key, None
+
+
+def signer_job(payload: dict, progress) -> dict:
+    """Check, replay, then sign one job's predicate (the module docstring's steps 1-3)."""
+    from certifier.certificate.envelope import canonical_json, sign_statement
+    req, pred = payload["request"], payload["predicate"]
+    why = matches_request(req, {"predicate": pred})
+    if why is not None:
+        return {"refused": f"not signed: {why}"}
+    try:
+        stmt = job_statement(req, pred)
+        body = canonical_json(stmt)
+    except (KeyError, TypeError, ValueError, RecursionError) as err:
+        return {"refused": f"not signed: malformed predicate ({type(err).__name__})"}
+    progress("replaying", 0.0, 0.0)
+    budget = Budget(payload["memory"], payload["seconds"])
+    out = run("replay", {"statement": base64.b64encode(body).decode(), "max_memory": budget.memory,
+                         "max_seconds": budget.seconds}, budget)
+    if out.result is None:
+        return {"refused": f"not signed: the independent replay failed: {out.reason}",
+                "limit": out.failure in ("memory", "seconds")}
+    if out.result.get("accepted") is not True:
+        return {"refused": f"not signed: the independent replay rejected the predicate: {out.result.get('reason')}: "
+                           f"{str(out.result.get('detail'))[:300]}"}
+    progress("signing", 100.0, out.seconds)
+    key, why = _load_key(payload["key"], payload["keyid"])
+    if key is None:
+        return {"refused": f"not signed: {why}"}
+    envelope = sign_statement(stmt, key)   # the canonical bytes of `stmt` are `body`, the bytes replayed
+    return {"envelope": envelope.decode("utf-8"), "keyid": payload["keyid"],
+            "replay_seconds": round(out.seconds, 3)}
+
+
+SIGNER_TASKS = {"job": signer_job}
+
+if __name__ == "__main__":
+    sys.exit(child(sys.argv[1:], SIGNER_TASKS))
