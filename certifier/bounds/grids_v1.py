@@ -463,7 +463,7 @@ def _reliable_tail(method, points: float, budget: float):
     if want <= method.fixed_point_bits:
         return method
     bits = min(want, 1024)
-    return dataclasses.replace(method, fixed_point_bits=bits, prec=max(method.prec, bits + 20))
+    return dataclasses.replace(method, fixed_point_bits=bits, prec=max(method.prec, bits + 64))   # as WIDE_PREC
 
 
 def choose_lower_grid(steps: int, epochs: int, sigma: fmpq, budget: float, prec: int = 100,
