@@ -344,9 +344,10 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     span = max(1.0, min(epochs * cells, k_top + (cm.s**2 / 2 + 8 * cm.s) / ev))
     ref = ref_seconds()
     iv = 2 * epochs.bit_length() * span * REF_COEFF * (1 + math.log2(max(span, 2)) / 20)
+    sums = LOWER_FACTOR if lower else 1.0        # the lower map forms the P and the Q side (three sums per level)
     secs = {"step_i": points * REF_POINT * ref,
-            "step_ii": sum(p * (1 << b) * b for p, b in zip(products, nb)) * REF_OCTAVE * ref / (8192 * 13),
-            "step_iii": (cells + n_oct * N / 10) * REF_CELL * ref, "step_iv": (iv if epochs > 1 else 0.0) * ref}
+            "step_ii": sums * sum(p * (1 << b) * b for p, b in zip(products, nb)) * REF_OCTAVE * ref / (8192 * 13),
+            "step_iii": (cells + n_oct * N / 10) * REF_CELL * ref, "step_iv": sums * (iv if epochs > 1 else 0.0) * ref}
     return Plan(method, sum(loss.values()), sum(secs.values()), budget,
                   {"loss": loss, "seconds": secs, "octaves": n_oct, "points": points, "K": cm.K, "k_scale": k_scale,
                    "y_scale": y_scale})
