@@ -200,8 +200,35 @@ def _octave_of(value: float, Nh: float) -> int:
     return max(0, math.floor(math.log2(value) - math.log2(Nh))) if value >= 2 * Nh else 0
 
 
+KINK_SUB = 16          # sub-cells per octave for a kind's conditional kink weight (its density varies within one)
+
+
+def kink_weight(cm: CellModel, lo: float, hi: float, kink: float) -> float:
+    """A kind's loss, per unit of relative variance of one step's rounding, from the steps in (lo, hi): the
+    whole run's (E epochs of M steps) sum of Pr(Y in a sub-cell) (y/(y + S))^2 f^Q(kink | Y = y)/2, with
+    ln Lambda given Y = y about ln((y + S)/M) plus a Gaussian rest (mean -s^2/2, sd s, the pair with the
+    same TV) and f^Q = e^kink f^P. A step so large that it alone takes Lambda to the kink (at (10^6, 100,
+    eps 2, delta 1e-10), Y/M ~ e^2) weighs with the density of the rest there, ~1/s, not with the
+    unconditional density at the kink (~1e-10 of the bulk's): the common K cannot price it."""
+    s1 = cm.s / math.sqrt(cm.epochs)
+    S = cm.steps * math.exp(-s1 * s1 / 2)
+    sd, mean = max(cm.s, 1e-9), -cm.s * cm.s / 2
+    total = 0.0
+    edges = [lo + (hi - lo) * i / KINK_SUB for i in range(KINK_SUB + 1)] if lo > 0 else \
+        [hi * i / KINK_SUB for i in range(KINK_SUB + 1)]
+    for a, b in zip(edges, edges[1:]):
+        p = max(cm.G0(a) - cm.G0(b), 0.0) if a > 0 else 1.0 - cm.G0(b)
+        if p <= 0:
+            continue
+        y = 0.5 * (a + b)
+        z = (kink - math.log((y + S) / cm.steps) - mean) / sd
+        f_q = math.exp(kink - 0.5 * z * z) / (math.sqrt(2 * math.pi) * sd)
+        total += p * (y / (y + S)) ** 2 * f_q / 2
+    return cm.epochs * cm.steps * total
+
+
 def _y_bits(cm: CellModel, n: int, Nh: float, K_y: int, allowed: float,
-            y_scale: float = 1.0) -> tuple[list[int], float]:
+            y_scale: float = 1.0, kink: float | None = None) -> tuple[list[int], float]:
     """Mantissa bits of the step-(i) grid per octave, the fewest points whose predicted loss is <= allowed.
 
     A step Y in octave k rounded with spacing d_k = 2^k N h 2^-b_k adds about d_k^2/6 to the variance of
@@ -218,6 +245,8 @@ def _y_bits(cm: CellModel, n: int, Nh: float, K_y: int, allowed: float,
         p = max((1 - cm.G0(hi)) - (0.0 if lo == 0 else 1 - cm.G0(lo)), 0.0)     # Pr(lo < Y < hi)
         y = max(lo, Nh)                                      # relative to S >= max(Y, the rest of the sum)
         w.append(y_scale * cm.K * cm.steps * p * (Nh * 2**k / max(y, S_typ)) ** 2 / 6)  # loss at 1 point per octave
+        if kink is not None and k > 0:                       # a kind: the steps that alone reach its kink
+            w[-1] += kink_weight(cm, lo, hi, kink) * (Nh * 2**k / max(y, Nh)) ** 2 / 6
     bits = lambda a: [min(n, max(2, round(math.log2(max(a * (x ** (1 / 3)), 1e-300))))) if x > 0 else 2
                       for x in w]
     loss = lambda bs: sum(x * 4.0 ** -b for x, b in zip(w, bs))
@@ -292,11 +321,12 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
         cap *= 2
     K_y = min(max(0, _octave_of(cap, Nh) - 1), MAX_TOP - 1)          # the format: len(y bits) <= top <= 200
     top = min(max(K_y + 1, _octave_of(top_val, Nh) - 1), MAX_TOP)   # what lies above is moved (and costed)
-    key = (steps, epochs, cm.t2, cm.s, cm.K, n, Nh, K_y, Y_SHARE * budget, y_scale)
+    kink = math.log(dfac) if weights is not None else None
+    key = (steps, epochs, cm.t2, cm.s, cm.K, n, Nh, K_y, Y_SHARE * budget, y_scale, kink)
     if key not in _Y_BITS:              # the same for every eta and level ratio of choose_v2's search
         if len(_Y_BITS) > 4096:
             _Y_BITS.clear()
-        _Y_BITS[key] = _y_bits(cm, n, Nh, K_y, Y_SHARE * budget, y_scale)
+        _Y_BITS[key] = _y_bits(cm, n, Nh, K_y, Y_SHARE * budget, y_scale, kink)
     y_bits, y_loss = list(_Y_BITS[key][0]), _Y_BITS[key][1]
     if not zero_ok(h * (1 << (n - y_bits[0]))):
         y_bits[0] = n                           # the first grid point above 0 is h (see zero_ok)
