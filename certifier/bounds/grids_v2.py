@@ -321,7 +321,9 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
         cap *= 2
     K_y = min(max(0, _octave_of(cap, Nh) - 1), MAX_TOP - 1)          # the format: len(y bits) <= top <= 200
     top = min(max(K_y + 1, _octave_of(top_val, Nh) - 1), MAX_TOP)   # what lies above is moved (and costed)
-    kink = math.log(dfac) if weights is not None else None
+    # a kind whose kink lies above the bulk (e^eps > 1): its far steps weigh by their own density there (at the
+    # kink 0 of TV, and of identity weights, the common K prices the bulk as before)
+    kink = math.log(dfac) if weights is not None and dfac > 1 else None
     key = (steps, epochs, cm.t2, cm.s, cm.K, n, Nh, K_y, Y_SHARE * budget, y_scale, kink)
     if key not in _Y_BITS:              # the same for every eta and level ratio of choose_v2's search
         if len(_Y_BITS) > 4096:

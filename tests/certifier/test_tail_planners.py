@@ -6,6 +6,8 @@ apart; a small dp cell then certifies two-sided one resolution step apart, its s
 """
 from __future__ import annotations
 
+import math
+
 import pytest
 from flint import fmpq
 from scipy.stats import norm
@@ -78,3 +80,23 @@ def test_a_small_tail_cell_is_two_sided_one_step_apart_and_brackets_the_numerics
     # the lower tries record the kind's value they proved (not the TV of the processed pair)
     ok = [t for t in out.lower_tries if t.get("certified")]
     assert ok and "dp_lower" in ok[0] and float(ok[0]["dp_lower"]) > 1e-6 and float(ok[0]["tv_lower"]) > 0.05
+
+
+def test_the_steps_that_alone_reach_the_kink_get_the_bits():
+    # (10^6, 100, eps 2, delta 1e-10) at sigma 0.49964: delta lives in one step Y ~ M (e^2 - 1) per run; the
+    # common curvature (~4e-10) gave its octave 2 bits and every grid lost ~3e-12 against a margin of 4e-15.
+    # (The weights as the numerics give them there: the bound itself, 3 s, is in docs/two-sided.md section 7.)
+    from certifier.bounds.grids_v1 import KindWeights
+    from certifier.bounds.grids_v2 import choose_v2, kink_weight
+    M, t2 = 10**6, 1 / D("0.49964") ** 2
+    w = KindWeights(3.917e-10, math.exp(2.0), 0.0292452)
+    p = choose_v2(M, 100, t2, 2e-15, w.tv, need_eps=5.0, weights=w)
+    m = p.method
+    Nh = float(m.h) * 2**m.mantissa_bits
+    k = math.floor(math.log2(M * (math.e**2 - 1) / Nh))          # the octave holding Y = M (e^2 - 1)
+    bits = m.y_mantissa_bits
+    assert bits[k] >= 8 and bits[k] >= bits[k + 3] + 6 and bits[k] >= bits[k - 3] + 4
+    cm = CellModel.at(M, 100, float(t2), w.tv)
+    at = kink_weight(cm, Nh * 2**k, Nh * 2 ** (k + 1), 2.0)
+    assert at > 1e6 * kink_weight(cm, Nh * 2 ** (k - 4), Nh * 2 ** (k - 3), 2.0)
+    assert p.predicted_loss <= 2e-15 and p.predicted_seconds < 60
