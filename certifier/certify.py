@@ -778,7 +778,8 @@ def _lower(ctx: Ctx, search, meth) -> dict | None:
         tv_low, err = ctx.kind.numerics(low_claim, s_low) if search.screen_lower else (None, None)
         s_str = decimal_str(s_low)
         if tv_low is not None and tv_low <= float(claim.target):      # thin margins: TargetKind.lower_margin
-            out.lower_tries.append({"sigma_low": s_str, "skipped": f"numerical TV {tv_low:.12g} does not exceed "
+            what = "TV" if ctx.kind.name == "tv" else "value"
+            out.lower_tries.append({"sigma_low": s_str, "skipped": f"numerical {what} {tv_low:.12g} does not exceed "
                                     "the target"})
             continue
         for lower_method, prove in _lower_order(ctx, search, low_claim, s_low, tv_low, err, meth):
