@@ -198,7 +198,7 @@ def test_bench_tail_certificates_small(env):
     assert row["cell"] == "3,2 eps1 d1e-6" and row["exit"] == 0 and row["certified"] and row["two_sided"]
     assert row["steps_apart"] == 1 and float(row["upper"]) <= 1e-6 < float(row["lower"])
     assert row["accepted"] and 0 < row["cpu_seconds"] < 120 and 10 << 20 < row["peak_rss"] < 4 << 30
-    assert row["ratio"] == round(row["verify_cpu_seconds"] / row["cpu_seconds"], 3)
+    assert abs(row["ratio"] - row["verify_cpu_seconds"] / row["cpu_seconds"]) <= 0.01   # from the unrounded times
     table = bench(env, "bench_tail_certificates.py", "--small")
     assert table.returncode == 0 and "| 3,2 eps1 d1e-6 |" in table.stdout and "all within the goals:" in table.stdout
 
