@@ -16,7 +16,8 @@ ratio; then the smallest sigma each certifies within the same time budget.
 route and one bisection step (seconds), to check the benchmark runs.
 
 `--question dp`: the (eps, delta) question instead, in one run. For (M, E) in (100, 10), (250, 20),
-(1000, 1), eps in 1, 4, delta = 1e-5, per cell: sigmacert's exact sigma; its signed two-sided
+(1000, 1), eps in 1, 4, delta = 1e-5, and the tails (100, 10, eps 8, delta 1e-5), (1000, 10, eps 4,
+delta 1e-8), per cell: sigmacert's exact sigma; its signed two-sided
 certificate (sigmacert.certify(M, E, epsilon=, delta=)) in a child killed at `--cert-budget` CPU s,
 replayed by the independent verifier in a child killed at `--verify-budget`; then the smallest sigma
 the accountant certifies (its upper eps at delta <= eps, default route
@@ -153,9 +154,11 @@ def sigmacert_run(steps, epochs, sigma_s):
 # ---------------------------------------------------------------------------------------------
 # The (eps, delta) question
 # ---------------------------------------------------------------------------------------------
-DP_CELLS = [(100, 10, 1), (100, 10, 4), (250, 20, 1), (250, 20, 4), (1000, 1, 1), (1000, 1, 4)]
-DP_SMALL = [(5, 2, 1)]
 DELTA = "1e-5"
+# (M, E, eps, delta): the delta = 1e-5 grid, then the tails (large eps, small delta)
+DP_CELLS = [(100, 10, 1, DELTA), (100, 10, 4, DELTA), (250, 20, 1, DELTA), (250, 20, 4, DELTA), (1000, 1, 1, DELTA),
+            (1000, 1, 4, DELTA), (100, 10, 8, "1e-5"), (1000, 10, 4, "1e-8")]
+DP_SMALL = [(5, 2, 1, DELTA)]
 
 
 class _Decided(Exception):
@@ -441,14 +444,14 @@ def _fmt(x, spec=".6f"):
     return "-" if x is None else format(x, spec)
 
 
-def dp_cell(m, e, eps, args, tol) -> dict:
+def dp_cell(m, e, eps, args, tol, delta: str = DELTA) -> dict:
     """One cell of the (eps, delta) question, all its figures in one record (CPU seconds)."""
-    rec = {"M": m, "E": e, "epsilon": eps, "delta": DELTA, "start": _stamp(), "load_start": _loadavg()}
-    exact, t_exact = exact_dp(m, e, eps, DELTA)
+    rec = {"M": m, "E": e, "epsilon": eps, "delta": delta, "start": _stamp(), "load_start": _loadavg()}
+    exact, t_exact = exact_dp(m, e, eps, delta)
     rec.update(exact_sigma=str(exact), exact_seconds=t_exact)
     print(f"  sigmacert M={m} E={e} eps={eps}: exact sigma {exact} in {t_exact:.2f} CPU s", flush=True)
-    rec["certificate"] = sigmacert_dp(m, e, eps, DELTA, args.cert_budget, args.verify_budget, args.sides == "two")
-    lo, hi, runs, stop = fs_search(m, e, eps, float(DELTA), float(exact), tol, args.budget, args.max_runs,
+    rec["certificate"] = sigmacert_dp(m, e, eps, delta, args.cert_budget, args.verify_budget, args.sides == "two")
+    lo, hi, runs, stop = fs_search(m, e, eps, float(delta), float(exact), tol, args.budget, args.max_runs,
                                    args.search_budget, args.first_step)
     rec["fs"] = {"sigma": hi, "lo": lo, "width": None if hi is None else hi / lo - 1, "stop": stop,
                  "seconds": sum(r["seconds"] for r in runs), "runs": runs, "eval_budget": args.budget,
@@ -472,7 +475,7 @@ def _ratios(rec):
     return noise, time_ratio, vs_exact
 
 
-DP_HEAD = (f"{'M':>4} {'E':>3} {'eps':>3} | {'exact sigma':>11} {'certificate':<9} {'cert sigma':>10} "
+DP_HEAD = (f"{'M':>4} {'E':>3} {'eps':>3} {'delta':>5} | {'exact sigma':>11} {'certificate':<9} {'cert sigma':>10} "
            f"{'cert delta':>12} {'s':>6} {'verify':>8} {'s':>6} | {'F&S sigma':>9} {'F&S lo':>9} {'width':>8} "
            f"{'runs':>4} {'stop':>8} {'s':>7} | {'noise ratio':>11} {'time ratio':>10} {'vs exact':>9}")
 
@@ -483,7 +486,7 @@ def dp_row(rec) -> str:
     verdict = "-" if not v else v["status"] if v["status"] != "ok" else ("accepted" if v["accepted"] else "REJECTED")
     bound = cert.get("bound")
     noise, time_ratio, vs_exact = _ratios(rec)
-    return (f"{rec['M']:>4} {rec['E']:>3} {rec['epsilon']:>3} | {rec['exact_sigma']:>11} {cert['status']:<9} "
+    return (f"{rec['M']:>4} {rec['E']:>3} {rec['epsilon']:>3} {rec['delta']:>5} | {rec['exact_sigma']:>11} {cert['status']:<9} "
             f"{cert.get('sigma') or '-':>10} {'-' if bound is None else format(float(bound), '.6e'):>12} "
             f"{cert['seconds']:>6.1f} {verdict:>8} {v.get('seconds', 0.0):>6.1f} | {_fmt(fs['sigma']):>9} "
             f"{_fmt(fs['lo']):>9} {_fmt(fs['width'], '.2e'):>8} {len(fs['runs']):>4} {fs['stop'] or '-':>8} "
@@ -523,22 +526,22 @@ def run_dp(args) -> int:
         except ValueError:
             print(f"bench_vs_accountant: --cells takes MxE[xEPS][,...], got {args.cells!r}", file=sys.stderr)
             return 2
-        cells = [c for c in cells if c[:2] in keep or c in keep]   # MxE, or MxExeps for one eps
+        cells = [c for c in cells if c[:2] in keep or c[:3] in keep]   # MxE, or MxExeps for one eps
     done = _resumed(args.json)
-    print(f"(eps, delta = {DELTA}): accountant = PLD_accounting gaussian_allocation_epsilon_range (default "
+    print(f"(eps, delta; delta = {DELTA} unless the row says): accountant = PLD_accounting gaussian_allocation_epsilon_range (default "
           f"route), certifies sigma when its upper eps <= target; bracket from sigmacert's exact sigma; per-run "
           f"budget {args.budget:.0f} CPU s, per-cell search budget {args.search_budget:.0f} CPU s, bracket "
           f"tolerance {tol:g} relative, at most {args.max_runs} runs per cell; sigmacert: two-sided certificate "
           f"budget {args.cert_budget:.0f} CPU s, verifier budget {args.verify_budget:.0f} CPU s")
     print(f"start {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, load average {_loadavg()}", flush=True)
     records = []
-    for m, e, eps in cells:
-        key = (m, e, eps, DELTA)
+    for m, e, eps, delta in cells:
+        key = (m, e, eps, delta)
         if key in done:
             print(f"  M={m} E={e} eps={eps}: resumed from {args.json}", flush=True)
             records.append(done[key])
             continue
-        rec = dp_cell(m, e, eps, args, tol)
+        rec = dp_cell(m, e, eps, args, tol, delta)
         if args.json:
             _append(args.json, rec)
         records.append(rec)

@@ -21,6 +21,7 @@ import time
 from flint import fmpq
 
 from certifier import certify as cf
+from certifier.bounds.fixedpoint import round_down_sig
 from certifier.bounds.grids_v1 import Plan
 from certifier.bounds.grids_v2 import choose_v2, plan_v2
 from certifier.bounds.lower_v2 import method_json as lower_json
@@ -29,7 +30,7 @@ from certifier.bounds.stages_v2 import rounding_bound_v2_stages
 from certifier.bounds.upper_v2 import METHOD_NAME, METHOD_VERSION, UpperV2
 from certifier.certificate.stages import build_stages, stages_claim, t2_runs
 from certifier.errors import CannotCertifyError, ParameterError
-from certifier.params import decimal_str, parse_sigma
+from certifier.params import decimal_str, parse_decimal, parse_sigma
 from certifier.resolution import round_up
 from certifier.targets import kind
 
@@ -76,23 +77,28 @@ def merge(methods: list[UpperV2], steps: list[int]) -> UpperV2:
 
 
 def plan_stages(stages, t2: fmpq | None, loss_budget: float, tv: float, k_scale: float = 1.0, prec: int = 100,
-                need_eps: float = 0.0, weights=None) -> Plan:
+                need_eps: float = 0.0, weights=None, y_scale: float = 1.0, lower: bool = False) -> Plan:
     """One grid for every stage: the cheapest plan per distinct line (M_s, t_s^2; a stage (M, E) is at t2, a
     stage (M, E, t_s^2) at its own) for the total epochs, on a common mantissa and eta, merged. Predicted
     loss: the largest of the plans'; seconds: their sum. weights: a target kind's loss model
-    (grids_v1.KindWeights of the run's pair; loss_budget in the kind's units), given to every plan."""
+    (grids_v1.KindWeights of the run's pair; loss_budget in the kind's units), given to every plan; y_scale
+    step (i)'s own calibrated factor, lower the lower method's deletions (grids_v2.plan_v2). The detail's
+    `loss` is the worst plan's, which grids_v2.coarse reads for a calibration."""
     E = sum(s[1] for s in stages)
     lines = sorted({(s[0], s[2] if len(s) == 3 else t2) for s in stages})
-    kw = dict(prec=prec, k_scale=k_scale) if weights is None else dict(prec=prec, k_scale=k_scale, weights=weights)
+    kw = dict(prec=prec, k_scale=k_scale, y_scale=y_scale, lower=lower)
+    if weights is not None:
+        kw["weights"] = weights
     need = {(M, q): max(need_eps, _rows_eps(M, E, q, tv)) for M, q in lines}
     first = [choose_v2(M, E, q, loss_budget, tv, need_eps=need[M, q], **kw) for M, q in lines]
     n = max(p.method.mantissa_bits for p in first)
     eta = decimal_str(min(p.method.eta for p in first))
     plans = [plan_v2(M, E, q, loss_budget, tv, n=n, eta=eta, need_eps=need[M, q], **kw) for M, q in lines]
     method = merge([p.method for p in plans], sorted({M for M, _ in lines}))
-    return Plan(method, max(p.predicted_loss for p in plans), sum(p.predicted_seconds for p in plans), loss_budget,
+    worst = max(plans, key=lambda p: p.predicted_loss)
+    return Plan(method, worst.predicted_loss, sum(p.predicted_seconds for p in plans), loss_budget,
                 {"seconds": {k: sum(p.detail["seconds"][k] for p in plans) for k in plans[0].detail["seconds"]},
-                 "plans": len(plans)})
+                 "plans": len(plans), "loss": worst.detail["loss"], "k_scale": k_scale, "y_scale": y_scale})
 
 
 def _rows_eps(M: int, E: int, t2: fmpq, tv: float | None) -> float:
@@ -174,22 +180,69 @@ def _upper(out, claim, sigma, target_kind, prec, max_tries, say, limit):
     """The upper side at sigma by stages_v2 on one planned grid: (result, method) or None."""
     runs, value, target = t2_runs(claim, sigma), out.tv, claim.target
     need = _need_eps(target_kind)
-
-    def row(plan, r):
-        out.bound = r.bound
-        kb = {} if target_kind.upper_bound is None else {f"{target_kind.name}_bound": target_kind.upper_bound(r)}
-        return {**cf.row_v2(plan, "bound", r.bound), **kb}          # bound: the grid's TV
     margin = target_kind.upper_margin(target, value, out.tv_error)
     if limit < cf.MAX_PREDICTED_SECONDS and margin is not None and margin <= 0:
         raise CannotCertifyError(f"the margin target - value - error at sigma {decimal_str(sigma)} is "
                                  f"{margin:.3g}: no grid can decide it")
     margin, tv, wts = _kind_plan(target_kind, claim, sigma, margin, value)
+    at = [1.0 if wts is None else KIND_UPPER_K_SCALE, 1.0]
+    if wts is not None and margin is not None and margin > 0:
+        first = plan_stages(runs, None, cf.budget(margin, cf.SAFETY[0], cf.V2_CEILING), tv, prec=prec or 100,
+                            need_eps=need, weights=wts, k_scale=at[0])
+        cf.refuse_if_slow(first, margin, limit)
+        at[:] = _calibrate(first, lambda m: _with_method(rounding_bound_v2_stages(runs, m), m),
+                           lambda r: _kind_loss(target_kind.upper_bound(r), value), out, "upper")
+
+    def row(plan, r):
+        out.bound = r.bound
+        kb = {} if target_kind.upper_bound is None else {f"{target_kind.name}_bound": target_kind.upper_bound(r)}
+        if wts is not None:                  # a kind: the next try plans with the loss this one measured
+            kb["measured_loss"] = _kind_loss(kb.get(f"{target_kind.name}_bound"), value)
+            at[0] = cf.relearn(at[0], plan, kb["measured_loss"])
+        return {**cf.row_v2(plan, "bound", r.bound), **kb}          # bound: the grid's TV
     side = cf.Side("upper", margin, cf.SAFETY, cf.V2_CEILING,
                    lambda b: plan_stages(runs, None, b, tv, prec=prec or 100, need_eps=need, weights=wts,
-                                         k_scale=1.0 if wts is None else KIND_UPPER_K_SCALE),
+                                         k_scale=at[0], y_scale=at[1]),
                    lambda m, prog: rounding_bound_v2_stages(runs, m),
                    lambda r: target_kind.upper_proves(r, target), row, limit)
     return cf.prove(side, max_tries, out.tries, say)
+
+
+def _with_method(res, method):
+    """An upper result with the grid it ran on (a kind reads its b_k through it)."""
+    if res.method is None:
+        res.method = method
+    return res
+
+
+def _calibrate(first: Plan, run, measured_loss, out, label: str) -> list:
+    """[k_scale, y_scale] from two runs on `first`'s grid 8x coarser, as planned and with finer steps (i)
+    (grids_v2.coarse, finer_steps, scales_from; as certifier.certify._calibrate for one block): a kind's
+    weighted model misses most at the tails, where the kink weighs the rounding of large steps (at stages
+    50x4,200x2, eps 2, delta 1e-6 the upper tries lost 20-30x the prediction at k_scale 3)."""
+    from certifier.bounds.grids_v2 import coarse, finer_steps, k_scale_from, scales_from
+    cal = coarse(first, 0, 0, None, None, drop=3)
+    t0 = time.perf_counter()
+    got = measured_loss(run(cal.method))
+    d = first.detail
+    if got is None:
+        return [d["k_scale"], d["y_scale"]]
+    finer = measured_loss(run(finer_steps(cal.method)))
+    k, y = scales_from(cal, got, finer) if finer is not None else (k_scale_from(cal, got), 1.0)
+    out_row = {"try": 0, "calibration": label, "mantissa_bits": cal.method.mantissa_bits,
+               "eta": decimal_str(cal.method.eta), "k_scale": round(k, 3), "y_scale": round(y, 3),
+               "measured_loss": got, "measured_loss_finer_steps": finer, "seconds": round(time.perf_counter() - t0, 3)}
+    (out.tries if label == "upper" else out.lower_tries).append(out_row)
+    return [k, y]
+
+
+def _kind_loss(bound: str | None, value: float | None, lower: bool = False) -> float | None:
+    """What a try lost against the kind's numerical value: bound - value above, value - bound below (the kind's
+    units, as its weighted planner counts them); None without either."""
+    if bound is None or value is None:
+        return None
+    b = float(bound if isinstance(bound, fmpq) else parse_decimal("bound", bound))
+    return value - b if lower else b - value
 
 
 def _kind_plan(target_kind, claim, sigma, margin, value):
@@ -230,22 +283,34 @@ def _lower(out, claim, target_kind, meth: UpperV2, need: float, say) -> dict | N
     for s_low in cf.sigma_lows(claim.sigma):
         s_str = decimal_str(s_low)
         value_low, err = target_kind.numerics(claim, s_low)
-        if value_low is not None and value_low - err <= float(target):
+        if value_low is not None and value_low <= float(target):     # thin margins: TargetKind.lower_margin
             out.lower_tries.append({"sigma_low": s_str, "skipped": f"numerical value {value_low:.12g} does not "
                                     "exceed the target"})
             continue
         runs = t2_runs(claim, s_low)
         margin, tv_low, wts = _kind_plan(target_kind, claim, s_low, target_kind.lower_margin(target, value_low, err),
                                          value_low)
+        at = [cf.V2_LOWER_LOSS_RATIO, 1.0]
+        lower_run = lambda m, runs=runs: lower_bound_v2_stages(runs, m, replay_trims=target_kind.name != "tv")  # noqa: E731
+        if wts is not None and margin is not None and margin > 0:
+            try:
+                first = plan_stages(runs, None, cf.budget(margin, cf.LOWER_SAFETY[0], cf.V2_CEILING), tv_low,
+                                    k_scale=at[0], prec=meth.prec, need_eps=need, weights=wts, lower=True)
+                at[:] = _calibrate(first, lower_run,
+                                   lambda L, v=value_low: _kind_loss(target_kind.lower_value(L), v, lower=True),
+                                   out, "lower")
+            except CannotCertifyError as e:
+                out.lower_tries.append({"sigma_low": s_str, "skipped": str(e)})
+                continue
         side = cf.Side("lower", margin, cf.LOWER_SAFETY, cf.V2_CEILING,
-                       lambda b, runs=runs, v=tv_low, w=wts: plan_stages(runs, None, b, v,
-                                                                         k_scale=cf.V2_LOWER_LOSS_RATIO,
-                                                                         prec=meth.prec, need_eps=need, weights=w),
-                       lambda m, prog, runs=runs: lower_bound_v2_stages(runs, m, replay_trims=target_kind.name != "tv"),
+                       lambda b, runs=runs, v=tv_low, w=wts, at=at: plan_stages(runs, None, b, v, k_scale=at[0],
+                                                                               prec=meth.prec, need_eps=need,
+                                                                               weights=w, y_scale=at[1],
+                                                                               lower=True),
+                       lambda m, prog, lower_run=lower_run: lower_run(m),
                        lambda L: target_kind.lower_proves(L, target),
-                       lambda plan, L, s_str=s_str, v=value_low: {"sigma_low": s_str,
-                                                                  **cf.row_v2(plan, "tv_lower", L.tv_lower),
-                                                                  "tv_exact": v})
+                       lambda plan, L, s_str=s_str, v=value_low, w=wts, at=at: _lower_row(target_kind, plan, L, s_str,
+                                                                                          v, w, at))
         try:
             found = cf.prove(side, len(cf.LOWER_SAFETY), out.lower_tries, say)
         except CannotCertifyError as e:
@@ -261,6 +326,22 @@ def _lower(out, claim, target_kind, meth: UpperV2, need: float, say) -> dict | N
                     "bound_lower": cf.tv_lower_str(target_kind.lower_value(L), target)}
     out.lower_seconds = round(time.perf_counter() - t0, 3)
     return None
+
+
+def _lower_row(target_kind, plan, L, s_str: str, value: float | None, wts, at: list) -> dict:
+    """A lower try's record: the kind's certified lower value (dp: max of the two hockey-sticks at eps, tpr:
+    1 - T(alpha); tv: the TV) beside the TV of the processed pair; for a kind planned on its own loss model the
+    loss this try measured, which the next try plans with (at[0], the k_scale, scaled up, never down)."""
+    row = {"sigma_low": s_str, **cf.row_v2(plan, "tv_lower", L.tv_lower), "tv_exact": value}
+    if target_kind.name == "tv":
+        return row
+    v = target_kind.lower_value(L)
+    row[f"{target_kind.name}_lower"] = None if v is None else round_down_sig(v, 12)
+    row["value_exact"] = row.pop("tv_exact")
+    if wts is not None:
+        row["measured_loss"] = _kind_loss(v, value, lower=True)
+        at[0] = cf.relearn(at[0], plan, row["measured_loss"])
+    return row
 
 
 def refuse_with_stages(steps, epochs, scheme, method, kind_name, iterations, grid) -> None:

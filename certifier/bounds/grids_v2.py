@@ -90,9 +90,10 @@ class CellModel:
         mean, sd = -(self.epochs - 1) * s1 * s1 / 2, math.sqrt(self.epochs - 1) * s1
         return float(ndtr((-x - mean) / sd))
 
-    def move_cost(self, top: float) -> float:
-        """Loss of moving every partial sum (or step) above `top` down to it (all E epochs)."""
-        return self.epochs * self.steps * self.G0(top) * self.pull_below(math.log(top / self.steps))
+    def move_cost(self, top: float, kink: float = 0.0) -> float:
+        """Loss of moving every partial sum (or step) above `top` down to it (all E epochs), in P-mass whose
+        Lambda the move takes below e^kink (the functional's kink: 0 for TV, eps for delta_{Q||P}(eps))."""
+        return self.epochs * self.steps * self.G0(top) * self.pull_below(math.log(top / self.steps) - kink)
 
 
 _REF: list = []
@@ -199,8 +200,35 @@ def _octave_of(value: float, Nh: float) -> int:
     return max(0, math.floor(math.log2(value) - math.log2(Nh))) if value >= 2 * Nh else 0
 
 
+KINK_SUB = 16          # sub-cells per octave for a kind's conditional kink weight (its density varies within one)
+
+
+def kink_weight(cm: CellModel, lo: float, hi: float, kink: float) -> float:
+    """A kind's loss, per unit of relative variance of one step's rounding, from the steps in (lo, hi): the
+    whole run's (E epochs of M steps) sum of Pr(Y in a sub-cell) (y/(y + S))^2 f^Q(kink | Y = y)/2, with
+    ln Lambda given Y = y about ln((y + S)/M) plus a Gaussian rest (mean -s^2/2, sd s, the pair with the
+    same TV) and f^Q = e^kink f^P. A step so large that it alone takes Lambda to the kink (at (10^6, 100,
+    eps 2, delta 1e-10), Y/M ~ e^2) weighs with the density of the rest there, ~1/s, not with the
+    unconditional density at the kink (~1e-10 of the bulk's): the common K cannot price it."""
+    s1 = cm.s / math.sqrt(cm.epochs)
+    S = cm.steps * math.exp(-s1 * s1 / 2)
+    sd, mean = max(cm.s, 1e-9), -cm.s * cm.s / 2
+    total = 0.0
+    edges = [lo + (hi - lo) * i / KINK_SUB for i in range(KINK_SUB + 1)] if lo > 0 else \
+        [hi * i / KINK_SUB for i in range(KINK_SUB + 1)]
+    for a, b in zip(edges, edges[1:]):
+        p = max(cm.G0(a) - cm.G0(b), 0.0) if a > 0 else 1.0 - cm.G0(b)
+        if p <= 0:
+            continue
+        y = 0.5 * (a + b)
+        z = (kink - math.log((y + S) / cm.steps) - mean) / sd
+        f_q = math.exp(kink - 0.5 * z * z) / (math.sqrt(2 * math.pi) * sd)
+        total += p * (y / (y + S)) ** 2 * f_q / 2
+    return cm.epochs * cm.steps * total
+
+
 def _y_bits(cm: CellModel, n: int, Nh: float, K_y: int, allowed: float,
-            y_scale: float = 1.0) -> tuple[list[int], float]:
+            y_scale: float = 1.0, kink: float | None = None) -> tuple[list[int], float]:
     """Mantissa bits of the step-(i) grid per octave, the fewest points whose predicted loss is <= allowed.
 
     A step Y in octave k rounded with spacing d_k = 2^k N h 2^-b_k adds about d_k^2/6 to the variance of
@@ -217,6 +245,8 @@ def _y_bits(cm: CellModel, n: int, Nh: float, K_y: int, allowed: float,
         p = max((1 - cm.G0(hi)) - (0.0 if lo == 0 else 1 - cm.G0(lo)), 0.0)     # Pr(lo < Y < hi)
         y = max(lo, Nh)                                      # relative to S >= max(Y, the rest of the sum)
         w.append(y_scale * cm.K * cm.steps * p * (Nh * 2**k / max(y, S_typ)) ** 2 / 6)  # loss at 1 point per octave
+        if kink is not None and k > 0:                       # a kind: the steps that alone reach its kink
+            w[-1] += kink_weight(cm, lo, hi, kink) * (Nh * 2**k / max(y, Nh)) ** 2 / 6
     bits = lambda a: [min(n, max(2, round(math.log2(max(a * (x ** (1 / 3)), 1e-300))))) if x > 0 else 2
                       for x in w]
     loss = lambda bs: sum(x * 4.0 ** -b for x, b in zip(w, bs))
@@ -257,7 +287,8 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     if weights is not None:
         cm.K *= weights.curvature
         dfac = weights.deletion
-    move_cost = lambda y: cm.move_cost(y) * dfac
+    # a kind pays where a move takes Lambda below its kink e^eps (dfac = e^eps), far more often than below 1
+    move_cost = lambda y: cm.move_cost(y, math.log(dfac)) * dfac
     N = 1 << n
     share = MOVE_SHARE * budget
     # octave 0 spacing h: values below N h sit on an absolute lattice; their rounding variance,
@@ -290,11 +321,14 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
         cap *= 2
     K_y = min(max(0, _octave_of(cap, Nh) - 1), MAX_TOP - 1)          # the format: len(y bits) <= top <= 200
     top = min(max(K_y + 1, _octave_of(top_val, Nh) - 1), MAX_TOP)   # what lies above is moved (and costed)
-    key = (steps, epochs, cm.t2, cm.s, cm.K, n, Nh, K_y, Y_SHARE * budget, y_scale)
+    # a kind whose kink lies above the bulk (e^eps > 1): its far steps weigh by their own density there (at the
+    # kink 0 of TV, and of identity weights, the common K prices the bulk as before)
+    kink = math.log(dfac) if weights is not None and dfac > 1 else None
+    key = (steps, epochs, cm.t2, cm.s, cm.K, n, Nh, K_y, Y_SHARE * budget, y_scale, kink)
     if key not in _Y_BITS:              # the same for every eta and level ratio of choose_v2's search
         if len(_Y_BITS) > 4096:
             _Y_BITS.clear()
-        _Y_BITS[key] = _y_bits(cm, n, Nh, K_y, Y_SHARE * budget, y_scale)
+        _Y_BITS[key] = _y_bits(cm, n, Nh, K_y, Y_SHARE * budget, y_scale, kink)
     y_bits, y_loss = list(_Y_BITS[key][0]), _Y_BITS[key][1]
     if not zero_ok(h * (1 << (n - y_bits[0]))):
         y_bits[0] = n                           # the first grid point above 0 is h (see zero_ok)
@@ -319,6 +353,7 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
         trim, bits, del_loss = lower_deletions(steps, epochs, n, top, budget / dfac, bits)
     else:
         trim, del_loss = upper_trim(steps, epochs, budget / dfac, tv)
+        bits, del_loss["fixed_point"] = upper_floors(steps, epochs, n, top, budget / dfac, bits)
     del_loss = {k: v * dfac for k, v in del_loss.items()}
     products = _level_products(cm, steps, Nh, top)
     wl = level_weights(cm, steps)
@@ -341,9 +376,10 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     span = max(1.0, min(epochs * cells, k_top + (cm.s**2 / 2 + 8 * cm.s) / ev))
     ref = ref_seconds()
     iv = 2 * epochs.bit_length() * span * REF_COEFF * (1 + math.log2(max(span, 2)) / 20)
+    sums = LOWER_FACTOR if lower else 1.0        # the lower map forms the P and the Q side (three sums per level)
     secs = {"step_i": points * REF_POINT * ref,
-            "step_ii": sum(p * (1 << b) * b for p, b in zip(products, nb)) * REF_OCTAVE * ref / (8192 * 13),
-            "step_iii": (cells + n_oct * N / 10) * REF_CELL * ref, "step_iv": (iv if epochs > 1 else 0.0) * ref}
+            "step_ii": sums * sum(p * (1 << b) * b for p, b in zip(products, nb)) * REF_OCTAVE * ref / (8192 * 13),
+            "step_iii": (cells + n_oct * N / 10) * REF_CELL * ref, "step_iv": sums * (iv if epochs > 1 else 0.0) * ref}
     return Plan(method, sum(loss.values()), sum(secs.values()), budget,
                   {"loss": loss, "seconds": secs, "octaves": n_oct, "points": points, "K": cm.K, "k_scale": k_scale,
                    "y_scale": y_scale})
@@ -368,6 +404,18 @@ def upper_trim(steps: int, epochs: int, budget: float, tv: float | None) -> tupl
     ops = epochs * (2 * steps + steps.bit_length())
     trim = _sized_trim(LOWER_TRIM_SHARE * budget * 2 / (ops * w))
     return trim, {"trim": ops * float(trim) / 2 * w + 200 * float(trim)}
+
+
+def upper_floors(steps: int, epochs: int, n: int, top: int, budget: float, bits: int) -> tuple[int, float]:
+    """(fixed_point_bits, the floors' predicted loss) for the upper method v2: the floors of an octave product
+    lose < 1 unit 2^-F per output coefficient (at most 2N (top + 1)), and a block's deficit reaches the epoch
+    up to M/2^i times and Lambda E times, as for the trims (`upper_trim`); they get LOWER_TRIM_SHARE of the
+    budget. Priced against the margin, not absolutely: at (10^6, 100, delta 1e-10) 80 bits may lose 1e-10
+    this way, the whole target."""
+    ops = epochs * (2 * steps + steps.bit_length())
+    width = (2 << n) * (top + 1)
+    bits = max(bits, math.ceil(math.log2(ops * width / (LOWER_TRIM_SHARE * budget))))
+    return bits, ops * width * 2.0 ** -bits / 2
 
 
 def lower_deletions(steps: int, epochs: int, n: int, top: int, budget: float, bits: int) -> tuple[fmpq, int, dict]:

@@ -15,7 +15,6 @@ from certifier.bounds.result import LowerResult, UpperResult
 from certifier.errors import ParameterError
 from certifier.numerics import quick_bounds as qb
 from certifier.numerics import schemes
-from certifier.numerics.kink_density import f_p, f_q
 from certifier.numerics.stages_profile import exact_privacy_stages, exact_sigma_dp_stages
 from certifier.numerics.targets import exact_privacy_scheme, exact_sigma_dp
 from certifier.params import parse_decimal
@@ -24,6 +23,7 @@ from certifier.targets.rules import (
     KIND_UPPER,
     SEARCH_RESOLUTION,
     TargetKind,
+    hockey_density,
     plan_weights,
     profile_numerics,
     proves_above,
@@ -63,7 +63,7 @@ def dp_lower_value(r: LowerResult, epsilon: fmpq) -> fmpq | None:
 
 def _kinks(eps: float):
     """delta_{Q||P}(eps) has its kink at ln Lambda = eps (weight f^Q), delta_{P||Q}(eps) at -eps (f^P)."""
-    return lambda ln: max(f_q(ln.g, eps), f_p(ln.g, -eps))
+    return lambda ln: max(hockey_density(ln.dqp, eps), hockey_density(ln.dpq, eps))
 
 
 def dp_kind(epsilon: str, delta: fmpq) -> TargetKind:

@@ -23,7 +23,18 @@ from certifier.numerics.targets import exact_privacy_scheme
 from certifier.params import parse_decimal
 
 SEARCH_RESOLUTION = "1e-6"
-CURVATURE_FLOOR = 1e-4   # the kinds' curvature ratio is never taken below this (the differences' noise)
+CURVATURE_FLOOR = 1e-4   # the kinds' curvature ratio is never taken below this times the target (the noise)
+KINK_STEP = 0.01         # the difference step in eps of the densities read off the profile itself
+
+
+def hockey_density(delta, eps: float, d: float = KINK_STEP) -> float:
+    """The density of ln Lambda at the kink of a hockey-stick divergence, delta'' - delta' at eps by central
+    differences of the profile itself: f^Q(eps) from delta_{Q||P}, f^P(-eps) from delta_{P||Q} (both
+    satisfy delta'' = delta' + f). Differences of delta, not of G = 1 - delta, keep the error relative to
+    delta: at delta = 1e-10 the line's G has an absolute error near delta itself, and a density from it is
+    noise (a planner that reads noise plans grids 10^5 times finer than the kink needs)."""
+    a, b, c = delta(eps - d), delta(eps), delta(eps + d)
+    return (a - 2 * b + c) / (d * d) - (c - a) / (2 * d)
 
 
 @dataclass(frozen=True)
@@ -48,13 +59,25 @@ class TargetKind:
 
     @staticmethod
     def upper_margin(target: fmpq, value: float | None, error: float | None) -> float | None:
-        """target - value - error: what the upper side's grid may lose (None: numerics unavailable)."""
-        return None if value is None else float(target) - value - (error or 0)
+        """target - value - error: what the upper side's grid may lose (None: numerics unavailable); where the
+        error estimate covers the margin but the value meets the target, half of target - value (as
+        lower_margin: at (10^6, 100, eps 2, delta 1e-10) the margin at the exact sigma is 3.8e-15 against an
+        error estimate of 2.5e-14, and the next sigma step would be no better)."""
+        if value is None:
+            return None
+        m = float(target) - value - (error or 0)
+        return (float(target) - value) / 2 if m <= 0 < float(target) - value else m
 
     @staticmethod
     def lower_margin(target: fmpq, value: float | None, error: float | None) -> float | None:
-        """value - error - target: what the lower side's grid may lose."""
-        return None if value is None else value - error - float(target)
+        """value - error - target: what the lower side's grid may lose; where the numerics' error estimate
+        covers the margin but the value still misses the target, half of value - target (sigma_low one step
+        below the exact sigma misses the target if the value is right, and an error estimate of 4e-13 at
+        delta 1e-6, (3, 2, eps 1), must not cost the certificate a second step)."""
+        if value is None:
+            return None
+        m = value - (error or 0) - float(target)
+        return (value - float(target)) / 2 if m <= 0 < value - float(target) else m
 
 
 def proves_below(upper):
@@ -84,7 +107,9 @@ def profile_numerics(what: str, x: float):
 
 def plan_weights(kinks, deletion):
     """plan_weights of a kind: KindWeights(max density at its kinks / f^P(0), deletion) from the numerics'
-    line at sigma (certifier.numerics.kink_density); None where the numerics refuse (then loss_factor)."""
+    line at sigma (f^P(0) from its G, the kinks' densities from its profile, hockey_density); None where the
+    numerics refuse (then loss_factor). The curvature is floored at CURVATURE_FLOOR times the target: an
+    absolute floor would price a delta-target of 1e-10 as if its kink held 1e-4 of the bulk's density."""
     def weights(claim: Claim, sigma: fmpq):
         if claim.stages:
             ln = line_stages([(m, e, float(s)) for m, e, s in runs_at(claim, sigma)])
@@ -97,7 +122,8 @@ def plan_weights(kinks, deletion):
         fk = kinks(ln)
         if not (f0 > 0 and fk == fk):
             return None
-        return KindWeights(max(fk / f0, CURVATURE_FLOOR), deletion(ln), 1.0 - ln.g(0.0))
+        floor = CURVATURE_FLOOR * min(1.0, float(claim.target))
+        return KindWeights(max(fk / f0, floor), deletion(ln), 1.0 - ln.g(0.0))
     return weights
 
 

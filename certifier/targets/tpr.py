@@ -14,7 +14,6 @@ from certifier.bounds.result import LowerResult, UpperResult
 from certifier.errors import ParameterError
 from certifier.numerics import quick_bounds as qb
 from certifier.numerics import schemes
-from certifier.numerics.kink_density import f_q
 from certifier.numerics.stages_profile import exact_privacy_stages, exact_sigma_tpr_stages
 from certifier.numerics.targets import exact_privacy_scheme, exact_sigma_tpr
 from certifier.params import parse_decimal
@@ -24,6 +23,7 @@ from certifier.targets.rules import (
     KIND_UPPER,
     SEARCH_RESOLUTION,
     TargetKind,
+    hockey_density,
     plan_weights,
     profile_numerics,
     proves_above,
@@ -59,7 +59,7 @@ def tpr_lower_value(r: LowerResult, alpha: fmpq) -> fmpq | None:
 def _kink(alpha: float):
     """The TPR bound e^gamma alpha + delta_{Q||P}(gamma) has its kink at gamma = ln K, the Neyman-Pearson
     threshold at alpha (the minimiser of the line's TPR)."""
-    return lambda ln: f_q(ln.g, ln.tpr(alpha)[1])
+    return lambda ln: hockey_density(ln.dqp, ln.tpr(alpha)[1])
 
 
 def tpr_kind(fpr: str, tpr: fmpq) -> TargetKind:

@@ -96,6 +96,10 @@ def _lower_line(t: dict) -> str:
         return _try_line(t)
     if "skipped" in t:
         return f"lower side at sigma_low {t.get('sigma_low', '-')}: not run: {t['skipped']}"
+    kind = next((k for k in ("dp_lower", "tpr_lower") if k in t), None)  # a dp / tpr try: its own bound first
+    if kind:
+        return (f"lower side at sigma_low {t['sigma_low']} try {t['try']}: {_grid(t)} -> "
+                f"{kind.removesuffix('_lower')} >= {t[kind]} (TV >= {t['tv_lower']}) ({t.get('seconds', 0)} s)")
     if "tv_lower" in t:
         return (f"lower side at sigma_low {t['sigma_low']} try {t['try']}: {_grid(t)} -> TV >= {t['tv_lower']} "
                 f"({t.get('seconds', 0)} s)")

@@ -180,13 +180,27 @@ def test_bench_vs_accountant_dp_small(env, tmp_path):
     assert fs["stop"] == "bracket" and abs(fs["width"] - (fs["sigma"] / fs["lo"] - 1)) <= 1e-12 and fs["width"] <= tol
     assert fs["sigma"] >= exact  # the accountant is not below the exact sigma
     assert abs(fs["seconds"] - sum(x["seconds"] for x in runs)) <= 1e-9
-    row = lines_matching(r"^\s+5\s+2\s+1 \|", r.stdout)[-1]  # the final table's row
+    row = lines_matching(r"^\s+5\s+2\s+1\s+1e-5 \|", r.stdout)[-1]  # the final table's row
     noise, time_ratio, _ = row.split("|")[-1].split()
     assert abs(float(noise) - fs["sigma"] / exact) <= 1e-5 and float(time_ratio) > 0
     again = bench(env, "bench_vs_accountant.py", "--question", "dp", "--small", "--json", out, timeout=120)
     assert again.returncode == 0, again.stderr
     assert "resumed from" in again.stdout and " run M=5" not in again.stdout and len(out.read_text().splitlines()) == 1
-    assert lines_matching(r"^\s+5\s+2\s+1 \|", again.stdout)[-1] == row
+    assert lines_matching(r"^\s+5\s+2\s+1\s+1e-5 \|", again.stdout)[-1] == row
+
+
+def test_bench_tail_certificates_small(env):
+    """One small cell at delta 1e-6 through the CLI: two-sided one resolution step apart, the verifier accepts,
+    and the figures are each child's own (CPU seconds, peak RSS) with the ratio of the two."""
+    r = bench(env, "bench_tail_certificates.py", "--small", "--json")
+    assert r.returncode == 0, r.stderr
+    (row,) = json.loads(r.stdout)["rows"]
+    assert row["cell"] == "3,2 eps1 d1e-6" and row["exit"] == 0 and row["certified"] and row["two_sided"]
+    assert row["steps_apart"] == 1 and float(row["upper"]) <= 1e-6 < float(row["lower"])
+    assert row["accepted"] and 0 < row["cpu_seconds"] < 120 and 10 << 20 < row["peak_rss"] < 4 << 30
+    assert abs(row["ratio"] - row["verify_cpu_seconds"] / row["cpu_seconds"]) <= 0.01   # from the unrounded times
+    table = bench(env, "bench_tail_certificates.py", "--small")
+    assert table.returncode == 0 and "| 3,2 eps1 d1e-6 |" in table.stdout and "all within the goals:" in table.stdout
 
 
 def test_bench_vs_accountant_dp_refuses_bad_cells(env):

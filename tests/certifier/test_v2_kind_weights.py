@@ -112,3 +112,18 @@ def test_stages_dp_plans_spend_the_kinds_margin(dp):
     first = next(t for t in dp.tries if "budget" in t)
     margin = 1e-5 - dp.tv - dp.tv_error
     assert first["budget"] == pytest.approx(0.6 * margin, rel=1e-9)       # SAFETY[0] of the kind's margin
+
+
+def test_stages_dp_lower_tries_bound_delta_not_tv(dp):
+    # the lower side of a stages dp claim proves delta(eps) at sigma_low > target: each try records the kind's
+    # certified lower value (below the numerical delta there) beside the processed pair's TV, and plans on the
+    # kind's margin (its budget a share of delta(sigma_low) - error - target, not of a TV margin)
+    runs = [(m, e, dp.sigma_low) for m, e in STAGES]
+    low = exact_privacy_stages(runs, epsilons=[1.0]).delta[1.0]
+    tries = [t for t in dp.lower_tries if t.get("sigma_low") == dp.sigma_low and "budget" in t]
+    assert tries and all("dp_lower" in t and "value_exact" in t and "tv_exact" not in t for t in tries)
+    for t in tries:
+        assert float(t["dp_lower"]) <= low.value + low.error < 1e-3 < float(t["tv_lower"])
+        assert t["budget"] <= 0.8 * (low.value - 1e-5) * (1 + 1e-9)
+    assert float(dp.predicate["lower"]["bound_lower"]) == pytest.approx(float(tries[-1]["dp_lower"]), rel=1e-9)
+    assert any(t.get("calibration") == "lower" for t in dp.lower_tries)     # the weighted model calibrated
