@@ -25,6 +25,7 @@ sys.path.insert(0, ROOT)
 
 from certifier.numerics import targets as nt  # noqa: E402
 from certifier.params import decimal_str, parse_positive_decimal  # noqa: E402
+from certifier.run import Run  # noqa: E402
 from sigmacert import kinds  # noqa: E402
 
 CELLS = [(100, 10, "dp"), (10**5, 10, "dp"), (10**5, 10, "tpr"), (10**6, 10, "dp"), (10**6, 10, "tpr"),
@@ -80,10 +81,10 @@ def in_process(m: int, e: int, kind: str) -> dict:
     nt.grid_search(_curve(m, e, kind)[0], seed, "1e-6")  # as in the command: value_at follows the search
     k = kinds.parse_kind(None, **KW[kind])
     t = time.perf_counter()
-    kinds.quick_bounds(m, e, k, "random-allocation", new)
+    kinds.quick_bounds(Run.block(m, e), k, new)
     t_quick = time.perf_counter() - t
     t = time.perf_counter()
-    kinds.value_at(m, e, float(new), k, "random-allocation")
+    kinds.value_at(Run.block(m, e, sigma=new), k)
     t_value = time.perf_counter() - t
     return {"M": m, "E": e, "kind": kind, "exact": new, "same_as_previous": new == old, "evals": n_new,
             "seconds": t_new, "evals_previous": n_old, "seconds_previous": t_old, "quick_seconds": t_quick,

@@ -25,7 +25,7 @@ from certifier.bounds.grids_v2 import choose_v2, idle_seconds
 from certifier.bounds.result import UpperResult
 from certifier.bounds.two_scale_plan import with_two_scale
 from certifier.certificate import predicate as pred_
-from certifier.certificate.claim import RANDOM_ALLOCATION, Claim
+from certifier.claim import RANDOM_ALLOCATION, Claim
 from certifier.domain import OutsideDomainError, check_cell, check_sigma
 from certifier.errors import CannotCertifyError, NumericsUnreliableError, ParameterError
 from certifier.params import decimal_str, parse_decimal
@@ -83,9 +83,10 @@ class Outcome:
     sigma_steps: int = 0              # automatic sigma: resolution steps taken above the exact sigma
     bound_lower: str | None = None    # a kind other than tv: its certified lower value at sigma_low
     stages: list | None = None        # a run in stages: [[M_s, E_s], ...] (steps None, epochs the total)
+    lower_result: object = None       # the lower side's LowerResult (its pmfs: an audit's interval end)
 
 
-def _say(progress, t_start):
+def progress_say(progress, t_start):
     report = progress or (lambda stage, pct, el: None)
     return lambda stage, frac: report(stage, 100.0 * frac, time.perf_counter() - t_start)
 
@@ -141,7 +142,7 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
     A run in stages is certifier.stages_certify.certify_stages (its Outcome has `stages`).
     """
     t_start = time.perf_counter()
-    say = _say(progress, t_start)
+    say = progress_say(progress, t_start)
     target_kind = kind(kind_name) if kind_params is None else kind(kind_name, kind_params, target)
     if two_sided and not target_kind.lower_side:
         raise CannotCertifyError(f"target kind {target_kind.name}: the lower side is not implemented (only the "
@@ -189,6 +190,28 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
     return _finish(out, claim, search.method.to_json(meth, claim), res, low, rows, say, kind_upper)
 
 
+def upper_at(claim: Claim, target_kind: TargetKind, *, limit: float = MAX_PREDICTED_SECONDS, progress=None):
+    """The upper side alone at claim.sigma (an audit), no sigma step, no rows: (Outcome, search, (UpperResult,
+    method) or None); CannotCertifyError where no grid is planned within `limit` seconds."""
+    say = progress_say(progress, time.perf_counter())
+    ctx = _context(claim.scheme, claim.steps, claim.epochs, claim.sigma, claim.target, claim.iterations, target_kind,
+                   {}, None, 3, say, limit)
+    search, found = _upper(ctx, None)
+    if found is not None:
+        ctx.out.success, ctx.out.method = True, search.method.label
+    return ctx.out, search, found
+
+
+def lower_at(claim: Claim, target_kind: TargetKind, search: Search, meth, *, progress=None):
+    """The lower side alone at claim.sigma itself (an audit: this sigma misses the target), by the lower methods
+    of `search` after its upper method `meth` (upper_at's): (Outcome, the `lower` record or None); the
+    LowerResult is Outcome.lower_result."""
+    say = progress_say(progress, time.perf_counter())
+    ctx = _context(claim.scheme, claim.steps, claim.epochs, claim.sigma, claim.target, claim.iterations, target_kind,
+                   {}, None, 3, say, MAX_PREDICTED_SECONDS)
+    return ctx.out, _lower(ctx, search, meth, (claim.sigma,))
+
+
 def stepping(sigma: fmpq, spare: int, attempt, say):
     """attempt(sigma, limit) -> (Outcome, state, found or None) at sigma, and while spare (an automatic
     sigma: 1), at the next resolution step when the margin allows no grid within STEP_SECONDS (a refusal or
@@ -216,10 +239,21 @@ def _exact_sigma(target_kind: TargetKind, probe: Claim, target: fmpq) -> fmpq:
     try:
         found = target_kind.exact_sigma(probe, target)
     except NumericsUnreliableError as err:
-        raise OutsideDomainError(f"the exact sigma of M={probe.steps}, E={probe.epochs}, lambda="
-                                 f"{decimal_str(target)} is outside what the numerics cover ({err}); "
+        raise OutsideDomainError(f"the exact sigma of M={probe.steps}, E={probe.epochs}, "
+                                 f"{_target_text(target_kind, target)} is outside what the numerics cover ({err}); "
                                  f"{_nearest_target(target_kind, probe, target)}") from None
     return round_up(found)
+
+
+def _bound_name(target_kind: TargetKind) -> str:
+    """The name of the kind's bounded parameter: lambda (TV), delta (dp), tpr (tpr)."""
+    return {"dp": "delta", "tpr": "tpr"}.get(target_kind.name, "lambda")
+
+
+def _target_text(target_kind: TargetKind, target: fmpq) -> str:
+    """The kind's parameters as the user gave them: lambda=0.1, or epsilon=1, delta=1e-5, or fpr=..., tpr=..."""
+    fixed = [f"{k}={v}" for k, v in target_kind.params if k != _bound_name(target_kind)]
+    return ", ".join(fixed + [f"{_bound_name(target_kind)}={decimal_str(target)}"])
 
 
 def _nearest_target(target_kind: TargetKind, probe: Claim, target: fmpq) -> str:
@@ -232,10 +266,11 @@ def _nearest_target(target_kind: TargetKind, probe: Claim, target: fmpq) -> str:
                 s = target_kind.exact_sigma(probe, lam)
             except NumericsUnreliableError:
                 continue
-            return (f"the nearest target that works is lambda = {decimal_str(lam)} "
+            return (f"the nearest target that works is {_bound_name(target_kind)} = {decimal_str(lam)} "
                     f"(exact sigma {issued(decimal_str(s))})")
-    return ("a smaller target lambda gives a larger sigma" if big else
-            "a larger target lambda gives a smaller sigma")
+    name = _bound_name(target_kind)
+    return (f"a smaller target {name} gives a larger sigma" if big else
+            f"a larger target {name} gives a smaller sigma")
 
 
 def _context(scheme, steps, epochs, sigma, target, iterations, target_kind, grid, prec, max_tries, say, limit) -> Ctx:
@@ -412,7 +447,7 @@ class TooSlowError(CannotCertifyError):
         self.seconds = seconds
 
 
-def _refuse_if_slow(plan, margin: float, limit: float = MAX_PREDICTED_SECONDS) -> None:
+def refuse_if_slow(plan, margin: float, limit: float = MAX_PREDICTED_SECONDS) -> None:
     """Fail fast, before any long computation, when the grid the margin needs is predicted to be too slow."""
     if plan.predicted_seconds > limit:
         raise TooSlowError(f"the margin target - TV = {margin:.3g} needs a grid predicted to take "
@@ -420,14 +455,14 @@ def _refuse_if_slow(plan, margin: float, limit: float = MAX_PREDICTED_SECONDS) -
                                  "larger sigma gives a larger margin", plan.predicted_seconds)
 
 
-def _prove(side: Side, max_tries: int, tries: list, say, single: bool = False):
+def prove(side: Side, max_tries: int, tries: list, say, single: bool = False):
     """Try grids of decreasing predicted loss until the bound decides the target; (result, method) or None."""
     for k in range(1 if single else max_tries):
         say(f"{side.label} grid (try {k + 1})", 0.0)
         try:
             plan, b = _plan_within(side, k)
             if not single:
-                _refuse_if_slow(plan, side.margin or 0.0, side.limit)
+                refuse_if_slow(plan, side.margin or 0.0, side.limit)
         except CannotCertifyError as err:
             if k == 0 and side.label == "upper":
                 raise
@@ -513,7 +548,7 @@ def _or_band(plain, banded, band: bool):
 
 def _upper_v1(ctx: Ctx):
     """Method v1 (certifier.bounds.upper_v1); returns (UpperResult, UpperV1) or None."""
-    return _prove(_v1_side(ctx), ctx.max_tries, ctx.out.tries, ctx.say, single=bool(ctx.grid))
+    return prove(_v1_side(ctx), ctx.max_tries, ctx.out.tries, ctx.say, single=bool(ctx.grid))
 
 
 def _v1_side(ctx: Ctx) -> Side:
@@ -541,7 +576,7 @@ def _v1_side(ctx: Ctx) -> Side:
             # a kind: the next try plans with the loss this one measured (at (3, 2, eps 1, delta 1e-6) the kink
             # in the tail grid lost 20x the weighted model's prediction, try after try)
             kb["measured_loss"] = float(parse_decimal("bound", kb[f"{ctx.kind.name}_bound"])) - ctx.tv
-            k = _relearn(1.0, plan, kb["measured_loss"])
+            k = relearn(1.0, plan, kb["measured_loss"])
             held[0] = replace(held[0], curvature=held[0].curvature * k)
         keys = ("h", "eta", "cap", "tail_start", "tail_step", "lattice_schedule", "prec", "band_low")
         return {"method": 1, **{k: mj[k] for k in keys if k in mj}, "bound": r.bound, **kb}   # bound: the grid's TV
@@ -603,7 +638,7 @@ def _calibrate(M, E, t2, plan, tv, run, measured_loss, out, say, label,
     return scale, eps, y_scale
 
 
-def _row_v2(plan, bound_key, value):
+def row_v2(plan, bound_key, value):
     mj = plan.method.to_json()
     return {"method": 2, **{k: mj[k] for k in ("h", "mantissa_bits", "eta", "cap", "top_octave")},
             "predicted_seconds": round(plan.predicted_seconds, 2),
@@ -629,7 +664,7 @@ def _upper_v2(ctx: Ctx):
         margin, tv, wts, need, lost = _kind_v2(ctx)
     if margin is not None and margin > 0:
         first, guess = _v2_first(ctx, margin, tv, wts, need)
-        _refuse_if_slow(first, margin, ctx.limit)
+        refuse_if_slow(first, margin, ctx.limit)
         scale, est, out.y_scale = _calibrate(M, E, t2, first, tv, run, lost, out, say, "upper", wts is not None)
         out.k_scale, out.need_eps = scale, max(min(est, guess) + 3 if est < 100 else guess, need)
 
@@ -638,13 +673,13 @@ def _upper_v2(ctx: Ctx):
         kb = {} if ctx.kind.upper_bound is None else {f"{ctx.kind.name}_bound": ctx.kind.upper_bound(r)}
         if ctx.kind.name != "tv":                 # a kind: the next try plans with the loss this one measured
             kb["measured_loss"] = lost(r)
-            out.k_scale = _relearn(out.k_scale, plan, kb["measured_loss"])
-        return {**_row_v2(plan, "bound", r.bound), **kb}          # bound: the grid's TV
+            out.k_scale = relearn(out.k_scale, plan, kb["measured_loss"])
+        return {**row_v2(plan, "bound", r.bound), **kb}          # bound: the grid's TV
     side = Side("upper", margin, SAFETY, V2_CEILING,
                 lambda b: choose_v2(M, E, t2, b, tv, prec=prec or 100, k_scale=out.k_scale, need_eps=out.need_eps,
                                     weights=wts, y_scale=out.y_scale),
                 run, lambda r: ctx.kind.upper_proves(r, claim.target), row, ctx.limit)
-    return _prove(side, ctx.max_tries, out.tries, say)
+    return prove(side, ctx.max_tries, out.tries, say)
 
 
 def _v2_first(ctx: Ctx, margin: float, tv: float, wts=None, need: float = 0.0):
@@ -704,7 +739,7 @@ def _step_instead(ctx: Ctx, err: CannotCertifyError, after) -> bool:
     return v2 > V2_GAIN * err.seconds
 
 
-def _relearn(k_scale: float, plan, measured: float | None) -> float:
+def relearn(k_scale: float, plan, measured: float | None) -> float:
     """k_scale for the next try after a try on `plan` lost `measured` (a kind's v2 model can miss a part of
     the loss that the calibration's coarse grid does not show): scaled up by actual / predicted (at most 20x),
     never down."""
@@ -722,7 +757,6 @@ def _kind_v2(ctx: Ctx):
     stages' measured k_scale, KIND_UPPER_K_SCALE)."""
     import math
 
-    from certifier.targets import TV
     k, claim = ctx.kind, ctx.claim
     margin, wts = _kind_plan(ctx, claim, ctx.sigma, ctx.tv, ctx.tv_err, upper=True)
     per = 1.0
@@ -730,7 +764,7 @@ def _kind_v2(ctx: Ctx):
         tv = wts.tv
     else:
         wts, per, margin = None, k.loss_factor, _upper_margin(ctx)
-        tv = TV.numerics(claim, ctx.sigma)[0]
+        tv = kind("tv").numerics(claim, ctx.sigma)[0]
         tv = ctx.tv if tv is None else tv
     value = ctx.tv
 
@@ -760,7 +794,7 @@ def _privacy(ctx: Ctx, res, meth):
     return priv, tpr
 
 
-def _sigma_lows(sigma: fmpq):
+def sigma_lows(sigma: fmpq):
     """sigma - res, then sigma - 2 res (res = res(sigma), docs/two-sided.md §1), while positive."""
     res = sigma_resolution(sigma)
     for k in (1, 2):
@@ -769,11 +803,12 @@ def _sigma_lows(sigma: fmpq):
         yield sigma - res * k
 
 
-def _lower(ctx: Ctx, search, meth) -> dict | None:
-    """The lower side: sigma_low = sigma - k res(sigma) (k = 1, 2) certified to miss the target, or None."""
+def _lower(ctx: Ctx, search, meth, sigmas=None) -> dict | None:
+    """The lower side: sigma_low = sigma - k res(sigma) (k = 1, 2), or each of `sigmas`, certified to miss the
+    target, or None."""
     claim, out = ctx.claim, ctx.out
     t0 = time.perf_counter()
-    for s_low in _sigma_lows(ctx.sigma):
+    for s_low in (sigmas or sigma_lows(ctx.sigma)):
         low_claim = Claim(claim.scheme, claim.steps, claim.epochs, s_low, claim.target, claim.iterations)
         tv_low, err = ctx.kind.numerics(low_claim, s_low) if search.screen_lower else (None, None)
         s_str = decimal_str(s_low)
@@ -787,6 +822,7 @@ def _lower(ctx: Ctx, search, meth) -> dict | None:
             if found is not None:
                 out.lower_seconds = round(time.perf_counter() - t0, 3)
                 L, lm = found
+                out.lower_result = L
                 low = {"sigma_low": s_str, "method": lower_method.to_json(lm, claim), "enclosures": L.enclosures}
                 if ctx.kind.name == "tv":
                     return {**low, "tv_lower": tv_lower_str(L.exact, claim.target)}
@@ -830,7 +866,7 @@ def _lower_order(ctx: Ctx, search, low_claim, s_low, tv_low, err, meth) -> list:
 
 
 def _lower_v1(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
-    found = _prove(_lower_v1_side(ctx, low_claim, s_low, tv_low, err, meth), len(LOWER_SAFETY), ctx.out.lower_tries,
+    found = prove(_lower_v1_side(ctx, low_claim, s_low, tv_low, err, meth), len(LOWER_SAFETY), ctx.out.lower_tries,
                    ctx.say)
     return None if found is None else (found[0], found[0].method)
 
@@ -900,13 +936,13 @@ def _lower_v2(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
         # map's loss at heavy tails (its step (a) floors every small step; at (10^7, 10^3, 0.999) the tries lost
         # 3-5x their prediction, y_scale from the calibration included)
         kb = {"measured_loss": lost(L), **_kind_lower_row(ctx.kind, L)}
-        at[0] = _relearn(at[0], plan, kb["measured_loss"])
-        return {"sigma_low": decimal_str(s_low), **_row_v2(plan, "tv_lower", L.tv_lower), "tv_exact": value_low, **kb}
+        at[0] = relearn(at[0], plan, kb["measured_loss"])
+        return {"sigma_low": decimal_str(s_low), **row_v2(plan, "tv_lower", L.tv_lower), "tv_exact": value_low, **kb}
     side = Side("lower", margin, LOWER_SAFETY, V2_CEILING,
                 lambda b: choose_v2(M, E, t2, b, tv_low, prec=meth.prec, k_scale=at[0], need_eps=need,
                                     weights=wts, y_scale=y_low, lower=True),
                 run, lambda L: ctx.kind.lower_proves(L, low_claim.target), row)
-    return _prove(side, len(LOWER_SAFETY), out.lower_tries, say)
+    return prove(side, len(LOWER_SAFETY), out.lower_tries, say)
 
 
 # The upper methods in auto's order of preference, each with the lower methods tried after it.

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from flint import fmpq
 
+from certifier.bounds.fixedpoint import round_down_sig
 from certifier.errors import ParameterError
+from certifier.numerics.exact import exact_tv
 from certifier.params import decimal_str
 
 STEPS = (1, 10**7)
@@ -51,8 +53,6 @@ def check_sigma(sigma_of_pair: float, steps: int, epochs: int, target: fmpq, giv
 
 def nearest_target(steps: int, epochs: int, target: fmpq) -> str:
     """The largest target whose exact sigma is still >= SIGMA_MIN: TV at sigma 0.1, rounded down."""
-    from certifier.bounds.fixedpoint import round_down_sig
-    from certifier.numerics.exact import exact_tv
     try:
         tv = exact_tv(steps, epochs, float(SIGMA_MIN), check=False)
         lam = fmpq(int((tv.tv - 10 * tv.error) * 10**6), 10**6)

@@ -12,7 +12,7 @@ from typing import Callable
 
 from certifier.bounds import gaussian_shift as gs
 from certifier.bounds import lower_v1, lower_v2, upper_v1, upper_v2
-from certifier.certificate.claim import FIXED_BINS, RANDOM_ALLOCATION, Claim
+from certifier.claim import FIXED_BINS, RANDOM_ALLOCATION, Claim
 from certifier.errors import ParameterError
 
 UPPER, LOWER = "upper", "lower"

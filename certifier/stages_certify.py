@@ -9,7 +9,7 @@ the lower side certifier.bounds.stages_lower (step (d) multiplies the stages' bu
 on ONE method-v2 grid, planned here from the stages' numerics: a plan of certifier.bounds.grids_v2 per
 distinct line (M_s, sigma_s) for the run's total epochs, merged into the finest grid covering every plan (smallest h and
 eta, widest octaves, log range and k_top). Retries shrink the budget as for one block
-(certifier.certify._prove). The kind's numerics and exact shared sigma are certifier.numerics.stages' and
+(certifier.certify.prove). The kind's numerics and exact shared sigma are certifier.numerics.stages' and
 stages_profile's (numerics only: they choose grids and sigma). The rows come from the upper side's
 b_k (Lemma C.5 functionals); a row that cannot be certified is left out with its reason.
 """
@@ -132,7 +132,7 @@ def certify_stages(stages, target: fmpq, sigma: fmpq | None = None, *, two_sided
         raise ParameterError("a sigma per stage is certified one-sided only (no single sigma to step down for the "
                              "lower side)")
     t_start = time.perf_counter()
-    say = cf._say(progress, t_start)
+    say = cf.progress_say(progress, t_start)
     named = () if target_kind.name == "tv" else (("name", target_kind.name), *target_kind.params)
     given = sigma is not None
     if sigma is None and not own:
@@ -189,7 +189,7 @@ def _upper(out, claim, sigma, target_kind, prec, max_tries, say, limit):
     if wts is not None and margin is not None and margin > 0:
         first = plan_stages(runs, None, cf.budget(margin, cf.SAFETY[0], cf.V2_CEILING), tv, prec=prec or 100,
                             need_eps=need, weights=wts, k_scale=at[0])
-        cf._refuse_if_slow(first, margin, limit)
+        cf.refuse_if_slow(first, margin, limit)
         at[:] = _calibrate(first, lambda m: _with_method(rounding_bound_v2_stages(runs, m), m),
                            lambda r: _kind_loss(target_kind.upper_bound(r), value), out, "upper")
 
@@ -198,14 +198,14 @@ def _upper(out, claim, sigma, target_kind, prec, max_tries, say, limit):
         kb = {} if target_kind.upper_bound is None else {f"{target_kind.name}_bound": target_kind.upper_bound(r)}
         if wts is not None:                  # a kind: the next try plans with the loss this one measured
             kb["measured_loss"] = _kind_loss(kb.get(f"{target_kind.name}_bound"), value)
-            at[0] = cf._relearn(at[0], plan, kb["measured_loss"])
-        return {**cf._row_v2(plan, "bound", r.bound), **kb}          # bound: the grid's TV
+            at[0] = cf.relearn(at[0], plan, kb["measured_loss"])
+        return {**cf.row_v2(plan, "bound", r.bound), **kb}          # bound: the grid's TV
     side = cf.Side("upper", margin, cf.SAFETY, cf.V2_CEILING,
                    lambda b: plan_stages(runs, None, b, tv, prec=prec or 100, need_eps=need, weights=wts,
                                          k_scale=at[0], y_scale=at[1]),
                    lambda m, prog: rounding_bound_v2_stages(runs, m),
                    lambda r: target_kind.upper_proves(r, target), row, limit)
-    return cf._prove(side, max_tries, out.tries, say)
+    return cf.prove(side, max_tries, out.tries, say)
 
 
 def _with_method(res, method):
@@ -280,7 +280,7 @@ def _lower(out, claim, target_kind, meth: UpperV2, need: float, say) -> dict | N
     the processed pmfs, certifier.bounds.lower_kinds, for dp / tpr), or None."""
     target = claim.target
     t0 = time.perf_counter()
-    for s_low in cf._sigma_lows(claim.sigma):
+    for s_low in cf.sigma_lows(claim.sigma):
         s_str = decimal_str(s_low)
         value_low, err = target_kind.numerics(claim, s_low)
         if value_low is not None and value_low <= float(target):     # thin margins: TargetKind.lower_margin
@@ -312,7 +312,7 @@ def _lower(out, claim, target_kind, meth: UpperV2, need: float, say) -> dict | N
                        lambda plan, L, s_str=s_str, v=value_low, w=wts, at=at: _lower_row(target_kind, plan, L, s_str,
                                                                                           v, w, at))
         try:
-            found = cf._prove(side, len(cf.LOWER_SAFETY), out.lower_tries, say)
+            found = cf.prove(side, len(cf.LOWER_SAFETY), out.lower_tries, say)
         except CannotCertifyError as e:
             out.lower_tries.append({"sigma_low": s_str, "skipped": str(e)})
             found = None
@@ -332,7 +332,7 @@ def _lower_row(target_kind, plan, L, s_str: str, value: float | None, wts, at: l
     """A lower try's record: the kind's certified lower value (dp: max of the two hockey-sticks at eps, tpr:
     1 - T(alpha); tv: the TV) beside the TV of the processed pair; for a kind planned on its own loss model the
     loss this try measured, which the next try plans with (at[0], the k_scale, scaled up, never down)."""
-    row = {"sigma_low": s_str, **cf._row_v2(plan, "tv_lower", L.tv_lower), "tv_exact": value}
+    row = {"sigma_low": s_str, **cf.row_v2(plan, "tv_lower", L.tv_lower), "tv_exact": value}
     if target_kind.name == "tv":
         return row
     v = target_kind.lower_value(L)
@@ -340,7 +340,7 @@ def _lower_row(target_kind, plan, L, s_str: str, value: float | None, wts, at: l
     row["value_exact"] = row.pop("tv_exact")
     if wts is not None:
         row["measured_loss"] = _kind_loss(v, value, lower=True)
-        at[0] = cf._relearn(at[0], plan, row["measured_loss"])
+        at[0] = cf.relearn(at[0], plan, row["measured_loss"])
     return row
 
 
@@ -348,7 +348,7 @@ def refuse_with_stages(steps, epochs, scheme, method, kind_name, iterations, gri
     """For a face that accepts stages beside certify's options: a run in stages has no steps/epochs of its
     own, random allocation, method v2 and automatic grids (any target kind); anything else is a one-line
     refusal."""
-    from certifier.certificate.claim import RANDOM_ALLOCATION
+    from certifier.claim import RANDOM_ALLOCATION
     if steps is not None or epochs is not None:
         raise ParameterError("give either stages or steps and epochs, not both")
     if scheme != RANDOM_ALLOCATION or iterations is not None:

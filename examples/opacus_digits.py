@@ -3,6 +3,7 @@
     python examples/opacus_digits.py [--certificate artifacts/certificates/M100_E10.json]
                                      [--key artifacts/keys/public.pem] [-o build/opacus-digits]
                                      [--clip 1.0] [--lr 0.25] [--seed S] [--json]
+                                     [--release RELEASE_PRIVATE.pem [--card]]
     python examples/opacus_digits.py --epsilon 1 --delta 1e-5 [--steps 100 --epochs 10] [-o DIR] [--json]
 
 The second form is Opacus's own calibration: `PrivacyEngine(accountant="random_allocation")
@@ -15,7 +16,9 @@ the exact sigma within Opacus's bisection tolerance; docs/targets.md), trains E 
 and sigma from it and wires Opacus (Algorithm 1: random allocation, N(0, sigma^2 C^2 I) noise on
 every one of the E*M steps, empty ones included, divided by B0 = N0/M).  One pass over the loader
 is the whole run.  The release (model.npy, certificate.json, release.json) is written by
-trainer.release.write_release, as `sigmacert train` does.  `make example-opacus` runs it.
+trainer.release.write_release, as `sigmacert train` does; with --release the directory is then sealed
+(trainer.seal: signed training manifest, model card, OpenSSF model-signing signature; docs/release.md).
+`make example-opacus` runs it.
 """
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ from sigmacert.cli import exit_code
 from sigmacert.errors import SigmacertError
 from sigmacert.torch import make_private
 from trainer import data
-from trainer.release import write_release
+from trainer.release import dataset_digest, run_record, seed_commitment, write_release
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,7 +51,8 @@ def flat_parameters(model: nn.Module) -> np.ndarray:
     return torch.cat([p.detach().reshape(-1) for p in model.parameters()]).double().numpy()
 
 
-def run(certificate: str, key: str, outdir: str, clip: float = 1.0, lr: float = 0.25, seed=None) -> dict:
+def run(certificate: str, key: str, outdir: str, clip: float = 1.0, lr: float = 0.25, seed=None,
+        release_key: str | None = None, card: bool = False) -> dict:
     """Verify, train with Opacus, write the release; returns the manifest."""
     start = time.perf_counter()
     ds = data.load("digits")
@@ -75,13 +79,23 @@ def run(certificate: str, key: str, outdir: str, clip: float = 1.0, lr: float = 
                 "n0": sampler.n0, "clip": clip, "b0": sampler.b0, "optimizer": "sgd", "lr": lr,
                 "updates": updates, "empty_steps": sampler.empty_steps,
                 "optimizer_steps_counted": loader.accountant.steps}
+    commitment, _ = seed_commitment(None)   # the sampler's seed is not kept: nothing to commit to
+    if seed is not None:
+        commitment = {"scheme": "none", "note": "a seed given on the command line (not secret, not committed)"}
+    training["run"] = run_record(run_.claim, scheme="random-allocation", sampler="sigmacert.torch."
+                                 "RandomAllocationBatchSampler (Algorithm 1 lines 2-4)", n0=sampler.n0, b0=sampler.b0,
+                                 updates=updates, empty_steps=sampler.empty_steps, commitment=commitment)
     manifest = write_release(
         outdir, theta=flat_parameters(net), cert_bytes=Path(certificate).read_bytes(),
         claim=dict(run_.claim, keyid=run_.keyid),
         model={"architecture": "mlp-64-32-10-tanh (torch)", "parameters": sum(p.numel() for p in net.parameters()),
                "features": ds.n_features, "classes": ds.n_classes},
-        training=training, dataset={"name": "digits", "size": len(train), "test_size": len(ds.X_test)},
+        training=training, dataset={"name": "digits", "size": len(train), "test_size": len(ds.X_test),
+                                    "sha256": dataset_digest(ds.X_train, ds.y_train)},
         test_accuracy=accuracy)
+    if release_key is not None:
+        from trainer.seal import seal
+        manifest["sealed"] = seal(outdir, certificate=certificate, key=release_key, card=card)
     return dict(manifest, seconds=round(time.perf_counter() - start, 2))
 
 
@@ -132,6 +146,8 @@ def main(argv=None) -> int:
     ap.add_argument("--lr", type=float, default=0.25, help="SGD learning rate")
     ap.add_argument("--seed", type=int, default=None, help="allocation seed (default: a secret one)")
     ap.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    ap.add_argument("--release", metavar="PRIVATE.pem", help="seal the release with this ECDSA key (docs/release.md)")
+    ap.add_argument("--card", action="store_true", help="with --release: also a Hugging Face model card")
     ap.add_argument("--epsilon", type=float, help="calibrate with Opacus to (eps, delta) instead of a certificate")
     ap.add_argument("--delta", type=float, default=1e-5, help="delta of the --epsilon run")
     ap.add_argument("--steps", type=int, default=100, help="steps per epoch M of the --epsilon run")
@@ -151,7 +167,7 @@ def main(argv=None) -> int:
               f"get_epsilon = {m['epsilon_spent']:.6f}, test accuracy {m['test_accuracy']:.4f} in {m['seconds']} s")
         return 0
     try:
-        m = run(args.certificate, args.key, args.output, args.clip, args.lr, args.seed)
+        m = run(args.certificate, args.key, args.output, args.clip, args.lr, args.seed, args.release, args.card)
     except SigmacertError as err:
         print(f"opacus_digits: error: {err}", file=sys.stderr)
         return exit_code(err)
@@ -164,6 +180,9 @@ def main(argv=None) -> int:
               f"in {m['seconds']} s")
         print(f"release written to {args.output} (certificate {m['certificate']['sha256'][:16]}..., "
               f"model {m['model']['sha256'][:16]}...)")
+        if "sealed" in m:
+            print(f"sealed: certificate, release.dsse.json{', README.md' if args.card else ''} and model.sig "
+                  f"(release key id {m['sealed']['release_keyid'][:16]}...)")
     return 0
 
 

@@ -12,17 +12,17 @@ lam = sp.Symbol("lambda", positive=True)
 M, E = sp.symbols("M E", positive=True)
 
 
-def _u_low(c_):
+def u_low_expr(c_):
     return sp.sqrt(c_) / 2
 
 
-def _u_high(c_):
+def u_high_expr(c_):
     return c_ / (1 + c_)
 
 
 @check(3, "U_function", "U: branches meet at c=1, U increasing, two-point pairs attain U",
        "Thm. 3.3; B.2")
-def u_function(u_low=_u_low, u_high=_u_high) -> Steps:
+def u_function(u_low=u_low_expr, u_high=u_high_expr) -> Steps:
     """U(c) = sqrt(c)/2 on [0, 1], c/(1 + c) on [1, oo) (Theorem 3.3).
 
     * continuity: both branches equal 1/2 at c = 1;
@@ -53,15 +53,15 @@ def u_function(u_low=_u_low, u_high=_u_high) -> Steps:
     return s
 
 
-def _c_lambda_low(l_):
+def c_lambda_low(l_):
     return 4 * l_**2
 
 
-def _c_lambda_high(l_):
+def c_lambda_high(l_):
     return l_ / (1 - l_)
 
 
-def _sigma_default(M_, E_, c_):
+def sigma_default(M_, E_, c_):
     return sp.log(1 + M_ * ((1 + c_) ** (1 / E_) - 1)) ** sp.Rational(-1, 2)
 
 
@@ -72,7 +72,7 @@ def c_epochs(M_, E_, sigma_):
 
 @check(4, "corollary_3_4", "sigma(M,E,lambda) solves U(c_E) = lambda on both branches",
        "Cor. 3.4 eq. (12); B.2")
-def corollary_3_4(c_low=_c_lambda_low, c_high=_c_lambda_high, sigma=_sigma_default) -> Steps:
+def corollary_3_4(c_low=c_lambda_low, c_high=c_lambda_high, sigma=sigma_default) -> Steps:
     """Corollary 3.4.
 
     * c_lambda = 4 lambda^2 solves sqrt(c)/2 = lambda and lies in (0, 1] exactly
@@ -141,13 +141,13 @@ def c_e_sandwich(lower=_lower_default, upper=_upper_default) -> Steps:
     return s
 
 
-def _gdp_sigma_default(M_, E_, z_):
+def gdp_sigma_default(M_, E_, z_):
     return sp.log(1 + 4 * z_**2 * M_ / E_) ** sp.Rational(-1, 2)
 
 
 @check(12, "gdp_limit_sigma", "GDP sigma solves Phi(mu/2) = 1/2 + lambda/2, mu^2 = r(e^{1/sigma^2}-1)",
        "Thm. 3.5; B.3")
-def gdp_limit(sigma=_gdp_sigma_default) -> Steps:
+def gdp_limit(sigma=gdp_sigma_default) -> Steps:
     """The GDP-limit multiplier of B.3.
 
     z = Phi^{-1}((1 + lambda)/2) = sqrt(2) erfinv(lambda) > 0.  With r = E/M and

@@ -93,13 +93,13 @@ def composition(claimed=_composed_default) -> Steps:
     return s
 
 
-def _tpr_default(alpha_, c_):
+def tpr_default(alpha_, c_):
     return alpha_ + sp.sqrt(c_ * alpha_ * (1 - alpha_))
 
 
 @check(13, "chi2_tpr_bound", "TPR <= alpha + sqrt(c alpha(1-alpha)) (Cauchy-Schwarz), attained",
        "Prop. B.2 (B.4)")
-def chi2_tpr(claimed=_tpr_default) -> Steps:
+def chi2_tpr(claimed=tpr_default) -> Steps:
     """Proposition B.2: the Cauchy-Schwarz step and the pair that attains it.
 
     (a) Cauchy-Schwarz for a finite distribution, by Lagrange's identity

@@ -33,13 +33,13 @@ def _mp(expr, *args):
 
 # the proved expressions, as 50-digit functions
 _cE = _mp(bound.c_epochs(_M, _E, _sig), _M, _E, _sig)
-_U_low = _mp(bound._u_low(_c), _c)
-_U_high = _mp(bound._u_high(_c), _c)
-_cl_low = _mp(bound._c_lambda_low(_lam), _lam)
-_cl_high = _mp(bound._c_lambda_high(_lam), _lam)
-_sigma = _mp(bound._sigma_default(_M, _E, _c), _M, _E, _c)
-_gdp = _mp(bound._gdp_sigma_default(_M, _E, sp.sqrt(2) * sp.erfinv(_lam)), _M, _E, _lam)
-_tpr = _mp(chi2._tpr_default(_al, _c), _al, _c)
+_U_low = _mp(bound.u_low_expr(_c), _c)
+_U_high = _mp(bound.u_high_expr(_c), _c)
+_cl_low = _mp(bound.c_lambda_low(_lam), _lam)
+_cl_high = _mp(bound.c_lambda_high(_lam), _lam)
+_sigma = _mp(bound.sigma_default(_M, _E, _c), _M, _E, _c)
+_gdp = _mp(bound.gdp_sigma_default(_M, _E, sp.sqrt(2) * sp.erfinv(_lam)), _M, _E, _lam)
+_tpr = _mp(chi2.tpr_default(_al, _c), _al, _c)
 _x = _mp(_E * (sp.exp(1 / _sig**2) - 1) / _M, _M, _E, _sig)
 
 

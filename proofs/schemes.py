@@ -95,11 +95,11 @@ def fixed_bins_closed_form(sigma=_fixed_sigma_default) -> Steps:
         coefficients; so the fixed-bins closed form never asks for less noise.
     """
     s = Steps()
-    for name, c_l in (("low", bound._c_lambda_low(lam)), ("high", bound._c_lambda_high(lam))):
+    for name, c_l in (("low", bound.c_lambda_low(lam)), ("high", bound.c_lambda_high(lam))):
         sg = sigma(M, E, c_l)
         s.equal(f"(a) {name} branch: (e^(E/sigma^2) - 1)/M = c_lambda", (sp.exp(E / sg**2) - 1) / M, c_l)
     s.equal("(b) sigma_fixed = sqrt(E) * sigma(M, 1, lambda) of eq. (12)",
-            sigma(M, E, c), sp.sqrt(E) * bound._sigma_default(M, sp.Integer(1), c))
+            sigma(M, E, c), sp.sqrt(E) * bound.sigma_default(M, sp.Integer(1), c))
     for k in range(1, 7):
         diff = ((1 + b) ** k - 1) / M - ((1 + b / M) ** k - 1)
         poly = sp.Poly(sp.expand(sp.cancel((diff * M**k).subs(M, 1 + m))), b, m)

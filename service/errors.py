@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 
 from fastapi import FastAPI, HTTPException
 from fastapi.exceptions import RequestValidationError
@@ -34,14 +35,20 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(sqlite3.Error)
     async def _storage(request, exc):  # the archive cannot be read or written: say so, retryable
-        return JSONResponse({"detail": f"storage unavailable: {one_line(exc)}"}, 503, headers={"Retry-After": "30"})
+        return storage_unavailable(request, exc)
 
     @app.exception_handler(Exception)
     async def _internal(request, exc):  # last resort: logged by uvicorn, never shown
         if isinstance(exc, OSError) or isinstance(exc.__cause__ or exc.__context__, sqlite3.Error):
-            return JSONResponse({"detail": f"storage unavailable: {one_line(exc)}"}, 503,
-                                headers={"Retry-After": "30"})
+            return storage_unavailable(request, exc)
         return JSONResponse({"detail": "internal error"}, 500)
+
+
+def storage_unavailable(request, exc) -> JSONResponse:
+    """503 with the reason; remembered (app.state.storage_failure) so that /healthz reports a write that just
+    failed even when its own small write still fits (a full disk: SQLite's log may have room for one row)."""
+    request.app.state.storage_failure = (time.monotonic(), one_line(exc))
+    return JSONResponse({"detail": f"storage unavailable: {one_line(exc)}"}, 503, headers={"Retry-After": "30"})
 
 
 def one_line(exc: BaseException) -> str:

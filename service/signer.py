@@ -21,6 +21,7 @@ takes the replay with it (PR_SET_PDEATHSIG).
 from __future__ import annotations
 
 import base64
+import hashlib
 import sys
 
 from service.sandbox import Budget, Outcome, child, run
@@ -33,7 +34,7 @@ def matches_request(req: dict, outcome: dict) -> str | None:
 
     The key signs only a claim that is the one requested and a bound that meets the target, read back from
     the predicate itself."""
-    from certifier.certificate.claim import RANDOM_ALLOCATION
+    from certifier.claim import RANDOM_ALLOCATION
     from certifier.params import parse_decimal
     pred = outcome.get("predicate")
     if not isinstance(pred, dict) or not isinstance(pred.get("claim"), dict):
@@ -56,6 +57,10 @@ def matches_request(req: dict, outcome: dict) -> str | None:
     kind = claim.get("kind", {"name": "tv"})          # formats v1-v3 state no kind: tv
     if kind != (req.get("kind") or {"name": "tv"}):
         return f"claim.kind is {kind!r}, the request asked for {req.get('kind') or {'name': 'tv'}!r}"
+    if ("audit" in req) != ("audit" in pred):          # an audit (format v6) is signed whatever its verdict
+        return "an audit request needs an audit predicate, and only an audit request gets one"
+    if "audit" in req:
+        return None if claim.get("source") == req["audit"]["source"] else "claim.source is not the requested one"
     try:
         upper = pred["upper"]["bound"] if isinstance(pred.get("upper"), dict) else pred["bound"]  # v4: upper.bound
         if parse_decimal("bound", upper) > parse_decimal("target", claim["target"]):
@@ -90,11 +95,11 @@ def job_statement(req: dict, pred: dict) -> dict:
 # ----------------------------------------------------------------------------- in the worker (no key)
 
 def sign_job(key_path: str, keyid: str, req: dict, predicate: dict, budget: Budget, *, keep_going=None,
-             on_progress=None) -> Outcome:
+             on_progress=None, job: str | None = None) -> Outcome:
     """Have a signer process replay and sign a job's predicate: an Outcome whose result is {"envelope",
     "keyid"} or {"refused": reason}. The replay gets `budget`; the signer GRACE seconds more."""
     payload = {"key": key_path, "keyid": keyid, "request": req, "predicate": predicate,
-               "memory": budget.memory, "seconds": budget.seconds}
+               "memory": budget.memory, "seconds": budget.seconds, "job": job}
     return run("job", payload, Budget(budget.memory, budget.seconds + GRACE), entry="service.signer",
                keep_going=keep_going, on_progress=on_progress)
 
@@ -143,11 +148,24 @@ def signer_job(payload: dict, progress) -> dict:
     if key is None:
         return {"refused": f"not signed: {why}"}
     envelope = sign_statement(stmt, key)   # the canonical bytes of `stmt` are `body`, the bytes replayed
+    # the operator's audit line (the server's log): what was signed, after which replay
+    digest = hashlib.sha256(envelope).hexdigest()
+    print(f"sigmacert signer: signed job={payload.get('job', '-')} envelope sha256={digest} after the replay "
+          f"accepted it ({out.seconds:.2f} s)", file=sys.stderr, flush=True)
     return {"envelope": envelope.decode("utf-8"), "keyid": payload["keyid"],
             "replay_seconds": round(out.seconds, 3)}
 
 
-SIGNER_TASKS = {"job": signer_job}
+def signer_head(payload: dict, progress) -> dict:
+    """Sign the log's tree head (size, root) now (service.log; docs/release.md "The log")."""
+    from certifier.transparency.head import sign_head
+    key, why = _load_key(payload["key"], payload["keyid"])
+    if key is None:
+        return {"refused": why}
+    return {"head": sign_head(int(payload["size"]), bytes.fromhex(payload["root"]), key.sign, payload["keyid"])}
+
+
+SIGNER_TASKS = {"job": signer_job, "head": signer_head}
 
 if __name__ == "__main__":
     sys.exit(child(sys.argv[1:], SIGNER_TASKS))

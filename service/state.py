@@ -16,16 +16,20 @@ import fcntl
 import os
 from dataclasses import dataclass
 
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from fastapi import Depends, Header, Request
 
+from certifier.certificate.envelope import key_id
+from certifier.certificate.keys import load_public
 from service.auth import Caller, Tokens
 from service.compute import Lane, SigmaService, Verifications
 from service.config import Config
 from service.errors import ApiError
+from service.log import CertificateLog
 from service.ratelimit import RateLimiter
 from service.reports import Reports
 from service.store import Store
-from service.worker import WorkerPool
+from service.worker import WorkerPool, public_of
 
 
 def lock_database(db: str) -> int:
@@ -40,7 +44,6 @@ def lock_database(db: str) -> int:
 
 
 def _public_pem(public_key) -> str:
-    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
     return public_key.public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo).decode()
 
 
@@ -57,12 +60,10 @@ class ServiceState:
     limiter: RateLimiter          # POST /v1/verify, per client
     lanes: tuple[Lane, ...]
     lock: int
+    log: CertificateLog           # GET /v1/log/...: every issued certificate, RFC 9162
 
     @classmethod
     def open(cls, config: Config) -> ServiceState:
-        from certifier.certificate.envelope import key_id
-        from certifier.certificate.keys import load_public
-        from service.worker import public_of
         tokens = Tokens(config.tokens)
         lock = lock_database(config.db)
         try:
@@ -87,12 +88,14 @@ class ServiceState:
                    verifications=Verifications(verify_lane, config.verify),
                    reports=Reports(store, report_lane, config.report, config.report_wait, config.report_entry),
                    limiter=RateLimiter(config.verify_per_minute, config.verify_burst),
-                   lanes=(sigma_lane, verify_lane, report_lane), lock=lock)
+                   lanes=(sigma_lane, verify_lane, report_lane), lock=lock,
+                   log=CertificateLog(config.db, config.key, keyid))
 
     def close(self) -> None:
         self.workers.stop()
         for lane in self.lanes:
             lane.shutdown()
+        self.log.close()
         os.close(self.lock)
 
 

@@ -216,10 +216,12 @@ class Store:
         return dict(row) if row else None
 
     def listing(self, *, steps=None, epochs=None, target=None, status=None, kind=None, stages=None, limit=50,
-                offset=0):
+                offset=0, audit=None):
         """stages: a canonical stage list ([{"steps", "epochs"}, ...]) to match, or True (every run in stages) or
         False (none); a run in stages matches no `steps` (its steps column is 0) and `epochs` is its total."""
         where, args = [], []
+        if audit is not None:                 # audits (their request carries `audit`) or certificates only
+            where.append("json_extract(request, '$.audit') IS " + ("NOT NULL" if audit else "NULL"))
         if stages is not None and not isinstance(stages, bool):
             stages = canonical_json(stages).decode()
         elif stages is not None:

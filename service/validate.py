@@ -15,7 +15,7 @@ from typing import Optional, Union
 from flint import fmpq
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, field_validator
 
-from certifier import kind_params
+from certifier import door
 from certifier.numerics import schemes
 from certifier.params import ParameterError, decimal_str, parse_count, parse_decimal
 
@@ -219,19 +219,12 @@ def run_of(stages, steps, epochs, scheme, iterations, limits: Limits) -> dict:
     return shape_of(steps, epochs, scheme, iterations, limits)
 
 
-KIND_FIELDS = kind_params.KIND_FIELDS
-
-
-def _checked(k: dict) -> dict:
-    """The kind as the certifier reads a claim's kind (certifier.targets.kind): the same refusals."""
-    from certifier.targets import kind
-    kind(k["kind"]["name"], {n: v for n, v in k["kind"].items() if n != "name"}, parse_decimal("target", k["target"]))
-    return k
+KIND_FIELDS = door.KIND_FIELDS
 
 
 def kind_of(given, limits: Limits) -> dict:
     """{"target": text} (tv) or {"target": delta | beta, "kind": {"name": "dp", "epsilon": text} |
-    {"name": "tpr", "fpr": text}}: exactly one target kind (certifier.kind_params, the rules of
+    {"name": "tpr", "fpr": text}}: exactly one target kind (certifier.targets.parse, the rules of
     `sigmacert certify`, docs/targets.md), each decimal exact and within the service's bounds.
     given: a request, or a dict of KIND_FIELDS."""
     given = given if isinstance(given, dict) else {k: getattr(given, k) for k in KIND_FIELDS}
@@ -239,14 +232,11 @@ def kind_of(given, limits: Limits) -> dict:
     def rule(name: str, value) -> str:
         if name == "target":
             return target_of(value, limits)
-        hi = kind_params.MAX_EPSILON if name == "epsilon" else limits.max_target
+        hi = door.MAX_EPSILON if name == "epsilon" else limits.max_target
         return decimal_str(_bounded(name, value, "0" if name == "epsilon" else limits.min_target, hi, limits))
-    name, params = kind_params.parse_kind(given, rule)
-    if name == "tv":
-        return {"target": params["target"]}
-    if name == "dp":
-        return _checked({"target": params["delta"], "kind": {"name": "dp", "epsilon": params["epsilon"]}})
-    return _checked({"target": params["tpr"], "kind": {"name": "tpr", "fpr": params["fpr"]}})
+    target = door.parse(given, rule)
+    target.rule()                      # the certifier's own refusals of the kind's parameter
+    return target.request_json()
 
 
 def normalise(req: CertificateRequest, limits: Limits) -> dict:

@@ -26,6 +26,8 @@ def job_view(row: dict, full: bool = True, viewer_owns: bool = False) -> dict:
            "created_at": iso(row["created_at"]), "finished_at": iso(row["finished_at"])}
     if req.get("iterations") is not None:
         out["iterations"] = req["iterations"]
+    if "audit" in req:                          # an audit of a claim (routes/audits.py): `bound` is its verdict
+        out["type"] = "audit"
     if staged:
         out["stages"] = req["stages"]
     if row.get("bound") is not None:

@@ -33,6 +33,7 @@ from service.signer import sign_job
 
 LEASE = 60.0      # seconds a claim is valid without a heartbeat
 POLL = 0.5        # seconds between queue polls when idle
+RECORD = 30.0     # seconds a worker keeps trying to record an outcome while the database fails (disk full)
 
 
 class Worker:
@@ -77,7 +78,7 @@ class Worker:
             return ok
 
         out = self.compute(req, on_progress=lambda **p: progress.update(p), keep_going=heartbeat)
-        finish = lambda status, **kw: self.store.finish(jid, self.owner, status, elapsed=out.seconds, **kw)  # noqa: E731
+        finish = lambda status, **kw: self.record(jid, status, elapsed=out.seconds, **kw)  # noqa: E731
         if out.failure == "stopped":
             return  # cancelled or given to another worker: nothing of ours to record
         if out.failure is not None:
@@ -92,12 +93,24 @@ class Worker:
                    reason=f"not certified: the bound reached, {res['bound']}, exceeds the target "
                           f"{res['target']} at sigma {res['sigma']}")
         else:
-            self.sign(req, res, finish, progress, heartbeat)
+            self.sign(jid, req, res, finish, progress, heartbeat)
 
-    def sign(self, req: dict, res: dict, finish, progress: dict, heartbeat) -> None:
+    def record(self, jid: str, status: str, **kw) -> bool:
+        """Store the outcome (fenced on our lease), trying again for RECORD seconds while the database fails:
+        a disk full for a moment must not cost a computed and signed job its run (it would be run again)."""
+        deadline = time.monotonic() + RECORD
+        while True:
+            try:
+                return self.store.finish(jid, self.owner, status, **kw)
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
+    def sign(self, jid: str, req: dict, res: dict, finish, progress: dict, heartbeat) -> None:
         """Hand the predicate to a signer process (service.signer): replayed, then signed, or refused."""
         out = sign_job(self.key_path, self.keyid, req, res["predicate"], self.budget, keep_going=heartbeat,
-                       on_progress=lambda **p: progress.update(p))
+                       on_progress=lambda **p: progress.update(p), job=jid)
         if out.failure == "stopped":
             return
         r = out.result or {}
@@ -111,8 +124,9 @@ class Worker:
 
     def compute(self, req: dict, *, on_progress, keep_going):
         """The job's Outcome: a local limited child, or the same child on a Dask worker."""
-        if self.cluster is None:
-            return run("certify", req, self.budget, on_progress=on_progress, keep_going=keep_going)
+        if self.cluster is None or "audit" in req:    # an audit (routes/audits.py) runs here
+            return run("audit" if "audit" in req else "certify", req, self.budget, on_progress=on_progress,
+                       keep_going=keep_going)
         from service.cluster import run_on_cluster
         return run_on_cluster(self.cluster, req, self.budget, on_progress=on_progress, keep_going=keep_going)
 

@@ -29,6 +29,7 @@ from sigmacert.api import (
                            require_verified,
                            verify,
 )
+from sigmacert.audits import Audit, audit
 from sigmacert.errors import (
                            CannotCertify,
                            CannotCertifyError,
@@ -47,4 +48,4 @@ __all__ = ["__version__", "closed_form_sigma", "exact_tv", "exact_sigma", "exact
            "require_verified", "pld", "read_pld", "ExactTV", "Stage", "Certificate", "Verification", "SigmacertError",
            "ParameterError", "CannotCertifyError", "NumericsUnreliableError", "KeyFileError", "EnvelopeError",
            "RefusedError", "CertificateRefusedError", "CannotCertify", "NumericsUnreliable", "SCHEMES",
-           "DEFAULT_SCHEME"]
+           "DEFAULT_SCHEME", "audit", "Audit"]

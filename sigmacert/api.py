@@ -14,12 +14,21 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import Callable, Mapping
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+import verifier
+from certifier import door
+from certifier.certificate.envelope import file_subject
+from certifier.certificate.keys import load_private
+from certifier.door import Run, Target
 from certifier.errors import CannotCertifyError, CertificateRefusedError, KeyFileError, ParameterError
 from certifier.numerics import schemes as _schemes
 from certifier.numerics import stages as _stage_math
 from certifier.numerics.exact import ExactTV
 from certifier.numerics.stages import Stage
 from certifier.params import as_decimal_text, parse_count, parse_epochs, parse_sigma, parse_steps, parse_target
+from sigmacert import kinds
+from sigmacert.files import write_atomic
 
 DEFAULT_SCHEME = _schemes.DEFAULT_SCHEME  # "random-allocation" (Algorithm 1); or "fixed-bins"
 SCHEMES = _schemes.SCHEMES
@@ -107,23 +116,24 @@ def exact_sigma(steps=None, epochs=None, target=None, *, stages=None, epsilon=No
     stages=[(100, 5), (400, 5)]: the least sigma, shared by the stages, on the same grid, for any
     kind (the pair is the product of the stages' pairs; docs/compose.md, docs/targets.md).
     """
-    if stages is not None:
-        from sigmacert import kinds
-        kind = kinds.parse_kind(target, epsilon=epsilon, delta=delta, fpr=fpr, tpr=tpr)
-        run = _stages(stages, steps, epochs, scheme, iterations, False)
-        if kind.kind != "tv":
-            res = resolution if resolution == "auto" else as_decimal_text("resolution", resolution)
-            return Decimal(kinds.exact_sigma_stages(run, kind, res))
-        lam = parse_target(as_decimal_text("target", target))  # the TV kind on the 1e-6 grid
-        res = "1e-6" if resolution == "auto" else as_decimal_text("resolution", resolution)
-        return Decimal(_stage_math.exact_sigma_stages(run, lam, resolution=res))
-    if steps is None or epochs is None and iterations is None:
-        raise ParameterError("give steps and epochs (or stages=)")
-    from sigmacert import kinds
-    m, e, scheme, _ = _run(steps, epochs, scheme, iterations)
+    run = _run_of(steps, epochs, stages, scheme, iterations, sigma_per_stage=False)
     kind = kinds.parse_kind(target, epsilon=epsilon, delta=delta, fpr=fpr, tpr=tpr)
     res = resolution if resolution == "auto" else as_decimal_text("resolution", resolution)
-    return Decimal(kinds.exact_sigma(m, e, kind, scheme, res))
+    return Decimal(kinds.exact_sigma(run, kind, res))
+
+
+def _run_of(steps, epochs, stages, scheme, iterations, sigma=None, sigma_per_stage=None) -> Run:
+    """The run of a call: stages= (a run in stages; with sigma= shared when given) or steps and epochs (a block,
+    at sigma when given)."""
+    if stages is not None:
+        if sigma_per_stage is False:
+            return Run(_stages(stages, steps, epochs, scheme, iterations, False), staged=True)
+        return Run(_stages_at(stages, steps, epochs, scheme, iterations, sigma), staged=True)
+    if steps is None or epochs is None and iterations is None or sigma is None and sigma_per_stage is None:
+        raise ParameterError("give steps, epochs and sigma (or stages=)" if sigma_per_stage is None else
+                             "give steps and epochs (or stages=)")
+    m, e, scheme, t = _run(steps, epochs, scheme, iterations)
+    return Run.block(m, e, scheme, t, None if sigma is None else as_decimal_text("sigma", sigma))
 
 
 def exact_privacy(steps=None, epochs=None, sigma=None, *, stages=None, delta=(), epsilon=(), fpr=(),
@@ -135,16 +145,9 @@ def exact_privacy(steps=None, epochs=None, sigma=None, *, stages=None, delta=(),
 
     stages=[(100, 5, "1.2"), (400, 5, "1.5")] (or [(100, 5), (400, 5)] with sigma= shared): the run in
     stages, E Lambda^q = prod_s F_{M_s, sigma_s}(q)^{E_s}; a StagesProfile with the same dicts."""
-    from sigmacert import kinds
     many = lambda x: list(x) if isinstance(x, (list, tuple)) else [x]  # noqa: E731
-    if stages is not None:
-        run = _stages_at(stages, steps, epochs, scheme, iterations, sigma)
-        return kinds.privacy_at_stages(run, deltas=many(delta), epsilons=many(epsilon), fprs=many(fpr))
-    if steps is None or epochs is None and iterations is None or sigma is None:
-        raise ParameterError("give steps, epochs and sigma (or stages=)")
-    m, e, scheme, _ = _run(steps, epochs, scheme, iterations)
-    s = parse_sigma(as_decimal_text("sigma", sigma))
-    return kinds.privacy_at(m, e, float(s), scheme, deltas=many(delta), epsilons=many(epsilon), fprs=many(fpr))
+    run = _run_of(steps, epochs, stages, scheme, iterations, sigma)
+    return kinds.privacy_at(run, deltas=many(delta), epsilons=many(epsilon), fprs=many(fpr))
 
 
 @dataclass(frozen=True)
@@ -184,16 +187,13 @@ class Certificate:
     def write(self, path: str, *, force: bool = False) -> None:
         """Write the signed envelope to `path`, atomically. An existing file is kept and ParameterError
         raised unless force=True (the rule of `sigmacert certify -o`); also when unsigned."""
-        from sigmacert.files import write_atomic
         if self.envelope is None:
             raise ParameterError("this certificate is not signed (pass key= to certify)")
         write_atomic(os.fspath(path), self.envelope + b"\n", force=force, how="write(path, force=True)")
 
 
 def _private_key(key):
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from certifier.certificate.keys import load_private
     if isinstance(key, Ed25519PrivateKey):
         return key
     if isinstance(key, (str, os.PathLike)):
@@ -209,29 +209,22 @@ class Issued:
     keyid: str | None
 
 
-def issue(steps: int, epochs: int, target, sigma=None, *, key=None, subject: dict | None = None,
-          two_sided: bool = True, progress=None, scheme: str = DEFAULT_SCHEME, iterations: int | None = None,
-          h=None, eta=None, cap=None, prec: int | None = None, kind_name: str = "tv",
-          kind_params: dict | None = None) -> Issued:
-    """The one path from a face (this API, the CLI, the service) to the mathematics: certify the parsed
-    claim (exact rationals; grid options as decimal strings) and, when it is certified and a loaded
-    private key is given, sign it (certifier.certificate.envelope.sign_certificate; subject: a
-    subject entry, default the claim). kind_name "dp" (kind_params {"epsilon": text}, target = delta)
-    or "tpr" ({"fpr": text}, target = the TPR bound) certifies that kind (sigmacert.kinds.certifier_target).
-    Raises what certifier.certify.certify raises, and CannotCertifyError for a certified bound that no
-    certificate format of this build records."""
-    from certifier.certificate.envelope import key_id, sign_certificate
-    from certifier.certify import certify as _certify
-    kind_args = {} if kind_name == "tv" else {"kind_name": kind_name, "kind_params": kind_params}
-    res = _certify(steps, epochs, target, sigma, h=h, eta=eta, cap=cap, prec=prec, progress=progress,
-                   two_sided=two_sided, scheme=scheme, iterations=iterations, **kind_args)
+def issue(run: Run, target: Target, sigma=None, *, key=None, subject: dict | None = None, two_sided: bool = True,
+          progress=None, **options) -> Issued:
+    """The one path from a face (this API, the CLI) to the mathematics: certify the target for the run
+    (certifier.door.certify: a block or a run in stages; sigma an exact rational, None for the exact sigma or a
+    sigma per stage; options: h, eta, cap as decimal strings, prec) and, when it is certified and a loaded
+    private key is given, sign it (certifier.door.sign; subject: a subject entry, default the claim).
+    Raises what certify raises, and CannotCertifyError for a certified bound that no certificate format of
+    this build records."""
+    res = door.certify(run, target, sigma, two_sided=two_sided, progress=progress, **options)
     if res.success and res.predicate is None:
-        raise CannotCertifyError(f"the {kind_name} bound {res.bound} <= {res.target} at sigma {res.sigma} is "
-                                 f"certified, but no certificate format records the {kind_name} kind in this "
+        raise CannotCertifyError(f"the {target.name} bound {res.bound} <= {res.target} at sigma {res.sigma} is "
+                                 f"certified, but no certificate format records the {target.name} kind in this "
                                  "build; no certificate issued")
     if not res.success or key is None:
         return Issued(res, None, None)
-    return Issued(res, sign_certificate(res.predicate, key, subject), key_id(key.public_key()))
+    return Issued(res, *door.sign(res.predicate, key, subject))
 
 
 def _lower(res):
@@ -264,78 +257,45 @@ def certify(steps=None, epochs=None, target=None, sigma=None, *, stages=None, ep
     there is no single sigma to step down), whatever two_sided says.
     Raises ParameterError (bad input), CannotCertifyError (no certificate; the message says why).
     """
-    from sigmacert import kinds
-    if stages is not None:
-        run = _stages(stages, steps, epochs, scheme, iterations, None)
-        return _certify_stages(run, kinds.parse_kind(target, epsilon=epsilon, delta=delta, fpr=fpr, tpr=tpr),
-                               sigma, key, two_sided, subject, progress)
-    if steps is None:
+    if stages is None and steps is None:
         raise ParameterError("give steps and epochs (or stages=)")
-    m, e, scheme, iterations = _run(steps, epochs, scheme, iterations)
+    run = (Run(_stages(stages, steps, epochs, scheme, iterations, None), staged=True) if stages is not None else
+           Run.block(*_run(steps, epochs, scheme, iterations)))
     kind = kinds.parse_kind(target, epsilon=epsilon, delta=delta, fpr=fpr, tpr=tpr)
-    lam, kind_name, kind_params = kinds.certifier_target(kind)
+    if run.sigma_per_stage and sigma is not None:
+        raise ParameterError("the stages carry their sigma already: drop sigma=")
     s = None if sigma is None else parse_sigma(as_decimal_text("sigma", sigma))
     priv = None if key is None else _private_key(key)  # fail early, before the long computation
     subj = _subject(subject)
-    issued = issue(m, e, lam, s, key=priv, subject=subj, progress=progress, two_sided=two_sided, scheme=scheme,
-                   iterations=iterations, kind_name=kind_name, kind_params=kind_params)
+    issued = issue(run, kind, s, key=priv, subject=subj, progress=progress,
+                   two_sided=two_sided and not run.sigma_per_stage)
     res, envelope, keyid = issued.outcome, issued.envelope, issued.keyid
     if not res.success:
         raise CannotCertifyError(f"not certified: the bound reached, {kinds.bound_reached(res, kind)}, exceeds the "
-                                 f"target {res.target} ({kind.describe()}) at sigma {res.sigma} (M={m}, E={e}, "
-                                 f"{scheme})")
+                                 f"target {res.target} ({kind.describe()}) at {run.where(res.sigma)}")
     eps = {d: Decimal(r["epsilon"]) for d, r in (res.privacy or {}).get("epsilon_at_delta", {}).items()}
     tpr = {a: Decimal(r["tpr"]) for a, r in (res.tpr or {}).items()}
-    return Certificate(m, e, Decimal(res.target), Decimal(res.sigma), Decimal(res.bound), res.two_sided,
-                       None if res.sigma_low is None else Decimal(res.sigma_low),
-                       None if _lower(res) is None else Decimal(_lower(res)),
+    dec = lambda x: None if x is None else Decimal(x)  # noqa: E731
+    return Certificate(None if run.staged else run.steps, run.epochs, Decimal(res.target), dec(res.sigma),
+                       Decimal(res.bound), res.two_sided, dec(res.sigma_low), dec(_lower(res)),
                        MappingProxyType(eps), MappingProxyType(tpr), MappingProxyType(res.predicate),
-                       envelope, keyid, scheme, iterations, kind.kind,
-                       MappingProxyType({} if kind.kind == "tv" else dict(kind.params)))
+                       envelope, keyid, run.scheme, run.iterations, kind.name, _kind_params(kind),
+                       run.certificate_stages())
+
+
+def _kind_params(kind) -> Mapping:
+    """Certificate.kind_params: the kind's exact decimal parameters (empty for tv)."""
+    return MappingProxyType(kind.summary().get("kind_params", {}))
 
 
 def _subject(subject):
     """The subject entry of `subject` (bytes or a file path), None for the claim itself."""
-    from certifier.certificate.envelope import file_subject
     if isinstance(subject, bytes):
         return file_subject("subject", subject)
     if subject is None:
         return None
     with open(subject, "rb") as f:
         return file_subject(os.path.basename(os.fspath(subject)), f.read())
-
-
-def _certify_stages(run, kind, sigma, key, two_sided, subject, progress) -> Certificate:
-    """certify(stages=...): certifier.stages_certify.certify_stages, signed like every certificate. A sigma per
-    stage makes the certificate one-sided (the upper side at those sigmas; no single sigma steps down)."""
-    from certifier.certificate.envelope import key_id, sign_certificate
-    from certifier.stages_certify import certify_stages
-    from sigmacert import kinds
-    own = run[0].sigma is not None
-    if own and sigma is not None:
-        raise ParameterError("the stages carry their sigma already: drop sigma=")
-    lam, kind_name, kind_params = kinds.certifier_target(kind)
-    s = None if sigma is None else parse_sigma(as_decimal_text("sigma", sigma))
-    priv = None if key is None else _private_key(key)
-    subj = _subject(subject)
-    specs = [(st.steps, st.epochs, *([st.sigma] if own else [])) for st in run]
-    res = certify_stages(specs, lam, s, two_sided=two_sided and not own, progress=progress, kind_name=kind_name,
-                         kind_params=kind_params)
-    if not res.success:
-        at = "each stage's sigma" if own else f"sigma {res.sigma}"
-        raise CannotCertifyError(f"not certified: the bound reached, {kinds.bound_reached(res, kind)}, exceeds the "
-                                 f"target {res.target} ({kind.describe()}) at {at} (stages {','.join(map(str, run))})")
-    envelope = None if priv is None else sign_certificate(res.predicate, priv, subj)
-    eps = {d: Decimal(r["epsilon"]) for d, r in (res.privacy or {}).get("epsilon_at_delta", {}).items()}
-    tpr = {a: Decimal(r["tpr"]) for a, r in (res.tpr or {}).items()}
-    stages = tuple((st.steps, st.epochs, *([Decimal(st.sigma)] if own else [])) for st in run)
-    return Certificate(None, sum(st.epochs for st in run), Decimal(res.target),
-                       None if res.sigma is None else Decimal(res.sigma), Decimal(res.bound),
-                       res.two_sided, None if res.sigma_low is None else Decimal(res.sigma_low),
-                       None if _lower(res) is None else Decimal(_lower(res)), MappingProxyType(eps),
-                       MappingProxyType(tpr), MappingProxyType(res.predicate), envelope,
-                       None if priv is None else key_id(priv.public_key()), kind=kind.kind,
-                       kind_params=MappingProxyType({} if kind.kind == "tv" else dict(kind.params)), stages=stages)
 
 
 @dataclass(frozen=True)
@@ -361,7 +321,6 @@ def verify(certificate, public_key, *, subject=None) -> Verification:
     bytes or an Ed25519PublicKey (or a list of them). subject: a file whose SHA-256 must be a
     subject of the statement. Raises ParameterError only for unreadable files or keys.
     """
-    import verifier
     keys = public_key if isinstance(public_key, (list, tuple)) else [public_key]
     try:
         loaded = [verifier.load_public_key(k if isinstance(k, bytes) else open(os.fspath(k), "rb").read())

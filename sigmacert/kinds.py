@@ -1,43 +1,27 @@
 """Target kinds on the face: tv (TV <= lambda), dp ((eps, delta) both ways), tpr (TPR <= beta at FPR alpha).
 
-One parser (`parse_kind`, certifier.kind_params with the face's ranges) for the API and the command
-line: exactly one kind per call, every parameter parsed from its exact decimal text (certifier.params).
-`sigma_for` returns the exact sigma and the proven quick bounds beside it; `privacy_at` evaluates the pair at a sigma
-(docs/targets.md).
+One parser (`parse_kind`: certifier.targets.parse with the face's ranges) for the API and the command
+line: exactly one kind per call, every parameter parsed from its exact decimal text (certifier.params);
+it returns a certifier.targets.Target, which answers every question of its kind on a run
+(certifier.run.Run): `exact_sigma`, `value_at`, `quick_bounds`; `privacy_at` evaluates a run's pair at its
+sigma (docs/targets.md).
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from flint import fmpq
 
-from certifier import kind_params
-from certifier.errors import ParameterError
+from certifier import door
+from certifier.door import Run, Target
+from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.numerics import quick_bounds as qb
 from certifier.numerics import schemes
-from certifier.numerics import targets as nt
 from certifier.params import as_decimal_text, decimal_str, parse_decimal, parse_target
 
-KINDS = ("tv", "dp", "tpr")
-ONE_KIND = kind_params.ONE_KIND
-
-
-@dataclass(frozen=True)
-class Kind:
-    """A parsed target: kind and its parameters as exact decimal strings (and floats for numerics)."""
-    kind: str
-    params: dict  # name -> exact decimal text
-
-    def f(self, name: str) -> float:
-        return float(parse_decimal(name, self.params[name]))
-
-    def describe(self) -> str:
-        if self.kind == "tv":
-            return f"TV <= {self.params['target']}"
-        if self.kind == "dp":
-            return f"({self.params['epsilon']}, {self.params['delta']})-DP, both directions"
-        return f"TPR <= {self.params['tpr']} at FPR {self.params['fpr']}"
+KINDS = door.NAMES
+ONE_KIND = door.ONE_KIND
+Kind = Target
 
 
 def _unit(name: str, value) -> str:
@@ -56,82 +40,60 @@ def parse_epsilon(value) -> str:
     return text
 
 
+FACE_RULES = {"target": lambda v: decimal_str(parse_target(as_decimal_text("target", v))), "epsilon": parse_epsilon}
+
+
 def _face_rule(name: str, value) -> str:
     """One parameter's exact decimal text and the face's range: lambda as `parse_target`, epsilon in
     [0, 100], delta, fpr and tpr strictly between 0 and 1."""
-    if name == "target":
-        return decimal_str(parse_target(as_decimal_text("target", value)))
-    return parse_epsilon(value) if name == "epsilon" else _unit(name, value)
+    return FACE_RULES.get(name, lambda v: _unit(name, v))(value)
 
 
-def parse_kind(target=None, *, epsilon=None, delta=None, fpr=None, tpr=None) -> Kind:
-    """The one target kind the arguments name, or ParameterError (one line): certifier.kind_params with
+def parse_kind(target=None, *, epsilon=None, delta=None, fpr=None, tpr=None) -> Target:
+    """The one target the arguments name, or ParameterError (one line): certifier.targets.parse with
     the face's ranges."""
-    name, params = kind_params.parse_kind({"target": target, "epsilon": epsilon, "delta": delta, "fpr": fpr,
-                                           "tpr": tpr}, _face_rule)
-    return Kind(name, params)
+    return door.parse({"target": target, "epsilon": epsilon, "delta": delta, "fpr": fpr, "tpr": tpr},
+                         _face_rule)
 
 
-def certifier_target(kind: Kind) -> tuple[fmpq, str, dict | None]:
+def certifier_target(kind: Target) -> tuple[fmpq, str, dict | None]:
     """(target, kind_name, kind_params) for certifier.certify.certify: the target is lambda (tv),
     delta (dp) or the TPR bound beta (tpr); the kind's other parameter stays exact decimal text."""
-    if kind.kind == "tv":
-        return fmpq_target(kind), "tv", None
-    if kind.kind == "dp":
-        return parse_decimal("delta", kind.params["delta"]), "dp", {"epsilon": kind.params["epsilon"]}
-    return parse_decimal("tpr", kind.params["tpr"]), "tpr", {"fpr": kind.params["fpr"]}
+    return kind.value, kind.name, kind.kind_params
 
 
-def exact_sigma(steps: int, epochs: int, kind: Kind, scheme: str, resolution: str = "auto") -> str:
-    """The least sigma on the grid meeting the target (numerical), as a decimal; resolution "auto" is
-    res(sigma) of certifier.resolution (1e-6 below 10, six significant digits above), what certify issues."""
-    if resolution == "auto":
-        from certifier.resolution import issued
-        return issued(exact_sigma(steps, epochs, kind, scheme, "1e-6"))
-    if kind.kind == "tv":
-        return schemes.exact_sigma(steps, epochs, fmpq_target(kind), scheme, resolution=resolution)
-    if kind.kind == "dp":
-        return nt.exact_sigma_dp(steps, epochs, kind.f("epsilon"), kind.f("delta"), resolution, scheme)
-    return nt.exact_sigma_tpr(steps, epochs, kind.f("fpr"), kind.f("tpr"), resolution, scheme)
+def exact_sigma(run: Run, kind: Target, resolution: str = "auto") -> str:
+    """The least sigma on the grid meeting the target for the run (numerical), as a decimal; resolution "auto"
+    is res(sigma) of certifier.resolution (1e-6 below 10, six significant digits above), what certify issues."""
+    return door.exact_sigma(run, kind, resolution)
 
 
-def fmpq_target(kind: Kind) -> fmpq:
-    return parse_decimal("target", kind.params["target"])
+def quick_bounds(run: Run, kind: Target, exact: str) -> tuple[dict, dict]:
+    """The proven quick bounds for a dp or tpr target: (name -> sigma (decimal text), name -> why left out);
+    a bound whose own search fails is left out with its reason (the exact sigma never depends on one)."""
+    out: dict = {}
+    omitted: dict = {}
+    for name, fn in kind.quick_bounds(run, exact).items():
+        try:
+            out[name] = fn()
+        except (ParameterError, NumericsUnreliableError, ValueError, OverflowError) as ex:
+            omitted[name] = str(ex).splitlines()[0]
+    return out, omitted
 
 
-def quick_bounds(steps: int, epochs: int, kind: Kind, scheme: str, exact: str) -> dict:
-    """The proven quick bounds for a dp or tpr target: name -> sigma (decimal text)."""
-    r = schemes.reduce(scheme, steps, epochs)
-    seed = float(exact)
-    if kind.kind == "dp":
-        return {"rdp_qp": qb.rdp_sigma(r.steps, r.epochs, kind.f("epsilon"), kind.f("delta"), seed=seed,
-                                       scale2=r.scale2)}
-    out = {"rdp": qb.rdp_tpr_sigma(r.steps, r.epochs, kind.f("fpr"), kind.f("tpr"), seed=seed, scale2=r.scale2)}
-    if kind.f("fpr") <= 0.5:
-        out["closed_form"] = qb.tpr_bound_sigma(r.steps, r.epochs, kind.f("fpr"), kind.f("tpr"), scale2=r.scale2)
-    return out
+def value_at(run: Run, kind: Target, check: bool = True):
+    """The kind's quantity for the run at its sigma: the primary route and, with check=True, the second one (its
+    error grows by any disagreement). check=False right after the exact-sigma search reads the search's own
+    line (the primary route at the answer is cached), as `sigmacert sigma` does for TV (exact_tv(check=False))."""
+    return kind.value_at(run, check)
 
 
-def value_at(steps: int, epochs: int, sigma: float, kind: Kind, scheme: str, check: bool = True) -> nt.Value:
-    """The kind's quantity at sigma: the primary route and, with check=True, the second one (its error grows
-    by any disagreement). check=False right after the exact-sigma search reads the search's own line (the
-    primary route at the answer is cached), as `sigmacert sigma` does for TV (exact_tv(check=False))."""
-    if kind.kind == "dp":
-        p = nt.exact_privacy_scheme(steps, epochs, sigma, scheme, epsilons=[kind.f("epsilon")], check=check)
-        return p.delta[kind.f("epsilon")]
-    if kind.kind == "tpr":
-        p = nt.exact_privacy_scheme(steps, epochs, sigma, scheme, fprs=[kind.f("fpr")], check=check)
-        return p.tpr[kind.f("fpr")]
-    p = nt.exact_privacy_scheme(steps, epochs, sigma, scheme, check=check)
-    return p.tv
-
-
-def privacy_at(steps: int, epochs: int, sigma: float, scheme: str, *, deltas=(), epsilons=(), fprs=()):
-    """certifier.numerics.targets.exact_privacy of the scheme's pair (each parameter an exact decimal)."""
-    return nt.exact_privacy_scheme(steps, epochs, sigma, scheme,
-                                   deltas=[float(parse_decimal("delta", _unit("delta", d))) for d in deltas],
-                                   epsilons=[float(parse_decimal("epsilon", parse_epsilon(e))) for e in epsilons],
-                                   fprs=[float(parse_decimal("fpr", _unit("fpr", a))) for a in fprs])
+def privacy_at(run: Run, *, deltas=(), epsilons=(), fprs=()):
+    """The privacy profile of the run's pair at its sigma (certifier.run.privacy), each parameter parsed
+    from its exact decimal."""
+    return door.privacy(run, deltas=[float(parse_decimal("delta", _unit("delta", d))) for d in deltas],
+                        epsilons=[float(parse_decimal("epsilon", parse_epsilon(e))) for e in epsilons],
+                        fprs=[float(parse_decimal("fpr", _unit("fpr", a))) for a in fprs])
 
 
 def rdp_delta_qp(steps: int, epochs: int, sigma: float, eps: float, scheme: str) -> float:
@@ -159,14 +121,14 @@ def claim_kind(claim: dict) -> dict:
     return kind
 
 
+def claim_target(claim: dict) -> Target:
+    """The Target a certificate's claim states (its kind and target)."""
+    return door.from_json(claim_kind(claim), str(claim["target"]))
+
+
 def claim_statement(kind: dict, target: str) -> str:
     """The certified inequality of a claim of this kind, in words (claim.target: lambda, delta or beta)."""
-    if kind["name"] == "dp":
-        return (f"max(delta_Q||P, delta_P||Q)({kind['epsilon']}) <= {target}: ({kind['epsilon']}, {target})-DP, "
-                "both directions")
-    if kind["name"] == "tpr":
-        return f"every membership test with FPR <= {kind['fpr']} has TPR <= {target}"
-    return f"TV(P_M^E, Q_M^E) <= {target}"
+    return door.from_json(kind, target).statement(target)
 
 
 def certified_sides(predicate: dict) -> dict:
@@ -181,54 +143,8 @@ def certified_sides(predicate: dict) -> dict:
             "sigma_low": None if low is None else low["sigma_low"]}
 
 
-def bound_reached(outcome, kind: Kind) -> str | None:
+def bound_reached(outcome, kind: Target) -> str | None:
     """The bound a certify Outcome reached on the kind's functional: its `bound` when certified or for tv;
     for a dp / tpr target that was not met, the last try's kind bound (the Outcome's `bound` is then the
     grid's TV), None when no try computed one."""
-    if outcome.success or kind.kind == "tv":
-        return outcome.bound
-    key = f"{kind.kind}_bound"
-    return next((t[key] for t in reversed(outcome.tries) if t.get(key) is not None), None)
-
-
-# ---------------------------------------------------------------- runs in stages (random allocation only)
-
-def exact_sigma_stages(stages, kind: Kind, resolution: str = "auto") -> str:
-    """The least sigma shared by the stages meeting a dp or tpr target (numerical), as a decimal; "auto" as
-    exact_sigma (the TV kind's stages search is certifier.numerics.stages.exact_sigma_stages)."""
-    from certifier.numerics import stages_profile as sp
-    if resolution == "auto":
-        from certifier.resolution import issued
-        return issued(exact_sigma_stages(stages, kind, "1e-6"))
-    if kind.kind == "dp":
-        return sp.exact_sigma_dp_stages(stages, kind.f("epsilon"), kind.f("delta"), resolution)
-    if kind.kind == "tpr":
-        return sp.exact_sigma_tpr_stages(stages, kind.f("fpr"), kind.f("tpr"), resolution)
-    raise ParameterError("the TV kind of a run in stages is certifier.numerics.stages.exact_sigma_stages")
-
-
-def value_at_stages(stages, kind: Kind) -> nt.Value:
-    """The kind's quantity for the stages (each with its sigma), primary and second route."""
-    from certifier.numerics.stages_profile import exact_privacy_stages
-    if kind.kind == "dp":
-        return exact_privacy_stages(stages, epsilons=[kind.f("epsilon")]).delta[kind.f("epsilon")]
-    if kind.kind == "tpr":
-        return exact_privacy_stages(stages, fprs=[kind.f("fpr")]).tpr[kind.f("fpr")]
-    return exact_privacy_stages(stages).tv
-
-
-def privacy_at_stages(stages, *, deltas=(), epsilons=(), fprs=()):
-    """certifier.numerics.stages_profile.exact_privacy_stages, each parameter parsed from its exact decimal."""
-    from certifier.numerics.stages_profile import exact_privacy_stages
-    return exact_privacy_stages(stages,
-                                deltas=[float(parse_decimal("delta", _unit("delta", d))) for d in deltas],
-                                epsilons=[float(parse_decimal("epsilon", parse_epsilon(e))) for e in epsilons],
-                                fprs=[float(parse_decimal("fpr", _unit("fpr", a))) for a in fprs])
-
-
-def quick_bounds_stages(stages, kind: Kind, exact: str) -> dict:
-    """The proven quick bounds (R2) / (R3) for a run in stages with one sigma: name -> sigma (decimal text)."""
-    runs = [(s.steps, s.epochs) for s in stages]
-    if kind.kind == "dp":
-        return {"rdp_qp": qb.rdp_sigma_stages(runs, kind.f("epsilon"), kind.f("delta"), seed=float(exact))}
-    return {"rdp": qb.rdp_tpr_sigma_stages(runs, kind.f("fpr"), kind.f("tpr"), seed=float(exact))}
+    return kind.bound_reached(outcome)

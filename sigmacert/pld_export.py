@@ -16,8 +16,14 @@ import os
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 
+from certifier import door
 from certifier.bounds.dominating import DominatingPmf, dominating_pmfs
+from certifier.bounds.grids_v2 import choose_v2, eps_gaussian
+from certifier.bounds.privacy import rounded_law
+from certifier.bounds.stages_v2 import rounding_bound_v2_stages, t2_of
 from certifier.errors import CannotCertifyError, ParameterError
+from certifier.numerics.exact import exact_tv
+from certifier.numerics.stages import exact_tv_stages, parse_stages
 from certifier.params import as_decimal_text, decimal_str, parse_epochs, parse_sigma, parse_steps, parse_target
 
 FORMAT = "sigmacert-pld/1"
@@ -63,8 +69,6 @@ def _default_target(tv: float) -> str:
 def dominating_run(steps, epochs, sigma, *, target=None, value_discretization_interval=DEFAULT_INTERVAL,
                    progress=None) -> DominatingRun:
     """The certified dominating pair of (M, E, sigma) as float pmfs that keep dominance."""
-    from certifier.certify import certify
-    from certifier.numerics.exact import exact_tv
     m = parse_steps(as_decimal_text("steps", steps))
     e = parse_epochs(as_decimal_text("epochs", epochs))
     s = parse_sigma(as_decimal_text("sigma", sigma))
@@ -72,7 +76,7 @@ def dominating_run(steps, epochs, sigma, *, target=None, value_discretization_in
         raise ParameterError("M = 1 is the Gaussian mechanism: use dp_accounting's from_gaussian_mechanism")
     interval = _interval(value_discretization_interval)
     text = as_decimal_text("target", target) if target is not None else _default_target(exact_tv(m, e, float(s)).tv)
-    out = certify(m, e, parse_target(text), s, progress=progress)
+    out = door.certify(door.Run.block(m, e), door.TV(decimal_str(parse_target(text))), s, progress=progress)
     if not out.success or out.law is None:
         raise CannotCertifyError(f"no certified bound at M={m}, E={e}, sigma={decimal_str(s)} for target {text}")
     remove, add = dominating_pmfs(out.law, interval)
@@ -87,10 +91,6 @@ def dominating_stages(stages, sigma=None, *, value_discretization_interval=DEFAU
     the smallest sigma, with a TV margin of MARGIN x the exact TV (a valid grid for any stages: only
     its tightness depends on the choice). Not a certificate: no claim or verifier names stages yet.
     """
-    from certifier.bounds.grids_v2 import choose_v2, eps_gaussian
-    from certifier.bounds.privacy import rounded_law
-    from certifier.bounds.stages_v2 import rounding_bound_v2_stages, t2_of
-    from certifier.numerics.stages import exact_tv_stages, parse_stages
     run = parse_stages(stages)
     if sigma is not None:
         if run[0].sigma is not None:

@@ -16,12 +16,13 @@ import numpy as np
 from certifier.errors import ParameterError, RefusedError
 from trainer.certificates import sigma_float
 
-MANIFEST_FORMAT = "sigmacert-release/v1"
+MANIFEST_FORMAT = "sigmacert-release/v2"     # v2: run, scheme, sampler, divisor, seed commitment, data digest
 RELEASE_PREDICATE_TYPE = "https://sigmacert.dev/release/v1"
 MODEL_FILE = "model.npy"
 CERT_FILE = "certificate.json"
 MANIFEST_FILE = "release.json"
 SIGNED_FILE = "release.dsse.json"
+SAMPLER = "trainer.allocation: a uniformly random order, then each record to one of M steps, fresh every epoch"
 
 
 class ReleaseError(RefusedError):
@@ -30,6 +31,46 @@ class ReleaseError(RefusedError):
 
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def dataset_digest(X, y) -> str:
+    """SHA-256 of the training split as little-endian float64 features then int64 labels (.npy bytes)."""
+    import io
+    h = hashlib.sha256()
+    for a, dt in ((X, "<f8"), (y, "<i8")):
+        buf = io.BytesIO()
+        np.save(buf, np.ascontiguousarray(np.asarray(a).astype(dt)), allow_pickle=False)
+        h.update(buf.getvalue())
+    return h.hexdigest()
+
+
+def seed_commitment(seed: int | None) -> tuple[dict, dict | None]:
+    """(commitment, opening) of the training seed: SHA-256 of the canonical JSON {"salt", "seed"} with a
+    fresh 256-bit salt. The seed fixes the allocation, which the guarantee needs secret, so the release
+    carries only the commitment; the opening is kept apart (mode 0600). A seed None (drawn by the sampler,
+    never seen) has no commitment."""
+    if seed is None:
+        return {"scheme": "none", "note": "a secret seed drawn by the sampler and not recorded"}, None
+    from certifier.certificate.envelope import canonical_json
+    opening = {"salt": os.urandom(32).hex(), "seed": int(seed)}
+    return {"scheme": "sha256(canonical-json{salt,seed})", "sha256": sha256_bytes(canonical_json(opening))}, opening
+
+
+def write_seed_opening(path: str, opening: dict) -> None:
+    """The seed's opening, mode 0600 (written aside, then renamed over an older one)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(json.dumps(opening, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+def run_record(claim: dict, *, scheme: str, sampler: str, n0: int, b0: float, updates: int, empty_steps: int,
+               commitment: dict) -> dict:
+    """The run a training record states (M, E, sigma, scheme as the claim writes them) and how it ran."""
+    return {"scheme": scheme, "steps": int(claim["steps"]), "epochs": int(claim["epochs"]),
+            "sigma": str(claim["sigma"]), "sampler": sampler, "divisor": f"B0 = N0/M = {b0!r}",
+            "n0": n0, "b0": b0, "steps_done": updates, "empty_steps": empty_steps, "seed_commitment": commitment}
 
 
 def verified_claim(cert_path: str, public_key_path: str) -> dict:
@@ -50,8 +91,9 @@ def _write(path: str, data: bytes) -> None:
 
 def train_release(*, certificate: str, public_key: str, dataset: str, outdir: str, clip_norm: float = 1.0,
                   n0: int | None = None, seed: int = 0, model_name: str = "logreg", lr: float = 0.5,
-                  sign_key: str | None = None) -> dict:
-    """Verify, train with Algorithm 1, write the release; returns the manifest."""
+                  sign_key: str | None = None, seed_opening: str | None = None) -> dict:
+    """Verify, train with Algorithm 1, write the release; returns the manifest. The seed's opening
+    goes to `seed_opening` (default OUTDIR.seed-opening.json, beside the release, never inside it)."""
     from trainer import algorithm, data, models
     # every argument is checked before the verifier's replay, which can take a while
     try:
@@ -96,13 +138,20 @@ def train_release(*, certificate: str, public_key: str, dataset: str, outdir: st
                               clip_norm=clip_norm, lr=lr, seed=seed)
         acc = algorithm.accuracy(model, res.theta, ds.X_test, ds.y_test)
 
+    commitment, opening = seed_commitment(seed)
     training = {"algorithm": "Algorithm 1 (DP-SGD, random allocation)", "steps": steps,
                 "epochs": epochs, "sigma": sigma_text, "sigma_float": repr(sigma), "n0": n0,
-                "clip": clip_norm, "b0": res.b0, "optimizer": "sgd", "lr": lr, "seed": seed,
-                "updates": res.updates, "empty_steps": res.empty_steps}
+                "clip": clip_norm, "b0": res.b0, "optimizer": "sgd", "lr": lr,
+                "updates": res.updates, "empty_steps": res.empty_steps,
+                "run": run_record(claim, scheme="random-allocation", sampler=SAMPLER, n0=n0, b0=res.b0,
+                                  updates=res.updates, empty_steps=res.empty_steps, commitment=commitment)}
+    opening_path = seed_opening or os.path.abspath(outdir).rstrip(os.sep) + ".seed-opening.json"
+    os.makedirs(os.path.dirname(opening_path) or ".", exist_ok=True)
+    write_seed_opening(opening_path, opening)
     model_info = {"architecture": model_name, "parameters": int(model.size), "features": ds.n_features,
                   "classes": ds.n_classes}
-    dataset_info = {"name": dataset, "size": n_train, "test_size": len(ds.X_test)}
+    dataset_info = {"name": dataset, "size": n_train, "test_size": len(ds.X_test),
+                    "sha256": dataset_digest(ds.X_train, ds.y_train)}
     return write_release(outdir, theta=res.theta, cert_bytes=cert_bytes, claim=claim, model=model_info,
                          training=training, dataset=dataset_info, test_accuracy=acc, signer=signer)
 

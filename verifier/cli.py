@@ -1,5 +1,7 @@
 """sigmacert-verify CERT.json --key PUBLIC.pem [--key ...] [--subject FILE] [--json]
                  [--max-memory SIZE] [--max-seconds S]
+sigmacert-verify --release MODEL_DIR --key RELEASE_PUBLIC.pem --key ISSUER_PUBLIC.pem [--json]
+sigmacert-verify [CERT.json] --log-proof PROOF.json --key ISSUER_PUBLIC.pem [--json]
 
 Exit status: 0 ACCEPT, 1 REJECT, 2 usage or I/O error.  Never a traceback.  The verification runs
 in a child process whose address space and CPU time are capped (the budget plus headroom), so an
@@ -13,7 +15,7 @@ import os
 import re
 import sys
 
-from .core import Result, load_inputs, verify_bytes
+from .core import Result, load_inputs, read_limited, verify_bytes
 from .cost import DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS, GiB
 
 UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -89,10 +91,14 @@ def report(res: Result, as_json: bool):
         print(json.dumps(res.as_dict(), sort_keys=True))
         return
     print(f"{'ACCEPT' if res.accepted else 'REJECT'} ({res.reason}): {res.detail}")
+    kind = ((res.claim or {}).get("kind") or {}).get("name", "tv") if isinstance(res.claim, dict) else "tv"
+    if kind != "tv" and res.replayed_value is not None:
+        print(f"  replayed bound on the {kind} functional: {res.replayed_value}")
     if res.replayed_bound is not None:
         print(f"  replayed bound on TV: {res.replayed_bound}   recorded bound: {res.recorded_bound}")
     if res.replayed_lower is not None:
-        print(f"  replayed lower bound on TV at sigma_low: {res.replayed_lower}")
+        at = "sigma (the audit's lower side)" if res.detail.startswith("audit") else "sigma_low"
+        print(f"  replayed lower bound on TV at {at}: {res.replayed_lower}")
     for m in res.mismatches:
         print(f"  mismatch: {m}")
     for s in res.unchecked_subjects:
@@ -100,6 +106,68 @@ def report(res: Result, as_json: bool):
     if res.cost:
         print(f"  predicted cost: {res.cost['seconds']:.3g} s, {res.cost['memory'] / GiB:.3g} GiB")
     print(f"  time: {res.seconds:.2f} s")
+
+
+def log_check(args) -> dict:
+    """{"accepted", "reason", "detail", "inclusion"} of --log-proof (usage errors raise ValueError/OSError)."""
+    from .format.envelope import load_public_key
+    from .format.strict import Reject, load_json
+    from .transparency import verify_log_proof
+    keys = [load_public_key(read_limited(k)) for k in args.key]
+    cert = None if args.certificate is None else read_limited(args.certificate)
+    try:
+        proof = load_json(read_limited(args.log_proof), "log-proof")
+        inc = verify_log_proof(proof, keys, cert)
+    except Reject as r:
+        return {"accepted": False, "reason": r.reason, "detail": r.detail, "inclusion": None}
+    return {"accepted": True, "reason": "included", "inclusion": inc,
+            "detail": f"leaf {inc['index']} of the log's tree of size {inc['size']}, root {inc['root'][:16]}..., "
+                      f"head signed by {inc['keyid'][:16]}... at {inc['time']}"}
+
+
+def log_report(log: dict, res, as_json: bool) -> int:
+    ok = log["accepted"] and (res is None or res.accepted)
+    if as_json:
+        print(json.dumps({"result": "ACCEPT" if ok else "REJECT", "log": log,
+                          "certificate": None if res is None else res.as_dict()}, sort_keys=True))
+    else:
+        if res is not None:
+            report(res, False)
+        print(f"{'ACCEPT' if log['accepted'] else 'REJECT'} (log {log['reason']}): {log['detail']}")
+        if res is None:
+            print("  the certificate itself was not replayed (give CERT.json too)")
+    return 0 if ok else 1
+
+
+def release_main(args) -> int:
+    """--release: every layer of a sealed release, the certificate's replay under the caps."""
+    from .release import verify_release
+
+    def replay(data, keys):
+        work = lambda: verify_bytes(data, keys, max_memory=args.max_memory, max_seconds=args.max_seconds)
+        return run_capped(work, *caps(args.max_memory, args.max_seconds)) if hasattr(os, "fork") else work()
+
+    res = verify_release(args.release, args.key, replay)
+    if args.json:
+        print(json.dumps(res.as_dict(), sort_keys=True))
+    else:
+        print(f"{'ACCEPT' if res.accepted else 'REJECT'} (release): {args.release}")
+        for f in res.failures:
+            print(f"  {f['reason']}: {f['detail']}")
+        for m in res.model_files:
+            same = "= manifest" if m["matches"] else "CHANGED"
+            print(f"  model file {m['name']}: sha256 {m['sha256'][:16]}... {same}")
+        if res.run and res.claim:
+            r = res.run
+            print(f"  manifest run: {r.get('scheme')} M={r.get('steps')} E={r.get('epochs')} sigma={r.get('sigma')} "
+                  f"steps done {r.get('steps_done')} ({r.get('empty_steps')} empty), "
+                  f"N0={r.get('n0')}, B0={r.get('b0')}")
+        if res.certificate:
+            c = res.certificate
+            print(f"  certificate: {'ACCEPT' if c['accepted'] else 'REJECT'} ({c['reason']}): {c['detail']}")
+        if res.card:
+            print(f"  model card: {res.card}")
+    return 0 if res.accepted else 1
 
 
 class _Parser(argparse.ArgumentParser):
@@ -110,8 +178,13 @@ class _Parser(argparse.ArgumentParser):
 def main(argv=None) -> int:
     ap = _Parser(prog="sigmacert-verify", description="Verify a sigmacert "
                  "certificate by replaying Lemma C.5 independently.")
-    ap.add_argument("certificate", help="DSSE envelope (JSON)")
-    ap.add_argument("--key", action="append", required=True, help="trusted Ed25519 public key (PEM)")
+    ap.add_argument("certificate", nargs="?", help="DSSE envelope (JSON)")
+    ap.add_argument("--key", action="append", required=True,
+                    help="trusted Ed25519 public key (PEM); with --release also the release's ECDSA key")
+    ap.add_argument("--release", metavar="MODEL_DIR", help="verify a sealed release directory (docs/release.md)")
+    ap.add_argument("--log-proof", metavar="PROOF.json",
+                    help="check offline that the certificate is in the log (RFC 9162 inclusion proof under a signed "
+                         "tree head); without a certificate, the proof's own certificate")
     ap.add_argument("--subject", help="regular file whose SHA-256 must be a subject of the Statement")
     ap.add_argument("--json", action="store_true", help="machine-readable output")
     ap.add_argument("--max-memory", type=size, default=DEFAULT_MAX_MEMORY, metavar="SIZE",
@@ -119,10 +192,20 @@ def main(argv=None) -> int:
     ap.add_argument("--max-seconds", type=seconds, default=DEFAULT_MAX_SECONDS, metavar="S",
                     help=f"predicted replay seconds allowed (default {DEFAULT_MAX_SECONDS:g})")
     args = ap.parse_args(argv)  # exits 2 on usage errors
+    if args.certificate is not None and args.release is not None or \
+            args.certificate is None and args.release is None and args.log_proof is None:
+        ap.error("give a certificate, --release MODEL_DIR or --log-proof PROOF.json")
     try:
+        if args.release is not None:
+            return release_main(args)
+        log = None if args.log_proof is None else log_check(args)
+        if args.certificate is None:
+            return log_report(log, None, args.json)
         data, keys, digest = load_inputs(args.certificate, args.key, args.subject)
         work = lambda: verify_bytes(data, keys, digest, max_memory=args.max_memory, max_seconds=args.max_seconds)
         res = run_capped(work, *caps(args.max_memory, args.max_seconds)) if hasattr(os, "fork") else work()
+        if log is not None:
+            return log_report(log, res, args.json)
         report(res, args.json)
     except (OSError, ValueError, TypeError) as e:
         if isinstance(e, BrokenPipeError):  # the reader went away (e.g. `| head`): say nothing more

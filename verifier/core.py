@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from flint import arb, fmpq
 
-from . import kinds, methods
+from . import audit, kinds, methods
 from .cost import DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS, check_budget, predict
 from .format.envelope import MAX_BYTES, load_public_key, open_envelope
 from .format.stages import where
@@ -43,7 +43,8 @@ class Result:
     accepted: bool
     reason: str  # "accepted" or a stable rejection code (docs/verifier.md)
     detail: str
-    replayed_bound: str | None = None  # our upper bound on TV, rounded up to 13 digits
+    replayed_bound: str | None = None  # our upper bound on TV (every kind), rounded up to 13 digits
+    replayed_value: str | None = None  # our upper bound on the claim's functional: TV, or the dp/tpr kind's
     recorded_bound: str | None = None
     claim: dict | None = None
     keyid: str | None = None
@@ -51,6 +52,7 @@ class Result:
     seconds: float = 0.0
     replay_seconds: dict | None = None
     replayed_lower: str | None = None  # format v2: our lower bound on TV at sigma_low, rounded down
+    replayed_value_lower: str | None = None  # our lower bound on the claim's functional at sigma_low
     derived: dict | None = None  # format v2: our delta bounds at the recorded epsilons, TPR bounds
     cost: dict | None = None  # the cost model's prediction: seconds, peak memory (bytes), per step
     unchecked_subjects: list = field(default_factory=list)  # file subjects named but not checked (no digest)
@@ -114,6 +116,11 @@ def _verify(data: bytes, keys: list | None, subject_digest, max_memory, max_seco
         else:
             payload, res.keyid = open_envelope(data, keys)
         raw, p = parse_statement(payload, subject_digest)
+        if "audit" in p:  # format v6: an audit of a claim at its sigma (audit.py)
+            audit.verify(p, raw, res, round_up, max_memory, max_seconds)
+            res.accepted, res.reason = True, "accepted"
+            res.seconds = time.perf_counter() - t0
+            return res.truncate()
         res.claim, res.recorded_bound = raw["claim"], raw["bound"]
         cost = predict(p)
         res.cost = cost.as_dict()
@@ -123,6 +130,7 @@ def _verify(data: bytes, keys: list | None, subject_digest, max_memory, max_seco
         method = methods.upper(m, c)
         rp = method.replay(c, m)  # Lemma C.5 (or the closed form) from claim and method alone
         res.replayed_bound, res.replay_seconds = round_up(rp.bound, 13), rp.seconds
+        res.replayed_value = res.replayed_bound  # the TV kind; a dp/tpr kind's value replaces it (kinds.py)
         if rp.bound > p["bound"]:
             raise Reject("replay-bound-exceeds", f"replayed upper bound on TV {res.replayed_bound} > recorded "
                          f"bound {raw['bound']}: the mathematics does not certify this claim")
@@ -167,6 +175,7 @@ def _verify_lower(p, raw, res):
     lr = methods.better_map(method.replay(c, lo["sigma_low"], lo["method"]), lambda r: r.bound >= lo["tv_lower"]
                             and not method.check(c, lo["method"], lo["enclosures"], r)[1])
     res.replayed_lower, res.replay_seconds["lower"] = round_up(lr.bound, 13, up=False), lr.seconds
+    res.replayed_value_lower = res.replayed_lower
     if lr.bound <= c["target"]:
         raise Reject("lower-replay-not-above-target", f"replayed lower bound {res.replayed_lower} on TV at "
                      f"sigma_low {raw['lower']['sigma_low']} does not exceed the target {raw['claim']['target']}")

@@ -11,6 +11,8 @@ exact rationals with a rational upper end of e^eps. Written apart from the certi
 """
 from __future__ import annotations
 
+from statistics import NormalDist
+
 from flint import arb, fmpq
 
 from .format.stages import where
@@ -70,7 +72,6 @@ def _phi(x: arb) -> arb:
 
 def z_below(alpha: fmpq) -> fmpq:
     """A rational z with Phi(z) <= alpha proven in balls, so z <= Phi^-1(alpha) (floats only locate it)."""
-    from statistics import NormalDist
     z = NormalDist().inv_cdf(float(alpha))
     step = max(abs(z), 1.0) * 1e-15
     with working_prec(200):
@@ -115,6 +116,7 @@ def verify_upper(p: dict, deltas_at, round_up, res) -> None:
     c, kind = p["claim"], p["claim"]["kind"]
     v = upper_value(p, deltas_at)
     res.derived = {**(res.derived or {}), "upper": round_up(v, 13)}
+    res.replayed_value = res.derived["upper"]
     if v > c["target"]:
         raise Reject("kind-replay-exceeds-target", f"replayed upper bound {round_up(v, 13)} on the {kind['name']} "
                      f"functional exceeds the target {round_up(c['target'], 13, up=False)}: the replay does "
@@ -134,6 +136,7 @@ def verify_lower(p: dict, lr, round_up, res) -> None:
     else:
         v = lower_value(p, lr.pmfs)
     res.derived = {**(res.derived or {}), "lower": round_up(v, 13, up=False)}
+    res.replayed_value_lower = res.derived["lower"]
     if v <= c["target"]:
         raise Reject("kind-lower-not-above-target", f"replayed lower bound {round_up(v, 13, up=False)} on the "
                      f"{c['kind']['name']} functional at sigma_low does not exceed the target")
@@ -146,9 +149,9 @@ def verify(p: dict, raw: dict, res, deltas_at, round_up) -> None:
     """Both sides of a v4 claim's kind (after the upper method's replay and enclosure check)."""
     from . import methods
     c, kind = p["claim"], raw["claim"]["kind"]
-    what = {k: v for k, v in kind.items() if k != "name"}
+    what = ", ".join(f"{k}={v}" for k, v in kind.items() if k != "name")
     verify_upper(p, deltas_at, round_up, res)
-    res.detail = (f"{kind['name']} {what}: {KIND_FUNCTIONAL[kind['name']]} <= {raw['upper']['bound']} <= target "
+    res.detail = (f"{kind['name']} ({what}): {KIND_FUNCTIONAL[kind['name']]} <= {raw['upper']['bound']} <= target "
                   f"{raw['claim']['target']} {where(raw['claim'])} (replayed {res.derived['upper']})")
     if "lower" not in p:
         return

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from flint import fmpq
 
+from .format.gaussian_shift import NAME as GAUSSIAN_SHIFT
 from .format.strict import working_prec
 from .replay import gaussian_shift as gs
 from .replay import stages as st
@@ -90,13 +91,13 @@ _rows_from_b = lambda rp, m: (lambda eps: deltas(rp.b, rp.F, m["eta"], eps))  # 
 UPPER = {
     ("lemma-c5-rounding", 1): Replay(replay, _check_upper_v1, _rows_from_b),
     ("lemma-c5-rounding", 2): Replay(replay_v2, _check_upper_v2, _rows_from_b),
-    (gs.NAME, 1): Replay(lambda c, m: gs.replay(c, c["sigma"], m), _check_exact("enclosures"),
+    (GAUSSIAN_SHIFT, 1): Replay(lambda c, m: gs.replay(c, c["sigma"], m), _check_exact("enclosures"),
                          lambda rp, m: rp.deltas),
 }
 LOWER = {
     ("data-processing-lower", 1): Replay(_replay_lower_v1, _check_lower_v1),
     ("data-processing-lower", 2): Replay(replay_lower_v2, _check_lower_v2),
-    (gs.NAME, 1): Replay(lambda c, s, m: gs.replay(c, s, m, upper=False), _check_exact("lower.enclosures")),
+    (GAUSSIAN_SHIFT, 1): Replay(lambda c, s, m: gs.replay(c, s, m, upper=False), _check_exact("lower.enclosures")),
 }
 
 

@@ -17,13 +17,18 @@ bound) and below by Phi(mu + z_lo) for a rational z_lo with Phi(z_lo) <= alpha p
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+import numpy as np
 from flint import arb, fmpq
+from scipy.special import ndtr, ndtri
 
-from certifier.bounds.fixedpoint import arb_exact, arb_str, round_up_sig, working_prec
+from certifier.bounds.fixedpoint import arb_exact, arb_str, round_down_sig, round_up_sig, working_prec
+from certifier.bounds.privacy import ALPHAS, DELTAS, EPSILON_GRID
 from certifier.bounds.result import LowerResult, UpperResult
 from certifier.errors import ParameterError
+from certifier.params import decimal_str, parse_decimal
 
 METHOD_NAME = "gaussian-shift"
 METHOD_VERSION = 1
@@ -82,7 +87,6 @@ def upper(steps: int, epochs: int, t2: fmpq, method: GaussianShift) -> UpperResu
 
 def lower(steps: int, epochs: int, t2: fmpq, method: GaussianShift) -> LowerResult:
     """The TV at t2 from below: its ball's exact lower end, rounded down to 10 digits; M must be 1."""
-    from certifier.bounds.fixedpoint import round_down_sig
     if steps != 1:
         raise ParameterError("method gaussian-shift needs one step per epoch (M = 1)")
     tv = tv_ball(epochs, t2, method.prec)
@@ -111,11 +115,8 @@ def dp_lower(mu2: fmpq, eps: fmpq, prec: int = PREC) -> fmpq:
 def tpr_upper(mu2: fmpq, alpha: fmpq, prec: int = PREC) -> dict:
     """{tpr, epsilon}: the upper end of e^eps alpha + delta(eps) at eps* = -mu z - mu^2/2 rounded to 12
     significant digits (the tangent of the trade-off curve at alpha, (7))."""
-    import math
 
-    from scipy.special import ndtri
 
-    from certifier.params import decimal_str, parse_decimal
     mu = math.sqrt(float(mu2))
     eps = parse_decimal("epsilon", f"{-mu * float(ndtri(float(alpha))) - mu * mu / 2:.12g}")
     with working_prec(prec):
@@ -125,9 +126,7 @@ def tpr_upper(mu2: fmpq, alpha: fmpq, prec: int = PREC) -> dict:
 
 def z_below(alpha: fmpq, prec: int = PREC) -> fmpq:
     """A rational z <= Phi^-1(alpha): Phi(z) <= alpha proven in balls (floats only locate it)."""
-    from scipy.special import ndtri
 
-    from certifier.params import parse_decimal
     z = float(ndtri(float(alpha)))
     step = max(abs(z), 1.0) * 1e-15
     with working_prec(prec):
@@ -152,13 +151,8 @@ def rows(epochs: int, t2: fmpq, prec: int = PREC) -> tuple[dict, dict]:
     (floats only locate it); TPR at alpha: the upper end of e^eps alpha + delta(eps) at the grid point
     minimising it.
     """
-    import math
 
-    import numpy as np
-    from scipy.special import ndtr
 
-    from certifier.bounds.privacy import ALPHAS, DELTAS, EPSILON_GRID
-    from certifier.params import decimal_str, parse_decimal
     grid = parse_decimal("grid", EPSILON_GRID)
     g = float(grid)
     mu = math.sqrt(epochs * float(t2))

@@ -68,6 +68,9 @@ def predicate_type(predicate: dict) -> str:
     """v3 iff the claim names its scheme (docs/method-v2.md); else v2 iff the predicate carries the
     two-sided additions (docs/two-sided.md); else v1. v5 iff the claim is a run in stages, else v4 iff
     the claim names a target kind."""
+    if "audit" in predicate:                      # an audit of a claim (format v6)
+        from certifier.certificate.audit import PREDICATE_TYPE_V6
+        return PREDICATE_TYPE_V6
     if "stages" in predicate["claim"]:
         from certifier.certificate.stages import PREDICATE_TYPE_V5
         return PREDICATE_TYPE_V5

@@ -12,8 +12,10 @@ import datetime as _dt
 import flint
 
 from certifier import __version__
-from certifier.certificate.claim import SCHEME_RULES, Claim
+from certifier.claim import SCHEME_RULES, Claim
 from certifier.errors import NumericsUnreliableError
+from certifier.methods import LOWER, UPPER, of_json
+from certifier.numerics.schemes import closed_form_sigma_up
 from certifier.params import decimal_str
 from certifier.resolution import FLOOR, sigma_resolution
 
@@ -38,7 +40,6 @@ def format_version(claim: Claim, method_json: dict, low: dict | None, rows, miss
     """The least format version that expresses this certificate: the largest of what its scheme, its
     methods (certifier.methods) and its optional parts each need (v2 knows neither a sigma resolution
     other than 1e-6 nor rows left out with a reason)."""
-    from certifier.methods import LOWER, UPPER, of_json
     needs = [SCHEME_RULES[claim.scheme].least_format, of_json(method_json, UPPER).least_format,
              PARTS_FORMAT[(low is not None, rows is not None)]]
     needs += [of_json(low["method"], LOWER).least_format] if low is not None else []
@@ -59,7 +60,6 @@ def build(claim: Claim, method_json: dict, res, low: dict | None, rows, tv, tv_e
     (a target kind other than tv) adds `upper` (kind_upper: `bound`, the kind's certified upper value; tpr
     also the `epsilon` it used), the lower side's `bound_lower`, and the kind's numerics (`value`, `error`;
     the TV ones are n/a)."""
-    from certifier.numerics.schemes import closed_form_sigma_up
     version = format_version(claim, method_json, low, rows, missing)
     try:  # Corollary 3.4 rounded up to 1e-6, the decimal every face prints
         cfs = "n/a" if claim.kind else str(closed_form_sigma_up(claim.steps, claim.epochs, claim.target, claim.scheme))

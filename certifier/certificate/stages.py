@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from flint import fmpq
 
-from certifier.certificate.claim import KIND_TEXT, RANDOM_ALLOCATION, Claim
+from certifier.certificate import predicate as pred_
+from certifier.claim import KIND_TEXT, RANDOM_ALLOCATION, Claim
 from certifier.errors import ParameterError
 from certifier.params import decimal_str
 
@@ -81,7 +82,6 @@ def build_stages(claim: Claim, method_json: dict, res, low: dict | None, rows, t
                  missing: dict | None = None, kind_upper: dict | None = None) -> dict:
     """The v5 predicate: the v3 layout (v4 for a dp / tpr kind: certifier.certificate.predicate.build) with
     the stages' claim."""
-    from certifier.certificate import predicate as pred_
     own = per_stage(claim)
     base = Claim(RANDOM_ALLOCATION, 2, 1, fmpq(1) if own else claim.sigma, claim.target, None, claim.kind)
     pred = pred_.build(base, method_json, res, low, rows, tv, tv_err, missing=missing, kind_upper=kind_upper)

@@ -72,7 +72,7 @@ class RayGrid:
         return self.m * self.dr / self.t
 
 
-def _contour(t: float, theta: float, disc: Discretization) -> tuple[float, float]:
+def contour(t: float, theta: float, disc: Discretization) -> tuple[float, float]:
     """Contour height c = -theta/t (capped) and the half-width of its strip of analyticity in x.
 
     On x + ic, arg(wY) = theta + tc =: alpha in (-pi/2, 0] (0 unless the cap binds); Re(wY) >= 0
@@ -86,7 +86,7 @@ def _contour(t: float, theta: float, disc: Discretization) -> tuple[float, float
 
 def ray_grid(t: float, theta: float, dr: float, r_lo: float, r_hi: float, disc: Discretization) -> RayGrid:
     """The nodes for a step dr <= t * half-width / nodes: the x-step m dr / t, m >= 1, stays inside the strip."""
-    c, half_width = _contour(t, theta, disc)
+    c, half_width = contour(t, theta, disc)
     m = int(t * half_width / disc.nodes / dr)
     if m < 1:
         raise ValueError("dr too large for the contour's strip")
@@ -95,7 +95,7 @@ def ray_grid(t: float, theta: float, dr: float, r_lo: float, r_hi: float, disc: 
     return RayGrid(t, theta, c, dr, m, k, n_x, disc.x_half)
 
 
-def _strided_dot(a: np.ndarray, rows: int, step: int, cols: int, wt: np.ndarray) -> np.ndarray:
+def strided_dot(a: np.ndarray, rows: int, step: int, cols: int, wt: np.ndarray) -> np.ndarray:
     """sum_j a[i + step j] wt[j] for i < rows, in row blocks of bounded memory."""
     out = np.empty(rows, dtype=complex)
     for lo in range(0, rows, 1024):
@@ -125,12 +125,12 @@ def laplace_gap(steps: int, g: RayGrid) -> tuple[np.ndarray, np.ndarray]:
     d_near, d_far = exp_minus_one_plus(z[:near + span]), np.exp(-z[near:])
     outs = []
     for weights in (wt, wt2):
-        p = _strided_dot(d_near, near, g.m, g.n_x, weights)  # E[e^{-oY} - 1 + oY]
+        p = strided_dot(d_near, near, g.m, g.n_x, weights)  # E[e^{-oY} - 1 + oY]
         s = steps * (p + log1p_minus(p - w[:near] / steps))  # M log psi_Y(o) + w
         # psi_L = e^{s - w} directly where it dominates (e^s alone may overflow while e^{-w} underflows)
         out_near = np.where(s.real > 1.0, e_near - np.exp(s - w[:near]),
                             -e_near * np.expm1(np.minimum(s.real, 1.0) + 1j * s.imag))
-        psi = _strided_dot(d_far, g.k.size - near, g.m, g.n_x, weights)
+        psi = strided_dot(d_far, g.k.size - near, g.m, g.n_x, weights)
         with np.errstate(divide="ignore"):
             lp = np.log(psi)
         out_far = e_far - np.exp(steps * lp.real) * np.exp(1j * (steps * lp.imag))
@@ -201,7 +201,7 @@ def moment_line(steps: int, sigma: float, u_max: float, du: float, disc: Discret
     r_lo, r_hi = r_range(steps, t, theta, float(amp.max()), disc)
     # r_k = k dr with dr du = 2 pi / P: e^{-i u_j r_k} = e^{-2 pi i jk/P}, one FFT of length P;
     # dr resolves the ray's strip (delta) and keeps the x-step t-times smaller inside the contour's
-    dr_max = min(delta, t * _contour(t, theta, disc)[1]) / disc.nodes
+    dr_max = min(delta, t * contour(t, theta, disc)[1]) / disc.nodes
     # a 5-smooth FFT length (scipy.fft.next_fast_len): a finer dr than needed, never a coarser one
     period = next_fast_len(max(int(math.ceil(2.0 * math.pi / (du * dr_max))), n_u))
     grid = ray_grid(t, theta, 2.0 * math.pi / (du * period), r_lo, r_hi, disc)

@@ -25,6 +25,7 @@ from certifier.numerics import two_steps
 from certifier.numerics.laplace_moments import FIRST, SECOND, Discretization
 from certifier.numerics.log_convolution import lattice_step, logconv_affordable, mean_density, moments
 from certifier.numerics.profile import DensityLine, MomentLineE, Route
+from certifier.numerics.saddle import Factor
 from certifier.numerics.tv_laplace import DU, TAIL_LEVEL, decayed_line, u_guess
 from certifier.numerics.tv_vfft import GRID_POINTS, V_DX, density_for, log_lambda_density
 from certifier.numerics.tv_vfft import MIN_SIGMA as VFFT_MIN_SIGMA
@@ -46,7 +47,8 @@ def laplace_route(steps: int, epochs: int, sigma: float, u_hint: float | None = 
     main = MomentLineE(DU, f ** epochs, slope * (line.truncation[:n] + line.roundoff[:n] + F_FLOOR),
                        tail=float(np.abs(f[-1]) ** epochs))
     variants = tuple(MomentLineE(DU, g[:n] ** epochs) for g in (line.f_coarse_r, line.f_coarse_x))
-    return Route("laplace" if disc is FIRST else "laplace'", main, variants, float(line.u[n - 1]))
+    return Route("laplace" if disc is FIRST else "laplace'", main, variants, float(line.u[n - 1]),
+                 factors=(Factor(steps, epochs, sigma),), second_tails=disc is not FIRST)
 
 
 def _logconv_line(steps: int, epochs: int, sigma: float, step: float) -> MomentLineE:
@@ -63,7 +65,8 @@ def _logconv_line(steps: int, epochs: int, sigma: float, step: float) -> MomentL
 def logconv_route(steps: int, epochs: int, sigma: float) -> Route:
     h = lattice_step(steps, sigma)
     fine = _logconv_line(steps, epochs, sigma, h)
-    return Route("logconv", fine, (_logconv_line(steps, epochs, sigma, 2.0 * h),))
+    return Route("logconv", fine, (_logconv_line(steps, epochs, sigma, 2.0 * h),),
+                 factors=(Factor(steps, epochs, sigma),), second_tails=True)
 
 
 def vfft_route(steps: int, epochs: int, sigma: float, second_grid: bool = False) -> Route:
@@ -72,9 +75,10 @@ def vfft_route(steps: int, epochs: int, sigma: float, second_grid: bool = False)
         d = log_lambda_density(density_for(steps, epochs, sigma, V_DX / k), epochs, k * GRID_POINTS)
         negative = float(-d.f[d.f < 0].sum() * d.h)
         return DensityLine(d, abs(1.0 - d.mass1) * epochs + 10.0 * negative + 1e-12)
+    tails = (Factor(steps, epochs, sigma),)
     if second_grid:
-        return Route("vfft'", line(2), (line(1),))
-    return Route("vfft", line(1), (line(2),))
+        return Route("vfft'", line(2), (line(1),), factors=tails, second_tails=True)
+    return Route("vfft", line(1), (line(2),), factors=tails)
 
 
 def light(steps: int, epochs: int, sigma: float) -> bool:
@@ -101,8 +105,8 @@ def two_steps_route(epochs: int, sigma: float, second_grid: bool = False) -> Rou
         return DensityLine(d, abs(1.0 - d.mass1 ** epochs) + 10.0 * negative + 1e-15)
     fine, coarse = line(two_steps.LATTICE_POINTS), line(two_steps.LATTICE_POINTS // 2)
     if second_grid:
-        return Route("m2-lattice'", coarse, (fine,))
-    return Route("m2-lattice", fine, (coarse,))
+        return Route("m2-lattice'", coarse, (fine,), factors=(Factor(2, epochs, sigma),), second_tails=True)
+    return Route("m2-lattice", fine, (coarse,), factors=(Factor(2, epochs, sigma),))
 
 
 def primary(steps: int, epochs: int, sigma: float, u_hint: float | None = None) -> Route:

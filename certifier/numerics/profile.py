@@ -28,6 +28,7 @@ import numpy as np
 from scipy.optimize import brentq, minimize_scalar
 
 from certifier.errors import NumericsUnreliableError
+from certifier.numerics.saddle import tail_delta, tail_delta_second
 from certifier.numerics.tv_laplace import ALIASING, STRIP
 
 S_LOW = -60.0   # ln K searched for the Neyman-Pearson threshold: K in [e^-60, 1/alpha]
@@ -138,36 +139,92 @@ class Value:
         object.__setattr__(self, "error", float(self.error))
 
 
+TAIL_SWITCH = 1e-7   # a delta whose line error exceeds this share of it is taken from the tilted line
+
+
 @dataclass
 class Route:
     """A primary line and its coarse variants: value from `main`, error = main's floor + the largest
-    change to a variant (a-posteriori: the coarse rule's error over-estimates the fine one's)."""
+    change to a variant (a-posteriori: the coarse rule's error over-estimates the fine one's).
+
+    With `factors` (the pair's blocks, certifier.numerics.saddle.Factor), a hockey-stick divergence
+    whose error on this line exceeds TAIL_SWITCH of its value is computed on the tilted line instead
+    (certifier.numerics.saddle: relative accuracy in the tails); `second_tails` picks that route's check."""
     name: str
     main: object
     variants: tuple = ()
     u_max: float | None = None  # the laplace route's u-range, a hint for a nearby sigma
+    factors: tuple | None = None
+    second_tails: bool = False
     _cache: dict = field(default_factory=dict)
+
+    def _tail(self, side: str, eps: float, line: Value) -> Value:
+        if self.factors is None or line.error <= TAIL_SWITCH * abs(line.value):
+            return line
+        key = ("tail", side, eps)
+        if key not in self._cache:
+            try:
+                if self.second_tails:
+                    t = tail_delta_second(self.factors, eps, side)
+                else:
+                    # the Q||P line follows the 1/2-line's reach in u (a light bulk decays late); the P||Q
+                    # line cannot afford a long u-range (its ray turns less), it grows from its own width
+                    t = tail_delta(self.factors, eps, side, u_hint=self.u_max if side == "qp" else None)
+                v = Value(t.value, t.error)
+            except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
+                v = line
+            self._cache[key] = v if v.error < line.error else line
+        return self._cache[key]
 
     def _combine(self, key, fn, s_err) -> Value:
         if key not in self._cache:
             v = fn(self.main)
+            if key[0] in ("qp", "pq") and hasattr(self.main, "delta_error"):   # a closed form's own error
+                self._cache[key] = Value(v, self.main.delta_error(key[1], v))
+                return self._cache[key]
             err = self.main.floor_error(s_err(v)) + max((abs(fn(x) - v) for x in self.variants), default=0.0)
             self._cache[key] = Value(v, err)
         return self._cache[key]
 
     def delta_qp(self, eps: float) -> Value:
-        return self._combine(("qp", eps), lambda x: x.dqp(eps), lambda v: eps)
+        return self._tail("qp", eps, self._combine(("qp", eps), lambda x: x.dqp(eps), lambda v: eps))
 
     def delta_pq(self, eps: float) -> Value:
         # 1 - e^eps G(e^-eps): the error of G at -eps times e^eps
         v = self._combine(("pq", eps), lambda x: x.dpq(eps), lambda v: -eps)
-        extra = (math.exp(eps) - 1.0) * self.main.floor_error(-eps)
+        extra = 0.0 if hasattr(self.main, "delta_error") else (math.exp(eps) - 1.0) * self.main.floor_error(-eps)
+        return self._tail("pq", eps, Value(v.value, v.error + extra))
+
+    def delta_pq_line(self, eps: float) -> Value:
+        """delta_{P||Q}(eps) on this line only (no tilted line)."""
+        v = self._combine(("pq", eps), lambda x: x.dpq(eps), lambda v: -eps)
+        extra = 0.0 if hasattr(self.main, "delta_error") else (math.exp(eps) - 1.0) * self.main.floor_error(-eps)
         return Value(v.value, v.error + extra)
 
+    def delta_for(self, eps: float, target: float) -> Value:
+        """delta(eps) as far as a search against `target` needs it: the 1/2-line's value where it decides
+        the side of the target beyond 3 times its error (and that error is within 1 % of the target),
+        else delta(eps) (the tilted line where the 1/2-line is not accurate)."""
+        a = self._combine(("qp", eps), lambda x: x.dqp(eps), lambda v: eps)
+        b = self.delta_pq_line(eps)
+        hi = max(a.value, b.value)
+        err = max(a.error, b.error)
+        if err <= 0.01 * target and abs(hi - target) > 3.0 * err:
+            return Value(min(1.0, max(0.0, hi)), err)
+        return self.delta(eps)
+
     def delta(self, eps: float) -> Value:
-        """max of the two directions (both-ways (eps, delta)-DP)."""
-        a, b = self.delta_qp(eps), self.delta_pq(eps)
-        return Value(min(1.0, max(0.0, a.value, b.value)), max(a.error, b.error))  # round-off may dip below 0
+        """max of the two directions (both-ways (eps, delta)-DP), its error the half-width of the interval
+        the true max lies in; the smaller direction is not taken to the tilted line where its 1/2-line
+        upper end is below the other's lower end."""
+        a = self.delta_qp(eps)
+        b = self.delta_pq_line(eps)
+        if b.value + b.error > a.value - a.error:
+            b = self.delta_pq(eps)
+        value = max(a.value, b.value)
+        # the true max lies in [max(a - e_a, b - e_b), max(a + e_a, b + e_b)]
+        err = max(max(a.value + a.error, b.value + b.error) - value, value - max(a.value - a.error, b.value - b.error))
+        return Value(min(1.0, max(0.0, value)), err)  # round-off may dip below 0
 
     def tpr(self, alpha: float) -> Value:
         """1 - T(alpha): the largest TPR of a test with FPR alpha."""
@@ -184,7 +241,8 @@ class Route:
 
     def epsilon(self, delta: float) -> Value:
         """Least eps >= 0 with both hockey-stick divergences <= delta (each decreases in eps)."""
-        f = lambda e: self.delta(e).value - delta  # noqa: E731
+        # the 1/2-line's value where it decides the side of delta (delta_for): the tilted line near the root only
+        f = lambda e: self.delta_for(e, delta).value - delta  # noqa: E731
         if f(0.0) <= 0:
             return Value(0.0, 0.0)
         hi = 1.0

@@ -25,7 +25,7 @@ from fractions import Fraction
 
 from flint import fmpq
 
-from certifier.certificate.claim import FIXED_BINS, RANDOM_ALLOCATION, SCHEMES
+from certifier.claim import FIXED_BINS, RANDOM_ALLOCATION, SCHEMES
 from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.numerics import closed_form as cf
 from certifier.numerics import exact as _exact

@@ -31,6 +31,7 @@ from certifier.numerics.laplace_moments import FIRST, SECOND, Discretization
 from certifier.numerics.log_convolution import lattice_step, mean_density, moments
 from certifier.numerics.pair_routes import F_FLOOR
 from certifier.numerics.profile import MomentLineE, Route, Value
+from certifier.numerics.saddle import Factor
 from certifier.numerics.targets import (
     EPS_REL_ERROR,
     MAX_ERROR,
@@ -96,7 +97,8 @@ def laplace_route_stages(runs, u_hint: float | None = None, disc: Discretization
     fe = _st.line_product(lines, groups, "f", n)
     main = MomentLineE(DU, fe, floor, tail=float(abs(fe[-1])))
     variants = tuple(MomentLineE(DU, _st.line_product(lines, groups, a, n)) for a in ("f_coarse_r", "f_coarse_x"))
-    return Route("laplace" if disc is FIRST else "laplace'", main, variants, float(DU * (n - 1)))
+    return Route("laplace" if disc is FIRST else "laplace'", main, variants, float(DU * (n - 1)),
+                 factors=tuple(Factor(m, e, s) for m, e, s in runs), second_tails=disc is not FIRST)
 
 
 def _logconv_line(runs, step: float) -> MomentLineE:
@@ -123,7 +125,8 @@ def _logconv_line(runs, step: float) -> MomentLineE:
 
 def logconv_route_stages(runs) -> Route:
     h = min(lattice_step(m, s) for m, _, s in runs if m > 1)
-    return Route("logconv", _logconv_line(runs, h), (_logconv_line(runs, 2.0 * h),))
+    return Route("logconv", _logconv_line(runs, h), (_logconv_line(runs, 2.0 * h),),
+                 factors=tuple(Factor(m, e, s) for m, e, s in runs), second_tails=True)
 
 
 def stages_route_at(runs, check: bool = True, u_hint: float | None = None) -> tuple[Route, Route | None]:
@@ -223,7 +226,7 @@ def exact_sigma_dp_stages(stages, epsilon, delta, resolution="1e-6") -> str:
     the product: the feasible sigma form a half-line and certifier.numerics.targets' grid search applies."""
     stages, resolution = _shared(stages, resolution)
     eps, dlt = check_eps(epsilon), check_unit("delta", delta)
-    f = StagesCurve(stages, lambda r: r.delta(eps), dlt, f"delta({eps:g}) <= {dlt:g}",
+    f = StagesCurve(stages, lambda r: r.delta_for(eps, dlt), dlt, f"delta({eps:g}) <= {dlt:g}",
                     mu_of=lambda v: mu_for_delta(eps, v))
     return grid_search(f, _seed(stages, gdp_mu_for_delta(eps, dlt)), resolution)
 

@@ -61,7 +61,7 @@ async def submit(request: Request, who: Caller = Depends(caller), state: Service
     cfg = state.config
     row = await asyncio.to_thread(state.store.find, req)
     if row is None or row["status"] == "cancelled" or (row["status"] == "failed" and row["error_kind"] in RETRYABLE):
-        await asyncio.to_thread(admit, req, cfg.max_predicted_seconds)  # 422 with the prediction
+        await asyncio.to_thread(admit, req, cfg.max_predicted_seconds, cfg.job.memory)  # 422 with the prediction
     try:
         row, created = await asyncio.to_thread(
             state.store.submit, req, who.name, who.team, admin=who.admin, max_queued=cfg.max_queued,
@@ -81,11 +81,15 @@ def get_job(jid: str, who: Caller | None = Depends(viewer), state: ServiceState 
     return job_view(row, viewer_owns=owns(who, row))
 
 
-@router.get("/v1/certificates/{jid}/envelope", summary="the certificate file (DSSE envelope)")
-def get_envelope(jid: str, state: ServiceState = Depends(get_state)):
+@router.get("/v1/certificates/{jid}/envelope", summary="the certificate file (DSSE envelope); with log_proof=true "
+            "its log inclusion proof bundle (the certificate, the proof, the signed tree head)")
+def get_envelope(jid: str, log_proof: bool = False, state: ServiceState = Depends(get_state)):
     row = job_or_404(jid, state)
     if row["status"] != "done":
         raise ApiError(409, f"certificate {jid} is {row['status']}, not done")
+    if log_proof:
+        return JSONResponse(state.log.proof(jid), headers={"Content-Disposition":
+                                                           f'attachment; filename="{jid}.log-proof.json"'})
     return Response(envelope_file(row), media_type="application/json",
                     headers={"Content-Disposition": f'attachment; filename="{jid}.json"'})
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
+from certifier.errors import NumericsUnreliable
 from service.errors import ApiError
 from service.state import ServiceState, get_state
 from service.validate import kind_of, run_of
@@ -15,7 +16,6 @@ router = APIRouter()
 def _closed_form(shape: dict, target: str) -> str:
     """Corollary 3.4 rounded up to 1e-6 (fixed bins: sqrt(E) x); a run in stages: U(c) = lambda for the
     product's chi-square (Theorem 3.3 for any pair), rounded up to 1e-6."""
-    from certifier.errors import NumericsUnreliable
     try:
         if shape.get("stages") is not None:
             import math

@@ -38,6 +38,17 @@ function runText(j) {
   return `M=${j.steps}`;
 }
 
+// the form's target: TV lambda, or a dp (epsilon, delta) or tpr (fpr, tpr) target (docs/targets.md)
+function kindFields(into) {
+  const kind = $("kind").value;
+  const names = { tv: ["target"], dp: ["epsilon", "delta"], tpr: ["fpr", "tpr"] }[kind];
+  for (const k of names) into[k] = $(k).value.trim();
+}
+
+function showKind() {
+  for (const k of ["tv", "dp", "tpr"]) $(`${k}-fields`).hidden = $("kind").value !== k;
+}
+
 // the form's run: stages replace M, E and T
 function runFields(into) {
   const st = $("stages").value.trim();
@@ -95,7 +106,8 @@ async function submitRequest(ev) {
   ev.preventDefault();
   showError("");
   sessionStorage.setItem("sigmacert-token", $("token").value);
-  const body = { target: $("target").value.trim(), scheme: $("scheme").value };
+  const body = { scheme: $("scheme").value };
+  kindFields(body);
   runFields(body);
   if ($("sigma").value.trim()) body.sigma = $("sigma").value.trim();
   const { status, data } = await api("POST", "/v1/certificates", body, true);
@@ -114,11 +126,13 @@ async function lookupSigma() {
   showError("");
   const run = {};
   runFields(run);
-  const q = new URLSearchParams({ ...run, target: $("target").value.trim(), scheme: $("scheme").value });
+  kindFields(run);
+  const q = new URLSearchParams({ ...run, scheme: $("scheme").value });
   $("sigma-result").textContent = "computing...";
   const { status, data } = await api("GET", "/v1/sigma?" + q);
   if (status !== 200 && status !== 202) { $("sigma-result").textContent = ""; showError(`${status}: ${data.detail}`); return; }
-  $("sigma-result").textContent = `closed-form sigma ${data.closed_form} (a proven bound, rounded up); exact sigma `
+  const closed = data.closed_form ? `closed-form sigma ${data.closed_form} (a proven bound, rounded up); ` : "";
+  $("sigma-result").textContent = `${closed}exact sigma `
     + (data.exact ? data.exact : `${data.exact_status} (try again shortly)`);
   if (data.exact) $("sigma").value = data.exact;
 }
@@ -138,7 +152,7 @@ async function loadArchive(ev) {
     a.href = "#" + j.id; a.textContent = j.id;
     a.addEventListener("click", (e) => { e.preventDefault(); watch(j.id); $("job").scrollIntoView(); });
     const td = document.createElement("td"); td.appendChild(a); tr.appendChild(td);
-    const tgt = (j.kind && j.kind.name !== "tv") ? targetText(j) : j.target;
+    const tgt = (j.type === "audit" ? "audit of a claim: " : "") + ((j.kind && j.kind.name !== "tv") ? targetText(j) : j.target);
     const m = j.stages ? runText(j) : j.steps;
     for (const v of [j.status, j.scheme, m, j.epochs, tgt, j.sigma, j.bound, j.created_at]) cell(tr, v);
     const last = cell(tr, "");
@@ -177,6 +191,8 @@ document.addEventListener("DOMContentLoaded", () => {
   $("token").value = sessionStorage.getItem("sigmacert-token") || "";
   $("request-form").addEventListener("submit", submitRequest);
   $("lookup").addEventListener("click", lookupSigma);
+  $("kind").addEventListener("change", showKind);
+  showKind();
   $("job-cancel").addEventListener("click", cancelJob);
   $("archive-form").addEventListener("submit", loadArchive);
   $("prev").addEventListener("click", () => { offset = Math.max(0, offset - limit); loadArchive(); });

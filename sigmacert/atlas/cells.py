@@ -7,13 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from certifier import door
+from certifier.door import Target
 from certifier.params import ParameterError, decimal_str, parse_decimal, parse_epochs, parse_steps, parse_target
+from sigmacert.kinds import parse_kind
 
 MAX_CELLS = 10_000
-
-
-PARAM = {"dp": "epsilon", "tpr": "fpr"}     # the kind's parameter beside its target (docs/targets.md)
-TARGET = {"tv": "lambda", "dp": "delta", "tpr": "tpr"}   # the index's name of the cell's target
 
 
 @dataclass(frozen=True)
@@ -27,24 +26,21 @@ class Cell:
     param: str | None = None
 
     @property
+    def goal(self) -> Target:
+        """The cell's target as a certifier.targets.Target."""
+        return door.make(self.kind, self.target, self.param)
+
+    @property
     def name(self) -> str:
-        if self.kind == "dp":
-            return f"M{self.steps}_E{self.epochs}_dp_eps{self.param}_delta{self.target}"
-        if self.kind == "tpr":
-            return f"M{self.steps}_E{self.epochs}_tpr_fpr{self.param}_tpr{self.target}"
-        return f"M{self.steps}_E{self.epochs}_L{self.target}"
+        return self.goal.cell_name(self.steps, self.epochs)
 
     def target_text(self) -> str:
         """The cell's target in words (the heatmap's panel title and the progress lines)."""
-        if self.kind == "dp":
-            return f"ε = {self.param}, δ = {self.target}"
-        if self.kind == "tpr":
-            return f"FPR = {self.param}, TPR ≤ {self.target}"
-        return f"λ = {self.target}"
+        return self.goal.cell_text()
 
     def claim_kind(self) -> dict:
         """The kind a certificate of this cell states (claim.kind; formats v1-v3 state none: tv)."""
-        return {"name": "tv"} if self.kind == "tv" else {"name": self.kind, PARAM[self.kind]: self.param}
+        return self.goal.to_json()
 
     @property
     def file(self) -> str:
@@ -52,22 +48,15 @@ class Cell:
         return f"certificates/{self.name}.json"
 
     def label(self) -> str:
-        if self.kind == "tv":
-            return f"M={self.steps} E={self.epochs} lambda={self.target}"
-        return f"M={self.steps} E={self.epochs} {self.kind} {PARAM[self.kind]}={self.param} {TARGET[self.kind]}=" \
-               f"{self.target}"
+        return f"M={self.steps} E={self.epochs} {self.goal.cell_label()}"
 
     def matches(self, claim: dict, scheme: str) -> bool:
         """Whether a certificate's claim is about this cell under `scheme` (exact comparison)."""
         try:
-            kind = claim.get("kind", {"name": "tv"})
-            if kind.get("name") != self.kind or (self.kind != "tv" and parse_decimal(
-                    "kind", kind[PARAM[self.kind]]) != parse_decimal("kind", self.param)):
-                return False
             return (claim["steps"] == self.steps and claim["epochs"] == self.epochs
-                    and parse_decimal("target", claim["target"]) == parse_decimal("target", self.target)
+                    and door.from_json(claim.get("kind"), claim["target"]).same(self.goal)
                     and claim_scheme(claim) == scheme)
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, AttributeError):
             return False
 
 
@@ -99,20 +88,19 @@ def kind_targets(targets=None, *, epsilon=None, delta=None, fpr=None, tpr=None) 
     """(kind, [(param, target), ...]): exactly one kind per atlas, each of its lists comma-separated, every
     (param, target) checked by the face's one kind parser (sigmacert.kinds.parse_kind). dp: every eps with
     every delta; tpr: every FPR with every TPR bound."""
-    from sigmacert.kinds import parse_kind
     given = {"target": targets, "epsilon": epsilon, "delta": delta, "fpr": fpr, "tpr": tpr}
     first = {k: (None if v is None else _items(k, v)[0]) for k, v in given.items()}
-    kind = parse_kind(first["target"], epsilon=first["epsilon"], delta=first["delta"], fpr=first["fpr"],
-                      tpr=first["tpr"]).kind                 # exactly one kind, or its one-line refusal
-    if kind == "tv":
-        return "tv", [(None, lam) for lam in parse_targets(targets)]
-    pname, tname = ("epsilon", "delta") if kind == "dp" else ("fpr", "tpr")
+    kind = type(parse_kind(first["target"], epsilon=first["epsilon"], delta=first["delta"], fpr=first["fpr"],
+                           tpr=first["tpr"]))          # exactly one kind, or its one-line refusal
+    if kind.PARAM is None:
+        return kind.name, [(None, lam) for lam in parse_targets(targets)]
+    pname, tname = kind.PARAM, kind.TARGET
     pairs = []
     for p in _exact_list(pname, given[pname]):
         for t in _exact_list(tname, given[tname]):
             k = parse_kind(**{pname: p, tname: t})
-            pairs.append((k.params[pname], decimal_str(parse_decimal(tname, k.params[tname]))))
-    return kind, pairs
+            pairs.append((k.param, decimal_str(parse_decimal(tname, k.target))))
+    return kind.name, pairs
 
 
 def grid_cells(steps: str, epochs: str, targets: str | None = None, **kind) -> list[Cell]:

@@ -88,7 +88,7 @@ def run_atlas(client, cells: list[Cell], *, scheme: str, key, out_dir: str, prog
             fut = client.submit(verify_certificate, job.data, pem, key=name, pure=False)
         else:
             c = job.cell
-            kind = () if c.kind == "tv" else (c.kind, c.param)   # tv cells: the call they always had
+            kind = () if c.param is None else (c.kind, c.param)   # tv cells: the call they always had
             fut = client.submit(certify_cell, c.steps, c.epochs, c.target, scheme, *kind, key=name, pure=False)
         jobs[fut] = job
 

@@ -1,27 +1,27 @@
 """DIR/index.json: one entry per cell (certified, failed with its reason, or pending) and a summary.
 
 A tv cell's entry names its target `lambda` (as it always has); a dp cell's `kind`, `epsilon` and `delta`, a
-tpr cell's `kind`, `fpr` and `tpr` (sigmacert.atlas.cells.TARGET)."""
+tpr cell's `kind`, `fpr` and `tpr` (certifier.targets: Target.index_fields)."""
 from __future__ import annotations
 
+from certifier.door import KINDS
 from certifier.params import parse_decimal
-from sigmacert.atlas.cells import PARAM, TARGET, Cell
+from sigmacert.atlas.cells import Cell
+from sigmacert.kinds import certified_sides
 
 INDEX_FORMAT = "sigmacert-atlas/1"
 STATUSES = ("certified", "failed", "pending")
 
 
 def _head(cell: Cell, scheme: str, status: str) -> dict:
-    if cell.kind == "tv":
-        return {"M": cell.steps, "E": cell.epochs, "lambda": cell.target, "scheme": scheme, "status": status}
-    return {"M": cell.steps, "E": cell.epochs, "kind": cell.kind, PARAM[cell.kind]: cell.param,
-            TARGET[cell.kind]: cell.target, "scheme": scheme, "status": status}
+    return {"M": cell.steps, "E": cell.epochs, **cell.goal.index_fields(), "scheme": scheme, "status": status}
 
 
 def cell_of(entry: dict) -> Cell:
     """The cell of an index entry (the inverse of _head)."""
-    kind = entry.get("kind", "tv")
-    return Cell(entry["M"], entry["E"], entry[TARGET[kind]], kind, entry.get(PARAM.get(kind, ""), None))
+    kind = KINDS[entry.get("kind", "tv")]
+    return Cell(entry["M"], entry["E"], entry[kind.INDEX_NAME], kind.name,
+                None if kind.PARAM is None else entry.get(kind.PARAM))
 
 
 def pending_entry(cell: Cell, scheme: str) -> dict:
@@ -40,7 +40,6 @@ def certified_entry(cell: Cell, scheme: str, predicate: dict, sha256: str, cost:
     sigma_target <= sigma. cost: the worker's wall-clock "seconds" and "cpu_seconds" for the cell (None
     when unknown).
     """
-    from sigmacert.kinds import certified_sides
     lower = predicate.get("lower")
     return {**_head(cell, scheme, "certified"), "sigma": predicate["claim"]["sigma"],
             "sigma_low": lower["sigma_low"] if lower else None, "two_sided": lower is not None,
@@ -57,15 +56,15 @@ def index_document(entries: list[dict], *, scheme: str, keyid: str, version: str
                    heatmap: str) -> dict:
     """The whole index: grid, issuer key, counts, run time (this run, wall clock) and the cells. A dp or tpr
     atlas also names its `kind` and lists its parameters beside the targets (grid.epsilon or grid.fpr)."""
-    kinds = {e.get("kind", "tv") for e in entries}
-    kind = kinds.pop() if len(kinds) == 1 else "tv"
+    names = {e.get("kind", "tv") for e in entries}
+    kind = KINDS[names.pop() if len(names) == 1 else "tv"]
     by = lambda t: parse_decimal("target", t)  # noqa: E731
     grid = {"steps": sorted({e["M"] for e in entries}), "epochs": sorted({e["E"] for e in entries}),
-            "targets": sorted({e[TARGET[kind]] for e in entries}, key=by)}
+            "targets": sorted({e[kind.INDEX_NAME] for e in entries}, key=by)}
     head = {}
-    if kind != "tv":
-        grid[PARAM[kind]] = sorted({e[PARAM[kind]] for e in entries}, key=by)
-        head = {"kind": kind}
+    if kind.PARAM is not None:
+        grid[kind.PARAM] = sorted({e[kind.PARAM] for e in entries}, key=by)
+        head = {"kind": kind.name}
     return {"format": INDEX_FORMAT, "sigmacert": version, "scheme": scheme, **head, "keyid": keyid,
             "public_key": "public.pem", "grid": grid, "summary": summary(entries),
             "seconds": round(seconds, 3), "heatmap": heatmap, "cells": entries}

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import time
 
+from certifier import __version__, door
 from certifier.errors import SigmacertError
-from sigmacert.atlas.cells import PARAM
+from verifier import load_public_key, verify_bytes
 
 
 def worker_version() -> str:
     """The certifier version a worker runs (the driver refuses a mixed cluster)."""
-    from certifier import __version__
     return __version__
 
 
@@ -24,15 +24,10 @@ def certify_cell(steps: int, epochs: int, target: str, scheme: str, kind: str = 
     """One cell, two-sided, at its exact sigma for its kind (tv: TV <= lambda; dp: target delta at eps = param;
     tpr: target beta at FPR = param; certifier.targets): {"ok": True, "predicate", "sigma", ...} or
     {"ok": False, "reason"}. Unexpected exceptions propagate (the driver records them)."""
-    from certifier.certify import certify
-    from certifier.params import parse_decimal, parse_target
     t0, c0 = time.perf_counter(), time.process_time()
     try:
-        if kind == "tv":
-            out = certify(steps, epochs, parse_target(target), None, scheme=scheme, two_sided=True)
-        else:
-            out = certify(steps, epochs, parse_decimal("target", target), None, scheme=scheme, two_sided=True,
-                          kind_name=kind, kind_params={PARAM.get(kind, "param"): param})
+        goal = door.make(kind, target, param)
+        out = door.certify(door.Run.block(steps, epochs, scheme), goal, None, two_sided=True)
     except SigmacertError as err:
         return {"ok": False, "reason": str(err), "seconds": round(time.perf_counter() - t0, 3)}
     seconds, cpu = round(time.perf_counter() - t0, 3), round(time.process_time() - c0, 3)
@@ -46,6 +41,5 @@ def certify_cell(steps: int, epochs: int, target: str, scheme: str, kind: str = 
 
 def verify_certificate(data: bytes, public_pem: bytes) -> dict:
     """The independent verifier's verdict on certificate bytes: {"accepted", "reason", "detail"}."""
-    from verifier import load_public_key, verify_bytes
     r = verify_bytes(data, [load_public_key(public_pem)])
     return {"accepted": r.accepted, "reason": r.reason, "detail": r.detail}

@@ -18,7 +18,8 @@ from certifier.errors import RefusedError, SigmacertError
 # One module per group of sub-commands; add a module here to add commands.
 COMMAND_MODULES = (
     "sigmacert.cli.core", "sigmacert.cli.certify", "sigmacert.cli.train", "sigmacert.cli.service",
-    "sigmacert.cli.report", "sigmacert.cli.atlas", "sigmacert.cli.targets", "sigmacert.cli.pld",
+    "sigmacert.cli.report", "sigmacert.cli.atlas", "sigmacert.cli.targets", "sigmacert.cli.pld", "sigmacert.audits.cli",
+    "sigmacert.cli.release", "sigmacert.cli.log",
 )
 
 

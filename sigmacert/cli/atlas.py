@@ -50,7 +50,7 @@ def run_atlas(args) -> int:
 
 
 def register(sub) -> None:
-    from certifier.certificate.claim import RANDOM_ALLOCATION, SCHEMES
+    from certifier.claim import RANDOM_ALLOCATION, SCHEMES
     p = sub.add_parser("atlas", help="certify every cell of a grid (M, E, target) on a Dask cluster (local by "
                                      "default); one target kind: --targets, --epsilon/--delta or --fpr/--tpr")
     p.add_argument("--steps", "-M", required=True, metavar="LIST", help="steps per epoch M, comma-separated: 50,100")

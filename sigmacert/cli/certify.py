@@ -5,20 +5,29 @@ import json
 import os
 import sys
 
+from certifier.certificate.envelope import load_envelope, read_unverified
+from certifier.certificate.keys import keygen, load_private
+from certifier.claim import RANDOM_ALLOCATION
+from certifier.door import Run
+from certifier.errors import EnvelopeError
 from certifier.params import ParameterError, parse_decimal, parse_sigma
+from certifier.stages_certify import refuse_with_stages
+from sigmacert import kinds
+from sigmacert.api import issue
+from sigmacert.cli.core import add_scheme_arguments, run_shape, stages_json, stages_of
 from sigmacert.files import MAX_CERTIFICATE, read_regular, refuse_existing, sha256_regular, write_atomic
+from sigmacert.kinds import certified_sides, claim_statement
 
 # ----------------------------------------------------------------------------- keygen
 
 def run_keygen(args) -> int:
-    from certifier.certificate.keys import keygen
-    kid = keygen(args.output, force=args.force)
+    kid = keygen(args.output, force=args.force, kind=args.kind)
     d = os.path.abspath(args.output)
     if args.json:
         print(json.dumps({"keyid": kid, "private": os.path.join(d, "private.pem"),
                           "public": os.path.join(d, "public.pem")}))
     else:
-        print(f"key id {kid}")
+        print(f"key id {kid}" + ("" if args.kind == "ed25519" else f" ({args.kind}: a release key)"))
         print(f"  private key: {os.path.join(d, 'private.pem')} (mode 0600; keep it secret, never commit it)")
         print(f"  public key : {os.path.join(d, 'public.pem')}")
     return 0
@@ -98,31 +107,17 @@ def _lower_line(t: dict) -> str:
             f"{t.get('bound_lower', '-')} ({t.get('seconds', 0)} s)")
 
 
-def _functional(kind) -> str:
-    """What the kind's bound is a bound on (the claim's statement says it in full)."""
-    if kind.kind == "dp":
-        return f"max(delta_Q||P, delta_P||Q)({kind.params['epsilon']})"
-    if kind.kind == "tpr":
-        return f"TPR at FPR {kind.params['fpr']}"
-    return "TV"
-
-
 def _lower_value(res) -> str | None:
     """The certified lower value of the kind's functional at sigma_low (tv: the lower TV)."""
     return getattr(res, "bound_lower", None) or res.tv_lower
 
 
 def run_certify(args) -> int:
-    from certifier.certificate.keys import load_private
-    from sigmacert import kinds
-    from sigmacert.api import issue
-    from sigmacert.cli.core import run_shape, stages_of
     stages = stages_of(args, None)
     kind = kinds.parse_kind(args.target, epsilon=args.epsilon, delta=args.delta, fpr=args.fpr, tpr=args.tpr)
     if stages is not None:
         return run_certify_stages(args, stages, kind)
     m, e, scheme, iterations = run_shape(args)
-    lam, kind_name, kind_params = kinds.certifier_target(kind)
     sigma = parse_sigma(args.sigma) if args.sigma is not None else None
     h, eta, cap = (_opt_decimal("h", args.h), _opt_decimal("eta", args.eta), _opt_decimal("cap", args.cap))
     prec = None
@@ -144,20 +139,16 @@ def run_certify(args) -> int:
     subject = ({"name": os.path.basename(args.subject), "digest": {"sha256": subject_digest}} if args.subject
                else None)
     try:
-        issued = issue(m, e, lam, sigma, key=key, subject=subject, h=h, eta=eta, cap=cap, prec=prec,
-                       progress=_Progress(args.quiet), two_sided=not args.one_sided, scheme=scheme,
-                       iterations=iterations, kind_name=kind_name, kind_params=kind_params)
+        issued = issue(Run.block(m, e, scheme, iterations), kind, sigma, key=key, subject=subject, h=h, eta=eta,
+                       cap=cap, prec=prec, progress=_Progress(args.quiet), two_sided=not args.one_sided)
     except ValueError as err:
         raise ParameterError(str(err)) from None
     res = issued.outcome
+    value, lower = kind.numbers(res.tv, res.tv_error, res.tv_lower)
     summary = {"certified": res.success, "steps": m, "epochs": e, "scheme": scheme, "iterations": iterations,
-               "kind": kind.kind, **({} if kind.kind == "tv" else {"kind_params": kind.params}),
-               "sigma": res.sigma,
-               "target": res.target, "bound": kinds.bound_reached(res, kind), "tries": res.tries,
-               "tv_exact": res.tv if kind.kind == "tv" else None,
-               **({} if kind.kind == "tv" else {"value_exact": res.tv, "value_error": res.tv_error}),
-               "output": None, "two_sided": res.two_sided, "sigma_low": res.sigma_low,
-               "tv_lower_at_sigma_low": res.tv_lower if kind.kind == "tv" else None,
+               **kind.summary(), "sigma": res.sigma,
+               "target": res.target, "bound": kinds.bound_reached(res, kind), "tries": res.tries, **value,
+               "output": None, "two_sided": res.two_sided, "sigma_low": res.sigma_low, **lower,
                "bound_lower_at_sigma_low": _lower_value(res), "lower_tries": res.lower_tries,
                "lower_seconds": res.lower_seconds,
                "epsilon_at_delta": ({k: v["epsilon"] for k, v in res.privacy["epsilon_at_delta"].items()}
@@ -170,9 +161,8 @@ def run_certify(args) -> int:
         else:
             for t in res.tries:
                 print(_try_line(t))
-            what = "" if kind.kind == "tv" else f" ({kind.describe()})"
             print(f"NOT certified: the bound reached, {kinds.bound_reached(res, kind)}, exceeds the target "
-                  f"{res.target}{what} at sigma {res.sigma}; no certificate written")
+                  f"{res.target}{kind.aside()} at sigma {res.sigma}; no certificate written")
         return 1
     write_atomic(args.output, issued.envelope + b"\n", force=args.force)
     summary["output"] = os.path.abspath(args.output)
@@ -184,12 +174,11 @@ def run_certify(args) -> int:
             print(_try_line(t))
         for t in res.lower_tries:
             print(_lower_line(t))
-        f = _functional(kind)
+        f = kind.FUNCTIONAL_WORDS
         print(f"certified: {f} <= {res.bound} <= {res.target} at sigma {res.sigma} (M={m}, E={e}, {scheme})")
         if res.two_sided:
-            exact = "sigma_lambda" if kind.kind == "tv" else f"the least sigma meeting {kind.describe()}"
             print(f"certified: {f} >= {_lower_value(res)} > {res.target} at sigma_low {res.sigma_low}, so "
-                  f"{res.sigma_low} < {exact} <= {res.sigma}")
+                  f"{res.sigma_low} < {kind.least_sigma_words()} <= {res.sigma}")
         elif not args.one_sided:
             print("  two-sided: no sigma_low could be certified to miss the target; the certificate is one-sided")
         _print_rows(res, args.output, summary["keyid"])
@@ -200,14 +189,7 @@ def run_certify_stages(args, stages, kind) -> int:
     """`certify --stages`: a run in stages (certifier.stages_certify, format v5), any target kind; one shared
     sigma (two-sided by default) or a sigma per stage, 100x5@1.2,400x5@1.5 (one-sided: the upper side proves
     the target at those sigmas, and no single sigma steps down)."""
-    from certifier.certificate.claim import RANDOM_ALLOCATION
-    from certifier.certificate.envelope import key_id, sign_certificate
-    from certifier.certificate.keys import load_private
-    from certifier.stages_certify import certify_stages, refuse_with_stages
-    from sigmacert import kinds
-    lam, kind_name, kind_params = kinds.certifier_target(kind)
-    refuse_with_stages(None, None, RANDOM_ALLOCATION, "auto", kind_name, None,
-                       (args.h, args.eta, args.cap, args.prec))
+    refuse_with_stages(None, None, RANDOM_ALLOCATION, "auto", kind.name, None, (args.h, args.eta, args.cap, args.prec))
     own = stages[0].sigma is not None
     if own and args.sigma is not None:
         raise ParameterError("the stages carry their sigma already (100x5@1.2,...): drop --sigma")
@@ -223,19 +205,16 @@ def run_certify_stages(args, stages, kind) -> int:
     subject = ({"name": os.path.basename(args.subject), "digest": {"sha256": subject_digest}} if args.subject
                else None)
     progress = _Progress(args.quiet)
-    res = certify_stages([(s.steps, s.epochs, *([s.sigma] if own else [])) for s in stages], lam, sigma,
-                         two_sided=not args.one_sided and not own, progress=progress, kind_name=kind_name,
-                         kind_params=kind_params)
-    from sigmacert.cli.core import stages_json
+    issued = issue(Run(stages, staged=True), kind, sigma, key=key, subject=subject,
+                   two_sided=not args.one_sided and not own, progress=progress)
+    res = issued.outcome
     run = ",".join(map(str, stages))
-    summary = {"certified": res.success, "stages": stages_json(stages), "kind": kind.kind,
-               **({} if kind.kind == "tv" else {"kind_params": kind.params}), "sigma": res.sigma,
+    value, lower = kind.numbers(res.tv, res.tv_error, res.tv_lower)
+    summary = {"certified": res.success, "stages": stages_json(stages), **kind.summary(), "sigma": res.sigma,
                "sigma_per_stage": own, "target": res.target, "bound": kinds.bound_reached(res, kind),
-               "tries": res.tries, "tv_exact": res.tv if kind.kind == "tv" else None,
-               **({} if kind.kind == "tv" else {"value_exact": res.tv, "value_error": res.tv_error}),
-               "output": None, "two_sided": res.two_sided,
+               "tries": res.tries, **value, "output": None, "two_sided": res.two_sided,
                "one_sided_reason": "a sigma per stage: no single sigma to step down" if own else None,
-               "sigma_low": res.sigma_low, "tv_lower_at_sigma_low": res.tv_lower if kind.kind == "tv" else None,
+               "sigma_low": res.sigma_low, **lower,
                "bound_lower_at_sigma_low": _lower_value(res), "lower_tries": res.lower_tries,
                "epsilon_at_delta": ({k: v["epsilon"] for k, v in res.privacy["epsilon_at_delta"].items()}
                                     if res.privacy else None),
@@ -248,12 +227,11 @@ def run_certify_stages(args, stages, kind) -> int:
         else:
             for t in res.tries:
                 print(_try_line(t))
-            what = "" if kind.kind == "tv" else f" ({kind.describe()})"
             print(f"NOT certified: the bound reached, {kinds.bound_reached(res, kind)}, exceeds the target "
-                  f"{res.target}{what} {at} (stages {run}); no certificate written")
+                  f"{res.target}{kind.aside()} {at} (stages {run}); no certificate written")
         return 1
-    write_atomic(args.output, sign_certificate(res.predicate, key, subject) + b"\n", force=args.force)
-    summary.update(output=os.path.abspath(args.output), keyid=key_id(key.public_key()))
+    write_atomic(args.output, issued.envelope + b"\n", force=args.force)
+    summary.update(output=os.path.abspath(args.output), keyid=issued.keyid)
     if args.json:
         print(json.dumps(summary))
         return 0
@@ -261,12 +239,11 @@ def run_certify_stages(args, stages, kind) -> int:
         print(_try_line(t))
     for t in res.lower_tries:
         print(_lower_line(t))
-    f = _functional(kind)
+    f = kind.FUNCTIONAL_WORDS
     print(f"certified: {f} <= {res.bound} <= {res.target} {at} (stages {run}, random allocation)")
     if res.two_sided:
-        exact = "sigma_lambda" if kind.kind == "tv" else f"the least shared sigma meeting {kind.describe()}"
         print(f"certified: {f} >= {_lower_value(res)} > {res.target} at sigma_low {res.sigma_low}, so "
-              f"{res.sigma_low} < {exact} <= {res.sigma}")
+              f"{res.sigma_low} < {kind.least_sigma_words(shared=True)} <= {res.sigma}")
     elif own:
         print("  one-sided: the sigmas are given per stage, so the certificate proves the target at them (upper "
               "side only); no single sigma steps down to a lower side")
@@ -296,7 +273,6 @@ def _flat(env: dict, stmt: dict) -> dict:
     grid = {k: mth.get(k) for k in ("h", "eta", "cap", "prec", "tail_start", "tail_step", "lattice_schedule",
                                     "k_minus", "k_plus", "fixed_point_bits", "trim", "mantissa_bits",
                                     "top_octave", "k_top")}
-    from sigmacert.kinds import certified_sides
     sides = certified_sides(p)
     stages = c.get("stages")  # format v5: a run in stages, no steps/epochs (a stage may carry its own sigma)
     if stages is not None:
@@ -324,7 +300,6 @@ def _flat(env: dict, stmt: dict) -> dict:
 
 def _show_kind(f: dict) -> None:
     """The claim lines of a dp or tpr certificate (format v4)."""
-    from sigmacert.kinds import claim_statement
     run = (f"M={f['steps']} bins, E={f['epochs']} rounds per bin ({f['iterations']} iterations), fixed bins"
            if f["scheme"] == "fixed-bins" else
            f"M={f['steps']} steps/epoch, E={f['epochs']} epochs, random allocation")
@@ -342,8 +317,6 @@ def _show_stages(f: dict) -> None:
 
 
 def run_show(args) -> int:
-    from certifier.certificate.envelope import load_envelope, read_unverified
-    from certifier.errors import EnvelopeError
     data = read_regular(args.certificate, "certificate", MAX_CERTIFICATE)
     try:
         env = load_envelope(data)
@@ -400,13 +373,15 @@ def run_show(args) -> int:
 # ----------------------------------------------------------------------------- registration
 
 def register(sub) -> None:
-    p = sub.add_parser("keygen", help="create an Ed25519 key pair DIR/private.pem, DIR/public.pem")
+    p = sub.add_parser("keygen", help="create an Ed25519 key pair DIR/private.pem, DIR/public.pem (or an ECDSA "
+                                      "release key: --kind ecdsa-p256)")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="directory for the key pair")
+    p.add_argument("--kind", choices=("ed25519", "ecdsa-p256", "ecdsa-p384", "ecdsa-p521"), default="ed25519",
+                   help="ed25519 signs certificates (default); an ECDSA key signs releases (docs/release.md)")
     p.add_argument("--force", action="store_true", help="replace an existing key pair in DIR")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.set_defaults(run=run_keygen)
 
-    from sigmacert.cli.core import add_scheme_arguments
     p = sub.add_parser("certify", help="certify TV <= lambda, (eps, delta)-DP or TPR <= beta at FPR alpha at sigma "
                                        "(Lemma C.5) and sign a certificate")
     p.add_argument("--steps", "-M", help="steps per epoch M (fixed-bins: number of bins)")

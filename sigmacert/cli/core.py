@@ -3,11 +3,15 @@ from __future__ import annotations
 
 import json
 import math
+import sys
+import time
 from decimal import ROUND_CEILING, Decimal
 
 from flint import fmpq
 
 from certifier.numerics import schemes
+from certifier.numerics.montecarlo import monte_carlo_tv
+from certifier.numerics.stages import closed_form_sigma_stages, exact_sigma_stages, exact_tv_stages, parse_stages
 from certifier.params import (
     ParameterError,
     decimal_str,
@@ -63,7 +67,6 @@ def _tv_text(tv: float, places: int) -> str:
 
 def stages_of(args, per_stage):
     """The --stages list, or None; refuses --stages together with --steps/--epochs/--iterations/--scheme."""
-    from certifier.numerics.stages import parse_stages
     if args.stages is None:
         if args.steps is None:
             raise ParameterError("give --steps (with --epochs) or --stages")
@@ -82,7 +85,6 @@ def stages_json(stages) -> list:
 
 
 def run_sigma_stages(args, stages) -> int:
-    from certifier.numerics.stages import closed_form_sigma_stages, exact_sigma_stages, exact_tv_stages
     lam_q = parse_target(args.target)
     exact = exact_sigma_stages(stages, lam_q)
     closed = closed_form_sigma_stages(stages, float(lam_q))
@@ -101,7 +103,6 @@ def run_sigma_stages(args, stages) -> int:
 
 
 def run_tv_stages(args, stages) -> int:
-    from certifier.numerics.stages import exact_tv_stages
     if stages[0].sigma is None:
         if args.sigma is None:
             raise ParameterError("give a sigma per stage (100x5@1.2,400x5@1.5) or --sigma")
@@ -207,15 +208,12 @@ def register(sub) -> None:
 
 
 def run_mc(args) -> int:
-    from certifier.numerics.montecarlo import monte_carlo_tv
     m, e = parse_steps(args.steps), parse_epochs(args.epochs)
     sigma = float(parse_sigma(args.sigma))
     n = parse_count("samples", args.samples, 10**10)
     if m * e > 10**6:
         raise ParameterError("Monte Carlo needs M*E <= 1e6 normals per sample")
     seed = parse_count("seed", args.seed, 2**63) if args.seed != "0" else 0
-    import sys
-    import time
     start, live, shown = time.monotonic(), sys.stderr.isatty(), [-1]
     quiet = args.json or args.quiet
 

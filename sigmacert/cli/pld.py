@@ -4,10 +4,10 @@ from __future__ import annotations
 import json
 
 from certifier.params import ParameterError
+from sigmacert.pld_export import dominating_run, dominating_stages, to_dp_accounting, write_pld
 
 
 def run_pld(args) -> int:
-    from sigmacert.pld_export import dominating_run, dominating_stages, to_dp_accounting, write_pld
     try:
         interval = float(args.interval)
     except ValueError:

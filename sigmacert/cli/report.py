@@ -21,6 +21,40 @@ def _progress(stage: str) -> None:
     print(f"report: {what.get(stage, stage)} ...", file=sys.stderr, flush=True)
 
 
+def _release(args, data: bytes) -> dict:
+    """sigmacert-verify --release's verdict on the directory whose certificate is CERT.json."""
+    import verifier
+    from verifier.release import verify_release
+    if not args.release_key:
+        raise ParameterError("--release needs --release-key PUBLIC.pem (the release's ECDSA key)")
+    try:
+        res = verify_release(args.release, args.release_key + args.key, lambda d, k: verifier.verify_bytes(d, k))
+    except (OSError, ValueError) as err:
+        raise ParameterError(str(err)) from None
+    with open(os.path.join(args.release, "certificate.json"), "rb") as f:
+        if f.read() != data:
+            res.failures.append({"reason": "manifest-certificate", "detail": f"{args.certificate} is not the "
+                                 "release's certificate.json"})
+            res.accepted = False
+    return res.as_dict()
+
+
+def _log(args, data: bytes) -> dict:
+    """The --log-proof check for CERT.json."""
+    from verifier import Reject, load_public_key
+    from verifier.transparency import verify_log_proof
+    keys = [load_public_key(read_regular(k, "public key", 64 * 1024)) for k in args.key]
+    try:
+        proof = json.loads(read_regular(args.log_proof, "log proof", MAX_CERTIFICATE))
+        inc = verify_log_proof(proof, keys, data)
+    except ValueError:
+        return {"accepted": False, "reason": "log-proof", "detail": f"{args.log_proof} is not JSON"}
+    except Reject as r:
+        return {"accepted": False, "reason": r.reason, "detail": r.detail}
+    return {"accepted": True, "reason": "included", "inclusion": inc,
+            "detail": f"leaf {inc['index']} of the log's tree of size {inc['size']}"}
+
+
 def run_report(args) -> int:
     try:
         from sigmacert.report import render
@@ -33,8 +67,11 @@ def run_report(args) -> int:
         raise ParameterError(f"output directory does not exist: {os.path.dirname(os.path.abspath(output))}")
     refuse_existing(output, args.force)
     data = read_regular(args.certificate, "certificate", MAX_CERTIFICATE)
+    release = None if args.release is None else _release(args, data)
+    log = None if args.log_proof is None else _log(args, data)
     try:
-        r = render(data, args.key, subject=args.subject, progress=None if args.json or args.quiet else _progress)
+        r = render(data, args.key, subject=args.subject, progress=None if args.json or args.quiet else _progress,
+                   release=release, log=log)
     except RecursionError:  # a hostile certificate that the verifier's replay let through to the plots
         raise ParameterError("certificate is nested too deeply") from None
     write_atomic(output, r.html.encode("utf-8"), force=args.force)
@@ -56,6 +93,10 @@ def register(sub) -> None:
     p.add_argument("-o", "--output", metavar="REPORT.html", help="report to write (default: CERT.html beside CERT)")
     p.add_argument("--force", action="store_true", help="replace REPORT.html if it exists (default: refuse)")
     p.add_argument("--subject", metavar="FILE", help="file whose SHA-256 must be the certificate's subject")
+    p.add_argument("--release", metavar="MODEL_DIR", help="also check and show the release CERT.json belongs to "
+                                                         "(docs/release.md)")
+    p.add_argument("--release-key", action="append", metavar="PUBLIC.pem", help="the release's ECDSA public key")
+    p.add_argument("--log-proof", metavar="PROOF.json", help="also check and show CERT.json's inclusion in a log")
     p.add_argument("--json", action="store_true", help="one JSON object: verdict, reason, detail, output, sha256")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(run=run_report)

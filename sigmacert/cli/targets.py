@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from certifier.door import Run
 from certifier.errors import ParameterError
 from certifier.numerics.schemes import RANDOM_ALLOCATION
 from certifier.params import parse_decimal, parse_sigma
@@ -36,12 +37,6 @@ def add_kind_arguments(p) -> None:
     p.add_argument("--tpr", help="tpr target: true-positive rate beta in (alpha, 1) (with --fpr)")
 
 
-def _quantity(kind: kinds.Kind) -> str:
-    if kind.kind == "dp":
-        return f"max(delta_Q||P, delta_P||Q)({kind.params['epsilon']})"
-    return f"TPR at FPR {kind.params['fpr']}"
-
-
 def _stages_name(stages) -> str:
     return ",".join(map(str, stages))
 
@@ -49,23 +44,24 @@ def _stages_name(stages) -> str:
 def run_sigma_kind_stages(args, stages) -> int:
     """The exact sigma shared by the stages for a dp or tpr target (the product pair, docs/targets.md)."""
     kind = kinds.parse_kind(args.target, epsilon=args.epsilon, delta=args.delta, fpr=args.fpr, tpr=args.tpr)
-    if kind.kind == "tv":
-        from sigmacert.cli.core import run_sigma_stages
-        return run_sigma_stages(args, stages)
-    exact = kinds.exact_sigma_stages(stages, kind)
-    at = kinds.value_at_stages(tuple(s.with_sigma(exact) for s in stages), kind)
-    quick = kinds.quick_bounds_stages(stages, kind, exact)
-    obj = {"stages": stages_json(stages), "scheme": RANDOM_ALLOCATION, "kind": kind.kind, **kind.params,
-           "exact": exact, "value_at_exact": at.value, "value_error": at.error, "quick_bounds": quick}
-    target = kind.params["delta"] if kind.kind == "dp" else kind.params["tpr"]
+    run = Run.in_stages(stages)
+    exact = kinds.exact_sigma(run, kind)
+    at = kinds.value_at(run.at(exact), kind)
+    quick, omitted = kinds.quick_bounds(run, kind, exact)
+    obj = {"stages": stages_json(stages), "scheme": RANDOM_ALLOCATION, "kind": kind.name, **kind.params,
+           "exact": exact, "value_at_exact": at.value, "value_error": at.error, "quick_bounds": quick,
+           "quick_bounds_omitted": omitted}
+    target = kind.target
     names = {"rdp_qp": "RDP sigma (R2 on the product, delta_Q||P only, proven)",
              "rdp": "RDP trade-off sigma (R3 on the product, proven)"}
     return _emit(args, obj, [
         f"stages {_stages_name(stages)} (M x E each, random allocation), one sigma shared",
         f"target {kind.describe()}",
         f"  exact shared sigma (Thm 4.1 with a product, rounded up): {exact}  "
-        f"({_quantity(kind)} = {at.value:.6e} <= {target}, error estimate {at.error:.1e}; numerical, not certified)",
+        f"({kind.FUNCTIONAL_WORDS} = {at.value:.6e} <= {target}, error estimate {at.error:.1e}; numerical, not "
+        "certified)",
         *(f"  {names[k]}: {v}  (+{100 * (float(v) / float(exact) - 1):.2f} % noise)" for k, v in quick.items()),
+        *(f"  {names[k]}: left out ({why})" for k, why in omitted.items()),
     ])
 
 
@@ -75,24 +71,27 @@ def run_sigma_kind(args) -> int:
         return run_sigma_kind_stages(args, stages)
     m, e, scheme, t = run_shape(args)
     kind = kinds.parse_kind(args.target, epsilon=args.epsilon, delta=args.delta, fpr=args.fpr, tpr=args.tpr)
-    exact = kinds.exact_sigma(m, e, kind, scheme)
-    quick = kinds.quick_bounds(m, e, kind, scheme, exact)
-    at = kinds.value_at(m, e, float(exact), kind, scheme, check=False)  # the search's line, as for TV
-    obj = {**_shape_json(m, e, scheme, t), "kind": kind.kind, **kind.params, "exact": exact,
-           "value_at_exact": at.value, "value_error": at.error, "quick_bounds": quick}
+    run = Run.block(m, e, scheme, t)
+    exact = kinds.exact_sigma(run, kind)
+    quick, omitted = kinds.quick_bounds(run, kind, exact)
+    at = kinds.value_at(run.at(exact), kind, check=False)  # the search's line, as for TV
+    obj = {**_shape_json(m, e, scheme, t), "kind": kind.name, **kind.params, "exact": exact,
+           "value_at_exact": at.value, "value_error": at.error, "quick_bounds": quick,
+           "quick_bounds_omitted": omitted}
     if args.json:
         return _emit(args, obj, [])
-    target = kind.params["delta"] if kind.kind == "dp" else kind.params["tpr"]
     lines = [f"{_scheme_line(m, e, scheme, t)}",
              f"target {kind.describe()}",
              f"  exact sigma (rounded up to 1e-6)               : {exact}  "
-             f"({_quantity(kind)} = {at.value:.6e} <= {target}, error estimate {at.error:.1e}; numerical)"]
+             f"({kind.FUNCTIONAL_WORDS} = {at.value:.6e} <= {kind.target}, error estimate {at.error:.1e}; numerical)"]
     names = {"rdp_qp": "RDP sigma (R2, delta_Q||P only, proven)",
              "rdp": "RDP trade-off sigma (R3, a proven bound)",
              "closed_form": "closed-form sigma (Prop. B.2, a proven bound)"}
     for k, v in quick.items():
         lines.append(f"  {names[k]:<46}: {v}  (+{100 * (float(v) / float(exact) - 1):.2f} % noise)")
-    if kind.kind == "dp":
+    for k, why in omitted.items():
+        lines.append(f"  {names[k]:<46}: left out ({why})")
+    if "rdp_qp" in quick or "rdp_qp" in omitted:
         lines.append("  (no closed form bounds delta_P||Q; the exact sigma covers both directions)")
     return _emit(args, obj, lines)
 
@@ -105,7 +104,7 @@ def run_dp_stages(args, stages, deltas, epsilons, fprs) -> int:
         stages = tuple(s.with_sigma(args.sigma) for s in stages)
     elif args.sigma is not None:
         raise ParameterError("the stages carry their sigma already: drop --sigma")
-    p = kinds.privacy_at_stages(stages, deltas=deltas, epsilons=epsilons, fprs=fprs)
+    p = kinds.privacy_at(Run.in_stages(stages), deltas=deltas, epsilons=epsilons, fprs=fprs)
     fl = lambda name, x: float(parse_decimal(name, x))  # noqa: E731
     rows_eps = [{"delta": d, "epsilon": p.epsilon[fl("delta", d)].value, "error": p.epsilon[fl("delta", d)].error}
                 for d in deltas]
@@ -139,7 +138,7 @@ def run_dp(args) -> int:
     m, e, scheme, t = run_shape(args)
     sigma_q = parse_sigma(args.sigma)
     sigma = float(sigma_q)
-    p = kinds.privacy_at(m, e, sigma, scheme, deltas=deltas, epsilons=epsilons, fprs=fprs)
+    p = kinds.privacy_at(Run.block(m, e, scheme, t, args.sigma), deltas=deltas, epsilons=epsilons, fprs=fprs)
     fl = lambda name, x: float(parse_decimal(name, x))  # noqa: E731
     rows_eps = [{"delta": d, "epsilon": p.epsilon[fl("delta", d)].value,
                  "error": p.epsilon[fl("delta", d)].error} for d in deltas]

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import math
 
+from certifier.params import parse_sigma
+from sigmacert.cli import CliError
+from trainer.audit import audit
+
 
 def _cli_error(msg: str, code: int = 2):
-    from sigmacert.cli import CliError
     return CliError(msg, code)
 
 
@@ -40,7 +43,10 @@ def run_train(args) -> int:
     man = train_release(certificate=args.certificate, public_key=args.key, dataset=args.dataset,
                         outdir=args.output, clip_norm=_positive_float("--clip", args.clip), n0=n0,
                         seed=_int("--seed", args.seed), model_name=args.model,
-                        lr=_positive_float("--lr", args.lr), sign_key=args.sign_key)
+                        lr=_positive_float("--lr", args.lr), sign_key=args.sign_key, seed_opening=args.seed_opening)
+    if args.release is not None:
+        from trainer.seal import seal
+        man["sealed"] = seal(args.output, certificate=args.certificate, key=args.release, card=args.card)
     if args.json:
         print(json.dumps(man, sort_keys=True))
     else:
@@ -52,12 +58,13 @@ def run_train(args) -> int:
         print(f"  release: {args.output}/release.json (model sha256 {man['model']['sha256'][:16]}...)")
         if "signed_manifest" in man:
             print(f"  signed manifest: {args.output}/{man['signed_manifest']}")
+        if "sealed" in man:
+            from sigmacert.cli.release import print_sealed
+            print_sealed(man["sealed"], False)
     return 0
 
 
 def run_audit(args) -> int:
-    from certifier.params import parse_sigma
-    from trainer.audit import audit
     parse_sigma(args.sigma)  # one-line error on bad input
     steps = _int("--steps", args.steps, 1)
     epochs = _int("--epochs", args.epochs, 1)
@@ -93,6 +100,12 @@ def register(sub) -> None:
     p.add_argument("--lr", default="0.5", help="SGD learning rate (default 0.5)")
     p.add_argument("--sign-key", default=None, metavar="PRIVATE.pem",
                    help="also write release.dsse.json, a signed in-toto Statement about the model file")
+    p.add_argument("--release", metavar="PRIVATE.pem", default=None,
+                   help="then seal OUTDIR as a release with this ECDSA key (as `sigmacert release`; docs/release.md)")
+    p.add_argument("--card", action="store_true", help="with --release: also write a Hugging Face model card")
+    p.add_argument("--seed-opening", metavar="FILE", default=None,
+                   help="where the seed's opening goes (default OUTDIR.seed-opening.json; the release holds its "
+                        "commitment)")
     p.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="output directory")
     p.add_argument("--json", action="store_true", help="print the manifest as JSON")
     p.set_defaults(run=run_train)

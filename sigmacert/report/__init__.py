@@ -23,7 +23,7 @@ import matplotlib
 
 import verifier
 from certifier import __version__
-from certifier.certificate.claim import RANDOM_ALLOCATION, Claim
+from certifier.claim import RANDOM_ALLOCATION, Claim
 from certifier.errors import ParameterError
 from certifier.numerics import closed_form as cf
 from certifier.numerics import schemes
@@ -131,13 +131,16 @@ def _comparisons(f: Facts) -> dict:
 
 
 def render(envelope_bytes: bytes, public_keys, *, subject=None,
-           progress: Callable[[str], None] | None = None) -> Report:
+           progress: Callable[[str], None] | None = None, release: dict | None = None,
+           log: dict | None = None) -> Report:
     """Verify a certificate with the independent verifier and write its report.
 
     public_keys: PEM bytes, a PEM path or an Ed25519PublicKey, or a list of them. subject: a file
     path or bytes whose SHA-256 must be a subject of the statement. progress(stage) is called with
     "verifying" and "plotting". A rejected certificate gives a Report with verdict "REJECT" (never
-    an exception); unreadable keys or subject raise ParameterError.
+    an exception); unreadable keys or subject raise ParameterError. release: the verdict of
+    verifier.release.verify_release (as_dict), log: of a log proof; each shown in its section, and a
+    REJECT of either makes the report's verdict REJECT.
     """
     keys, digest = _keys(public_keys), _subject_digest(subject)
     progress = progress or (lambda stage: None)
@@ -145,15 +148,26 @@ def render(envelope_bytes: bytes, public_keys, *, subject=None,
     f = read_facts(envelope_bytes, verifier.verify_bytes(envelope_bytes, keys, digest))
     if f.accepted:
         progress("plotting")
-    svgs, notes = _plots(f) if f.accepted else ({}, {})
     versions = {"sigmacert": __version__, "python-flint (verifier)": flint.__version__,
                 "FLINT": flint.__FLINT_VERSION__, "matplotlib": matplotlib.__version__}
+    if f.accepted and "audit" in f.predicate:           # format v6: an audit of a claim (sigmacert.report.audit)
+        from sigmacert.report.audit import audit_page
+        html, svgs = audit_page(f, versions)
+        return Report(html, f.verdict, f.reason, f.detail, f.sha256, MappingProxyType(svgs))
+    svgs, notes = _plots(f) if f.accepted else ({}, {})
     numerical = []
     if f.accepted and f.kind["name"] != "tv":
         from sigmacert.report.kinds import numerical_rows
         numerical = numerical_rows(f)
-    html = page(f, svgs, notes, _comparisons(f) if f.accepted else {}, versions, numerical)
-    return Report(html, f.verdict, f.reason, f.detail, f.sha256, MappingProxyType(svgs))
+    from sigmacert.report.binding import log_section, release_section
+    extra = ([release_section(release)] if release else []) + ([log_section(log)] if log else [])
+    html = page(f, svgs, notes, _comparisons(f) if f.accepted else {}, versions, numerical, extra)
+    verdict, reason, detail = f.verdict, f.reason, f.detail
+    if f.accepted and release and release.get("result") != "ACCEPT":
+        verdict, reason, detail = "REJECT", "release", "; ".join(x["detail"] for x in release["failures"])[:500]
+    elif f.accepted and log and not log.get("accepted"):
+        verdict, reason, detail = "REJECT", log.get("reason"), str(log.get("detail"))
+    return Report(html, verdict, reason, detail, f.sha256, MappingProxyType(svgs))
 
 
 __all__ = ["Report", "render"]

@@ -13,7 +13,7 @@ from decimal import Decimal
 import numpy as np
 from scipy.stats import norm
 
-from certifier.certificate.claim import FIXED_BINS, RANDOM_ALLOCATION
+from certifier.claim import FIXED_BINS, RANDOM_ALLOCATION
 from certifier.errors import NumericsUnreliableError
 from certifier.numerics import closed_form as cf
 from certifier.numerics import schemes

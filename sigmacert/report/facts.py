@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from certifier.certificate.envelope import load_envelope, read_unverified
 from certifier.errors import EnvelopeError
+from sigmacert.kinds import certified_sides, claim_kind
 
 DEFAULT_SCHEME = "random-allocation"  # the only scheme of formats v1 and v2 (Section 2)
 
@@ -28,6 +29,8 @@ class Facts:
     envelope_keyids: tuple = ()      # the keyids the envelope names (claimed, for a rejection)
     replayed_bound: str | None = None
     replayed_lower: str | None = None
+    replayed_value: str | None = None        # the verifier's bound on the claim's functional (TV or the kind's)
+    replayed_value_lower: str | None = None
     replayed_rows: dict = field(default_factory=dict)  # the verifier's own delta and TPR bounds
     statement: dict | None = None    # read only after a signature checked
 
@@ -56,13 +59,11 @@ class Facts:
     @property
     def kind(self) -> dict:
         """The claim's target kind ({"name": "tv"} for formats v1-v3; sigmacert.kinds.claim_kind)."""
-        from sigmacert.kinds import claim_kind
         return claim_kind(self.claim)
 
     @property
     def sides(self) -> dict:
         """kind, upper (<= target at sigma), lower (> target at sigma_low) and sigma_low, as written."""
-        from sigmacert.kinds import certified_sides
         return certified_sides(self.predicate)
 
     @property
@@ -104,4 +105,6 @@ def read_facts(data: bytes, result) -> Facts:
                  reason=result.reason, detail=result.detail, keyid=result.keyid,
                  envelope_keyids=envelope_keyids(data), replayed_bound=result.replayed_bound,
                  replayed_lower=result.replayed_lower, replayed_rows=dict(result.derived or {}),
+                 replayed_value=result.replayed_value,
+                 replayed_value_lower=result.replayed_value_lower,
                  statement=statement)

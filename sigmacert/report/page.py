@@ -223,10 +223,12 @@ def _kind_rows(f: Facts, numerical) -> list[str]:
     name, target = KIND_FUNCTIONAL[s["kind"]["name"]]
     what = name(s["kind"])
     rows = [f"<tr><td>upper bound at &sigma; = {_t(c['sigma'])}</td><td class=num>{what} &le; {_t(s['upper'])} "
-            f"&le; {target} = {_t(c['target'])}</td><td class=num>{_t(f.replayed_bound)}</td></tr>"]
+            f"&le; {target} = {_t(c['target'])}</td><td class=num>{_t(f.replayed_value)}</td></tr>",
+            f"<tr><td>TV of the pair at &sigma; (what the upper method bounds)</td><td class=num>"
+            f"TV &le; {_t(f.predicate.get('bound'))}</td><td class=num>{_t(f.replayed_bound)}</td></tr>"]
     if s["lower"] is not None:
         rows += [f"<tr><td>lower bound at &sigma;<sub>low</sub> = {_t(s['sigma_low'])}</td><td class=num>{what} "
-                 f"&ge; {_t(s['lower'])} &gt; {target}</td><td class=num>{_t(f.replayed_lower)}</td></tr>",
+                 f"&ge; {_t(s['lower'])} &gt; {target}</td><td class=num>{_t(f.replayed_value_lower)}</td></tr>",
                  f"<tr><td>the least &sigma; meeting the target</td><td class=num><b>{_t(s['sigma_low'])} &lt; "
                  f"&sigma; &le; {_t(c['sigma'])}</b></td><td></td></tr>"]
     rows += [f"<tr><td>{label} at &sigma; (numerical, not certified)</td><td class=num>{value}</td><td></td></tr>"
@@ -345,11 +347,12 @@ def _title(f: Facts) -> str:
     return f"sigmacert report: {f.verdict}{_t(cell)}"
 
 
-def page(f: Facts, svgs: dict, notes: dict, comparisons: dict, versions: dict, numerical=()) -> str:
+def page(f: Facts, svgs: dict, notes: dict, comparisons: dict, versions: dict, numerical=(), extra=()) -> str:
     """The whole page. svgs: name -> SVG document (accepted certificates only); notes: name -> remark;
     comparisons: FPR -> (chi-square bound, alpha + lambda); versions: component -> version; numerical:
-    (label, value) rows of the other quantities of a dp or tpr certificate."""
-    body = [_verdict(f)]
+    (label, value) rows of the other quantities of a dp or tpr certificate; extra: ready HTML sections
+    (sigmacert.report.binding: the release and the log)."""
+    body = [_verdict(f), *extra]
     if f.accepted:
         body += [_claim(f), _certified(f, comparisons, numerical), _figures(svgs, notes, f.two_sided)]
     else:

@@ -58,8 +58,8 @@ def test_the_band_certifies_two_sided_and_the_verifier_accepts(banded):
 
 
 def test_the_band_needs_format_v3():
-    from certifier.certificate.claim import RANDOM_ALLOCATION, Claim
     from certifier.certificate.predicate import format_version
+    from certifier.claim import RANDOM_ALLOCATION, Claim
     claim = Claim(RANDOM_ALLOCATION, M, E, SIGMA, TARGET, None)
     plain = make_method(M, h="0.00001", eta="0.00001", cap="2").to_json(M)
     band = {**plain, "band_low": "0.99"}

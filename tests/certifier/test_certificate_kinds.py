@@ -9,9 +9,9 @@ import json
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from certifier.certificate.claim import kind_statement
 from certifier.certificate.envelope import PREDICATE_TYPE_V4, sign_certificate
 from certifier.certify import certify
+from certifier.claim import kind_statement
 from certifier.numerics.targets import exact_privacy_scheme
 from certifier.params import parse_decimal
 from certifier.resolution import sigma_resolution

@@ -9,8 +9,8 @@ import pytest
 from certifier.bounds.grids_v1 import choose_grid, choose_lower_grid
 from certifier.bounds.two_scale_plan import with_two_scale
 from certifier.bounds.upper_v1 import BAND_POINTS, CAP_POINTS
-from certifier.certificate.claim import RANDOM_ALLOCATION, Claim
 from certifier.certify import planned_upper
+from certifier.claim import RANDOM_ALLOCATION, Claim
 from certifier.errors import CannotCertifyError
 from certifier.params import parse_decimal
 

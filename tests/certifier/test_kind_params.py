@@ -7,8 +7,8 @@ from itertools import combinations
 
 import pytest
 
-from certifier import kind_params
 from certifier.errors import ParameterError
+from certifier.targets import request as kind_params
 from service.validate import Limits, kind_of
 from sigmacert.kinds import parse_kind
 
@@ -40,7 +40,7 @@ def test_every_subset_names_one_kind_or_the_same_refusal_in_face_and_service(sub
             assert core[1].startswith(f"{only} needs {kind_params.HALVES[only]}")
         return
     assert core == ("ok", expected)
-    assert face[0] == service[0] == "ok" and face[1].kind == expected
+    assert face[0] == service[0] == "ok" and face[1].name == expected
     svc = service[1]
     assert svc.get("kind", {"name": "tv"})["name"] == expected
     if expected == "dp":

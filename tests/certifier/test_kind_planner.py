@@ -13,7 +13,7 @@ from flint import fmpq
 from certifier import methods as mt
 from certifier.bounds import lower_kinds as lk
 from certifier.bounds.grids_v1 import budget, choose_grid, choose_lower_grid
-from certifier.certificate.claim import RANDOM_ALLOCATION, Claim
+from certifier.claim import RANDOM_ALLOCATION, Claim
 from certifier.numerics.kink_density import f_p, f_q, line
 from certifier.numerics.targets import exact_sigma_dp, exact_sigma_tpr
 from certifier.params import parse_decimal

@@ -13,8 +13,8 @@ import mpmath
 import pytest
 from helpers import sign_and_verify
 
-from certifier.certificate.claim import kind_statement
 from certifier.certify import certify
+from certifier.claim import kind_statement
 from certifier.numerics.targets import exact_privacy, exact_sigma_dp, exact_sigma_tpr
 from certifier.params import parse_decimal
 from certifier.resolution import sigma_resolution
@@ -206,7 +206,7 @@ def test_an_automatic_grid_the_method_refuses_is_a_skipped_try():
     (single) still raises."""
     from types import SimpleNamespace
 
-    from certifier.certify import Side, _prove
+    from certifier.certify import Side, prove
     from certifier.errors import ParameterError
 
     def refuse(method, progress):
@@ -215,7 +215,7 @@ def test_an_automatic_grid_the_method_refuses_is_a_skipped_try():
     side = Side("lower", 1e-9, (0.8, 0.45, 0.2), 2e-7, lambda b: plan, refuse, lambda r: True,
                 lambda p, r: {})
     tries = []
-    assert _prove(side, 3, tries, lambda stage, frac: None) is None
+    assert prove(side, 3, tries, lambda stage, frac: None) is None
     assert len(tries) == 3 and all("grid refused by the method" in t["skipped"] for t in tries)
     with pytest.raises(ParameterError):
-        _prove(side, 3, [], lambda stage, frac: None, single=True)
+        prove(side, 3, [], lambda stage, frac: None, single=True)

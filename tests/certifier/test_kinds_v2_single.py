@@ -8,8 +8,8 @@ import copy
 import pytest
 from helpers import sign_and_verify
 
-from certifier.certificate.claim import FIXED_BINS, RANDOM_ALLOCATION, Claim, kind_statement
 from certifier.certify import KIND_UPPER_K_SCALE, _v1_fits, certify
+from certifier.claim import FIXED_BINS, RANDOM_ALLOCATION, Claim, kind_statement
 from certifier.numerics.targets import exact_privacy, exact_privacy_scheme
 from certifier.params import parse_decimal
 from certifier.resolution import sigma_resolution

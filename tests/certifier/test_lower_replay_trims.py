@@ -14,8 +14,8 @@ from helpers import sign_and_verify
 from certifier import methods as mt
 from certifier.bounds import lower_kinds
 from certifier.bounds.lower_v2 import lower_bound_v2, method_from_json
-from certifier.certificate.claim import RANDOM_ALLOCATION, Claim
 from certifier.certify import certify
+from certifier.claim import RANDOM_ALLOCATION, Claim
 from certifier.params import parse_decimal
 
 D = lambda s: parse_decimal("x", s)

@@ -9,7 +9,7 @@ import pytest
 
 import certifier.certify as cf
 from certifier import methods as mt
-from certifier.certificate.claim import RANDOM_ALLOCATION, Claim
+from certifier.claim import RANDOM_ALLOCATION, Claim
 from certifier.params import parse_decimal
 from certifier.targets import kind
 

@@ -14,8 +14,8 @@ import certifier.certify as certify_mod
 from certifier.bounds.grids_v2 import choose_v2
 from certifier.bounds.lower_v2 import lower_bound_v2
 from certifier.bounds.upper_v2 import UpperV2, rounding_bound_v2
-from certifier.certificate.claim import FIXED_BINS, Claim
 from certifier.certify import certify
+from certifier.claim import FIXED_BINS, Claim
 from certifier.errors import CannotCertifyError, ParameterError
 from certifier.params import parse_decimal
 

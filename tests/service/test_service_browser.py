@@ -83,6 +83,27 @@ def test_request_watch_browse_and_verify_in_a_browser(setup):
     driver.find_element(By.ID, "lookup").click()
     until(driver, lambda dr: "1.426215" in text_of(dr, "sigma-result") or "pending" in text_of(dr, "sigma-result"), 120)
 
+    # the form asks the dp and tpr questions too: the exact sigma of (1, 1e-5)-DP and of TPR <= 0.002 at FPR 1e-3
+    Select(driver.find_element(By.ID, "kind")).select_by_value("dp")
+    assert not driver.find_element(By.ID, "target").is_displayed()
+    for el_id, v in (("epsilon", "1"), ("delta", "1e-5")):
+        fill(driver, el_id, v)
+    driver.find_element(By.ID, "lookup").click()
+    until(driver, lambda dr: "1.36919" in text_of(dr, "sigma-result") or "pending" in text_of(dr, "sigma-result"), 120)
+    Select(driver.find_element(By.ID, "kind")).select_by_value("tpr")
+    for el_id, v in (("fpr", "0.001"), ("tpr", "0.002")):
+        fill(driver, el_id, v)
+    driver.find_element(By.ID, "lookup").click()
+    until(driver, lambda dr: "1.645356" in text_of(dr, "sigma-result") or "pending" in text_of(dr, "sigma-result"), 120)
+    # and requests a dp certificate: the job's detail names the kind
+    Select(driver.find_element(By.ID, "kind")).select_by_value("dp")
+    for el_id, v in (("steps", "4"), ("epochs", "2"), ("epsilon", "1"), ("delta", "0.1"), ("sigma", "2")):
+        fill(driver, el_id, v)
+    driver.find_element(By.ID, "submit").click()
+    until(driver, lambda dr: text_of(dr, "job-status") == "done", 300)
+    assert "(1, 0.1)-DP" in text_of(driver, "job-detail")
+    Select(driver.find_element(By.ID, "kind")).select_by_value("tv")
+
     # verify an uploaded certificate file: the real one is accepted, a tampered one rejected
     env = srv.http.get(f"/v1/certificates/{jid}/envelope").content
     good = os.path.join(d, "good.json")

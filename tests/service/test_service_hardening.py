@@ -41,7 +41,7 @@ def teams():
     tokens = os.path.join(d, "tokens.txt")
     t = {"alice": token(tokens, "alice", "--team", "red"), "bob": token(tokens, "bob", "--team", "red"),
          "carol": token(tokens, "carol", "--team", "blue"), "root": token(tokens, "root", "--admin")}
-    srv = Server(d, key, tokens, "--team-quota", "2", "--max-queued", "3", "--max-predicted-seconds", "600").start()
+    srv = Server(d, key, tokens, "--team-quota", "2", "--max-queued", "3", "--max-predicted-seconds", "55").start()
     srv.t = t
     try:
         yield srv
@@ -97,13 +97,13 @@ def test_only_the_owning_team_or_an_admin_cancels_and_public_views_name_no_reque
 
 def test_a_job_predicted_above_the_per_job_limit_is_refused_with_the_prediction(teams):
     t0 = time.monotonic()
-    r = teams.http.post("/v1/certificates", json={"steps": 10000, "epochs": 1000, "target": "0.3"},   # ~750 s
+    r = teams.http.post("/v1/certificates", json={"steps": 10000, "epochs": 1000, "target": "0.3"},   # ~66 s
                         headers=bearer(teams.t["alice"]))
     assert r.status_code == 422, r.text
     detail = r.json()["detail"]
-    assert "predicted to take" in detail and "600 s" in detail and "cost model" in detail
+    assert "predicted to take" in detail and "55 s" in detail and "cost model" in detail and "replay" in detail
     predicted = int(detail.split("predicted to take ")[1].split(" s")[0])
-    assert predicted > 600
+    assert predicted > 55
     assert time.monotonic() - t0 < 10  # answered at once, nothing queued
     assert all(j["steps"] != 10000 for j in teams.http.get("/v1/certificates").json()["items"])
 
@@ -115,12 +115,12 @@ def test_admission_prices_the_grid_certify_plans_where_method_v2_has_none(cell):
     seconds; the admission now prices that grid (certify.planned_upper)."""
     from certifier.bounds.grids_v1 import budget
     from certifier.bounds.grids_v2 import choose_v2
-    from certifier.certificate.claim import Claim
     from certifier.certify import planned_upper
+    from certifier.claim import Claim
     from certifier.errors import CannotCertifyError
     from certifier.numerics.schemes import closed_form_sigma
     from certifier.params import parse_decimal
-    from service.admission import admit
+    from service.admission import admit, prediction
     M, E, lam = cell
     s = f"{math.ceil(closed_form_sigma(M, E, float(lam), 'random-allocation') * 1e6) / 1e6:.6f}"
     claim = Claim("random-allocation", M, E, parse_decimal("sigma", s), parse_decimal("target", lam))
@@ -128,8 +128,10 @@ def test_admission_prices_the_grid_certify_plans_where_method_v2_has_none(cell):
         choose_v2(M, E, claim.t2_at(claim.sigma), budget(None, 0.5), None)
     plan = planned_upper(claim, claim.sigma, budget(None, 0.5))
     assert plan.method.band_low is not None and plan.method.band_low > 0      # the band of method-v2.md §8
-    secs = admit({"steps": M, "epochs": E, "target": lam, "scheme": "random-allocation"}, 900.0)
-    assert secs == pytest.approx(2 * plan.predicted_seconds) and 0 < secs < 900
+    req = {"steps": M, "epochs": E, "target": lam, "scheme": "random-allocation"}
+    secs = admit(req, 900.0)
+    p = prediction(req)       # calibrated (service.costmodel) from certify's plan at the exact sigma's margins
+    assert secs == pytest.approx(p.certify_seconds + p.replay_seconds) and 0 < secs < 900 and p.planned_seconds > 0
 
 
 def test_team_quota_and_queue_cap_answer_429_with_retry_after(teams):

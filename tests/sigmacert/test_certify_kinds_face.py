@@ -14,6 +14,7 @@ import pytest
 import sigmacert
 from certifier.certificate.keys import keygen
 from certifier.numerics.targets import exact_privacy
+from certifier.run import Run
 from sigmacert import kinds
 from sigmacert.cli import main
 
@@ -80,14 +81,14 @@ def test_certify_dp_one_sided(tmp_path, capsys, keydir, monkeypatch):
     """--one-sided dp: the face hands the certifier kind dp, epsilon and target delta (exact decimals), the
     exact sigma is found on the issuing grid, the certified bound lies between the numerical delta(eps)
     and the target, and the v4 certificate without a lower side verifies."""
-    import certifier.certify as cc
+    import certifier.door as door
     seen = {}
-    real = cc.certify
+    real = door.certify_block   # certifier.certify.certify, the door's way to one block
 
     def spy(*a, **kw):
         seen.update(args=a, kw=kw)
         return real(*a, **kw)
-    monkeypatch.setattr(cc, "certify", spy)
+    monkeypatch.setattr(door, "certify_block", spy)
     out = tmp_path / "c.json"
     rc, stdout, err = _certify(capsys, keydir, out, *DP_CELL, "--one-sided")
     assert seen["kw"]["kind_name"] == "dp" and seen["kw"]["kind_params"] == {"epsilon": "0.5"}
@@ -97,7 +98,7 @@ def test_certify_dp_one_sided(tmp_path, capsys, keydir, monkeypatch):
     bound, sigma = float(summary["bound"]), summary["sigma"]
     assert not summary["two_sided"] and "lower" not in _payload(out)["predicate"]
     assert sigmacert.verify(out, keydir / "public.pem").accepted
-    assert sigma == kinds.exact_sigma(10, 2, kinds.parse_kind(epsilon="0.5", delta="1e-4"), "random-allocation")
+    assert sigma == kinds.exact_sigma(Run.block(10, 2), kinds.parse_kind(epsilon="0.5", delta="1e-4"))
     d = exact_privacy(10, 2, float(sigma), epsilons=[0.5]).delta[0.5]
     assert d.value - d.error <= bound <= 1e-4
 

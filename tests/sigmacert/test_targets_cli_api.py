@@ -27,6 +27,27 @@ def test_sigma_dp_json():
     assert float(o["quick_bounds"]["rdp_qp"]) > float(o["exact"])
 
 
+def test_sigma_dp_quick_bound_left_out_not_fatal():
+    """A quick bound whose own search fails is left out with its reason; the exact sigma still answers
+    (certify issues 42.507 two-sided at this cell)."""
+    r = run("sigma", "--steps", "1", "--epochs", "7", "--epsilon", "0.3", "--delta", "1e-8")
+    assert r.returncode == 0, r.stderr
+    assert "42.507" in r.stdout and "left out (" in r.stdout
+    o = json.loads(run("sigma", "--steps", "1", "--epochs", "7", "--epsilon", "0.3", "--delta", "1e-8",
+                       "--json").stdout)
+    assert o["exact"] == "42.507" and "rdp_qp" not in o["quick_bounds"]
+    assert o["quick_bounds_omitted"]["rdp_qp"]
+
+
+def test_sigma_tail_cell_answers():
+    """(100, 10, eps 8, delta 1e-5), refused before the tilted line: answered, delta at the exact sigma
+    to a relative error estimate below 1e-6."""
+    o = json.loads(run("sigma", "--steps", "100", "--epochs", "10", "--epsilon", "8", "--delta", "1e-5",
+                       "--json").stdout)
+    assert o["value_at_exact"] <= 1e-5 and o["value_error"] < 1e-6 * o["value_at_exact"]
+    assert float(o["quick_bounds"]["rdp_qp"]) > float(o["exact"])
+
+
 def test_sigma_tpr_text_and_json():
     r = run("sigma", "--steps", "100", "--epochs", "10", "--fpr", "0.001", "--tpr", "0.002")
     assert r.returncode == 0, r.stderr

@@ -196,8 +196,16 @@ def test_opacus_digits_example_writes_the_release(cert, tmp_path):
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
     out = tmp_path / "release"
+    keygen(str(tmp_path / "rel"), kind="ecdsa-p256")
     assert example.main(["--certificate", str(cert["path"]), "--key", str(cert["public"]), "-o", str(out),
-                         "--seed", "0", "--lr", "0.5"]) == 0
+                         "--seed", "0", "--lr", "0.5", "--release", str(tmp_path / "rel" / "private.pem"),
+                         "--card"]) == 0
+    import verifier
+    from verifier.release import verify_release
+    sealed = verify_release(str(out), [str(tmp_path / "rel" / "public.pem"), str(cert["public"])],
+                            lambda d, k: verifier.verify_bytes(d, k))
+    assert sealed.accepted, sealed.failures          # model.sig, manifest, run = claim, replay, card
+    assert sealed.run["steps_done"] == M * E and sealed.run["sampler"].startswith("sigmacert.torch")
     manifest = json.loads((out / "release.json").read_text())
     assert manifest["certificate"]["claim"]["sigma"] == SIGMA
     assert manifest["training"]["updates"] == manifest["training"]["optimizer_steps_counted"] == M * E

@@ -232,7 +232,9 @@ def test_train_on_digits_writes_release(cert, tmp_path):
     t = disk["training"]
     assert (claim["steps"], claim["epochs"], claim["sigma"]) == (12, 3, "1.5")
     assert (t["steps"], t["epochs"], t["sigma"], t["updates"]) == (12, 3, "1.5", 36)
-    assert t["n0"] == disk["dataset"]["size"] == 1438 and t["b0"] == 1438 / 12 and t["seed"] == 3
+    assert t["n0"] == disk["dataset"]["size"] == 1438 and t["b0"] == 1438 / 12 and "seed" not in t
+    assert t["run"]["seed_commitment"]["sha256"]
+    assert json.loads((tmp_path / "out.seed-opening.json").read_text())["seed"] == 3
     assert disk["dataset"]["name"] == "digits" and 0.5 < disk["test_accuracy"] <= 1.0
     theta = np.load(out / "model.npy")
     assert theta.shape == (64 * 10 + 10,)

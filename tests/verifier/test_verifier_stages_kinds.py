@@ -83,8 +83,8 @@ def test_tpr_stages_certificate_is_two_sided_and_verifies(tpr, key):
 def _kind(**kind):
     """Change claim.kind and its statement consistently (a forger who knows the format)."""
     def change(p):
-        from certifier.certificate.claim import KIND_TEXT
         from certifier.certificate.stages import STAGES_PAIR
+        from certifier.claim import KIND_TEXT
         p["claim"]["kind"] = kind
         p["claim"]["statement"] = KIND_TEXT[kind["name"]].format(pair=STAGES_PAIR[False], **kind)
     return change

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from . import v1, v2, v3, v4, v5
+from . import v1, v2, v3, v4, v5, v6
 from .schema import check_balls
 from .strict import Reject, canonical, load_json
 
@@ -15,7 +15,8 @@ FORMATS = {v1.PREDICATE_TYPE: (v1.typed_v1, v1.check_claim_and_method),
            v2.PREDICATE_TYPE_V2: (v2.typed_v2, v2.check_format_v2),
            v3.PREDICATE_TYPE_V3: (v3.typed, v3.check_v3),
            v4.PREDICATE_TYPE_V4: (v4.typed, v4.check_v4),
-           v5.PREDICATE_TYPE_V5: (v5.typed, v5.check)}
+           v5.PREDICATE_TYPE_V5: (v5.typed, v5.check),
+           v6.PREDICATE_TYPE_V6: (v6.typed, v6.check)}
 
 
 def parse_statement(payload: bytes, subject_digest: str | None = None):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from flint import fmpq
 
-from ..replay import gaussian_shift as gs
+from . import gaussian_shift as gs
 from .schema import BALLS, B, D, I, Rows, S, is_int
 from .schema import typed as typed_as
 from .strict import Reject

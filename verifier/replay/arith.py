@@ -2,6 +2,7 @@
 exact fixed-point polynomial products that record what they delete, and binary powering."""
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass, field
 
 from flint import arb, fmpq, fmpz, fmpz_poly
@@ -16,6 +17,41 @@ def dyadic(x: arb, up: bool, w: int) -> int:
     if exp >= 0:
         return man << exp
     return -((-man) >> -exp) if up else man >> -exp
+
+
+def _libs() -> list:
+    """FLINT (python-flint's bundled library, else the system's) and the C library, by ctypes; [] where absent."""
+    import glob
+    import os
+
+    import flint
+    here = os.path.dirname(os.path.dirname(flint.__file__))
+    found = []
+    for pattern, fn in ((os.path.join(here, "python_flint.libs", "libflint*.so*"), "flint_cleanup"),
+                        (None, "malloc_trim")):
+        try:
+            paths = glob.glob(pattern) if pattern else [None]
+            lib = ctypes.CDLL(paths[0]) if paths else None
+            found.append(getattr(lib, fn)) if lib is not None else None
+        except (OSError, AttributeError):
+            pass
+    return found
+
+
+_RELEASE: list | None = None
+
+
+def release() -> None:
+    """Give the memory of dropped intermediates back to the system: FLINT keeps freed integers in a cache of
+    its own (flint_cleanup empties it; live integers are untouched) and the heap keeps free pages scattered
+    between live blocks (glibc's malloc_trim returns them). Called between steps once a step's large
+    intermediates are dropped, so the next step's products reuse memory instead of mapping more; does
+    nothing where either library is absent."""
+    global _RELEASE
+    if _RELEASE is None:
+        _RELEASE = _libs()
+    for fn in _RELEASE:
+        fn(0) if fn.__name__ == "malloc_trim" else fn()
 
 
 def binary_power(X, e: int, mul):

@@ -6,7 +6,7 @@ import math
 
 from flint import fmpq, fmpz_poly
 
-from .arith import binary_power
+from .arith import binary_power, release
 
 
 class Epochs:
@@ -33,7 +33,9 @@ class Epochs:
         self.moved += hi
         if n <= 0:
             return self.k_top, fmpz_poly([hi])
-        return off, p.truncate(n) + fmpz_poly([hi]).left_shift(n - 1)
+        p = p.truncate(n)
+        p[n - 1] += hi  # in place: no second copy of the product
+        return off, p
 
     def _weight(self, j: int) -> float:
         if self.shift is None:
@@ -76,11 +78,31 @@ class Epochs:
         return p
 
     def mul(self, X, Y):
+        """The floored product, exponents above k_top moved down to k_top, then trimmed. Coefficients
+        above k_top are never formed (mul_low): their exact mass, px(1) py(1) minus the kept part's, is
+        floored as a whole and added at k_top (a floor of a sum is at least the sum of the floors: less
+        is deleted, and the move stays a move down). Each intermediate is released before the next is
+        made: the peak is the operands, the kept product and one floored copy."""
         (ox, px), (oy, py) = X, Y
-        q = px * py  # exact, units 2^-2F
-        f = q // 2**self.F  # floor
-        self.fixed_point += fmpq(int(q(1) - f(1) * 2**self.F), 2 ** (2 * self.F))
-        return self.trim_low(*self.clamp(ox + oy, f))
+        off, one = ox + oy, 2**self.F
+        n = min(self.k_top - off + 1, px.length() + py.length() - 1)  # coefficients kept below and at k_top
+        total = int(px(1)) * int(py(1))  # exact, units 2^-2F
+        if n <= 0:
+            hi = total // one
+            self.moved += hi
+            self.fixed_point += fmpq(total - hi * one, one * one)
+            return self.k_top, self.trim_top(fmpz_poly([hi]))
+        q = px.mul_low(py, n)  # exact, units 2^-2F; exponents above k_top never formed
+        kept = int(q(1))
+        f = q // one  # floor
+        del q
+        release()  # the exact product's memory back before the next copies (peak memory)
+        hi = (total - kept) // one  # the mass above k_top, moved down to it (floored as a whole)
+        if hi:
+            self.moved += hi
+            f[n - 1] += hi
+        self.fixed_point += fmpq(total - int(f(1)) * one, one * one)
+        return self.trim_low(off, f)
 
     def power(self, X, e: int):
         """X^e by binary powering along the bits of e, least significant first (as in (ii))."""

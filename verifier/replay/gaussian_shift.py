@@ -11,21 +11,9 @@ from dataclasses import dataclass
 
 from flint import arb, fmpq
 
-from ..format.strict import Reject, working_prec
+from ..format.strict import working_prec
 from .arith import dyadic
 from .upper_v2 import pair
-
-NAME = "gaussian-shift"
-METHOD = {"name": "str", "version": "int", "prec": "int"}
-ENCLOSURES = {"TV": "ball"}
-
-
-def check(m: dict, claim: dict, code: str) -> None:
-    """Static checks: the pair must have one step (M = 1); 64 <= prec <= 4096."""
-    if claim["steps"] != 1:
-        raise Reject("method-scheme", f"method gaussian-shift needs steps = 1, got {claim['steps']}")
-    if not 64 <= m["prec"] <= 4096:
-        raise Reject(code, f"need 64 <= prec <= 4096, got {m['prec']}")
 
 
 def shift(claim: dict, sigma: fmpq) -> arb:

@@ -75,13 +75,14 @@ class Lattice:
     """ML(h, n) up to octave T, masses in units 2^-F; `two_point` selects `half` or the floor.
 
     `budget`: our own trimming after each ⊕ -- the lowest octaves are deleted while their total
-    mass stays <= budget (units 2^-F)."""
+    mass stays <= budget (units 2^-F). `memo`: how many recent operands keep their carries (each entry
+    keeps its operand alive too: the fewest the caller's order of sums reuses)."""
 
-    def __init__(self, n: int, T: int, F: int, two_point: bool, budget: int, tally: Tally):
+    def __init__(self, n: int, T: int, F: int, two_point: bool, budget: int, tally: Tally, memo: int = 4):
         self.n, self.N, self.T, self.F = n, 1 << n, T, F
         self.two_point, self.budget, self.tally = two_point, budget, tally
         self.d = 2 if two_point else 1  # carries are exact in units 2^-F / d
-        self.memo = []  # (X, upto, hats) of recent operands: B enters two sums per bit (§4 (b))
+        self.memo, self.memo_size = [], memo  # (X, upto, hats) of recent operands: B enters two sums per bit
 
     def carry(self, p):
         """d times the image of p (index m on a lattice g) on the lattice 2g, exactly: `half`
@@ -97,8 +98,12 @@ class Lattice:
             if Y is X and u >= upto:
                 return H
         H = self._hats(X, upto)
-        self.memo = [(X, upto, H)] + self.memo[:3]
+        self.memo = [(X, upto, H)] + self.memo[:self.memo_size - 1]
         return H
+
+    def forget(self, *Xs: list) -> None:
+        """Drop the memo's entries of operands the caller no longer uses (each entry keeps its operand alive)."""
+        self.memo = [e for e in self.memo if not any(e[0] is X for X in Xs)]
 
     def _hats(self, X: list, upto: int) -> list:
         """[x̂_0, ..., x̂_upto]: the part of X below octave k on the lattice 2^k h (real indices

@@ -64,10 +64,13 @@ class LogCells:
         """A float guess of the cell j of index m >= 1 of octave k (checked by the caller)."""
         return math.floor((k * math.log(2) + math.log(m) - self.lnC0) / self.feta)
 
-    def edges(self, k: int, m_lo: int, m_hi: int, jmin: int, jmax: int) -> list[tuple[int, int, int, int]]:
+    def edges(self, k: int, m_lo: int, m_hi: int, jmin: int, jmax: int,
+              keep: bool = True) -> list[tuple[int, int, int, int]]:
         """[(j, c_j, lo_j, hi_j)] for j = ja..jb, jmin <= ja <= jb <= jmax, such that every index
         in [m_lo, m_hi] (m_lo >= 1) lies in [c_ja, c_jb) unless below c_jmin (then ja = jmin) or
-        at or above c_jmax (then jb = jmax).  Cached per (k, m_lo, m_hi, jmin, jmax)."""
+        at or above c_jmax (then jb = jmax).  Cached per (k, m_lo, m_hi, jmin, jmax) when `keep` (a caller
+        that reads each octave once passes False: at a small eta the lists of every octave hold millions
+        of large integers)."""
         key = (k, m_lo, m_hi, jmin, jmax)
         if key not in self.memo:
             ja = min(max(self.guess(k, m_lo) - 2, jmin), jmax)
@@ -82,12 +85,14 @@ class LogCells:
                     lo, hi = self.interval(j)
                 out.append((j, self.edge(j, k, lo, hi), lo, hi))
                 lo, hi = (lo * elo) >> W, -((-(hi * ehi)) >> W)
+            if not keep:
+                return out
             self.memo[key] = out
         return self.memo[key]
 
-    def octave(self, k: int, N: int, jmin: int, jmax: int) -> list[tuple[int, int, int, int]]:
+    def octave(self, k: int, N: int, jmin: int, jmax: int, keep: bool = True) -> list[tuple[int, int, int, int]]:
         """The edges for every index of octave k of ML (1 <= m < 2N at k = 0, N <= m < 2N)."""
-        return self.edges(k, 1 if k == 0 else N, 2 * N - 1, jmin, jmax)
+        return self.edges(k, 1 if k == 0 else N, 2 * N - 1, jmin, jmax, keep)
 
 
 def cell_sums(cs: list[int], base: int, edges: list, zeroth: int, moment: bool = True):

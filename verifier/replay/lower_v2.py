@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from flint import arb, fmpq, fmpz_poly
 
 from ..format.strict import working_prec
-from .arith import EXTRA_BITS, dyadic
+from .arith import EXTRA_BITS, dyadic, release
 from .epochs import Epochs
 from .lattice import Lattice, Tally, grid_points, levels, octave_masses, place, refine
 from .loggrid import LogCells, cell_sums
@@ -96,6 +96,21 @@ def buckets(D: list, n: int, cells: LogCells, kmin: int, kplus: int) -> dict:
     return {j: v for j, v in u.items() if v}
 
 
+def aligned(sides: list) -> tuple[list, list]:
+    """The two E-fold powers [(offset, poly), (offset, poly)] as integer lists on one index range, each
+    polynomial read coefficient by coefficient and released once read (`sides` is emptied): the peak holds
+    one polynomial and the lists, not both polynomials, a list of their coefficient objects and the lists."""
+    o, out = min(off for off, _ in sides), []
+    while sides:
+        off, p = sides.pop(0)
+        out.append([0] * (off - o) + [int(p[i]) for i in range(p.length())])
+        del p
+    uc, wc = out
+    uc += [0] * (len(wc) - len(uc))
+    wc += [0] * (len(uc) - len(wc))
+    return uc, wc
+
+
 @dataclass
 class LowerResult:  # exact rationals: bound = W_A - U_A - deleted_p
     bound: fmpq
@@ -120,38 +135,40 @@ def replay_lower_v2(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
     t1 = time.perf_counter()
     # (b) the epoch: P side A, Q side AQ = average over the position of the shifted coordinate;
     # level i on its own lattice (§10), one Lattice a level for both sides: B enters two sums
-    A = AQ = None
+    A = AQ = B0 = BQ0 = A0 = AQ0 = None  # the X0: operands just replaced (released with the rest below)
     done, at, lats = 0, nb[0], {}  # steps already in A, A's level bits, a Lattice per level bits
     for i in range(M.bit_length()):
+        for other in lats.values():  # operands refined onto this level are new objects: free the others' memos
+            if other.n != nb[i]:
+                other.memo = []
         lat = lats.setdefault(nb[i], Lattice(nb[i], T, F, False, budget, Tally()))
         if i:
-            B, BQ = refine(B, nb[i] - nb[i - 1]), refine(BQ, nb[i] - nb[i - 1])
-            BQ, B = lat.oplus(BQ, B), lat.oplus(B, B)
+            B0, BQ0 = refine(B, nb[i] - nb[i - 1]), refine(BQ, nb[i] - nb[i - 1])
+            BQ, B = lat.oplus(BQ0, B0), lat.oplus(B0, B0)
+            lat.forget(B0, BQ0)  # replaced: their carries would only keep them alive
         if M >> i & 1:
             if A is None:
                 A, AQ, done = B, BQ, 1 << i
             else:
-                A, AQ = refine(A, nb[i] - at), refine(AQ, nb[i] - at)
-                AQ = mix(lat.oplus(AQ, B), done, lat.oplus(A, BQ), 1 << i)
-                A, done = lat.oplus(A, B), done + (1 << i)
+                A0, AQ0 = refine(A, nb[i] - at), refine(AQ, nb[i] - at)
+                AQ = mix(lat.oplus(AQ0, B), done, lat.oplus(A0, BQ), 1 << i)
+                A, done = lat.oplus(A0, B), done + (1 << i)
+                lat.forget(A0, AQ0)
             at = nb[i]
     t2_ = time.perf_counter()
     # (c) each epoch value to its log-grid cell
     cells = LogCells(M, m["h"], m["eta"], m["prec"])
     u = buckets(A, n, cells, m["k_minus"], m["k_plus"])
     w = buckets(AQ, n, cells, m["k_minus"], m["k_plus"])
+    del A, AQ, B, BQ, B0, BQ0, A0, AQ0, lats  # the epoch sums, operands, memo: not alive while (d) runs
+    release()
     t3 = time.perf_counter()
     # (d) E epochs: cells added, partial sums above k_top clamped (our trim: raw mass, low end)
     sides = []
     for d in (u, w):
         lo, ep = min(d, default=0), Epochs(F, m["eta"], m["k_top"], budget, None, budget)
         sides.append(ep.power((lo, fmpz_poly([d.get(j, 0) for j in range(lo, max(d, default=-1) + 1)])), E))
-    (ou, Up), (ow, Wp) = sides
-    o = min(ou, ow)
-    uc = [0] * (ou - o) + [int(x) for x in Up.coeffs()]
-    wc = [0] * (ow - o) + [int(x) for x in Wp.coeffs()]
-    uc += [0] * (len(wc) - len(uc))
-    wc += [0] * (len(uc) - len(wc))
+    uc, wc = aligned(sides)
     wa = ua = 0
     for i, x in enumerate(wc):  # (e) A = {k : W_k > U_k}
         if x > uc[i]:

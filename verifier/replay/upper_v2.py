@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from flint import arb, fmpq, fmpz_poly
 
 from ..format.strict import working_prec
-from .arith import EXTRA_BITS, dyadic
+from .arith import EXTRA_BITS, dyadic, release
 from .epochs import Epochs
 from .lattice import Lattice, Tally, grid_points, levels, octave_masses, place, refine
 from .loggrid import LogCells, cell_sums
@@ -67,7 +67,7 @@ def to_log_grid(D: list, n: int, cells: LogCells, kmin: int, kplus: int) -> LogT
         if p is None:
             continue
         cs, base, zero = octave_masses(p, k, N)
-        E = cells.octave(k, N, kmin, kplus)
+        E = cells.octave(k, N, kmin, kplus, keep=False)  # each octave is read once here
         below, sums, above = cell_sums(cs, base, E, zero)
         out.log_grid += below  # L = 0 and L < e^{k_minus eta}: deleted
         sh = cells.W + k  # beta_j at octave k lies in [lo, hi] * 2^-sh
@@ -135,13 +135,22 @@ def replay_v2(claim: dict, m: dict) -> ReplayResult:
         t1 = time.perf_counter()
         # ---- (ii) the epoch sum: binary powering along the bits of M with ⊕ ---------------
         budget = int(m["trim"] * one / 4)  # spec: trim/2 per ⊕
-        lats = {}  # one Lattice per level bits: it keeps the recent operands' carries (B enters two ⊕)
-        A = epoch(step, M, lambda b: lats.setdefault(b, Lattice(b, T, F, True, budget, tally)), nb)
+        lats = {}  # one Lattice per level bits: it keeps the last operand's carries (B enters two ⊕)
+
+        def lattice(b: int) -> Lattice:  # a level's operands are refined onto the next lattice (new objects):
+            for other in lats.values():   # the other lattices' memos can only keep dead operands alive
+                if other.n != b:
+                    other.memo = []
+            return lats.setdefault(b, Lattice(b, T, F, True, budget, tally, memo=1))
+        A = epoch(step, M, lattice, nb)
         mass_ii = fmpq(sum(int(p(1)) for p in A if p is not None), one)
         t2_ = time.perf_counter()
         # ---- (iii) L = S/M onto the log grid -------------------------------------------------
         cells = LogCells(M, m["h"], m["eta"], m["prec"])
         lg = to_log_grid(A, n, cells, m["k_minus"], m["k_plus"])
+        del A
+        lats.clear()
+        release()  # the epoch sum and the lattices' memo: not alive while (iv) runs (peak memory)
         r = lg.r
         lo = min(r) if r else 0
         R = (lo, fmpz_poly([r.get(j, 0) for j in range(lo, max(r) + 1)] if r else []))

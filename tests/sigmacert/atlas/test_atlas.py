@@ -23,10 +23,10 @@ from decimal import Decimal
 import pytest
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 
-from certifier.certificate.claim import FIXED_BINS
-from certifier.certificate.claim import RANDOM_ALLOCATION as DEFAULT_SCHEME
 from certifier.certificate.envelope import load_envelope, verify_envelope
 from certifier.certificate.keys import keygen, load_private, load_public
+from certifier.claim import FIXED_BINS
+from certifier.claim import RANDOM_ALLOCATION as DEFAULT_SCHEME
 from certifier.errors import ParameterError
 from sigmacert.atlas.cells import Cell, claim_scheme, grid_cells
 from sigmacert.atlas.heatmap import render

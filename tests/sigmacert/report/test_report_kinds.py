@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from certifier.numerics.targets import exact_privacy
+from certifier.run import Run
 from sigmacert import kinds
 from sigmacert.report import _plots
 from sigmacert.report import kinds as rk
@@ -53,7 +54,7 @@ def _v4(kind: dict, target: str, sigma: str, sigma_low: str, value, lower_value)
 @pytest.fixture(scope="module")
 def dp_facts():
     k = kinds.parse_kind(epsilon="1", delta="1e-5")
-    sigma = kinds.exact_sigma(M, E, k, "random-allocation")
+    sigma = kinds.exact_sigma(Run.block(M, E), k)
     low = str(Decimal(sigma) - Decimal("1e-6"))
     hi, lo = (exact_privacy(M, E, float(s), epsilons=[1.0]).delta[1.0].value for s in (sigma, low))
     assert hi <= 1e-5 < lo            # the exact sigma: the cell is a real bracket
@@ -63,7 +64,7 @@ def dp_facts():
 @pytest.fixture(scope="module")
 def tpr_facts():
     k = kinds.parse_kind(fpr="0.001", tpr="0.002")
-    sigma = kinds.exact_sigma(M, E, k, "random-allocation")
+    sigma = kinds.exact_sigma(Run.block(M, E), k)
     low = str(Decimal(sigma) - Decimal("1e-6"))
     hi, lo = (exact_privacy(M, E, float(s), fprs=[1e-3]).tpr[1e-3].value for s in (sigma, low))
     assert hi <= 2e-3 < lo

@@ -22,6 +22,7 @@ from certifier.certificate.keys import keygen
 from certifier.numerics import closed_form as cf
 from certifier.numerics.stages import exact_tv_stages
 from certifier.numerics.stages_profile import exact_privacy_stages
+from certifier.run import Run
 from sigmacert import kinds
 from sigmacert.report import _comparisons, _plots, render
 from sigmacert.report import kinds as rk
@@ -141,7 +142,7 @@ def dp_v5(v5):
     _, _, c = v5
     k = kinds.parse_kind(epsilon="1", delta="0.01")
     run = sigmacert.Stage(4, 2), sigmacert.Stage(8, 1)
-    sigma = kinds.exact_sigma_stages(run, k)
+    sigma = kinds.exact_sigma(Run.in_stages(run), k)
     low = str(Decimal(sigma) - Decimal("1e-6"))
     hi, lo = (exact_privacy_stages([(4, 2, s), (8, 1, s)], epsilons=[1.0]).delta[1.0].value for s in (sigma, low))
     assert hi <= 0.01 < lo

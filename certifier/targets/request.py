@@ -4,7 +4,7 @@ A request names exactly one kind (docs/targets.md): `target` (tv: TV <= lambda),
 `delta` (dp), or `fpr` with `tpr` (tpr). `parse_kind` picks the kind from the parameters given and
 refuses anything else in one line; each front end (sigmacert.kinds for the API and the command line,
 service.validate for the service) passes its own range rule for a single parameter. The one reader of a
-request's kind; certifier.targets turns a parsed kind into its functional.
+request's kind; certifier.targets.parse turns it into a Target.
 """
 from __future__ import annotations
 

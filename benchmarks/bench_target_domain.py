@@ -1,0 +1,109 @@
+"""Benchmark: the exact sigma over the (eps, delta) and TPR scan grids and the target domain's corners.
+
+    python benchmarks/bench_target_domain.py [--small] [--only dp|tpr|corners] [--json FILE]
+
+Calls sigmacert.exact_sigma in-process (imports excluded) for every cell and prints, per kind,
+answered / refused and the CPU seconds per cell (median, max), then every refusal with its reason.
+
+  dp       M in {10, 100, 1e3, 1e4, 1e6} x E in {1, 10, 100, 1000} x eps in {0.5, 1, 2, 4, 8}
+           x delta in {1e-5, 1e-6, 1e-8}                                             (300 cells)
+  tpr      the same (M, E) x (FPR, TPR) in {(1e-3, 1e-2), (1e-5, 1e-3), (1e-8, 1e-5), (1e-8, 1e-3)}  (80)
+  corners  M in {1, 1e7} x E in {1, 1e4} x (eps, delta) in {0.01, 20} x {1e-12, 0.1}, the TPR corners
+           (1e-8, 1e-7), (1e-8, 0.5), (0.5, 0.6), (0.5, 0.99), fixed bins at the dp corners with M = 1e7,
+           and two stage lists at eps 1 / delta 1e-8
+
+--small runs a few cells of each (seconds; exercised by tests/bench). The goal is 0 refused and <= 1 s
+per answer; the machine is shared, so the load average is printed first and last.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+MS = (10, 100, 1000, 10**4, 10**6)
+ES = (1, 10, 100, 1000)
+DP = [dict(steps=m, epochs=e, epsilon=eps, delta=d) for m in MS for e in ES for eps in (0.5, 1, 2, 4, 8)
+      for d in ("1e-5", "1e-6", "1e-8")]
+TPR = [dict(steps=m, epochs=e, fpr=a, tpr=b) for m in MS for e in ES
+       for a, b in (("1e-3", "1e-2"), ("1e-5", "1e-3"), ("1e-8", "1e-5"), ("1e-8", "1e-3"))]
+CORNERS = ([dict(steps=m, epochs=e, epsilon=eps, delta=d) for m in (1, 10**7) for e in (1, 10**4)
+            for eps in (0.01, 20) for d in ("1e-12", "0.1")]
+           + [dict(steps=m, epochs=e, fpr=a, tpr=b) for m in (1, 10**7) for e in (1, 10**4)
+              for a, b in (("1e-8", "1e-7"), ("1e-8", "0.5"), ("0.5", "0.6"), ("0.5", "0.99"))]
+           + [dict(steps=10**7, epochs=e, epsilon=eps, delta=d, scheme="fixed-bins") for e in (1, 10**4)
+              for eps in (0.01, 20) for d in ("1e-12", "0.1")]
+           + [dict(stages=[(100, 5), (400, 5)], epsilon=1, delta="1e-8"),
+              dict(stages=[(50, 4), (200, 2)], epsilon=2, delta="1e-6")])
+SMALL = {"dp": [DP[i] for i in (0, 44, 137, 299)], "tpr": [TPR[i] for i in (2, 41)],
+         "corners": [CORNERS[i] for i in (0, 13, 17, 40)]}
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg()) + f" on {os.cpu_count()} cores"
+
+
+def run_cell(cell: dict) -> dict:
+    import sigmacert
+    from certifier.errors import NumericsUnreliableError, ParameterError
+    t = time.process_time()
+    try:
+        sigma, reason = str(sigmacert.exact_sigma(**cell)), None
+    except (NumericsUnreliableError, ParameterError) as ex:
+        sigma, reason = None, str(ex).splitlines()[0][:160]
+    return dict(cell={k: (str(v) if k != "stages" else v) for k, v in cell.items()}, sigma=sigma,
+                refused=reason, cpu=time.process_time() - t)
+
+
+def summary(name: str, rows: list) -> str:
+    ok = [r["cpu"] for r in rows if r["sigma"] is not None]
+    med = f"{statistics.median(ok):.2f}" if ok else "-"
+    mx = f"{max(ok):.2f}" if ok else "-"
+    over = sum(1 for x in ok if x > 1.0)
+    return f"| {name} | {len(rows)} | {len(ok)} | {len(rows) - len(ok)} | {med} | {mx} | {over} |"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--small", action="store_true", help="a few cells of each grid")
+    ap.add_argument("--only", choices=("dp", "tpr", "corners"), help="one grid only")
+    ap.add_argument("--json", help="also write every row to this file")
+    args = ap.parse_args(argv)
+    grids = SMALL if args.small else {"dp": DP, "tpr": TPR, "corners": CORNERS}
+    if args.only:
+        grids = {args.only: grids[args.only]}
+    print(load())
+    out = {}
+    for name, cells in grids.items():
+        out[name] = []
+        for cell in cells:
+            row = run_cell(cell)
+            out[name].append(row)
+            print(f"  {name} {row['cell']} -> {row['sigma'] or 'REFUSED: ' + row['refused']} ({row['cpu']:.2f} s)",
+                  flush=True)
+    print()
+    print("| grid | cells | answered | refused | CPU s per answer, median | max | answers > 1 s |")
+    print("|---|---|---|---|---|---|---|")
+    for name, rows in out.items():
+        print(summary(name, rows))
+    refused = [(n, r) for n, rows in out.items() for r in rows if r["sigma"] is None]
+    if refused:
+        print("\nrefused:")
+        for n, r in refused:
+            print(f"  {n} {r['cell']}: {r['refused']}")
+    print("\n" + load())
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(out, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

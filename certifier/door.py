@@ -1,0 +1,45 @@
+"""The certifier's public surface for the faces (CLI, API, service, atlas, PLD export): a run and a target in,
+an exact sigma, a numerical value or a certificate out.
+
+  Run, Target, parse, from_json, make, KINDS    what is asked (certifier.run, certifier.targets)
+  exact_sigma(run, target)                      the least sigma on the res(sigma) grid (numerical)
+  value_at(run, target), privacy(run, ...)      numerical values at the run's sigma
+  certify(run, target, sigma, ...)              the certify Outcome of a block or a run in stages
+  sign(predicate, key, subject)                 the one signing path (certifier.certificate.envelope)
+"""
+from __future__ import annotations
+
+from flint import fmpq
+
+from certifier.certificate.envelope import key_id, sign_certificate
+from certifier.certify import Outcome
+from certifier.certify import certify as certify_block
+from certifier.run import Run, exact_sigma, privacy
+from certifier.stages_certify import certify_stages
+from certifier.targets import DP, KINDS, NAMES, ONE_KIND, TPR, TV, Target, from_json, make, parse
+from certifier.targets.request import KIND_FIELDS, MAX_EPSILON
+
+__all__ = ["DP", "KINDS", "KIND_FIELDS", "MAX_EPSILON", "NAMES", "ONE_KIND", "TPR", "TV", "Outcome", "Run", "Target",
+           "certify", "exact_sigma", "from_json", "make", "parse", "privacy", "sign", "value_at"]
+
+
+def value_at(run: Run, target: Target, check: bool = True):
+    """The target's quantity for the run at its sigma (numerical Value: value, error)."""
+    return target.value_at(run, check)
+
+
+def certify(run: Run, target: Target, sigma: fmpq | None = None, *, two_sided: bool = False, progress=None,
+            **options) -> Outcome:
+    """Certify the target for the run at sigma (the exact sigma when None): a block by certifier.certify, a run
+    in stages by certifier.stages_certify (a sigma per stage: sigma None, one-sided). options: certify's grid
+    and method options (h, eta, cap, prec, method, max_tries)."""
+    options = {k: v for k, v in options.items() if v is not None}   # None: certify's own default
+    kw = {"two_sided": two_sided, "progress": progress, "kind_name": target.name, "kind_params": target.kind_params}
+    return run.pick(lambda m, e, scheme: certify_block(m, e, target.value, sigma, scheme=scheme,
+                                                       iterations=run.iterations, **kw, **options),
+                    lambda stages: certify_stages(stages, target.value, sigma, **kw, **options))
+
+
+def sign(predicate: dict, key, subject: dict | None = None) -> tuple[bytes, str]:
+    """(the signed DSSE envelope, the key id) of a predicate (the one place a certificate is signed)."""
+    return sign_certificate(predicate, key, subject), key_id(key.public_key())

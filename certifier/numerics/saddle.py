@@ -1,0 +1,231 @@
+"""The privacy profile in the tails, to a relative error: the inversion on a tilted line per eps.
+
+With G(z) = E_P Lambda^z = prod_s F_{M_s}(z)^{E_s} (Theorem 4.1; a run in stages is the product) and a = e^eps,
+
+    delta_{Q||P}(eps) = E_P (Lambda - a)_+  = (1/pi) int_0^inf Re[G(z) a^{1-z} / (z(z-1))] du,  z = c + iu, c > 1,
+    delta_{P||Q}(eps) = E_P (1 - a Lambda)_+ = (1/pi) int_0^inf Re[G(z) a^{z} / (z(z-1))] du,    z = c + iu, c < 0
+
+(for one x > 0 the line integral of x^z a^{1-z}/(z(z-1)) is (x - a)_+: shifted left past the poles z = 1, 0
+it picks x - a when x > a, shifted right it vanishes when x < a; the second likewise). Both hold for every
+admissible c; on the line 1/2 of formula (14) the answer is 1 - G(e^eps), a difference that loses every
+digit once delta is below the line's absolute error. Here c is placed near the saddle point of
+
+    phi(c) = ln G(c) - (c - 1) eps - ln(c(c - 1))      (Q||P;  ln G(c) + c eps - ln(c(c - 1)) for P||Q),
+
+where the integrand is largest on the real axis and its size is delta itself, so every absolute error
+of the line is an error relative to delta (Alghamdi et al., ICML 2023). c is chosen on the GDP model of
+ln F (the parabola through ln F(0) = ln F(1) = 0, ln F(2) = ln(1 + v^2)) and kept in [1.03, 2.9]
+(Q||P: certifier.numerics.tilted_moments computes F there, c = 2 excepted) or [-C_MAX, -0.3] (P||Q). The integrand
+is analytic in |Im u| < d (d the distance from c to the poles 0 and 1), so the trapezoid in u with
+step du <= d/10 errs by about e^{-2 pi 9}; its estimate is the change to step 2 du. Off the saddle
+point the integrand turns like e^{i u phi'(c)}, so du <= 0.6/|phi'(c)| as well.
+
+Error estimate (relative to delta by construction): the line's own coarse r- and x-sums and the coarse
+u-sum (a-posteriori), its cut r-tails and round-off (E |F|^{E-1} x floor), the u-tail beyond the last node.
+Floating point, not a certificate.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+from certifier.errors import NumericsUnreliableError
+from certifier.numerics.laplace_moments import FINE, FIRST, SECOND, Discretization
+from certifier.numerics.tilted_moments import log_moment, tilted_line
+
+Q_RANGE = (1.03, 2.9)
+C_MAX = 4.0                  # the P||Q line is kept at c >= -C_MAX: (T1) loses e^{2.8|c|} to cancellation
+P_RANGE = (-C_MAX, -0.3)
+LOG_TAIL = math.log(1e-16)   # the u-sum stops where the integrand is below this share of its peak
+MAX_TRIES = 5
+
+
+@dataclass(frozen=True)
+class Factor:
+    """One block of the pair: E epochs of M steps at noise sigma (M = 1: the Gaussian closed form)."""
+    steps: int
+    epochs: int
+    sigma: float
+
+    @property
+    def kappa2(self) -> float:
+        """ln F(2) = ln(1 + v^2) = ln(1 + (e^{t^2} - 1)/M)."""
+        t2 = 1.0 / (self.sigma * self.sigma)
+        if t2 > 700:
+            return t2 - math.log(self.steps)
+        return math.log1p(math.expm1(t2) / self.steps)
+
+
+@dataclass(frozen=True)
+class TailValue:
+    value: float
+    error: float
+    c: float
+    parts: dict
+
+
+def choose_c(factors, eps: float, side: str) -> float:
+    """The saddle point of phi on the GDP model of ln G (ln G(c) ~ c(c - 1) sum E kappa2 / 2), in range."""
+    k2 = sum(f.epochs * f.kappa2 for f in factors)
+    if side == "qp":
+        phi = lambda c: 0.5 * c * (c - 1.0) * k2 - (c - 1.0) * eps - math.log(c * (c - 1.0))  # noqa: E731
+        lo, hi = Q_RANGE
+    else:
+        phi = lambda c: 0.5 * c * (c - 1.0) * k2 + c * eps - math.log(c * (c - 1.0))  # noqa: E731
+        lo, hi = P_RANGE
+    r = minimize_scalar(phi, bounds=(lo, hi), method="bounded", options={"xatol": 1e-4})
+    c = float(r.x)
+    return 2.0 + math.copysign(0.01, c - 2.0) if abs(c - 2.0) < 0.01 else c   # (T2) avoids c = 2 itself
+
+
+def _slope(factors, eps: float, side: str, c: float) -> float:
+    """phi'(c) on the model: the integrand's phase turns at this rate in u (du must follow it)."""
+    k2 = sum(f.epochs * f.kappa2 for f in factors)
+    lin = -eps if side == "qp" else eps
+    return (c - 0.5) * k2 + lin - (2.0 * c - 1.0) / (c * (c - 1.0))
+
+
+def _log_g(factors, c: float, du: float, u_max: float, disc: Discretization):
+    """ln G(c + i u_j) and its variants (coarse r, coarse x), and the floor of G / G(c) per node."""
+    n = int(math.ceil(u_max / du)) + 1
+    u = du * np.arange(n)
+    z = c + 1j * u
+    total = [np.zeros(n, dtype=complex) for _ in range(3)]
+    floor = np.zeros(n)
+    for f in factors:
+        if f.steps == 1:
+            lf = z * (z - 1.0) / (2.0 * f.sigma * f.sigma)
+            parts, fl = (lf, lf, lf), np.full(n, 1e-15)
+        elif c < 0.0 and disc is FIRST:
+            # (T1) at large |c|: every second r-node over-states the error by orders (the integrand grows
+            # off the ray as e^{|c| r}); the check is the line on 9 nodes per strip against 7
+            line = tilted_line(f.steps, f.sigma, c, du, u_max, FINE)
+            coarse = tilted_line(f.steps, f.sigma, c, du, u_max, FIRST)
+            parts, fl = (line.log_f[:n], coarse.log_f[:n], line.log_f_coarse_x[:n]), line.floor[:n]
+        else:
+            line = tilted_line(f.steps, f.sigma, c, du, u_max, disc)
+            parts, fl = (line.log_f[:n], line.log_f_coarse_r[:n], line.log_f_coarse_x[:n]), line.floor[:n]
+        for i in range(3):
+            total[i] += f.epochs * parts[i]
+        # |d ln G| = E |dF/F| <= E floor F(c)/|F|: relative to G(c) the error of G is E |F/F(c)|^{E-1} floor
+        rel = np.exp(parts[0].real - parts[0][0].real)
+        floor += f.epochs * np.maximum(rel, 1e-300) ** (f.epochs - 1) * fl * np.exp(
+            total[0].real - total[0][0].real - f.epochs * (parts[0].real - parts[0][0].real))
+    return u, total, floor
+
+
+def _measured_slope(factors, eps: float, side: str, c: float) -> float:
+    """phi'(c) of the true ln G, by a central difference of the real moments ln F(c +- h) (the model's
+    slope is off where the tails are heavy)."""
+    h = 1e-4 if abs(c - 2.0) > 2e-4 else 1e-5
+    d = 0.0
+    for f in factors:
+        if f.steps == 1:
+            d += f.epochs * (c - 0.5) / (f.sigma * f.sigma)
+        else:
+            d += f.epochs * (log_moment(f.steps, f.sigma, c + h) - log_moment(f.steps, f.sigma, c - h)) / (2.0 * h)
+    return d + (-eps if side == "qp" else eps) - (2.0 * c - 1.0) / (c * (c - 1.0))
+
+
+def refine_c(factors, eps: float, side: str) -> tuple[float, float | None]:
+    """(c, phi''): the saddle point of the true phi, from the model's by two secant steps on the measured
+    phi' (kept within 0.75 of the model's point and inside the range), and the secant's phi'' (None at
+    M = 1, where the model is exact)."""
+    c0 = choose_c(factors, eps, side)
+    if all(f.steps == 1 for f in factors):
+        return c0, None
+    lo, hi = Q_RANGE if side == "qp" else P_RANGE
+    lo, hi = max(lo, c0 - 0.75), min(hi, c0 + 0.75)
+    k2 = sum(f.epochs * f.kappa2 for f in factors)
+    g0 = _measured_slope(factors, eps, side, c0)
+    c1 = _avoid_two(min(max(c0 - g0 / (k2 + 1.0 / c0 ** 2 + 1.0 / (c0 - 1.0) ** 2), lo), hi))
+    if c1 == c0:
+        c1 = _avoid_two(c0 - 0.02 if c0 - 0.02 > lo else c0 + 0.02)
+    g1 = _measured_slope(factors, eps, side, c1)
+    if g1 == g0:
+        return c1, None
+    curv = (g1 - g0) / (c1 - c0)
+    c2 = _avoid_two(min(max(c1 - g1 / curv, lo), hi)) if curv > 0 else c1
+    return (c2 if math.isfinite(c2) else c1), (curv if curv > 0 else None)
+
+
+def _avoid_two(c: float) -> float:
+    return 2.0 + math.copysign(0.01, c - 2.0) if abs(c - 2.0) < 0.01 else c
+
+
+def tail_delta(factors, eps: float, side: str, disc: Discretization = FIRST, c: float | None = None,
+               u_hint: float | None = None) -> TailValue:
+    """delta_{Q||P}(eps) (side "qp") or delta_{P||Q}(eps) (side "pq") on the tilted line, with an
+    a-posteriori error estimate relative to the value."""
+    c, curv = refine_c(factors, eps, side) if c is None else (c, None)
+    k2 = sum(f.epochs * f.kappa2 for f in factors)
+    d = (c - 1.0) if side == "qp" else min(-c, 1.0 - c)
+    width = 1.0 / math.sqrt(curv or (k2 + 1.0 / c ** 2 + 1.0 / (c - 1.0) ** 2))
+    slope = _slope(factors, eps, side, c) if all(f.steps == 1 for f in factors) else \
+        _measured_slope(factors, eps, side, c)
+    du = min(0.1 * d, width / 3.0, 0.6 / (abs(slope) + 1e-9))
+    u_top = max(9.5 * width, u_hint or 0.0)   # u_hint: where the pair's 1/2-line decayed (a light bulk)
+    for attempt in range(MAX_TRIES):
+        u, (lg, lg_r, lg_x), floor = _log_g(factors, c, du, u_top, disc)
+        z = c + 1j * u
+        lk = (1.0 - z) * eps if side == "qp" else z * eps
+        extra = lk - np.log(z * (z - 1.0))
+        log_terms = lg + extra
+        peak = float(log_terms[0].real)
+        rel = log_terms.real - peak
+        with np.errstate(divide="ignore"):
+            noise = np.log(3.0 * np.maximum(floor, 1e-300)) - np.real(extra - extra[0])
+        loud = np.nonzero((rel > LOG_TAIL) & (rel > noise))[0]   # decayed, or at the line's round-off
+        cut = int(loud[-1]) + 1 if loud.size else 1
+        if cut < 0.9 * u.size or attempt == MAX_TRIES - 1:
+            break   # decayed (or the last try: what is left is the u_cut estimate)
+        # extrapolate the decay seen so far (rel ~ -u^2 / (2 w^2)) to LOG_TAIL, 20 % to spare
+        j = u.size - 1
+        w2 = u[j] ** 2 / max(-2.0 * float(rel[j]), 1e-9)
+        u_top = min(max(1.2 * math.sqrt(2.0 * -LOG_TAIL * w2), 1.3 * u_top), 8.0 * u_top)
+    n = min(u.size, cut + 2)
+    w = np.full(n, du / math.pi)
+    w[0] *= 0.5
+
+    def total(lgv, step=1):
+        # |G(c + iu)| <= G(c): a variant's round-off above it (raised to the power E) is clipped there
+        lgv = np.minimum(lgv.real, lg[0].real) + 1j * lgv.imag
+        terms = np.real(np.exp(lgv[:n] + extra[:n] - peak))
+        if step == 1:
+            return float(w @ terms)
+        idx = np.arange(0, n, step)
+        ww = np.full(idx.size, step * du / math.pi)
+        ww[0] *= 0.5
+        return float(ww @ terms[idx])
+
+    v = total(lg)
+    if peak > 700.0:   # the integrand's size is e^{hundreds} against a delta <= 1: nothing is left of it
+        raise NumericsUnreliableError(f"the tilted line at c = {c:g} cancels from e^{peak:.0f}")
+    scale = math.exp(peak)
+    mag = np.exp(rel[:n])
+    parts = {
+        "r_step": abs(total(lg_r) - v),
+        "x_step": abs(total(lg_x) - v),
+        "u_step": abs(total(lg, 2) - v),
+        "floor": float(w @ (floor[:n] * np.exp(-np.real(extra[:n]) + np.real(extra[0])) * mag)),
+        "u_cut": float(mag[n - 1]) * float(u[n - 1]) / math.pi,
+    }
+    err = sum(parts.values())
+    value = v * scale
+    if not (math.isfinite(value) and value > 0.0):
+        if math.isfinite(value) and abs(value) <= err * scale:
+            return TailValue(0.0, err * scale, c, {k: x * scale for k, x in parts.items()})
+        raise NumericsUnreliableError(f"the tilted inversion at eps = {eps:g} gave {value!r}")
+    return TailValue(value, err * scale, c, {k: x * scale for k, x in parts.items()})
+
+
+def tail_delta_second(factors, eps: float, side: str) -> TailValue:
+    """The check: another line (c moved a third of the way to its range's far end) on the second
+    discretization; it shares only the formulas (T1)/(T2) and the inversion's identity."""
+    c0 = refine_c(factors, eps, side)[0]
+    lo, hi = Q_RANGE if side == "qp" else (max(P_RANGE[0], c0 - 1.0), P_RANGE[1])
+    c = c0 + (hi - c0) / 3.0 if hi - c0 > c0 - lo else c0 - (c0 - lo) / 3.0
+    return tail_delta(factors, eps, side, SECOND, c)

@@ -1,0 +1,104 @@
+"""A run of DP-SGD as one value: a tuple of stages (M_s, E_s, sigma_s or None), in the spirit of
+dp_accounting's composed events. A block (M steps per epoch, E epochs, one scheme) is a run of one stage;
+a run given in stages (format v5, random allocation only) keeps that form even with one stage.
+
+Every exact-sigma and numerical-value question is asked of a (run, target) pair: `exact_sigma` below
+and the target's own `search` / `value` (certifier.targets).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from decimal import Decimal
+
+from certifier.claim import RANDOM_ALLOCATION
+from certifier.errors import ParameterError
+from certifier.numerics.stages import Stage, parse_stages
+from certifier.numerics.stages_profile import exact_privacy_stages
+from certifier.numerics.targets import exact_privacy_scheme
+from certifier.params import parse_sigma
+from certifier.resolution import issued
+
+
+@dataclass(frozen=True)
+class Run:
+    """stages: the run's Stage values in order; scheme and iterations (fixed bins) for a block; staged:
+    the run was given in stages (its certificate is format v5, its numerics the product of the stages)."""
+    stages: tuple[Stage, ...]
+    scheme: str = RANDOM_ALLOCATION
+    iterations: int | None = None
+    staged: bool = False
+
+    @classmethod
+    def block(cls, steps: int, epochs: int, scheme: str = RANDOM_ALLOCATION, iterations: int | None = None,
+              sigma=None) -> Run:
+        """M steps per epoch for E epochs under `scheme` (one stage), at `sigma` (exact decimal) if given."""
+        return cls((Stage(steps, epochs, sigma),), scheme, iterations)
+
+    @classmethod
+    def in_stages(cls, spec, sigma_per_stage: bool | None = None) -> Run:
+        """A run in stages: '100x5,400x5', '100x5@1.2,...', Stage values or (M, E[, sigma]) tuples."""
+        return cls(parse_stages(spec, sigma_per_stage), staged=True)
+
+    @property
+    def steps(self) -> int:
+        return self.stages[0].steps
+
+    @property
+    def epochs(self) -> int:
+        """E of a block; the total number of epochs of a run in stages."""
+        return sum(s.epochs for s in self.stages)
+
+    @property
+    def sigma_per_stage(self) -> bool:
+        return self.staged and self.stages[0].sigma is not None
+
+    @property
+    def sigma(self) -> str | None:
+        """The one sigma of a block (exact decimal text), or None."""
+        return None if self.staged else self.stages[0].sigma
+
+    def at(self, sigma) -> Run:
+        """The run with every stage at `sigma` (exact decimal text or number)."""
+        return replace(self, stages=tuple(s.with_sigma(sigma) for s in self.stages))
+
+    def sigma_float(self) -> float:
+        if self.sigma is None:
+            raise ParameterError("the run has no single sigma")
+        return float(parse_sigma(self.sigma))
+
+    def pick(self, block, staged):
+        """The run's shape decides its numerics, here only: staged(stages) for a run in stages (the product of
+        the stages' pairs), block(steps, epochs, scheme) for a block (the scheme's pair)."""
+        return staged(self.stages) if self.staged else block(self.steps, self.epochs, self.scheme)
+
+    def where(self, sigma: str | None) -> str:
+        """Where a certify call looked, in words (a refusal's tail): the sigma and the run."""
+        if not self.staged:
+            return f"sigma {sigma} (M={self.steps}, E={self.epochs}, {self.scheme})"
+        at = "each stage's sigma" if self.sigma_per_stage else f"sigma {sigma}"
+        return f"{at} (stages {','.join(map(str, self.stages))})"
+
+    def certificate_stages(self) -> tuple:
+        """The API Certificate's `stages`: ((M_s, E_s), ...) or ((M_s, E_s, sigma_s), ...); () for a block."""
+        if not self.staged:
+            return ()
+        return tuple((s.steps, s.epochs, *([Decimal(s.sigma)] if self.sigma_per_stage else [])) for s in self.stages)
+
+    def __str__(self) -> str:
+        return ",".join(map(str, self.stages)) if self.staged else f"M={self.steps} E={self.epochs} ({self.scheme})"
+
+
+def exact_sigma(run: Run, target, resolution: str = "auto") -> str:
+    """The least sigma on the grid meeting the target for the run (numerical), as a decimal. "auto":
+    res(sigma) of certifier.resolution (1e-6 below 10, six significant digits above), what certify issues."""
+    if resolution == "auto":
+        return issued(target.search(run, "1e-6"))
+    return target.search(run, resolution)
+
+
+def privacy(run: Run, *, deltas=(), epsilons=(), fprs=(), check: bool = True):
+    """eps at each delta, delta at each eps and the TPR at each FPR (floats) of the run's pair at its sigma(s),
+    with the exact TV (certifier.numerics.targets / stages_profile; numerical, with error estimates)."""
+    kw = {"deltas": deltas, "epsilons": epsilons, "fprs": fprs, "check": check}
+    return run.pick(lambda m, e, scheme: exact_privacy_scheme(m, e, run.sigma_float(), scheme, **kw),
+                    lambda stages: exact_privacy_stages(stages, **kw))

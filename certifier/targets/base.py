@@ -1,0 +1,106 @@
+"""A target: what a certificate bounds and the exact value it must meet (docs/targets.md).
+
+A Target is a frozen value parsed from exact decimals: TV <= lambda (tv), (eps, delta)-DP both ways (dp),
+TPR <= beta at FPR alpha (tpr), one module each. It describes itself (refusals, summaries, the report, the
+atlas), writes and reads its JSON (the claim's `kind`, the service's request), answers the numerical
+questions on a run (certifier.run: its exact sigma, its value at sigma, the proven quick bounds) and hands
+the certifier its rule (certifier.targets.rules.TargetKind: the functional both sides bound).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from flint import fmpq
+
+from certifier.params import parse_decimal
+
+
+@dataclass(frozen=True)
+class Target:
+    """Base of the kinds. `target` is the exact decimal text of the bound the functional must meet."""
+    name: ClassVar[str]              # "tv", "dp", "tpr"
+    TARGET: ClassVar[str]            # the request's field of the target ("target", "delta", "tpr")
+    PARAM: ClassVar[str | None]      # the request's field of the kind's parameter ("epsilon", "fpr"; tv: None)
+    INDEX_NAME: ClassVar[str]        # the atlas index's name of the target ("lambda", "delta", "tpr")
+    FUNCTIONAL_WORDS: ClassVar[str]  # the lower side's sigma in words ("sigma_lambda", ...)
+
+    @property
+    def param(self) -> str | None:
+        """The kind's parameter beside the target (exact decimal text; None for tv)."""
+        return None if self.PARAM is None else getattr(self, self.PARAM)
+
+    @property
+    def value(self) -> fmpq:
+        """The target as an exact rational: lambda, delta or beta."""
+        return parse_decimal(self.TARGET, self.target)
+
+    @property
+    def params(self) -> dict:
+        """The request's fields of this target: {field: exact decimal text}."""
+        return {k: getattr(self, k) for k in self.FIELDS}
+
+    @property
+    def kind_params(self) -> dict | None:
+        """The kind's parameter as certify takes it ({"epsilon": text}; None for tv)."""
+        return None if self.PARAM is None else {self.PARAM: self.param}
+
+    @classmethod
+    def of(cls, target: str, param: str | None = None) -> Target:
+        """The target from its value and the kind's parameter (exact decimal text)."""
+        return cls.from_params({cls.TARGET: target, **({} if cls.PARAM is None else {cls.PARAM: param})})
+
+    def same(self, other: Target) -> bool:
+        """The same kind and exactly the same numbers (1.0 and 1 are the same)."""
+        return type(self) is type(other) and all(
+            parse_decimal(f, getattr(self, f)) == parse_decimal(f, getattr(other, f)) for f in self.FIELDS)
+
+    def index_fields(self) -> dict:
+        """An atlas index entry's fields of the target: tv names `lambda` only (as it always has), a kind its
+        `kind`, parameter and target."""
+        if self.PARAM is None:
+            return {self.INDEX_NAME: self.target}
+        return {"kind": self.name, self.PARAM: self.param, self.INDEX_NAME: self.target}
+
+    def f(self, name: str) -> float:
+        """A parameter as a float (numerics only)."""
+        return float(parse_decimal(name, self.params[name]))
+
+    def to_json(self) -> dict:
+        """The claim's `kind` object (format v4): {"name": "tv"} or {"name": "dp", "epsilon": text}, ..."""
+        return {"name": self.name, **(self.kind_params or {})}
+
+    def claim_kind(self) -> tuple:
+        """Claim.kind: () for tv (formats v1-v3 name none), the named parameters otherwise."""
+        return () if self.PARAM is None else (("name", self.name), (self.PARAM, self.param))
+
+    def request_json(self) -> dict:
+        """The service's job fields: {"target": text} and, for a kind other than tv, its `kind` object."""
+        return {"target": self.target, **({} if self.PARAM is None else {"kind": self.to_json()})}
+
+    def summary(self) -> dict:
+        """The kind in a JSON summary: {"kind": name} and, beside tv, "kind_params"."""
+        return {"kind": self.name, **({} if self.PARAM is None else {"kind_params": self.params})}
+
+    def aside(self) -> str:
+        """The target in words after its value in a refusal (tv: nothing, the value says it)."""
+        return "" if self.PARAM is None else f" ({self.describe()})"
+
+    def cell_name(self, steps: int, epochs: int) -> str:
+        """An atlas cell's certificate name."""
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    def search(self, run, resolution: str) -> str:
+        """The least sigma on the resolution grid meeting the target for the run (certifier.run.exact_sigma)."""
+        raise NotImplementedError
+
+    def value_at(self, run, check: bool = True):
+        """The kind's quantity for the run at its sigma(s) (certifier.numerics Value: value, error)."""
+        raise NotImplementedError
+
+    def rule(self):
+        """The certifier's rule for this target (certifier.targets.rules.TargetKind)."""
+        raise NotImplementedError

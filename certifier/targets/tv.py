@@ -1,0 +1,105 @@
+"""TV(P_M^E, Q_M^E) <= lambda (Section 2): the target kind `tv`."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from flint import fmpq
+
+from certifier.certificate.stages import runs_at
+from certifier.claim import Claim
+from certifier.errors import NumericsUnreliableError, ParameterError
+from certifier.numerics import schemes
+from certifier.numerics.exact import exact_tv
+from certifier.numerics.stages import exact_sigma_stages, exact_tv_stages
+from certifier.numerics.stages_profile import exact_privacy_stages
+from certifier.numerics.targets import exact_privacy_scheme
+from certifier.params import decimal_str, parse_decimal, parse_target
+from certifier.targets.base import Target
+from certifier.targets.rules import SEARCH_RESOLUTION, TargetKind
+
+
+def _numerics(claim: Claim, sigma: fmpq) -> tuple[float | None, float | None]:
+    """The exact TV at sigma (FFT route; a run in stages: the product route, checked) and its error
+    estimate, or (None, None) if unavailable."""
+    M, E = claim.pair()
+    try:
+        r = (exact_tv_stages(runs_at(claim, sigma)) if claim.stages else
+             exact_tv(M, E, claim.sigma_of_pair(float(sigma)), check=False))
+        return float(r.tv), float(r.error)
+    except (NumericsUnreliableError, ParameterError, OverflowError):
+        return None, None
+
+
+def _exact_sigma(claim: Claim, target: fmpq) -> fmpq:
+    """The exact sigma on the 1e-6 grid for the claim's scheme (Theorem 4.1, numerical)."""
+    if claim.stages:                                     # one sigma shared by the stages
+        return parse_decimal("sigma", exact_sigma_stages(claim.stages, float(target)))
+    return parse_decimal("sigma", schemes.exact_sigma(claim.steps, claim.epochs, target, scheme=claim.scheme,
+                                                      resolution=SEARCH_RESOLUTION))
+
+
+RULE = TargetKind("tv", "TV(P_M^E, Q_M^E)", _numerics, _exact_sigma,
+                  lambda r, target: parse_decimal("bound", r.bound) <= target,
+                  lambda r, target: r.exact > target, lower_value=lambda r: r.exact)
+
+
+@dataclass(frozen=True)
+class TV(Target):
+    """TV <= lambda; `target` the exact decimal text of lambda (normalized by parse)."""
+    target: str
+    name: ClassVar[str] = "tv"
+    TARGET: ClassVar[str] = "target"
+    PARAM: ClassVar[str | None] = None
+    FIELDS: ClassVar[tuple] = ("target",)
+    INDEX_NAME: ClassVar[str] = "lambda"
+    FUNCTIONAL_WORDS: ClassVar[str] = "TV"
+
+    @classmethod
+    def from_params(cls, params: dict) -> TV:
+        return cls(params["target"])
+
+    @classmethod
+    def from_json(cls, obj: dict, target: str) -> TV:
+        return cls(decimal_str(parse_target(target)))
+
+    def describe(self) -> str:
+        return f"TV <= {self.target}"
+
+    def statement(self, target: str | None = None) -> str:
+        """The certified inequality in words (a claim's target, default this one)."""
+        return f"TV(P_M^E, Q_M^E) <= {target or self.target}"
+
+    def least_sigma_words(self, shared: bool = False) -> str:
+        return "sigma_lambda"
+
+    def cell_name(self, steps: int, epochs: int) -> str:
+        return f"M{steps}_E{epochs}_L{self.target}"
+
+    def cell_text(self) -> str:
+        return f"λ = {self.target}"
+
+    def cell_label(self) -> str:
+        return f"lambda={self.target}"
+
+    def numbers(self, value, error, lower) -> dict:
+        """The summary's numerical value at sigma and certified lower value at sigma_low (their JSON keys)."""
+        return {"tv_exact": value}, {"tv_lower_at_sigma_low": lower}
+
+    def bound_reached(self, outcome) -> str | None:
+        """The bound a certify outcome reached on the functional: its `bound`."""
+        return outcome.bound
+
+    def search(self, run, resolution: str) -> str:
+        return run.pick(lambda m, e, scheme: schemes.exact_sigma(m, e, self.value, scheme, resolution=resolution),
+                        lambda stages: exact_sigma_stages(stages, self.value, resolution=resolution))
+
+    def value_at(self, run, check: bool = True):
+        return run.pick(lambda m, e, scheme: exact_privacy_scheme(m, e, run.sigma_float(), scheme, check=check),
+                        lambda stages: exact_privacy_stages(stages, check=check)).tv
+
+    def quick_bounds(self, run, exact: str) -> dict:
+        return {}
+
+    def rule(self) -> TargetKind:
+        return RULE
