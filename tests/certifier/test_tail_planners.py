@@ -19,7 +19,8 @@ from certifier.certify import certify
 from certifier.numerics.targets import GaussianLine, exact_privacy_scheme
 from certifier.params import parse_decimal
 from certifier.resolution import sigma_resolution
-from certifier.targets import CURVATURE_FLOOR, hockey_density, kind
+from certifier.targets import kind
+from certifier.targets.rules import CURVATURE_FLOOR, hockey_density
 
 D = lambda s: parse_decimal("x", s)  # noqa: E731
 
@@ -38,7 +39,7 @@ def test_hockey_density_is_the_gaussian_density_at_the_kink_to_relative_accuracy
 def test_the_curvature_floor_is_a_share_of_the_target():
     # (1, 1, eps 2) at sigma 3.3: delta ~ 1e-10, and its kink density over f(0) ~ 1e-9, far below the old floor
     # 1e-4 (which priced every rounding 10^5 times too high)
-    from certifier.certificate.claim import Claim
+    from certifier.claim import Claim
     k = kind("dp", {"epsilon": "2"}, D("1e-10"))
     claim = Claim("random-allocation", 1, 1, D("3.3"), D("1e-10"), None, (("name", "dp"), ("epsilon", "2")))
     mu = 1 / 3.3
