@@ -1,6 +1,6 @@
 #!/bin/bash
 # CLI outputs and exit codes of a few quick commands, timings, paths and issue times masked: run once per tree
-# (PYTHONPATH=OLD benchmarks/compare_cli.sh > a.txt; PYTHONPATH=. benchmarks/compare_cli.sh > b.txt; diff a.txt b.txt).
+# (PYTHONPATH=OLD tools/compare_cli.sh > a.txt; PYTHONPATH=. tools/compare_cli.sh > b.txt; diff a.txt b.txt).
 PY=/work/main/.venv/bin/python
 D=${COMPARE_DIR:-/tmp/sigmacert-compare}; mkdir -p $D
 K=$D/key; [ -d $K ] || $PY -m sigmacert keygen -o $K >/dev/null

@@ -1,6 +1,6 @@
 """Certificate payloads of a few small cells (seconds each) through sigmacert.api.certify, timings and issue time
-removed: run once per tree and diff, e.g. `PYTHONPATH=OLD python benchmarks/compare_payloads.py > a.json`,
-`PYTHONPATH=. python benchmarks/compare_payloads.py > b.json`, `diff a.json b.json` (tv, dp, tpr, fixed bins,
+removed: run once per tree and diff, e.g. `PYTHONPATH=OLD python tools/compare_payloads.py > a.json`,
+`PYTHONPATH=. python tools/compare_payloads.py > b.json`, `diff a.json b.json` (tv, dp, tpr, fixed bins,
 stages with a shared and own sigma, M = 1)."""
 import json
 import sys
