@@ -87,16 +87,10 @@ def stated(steps, epochs, sigma, *, target=None, epsilon=None, delta=None, fpr=N
     e = parse_epochs(schemes.resolve_epochs(m, e, scheme, t))
     s = parse_sigma(as_decimal_text("sigma", sigma))
     kind = kinds.parse_kind(target, epsilon=epsilon, delta=delta, fpr=fpr, tpr=tpr)
-    p = kind.params
-    if kind.kind == "tv":
-        params, goal = (), p["target"]
-    elif kind.kind == "dp":
-        params, goal = (("epsilon", p["epsilon"]),), p["delta"]
-    else:
-        params, goal = (("fpr", p["fpr"]),), p["tpr"]
+    params = () if kind.PARAM is None else ((kind.PARAM, kind.param),)
     if not isinstance(source, str) or len(source) > 500:
         raise ParameterError("source must be text of at most 500 characters")
-    return Stated(m, e, s, kind.kind, params, parse_decimal("target", goal), scheme, t, source), kind
+    return Stated(m, e, s, kind.name, params, kind.value, scheme, t, source), kind
 
 
 def audit(steps=None, epochs=None, sigma=None, *, target=None, epsilon=None, delta=None, fpr=None, tpr=None,
@@ -127,7 +121,7 @@ def audit(steps=None, epochs=None, sigma=None, *, target=None, epsilon=None, del
         from sigmacert.api import certify
         fixed = certify(st.steps, None if st.iterations else st.epochs, sigma=out.fix_sigma, key=priv,
                         scheme=st.scheme, iterations=st.iterations, **dict(kind.params))
-    return Audit(out.verdict, out.quantity, tuple(Decimal(x) for x in out.interval), st.words(), kind.kind,
+    return Audit(out.verdict, out.quantity, tuple(Decimal(x) for x in out.interval), st.words(), kind.name,
                  MappingProxyType(dict(kind.params)), st.steps, st.epochs, Decimal(decimal_str(st.sigma)), st.scheme,
                  st.source, out.numerical, None if out.fix_sigma is None else Decimal(out.fix_sigma),
                  MappingProxyType(dict(out.seconds)), MappingProxyType(pred), envelope, keyid, fixed)

@@ -51,12 +51,12 @@ def test_laplace_gap_against_mpmath(steps, sigma, kappa):
     e^{-w} underflows while psi_L does not, against a 25-digit contour quadrature."""
     import mpmath as mp
 
-    from certifier.numerics.laplace_moments import FIRST, _contour, laplace_gap, ray_grid
+    from certifier.numerics.laplace_moments import FIRST, contour, laplace_gap, ray_grid
     mp.mp.dps = 25
     t = 1.0 / sigma
     delta = kappa / 18.7
     theta = -math.pi / 2 + delta
-    c = _contour(t, theta, FIRST)[0]
+    c = contour(t, theta, FIRST)[0]
     g = ray_grid(t, theta, delta / 7, -8.0, 40.0, FIRST)
     gap = laplace_gap(steps, g)[0]
     r = g.k * g.dr

@@ -118,9 +118,15 @@ def test_corners_are_answered_with_two_routes_that_agree(steps, epochs, sigma):
     rough = r.epsilon(1e-5).value
     if rough < 20:
         assert 0.0 <= exact_privacy(steps, epochs, sigma, deltas=[1e-5]).epsilon[1e-5].value
-    else:  # (P1) carries e^{eps/2} x the line's error; the tilted line (docs/exact.md §8) answers beyond
-        v = exact_privacy(steps, epochs, sigma, deltas=[1e-5]).epsilon[1e-5]
-        assert math.isfinite(v.value) and v.value > 15.0 and v.error <= 1e-4 * v.value
+    else:  # (P1) carries e^{eps/2} x the line's error; the tilted line (docs/exact.md §8) answers beyond the
+        # target domain (eps <= 20) as far as its lines reach (about 55 here) and refuses further out, never a value
+        from certifier.errors import NumericsUnreliableError
+        try:
+            v = exact_privacy(steps, epochs, sigma, deltas=[1e-5]).epsilon[1e-5]
+        except NumericsUnreliableError as err:
+            assert "eps at delta" in str(err) and rough > 60
+        else:
+            assert math.isfinite(v.value) and v.value > 15.0 and v.error <= 1e-4 * v.value
 
 
 @pytest.mark.parametrize("steps,epochs,sigma,seed", [(10, 3, 0.8, 1), (3, 2, 0.5, 2)])
