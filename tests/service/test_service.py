@@ -488,6 +488,7 @@ def test_a_worker_signs_only_the_requested_claim_with_a_bound_below_the_target()
 
 def test_the_verifier_is_given_the_service_budget_when_it_takes_one(monkeypatch):
     import verifier
+    from service import tasks
     from service.tasks import verify_certificate
     real, seen = verifier.verify_bytes, []
 
@@ -496,9 +497,9 @@ def test_the_verifier_is_given_the_service_budget_when_it_takes_one(monkeypatch)
         return real(data, keys, subject_digest)
     payload = {"data": base64.b64encode(b"{}").decode(), "keys": [], "subject": None,
                "max_memory": 400 << 20, "max_seconds": 8.0}
-    monkeypatch.setattr(verifier, "verify_bytes", budgeted)
+    monkeypatch.setattr(tasks, "verify_bytes", budgeted)
     assert verify_certificate(payload, None)["result"] == "REJECT" and seen == [(400 << 20, 8.0)]
-    monkeypatch.setattr(verifier, "verify_bytes", lambda data, keys, subject_digest=None: real(data, keys))
+    monkeypatch.setattr(tasks, "verify_bytes", lambda data, keys, subject_digest=None: real(data, keys))
     assert verify_certificate(payload, None)["result"] == "REJECT"  # a verifier without a budget still works
 
 
