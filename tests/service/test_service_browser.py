@@ -100,8 +100,8 @@ def test_request_watch_browse_and_verify_in_a_browser(setup):
     for el_id, v in (("steps", "4"), ("epochs", "2"), ("epsilon", "1"), ("delta", "0.1"), ("sigma", "2")):
         fill(driver, el_id, v)
     driver.find_element(By.ID, "submit").click()
-    until(driver, lambda dr: text_of(dr, "job-status") == "done", 300)
-    assert "(1, 0.1)-DP" in text_of(driver, "job-detail")
+    # the earlier TV job is done too: wait for the page to show the new job's detail, then its status
+    until(driver, lambda dr: "(1, 0.1)-DP" in text_of(dr, "job-detail") and text_of(dr, "job-status") == "done", 300)
     Select(driver.find_element(By.ID, "kind")).select_by_value("tv")
 
     # verify an uploaded certificate file: the real one is accepted, a tampered one rejected
