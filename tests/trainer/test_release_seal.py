@@ -11,6 +11,8 @@ import subprocess
 import sys
 
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 
 
 def _run(module, *args):
@@ -46,7 +48,8 @@ def keys(tmp_path_factory):
     r = _cli("keygen", "--kind", "ecdsa-p256", "-o", str(d / "rel"), "--json")
     assert r.returncode == 0, r.stderr
     assert stat.S_IMODE(os.stat(d / "rel" / "private.pem").st_mode) == 0o600
-    assert b"BEGIN PRIVATE KEY" in (d / "rel" / "private.pem").read_bytes()
+    rel = serialization.load_pem_private_key((d / "rel" / "private.pem").read_bytes(), None)  # PKCS#8, unencrypted
+    assert isinstance(rel, ec.EllipticCurvePrivateKey) and rel.curve.name == "secp256r1"
     for name, cell in (("cert.json", ("12", "3")), ("other.json", ("10", "3"))):
         r = _cli("certify", "--steps", cell[0], "--epochs", cell[1], "--target", "0.3", "--sigma", "1.5",
                  "--key", str(d / "iss" / "private.pem"), "-o", str(d / name), "--quiet")
