@@ -19,15 +19,15 @@ from flint import fmpq
 
 from certifier import methods as mt
 from certifier.bounds.fixedpoint import round_down_sig
-from certifier.bounds.grids_band import BAND_PREC, choose_band_grid, choose_lower_band_grid
-from certifier.bounds.grids_v1 import budget, choose_grid, choose_lower_grid, truncation_loss
-from certifier.bounds.grids_v2 import choose_v2, idle_seconds
 from certifier.bounds.result import UpperResult
-from certifier.bounds.two_scale_plan import with_two_scale
 from certifier.certificate import predicate as pred_
 from certifier.claim import RANDOM_ALLOCATION, Claim
 from certifier.domain import OutsideDomainError, check_cell, check_sigma
 from certifier.errors import CannotCertifyError, NumericsUnreliableError, ParameterError
+from certifier.methods.v1.band import BAND_PREC, choose_band_grid, choose_lower_band_grid
+from certifier.methods.v1.plan import budget, choose_grid, choose_lower_grid, truncation_loss
+from certifier.methods.v1.two_scale_plan import with_two_scale
+from certifier.methods.v2.plan import choose_v2, idle_seconds
 from certifier.params import decimal_str, parse_decimal
 from certifier.resolution import issued, round_up, sigma_resolution, step_up
 from certifier.targets import TargetKind, kind
@@ -327,7 +327,7 @@ def _lower_margin(ctx: Ctx, low_claim: Claim, value, err) -> float | None:
 
 def _kind_plan(ctx: Ctx, claim: Claim, sigma: fmpq, value, err, upper: bool):
     """(margin, weights) for the v1 planners: a kind with its own loss model (TargetKind.plan_weights,
-    grids_v1.KindWeights) spends its own margin; otherwise the margin in TV units and no weights."""
+    methods.v1.plan.KindWeights) spends its own margin; otherwise the margin in TV units and no weights."""
     wts = None
     if ctx.kind.plan_weights is not None and not ctx.grid and value is not None:
         wts = ctx.kind.plan_weights(claim, sigma)
@@ -613,8 +613,8 @@ def _calibrate(M, E, t2, plan, tv, run, measured_loss, out, say, label,
                per_term: bool = False) -> tuple[float, float, float]:
     """A run on the grid 8x coarser: (k_scale, eps estimate, y_scale) — how far the loss model is off at this
     cell. per_term (a kind with its own weights): a second coarse run with finer steps (i) measures step
-    (i)'s share apart (grids_v2.scales_from); otherwise y_scale = 1."""
-    from certifier.bounds.grids_v2 import coarse, eps_estimate, finer_steps, k_scale_from, scales_from
+    (i)'s share apart (methods.v2.plan.scales_from); otherwise y_scale = 1."""
+    from certifier.methods.v2.plan import coarse, eps_estimate, finer_steps, k_scale_from, scales_from
     cal = coarse(plan, M, E, t2, tv, drop=3)
     t0 = time.perf_counter()
 
@@ -685,7 +685,7 @@ def _upper_v2(ctx: Ctx):
 def _v2_first(ctx: Ctx, margin: float, tv: float, wts=None, need: float = 0.0):
     """(plan, eps range): method v2's first grid, planned before any calibration, with the rows' eps range guessed
     from the Gaussian pair and from the lognormal tail of the shifted step (heavy tails)."""
-    from certifier.bounds.grids_v2 import EPS_CEILING, eps_gaussian, eps_tail
+    from certifier.methods.v2.plan import EPS_CEILING, eps_gaussian, eps_tail
     M, E = ctx.claim.pair()
     t2 = ctx.claim.t2_at(ctx.sigma)
     guess = min(max(2 * eps_gaussian(tv) + 5, eps_tail(M, E, float(t2)) + 3, need), EPS_CEILING)
@@ -694,13 +694,13 @@ def _v2_first(ctx: Ctx, margin: float, tv: float, wts=None, need: float = 0.0):
 
 
 def _v2_idle_seconds(ctx: Ctx, margin: float) -> float:
-    """Method v2's first grid for a TV claim, predicted on grids_v1's idle core, its calibration run included."""
+    """Method v2's first grid for a TV claim, predicted on methods.v1.plan's idle core, its calibration run included."""
     return idle_seconds(_v2_first(ctx, margin, ctx.tv)[0].predicted_seconds) * V2_CALIBRATION[0]
 
 
 def _faster_first(ctx: Ctx, candidates: list) -> list:
     """auto, a TV claim that method v1 fits: v1 first, unless its first grid is predicted slower than
-    V2_SWITCH_SECONDS and method v2's first (its calibration included, rescaled to grids_v1's idle core) at most
+    V2_SWITCH_SECONDS and method v2's first (its calibration included, rescaled to methods.v1.plan's idle core) at most
     V2_GAIN of that -- then v2 first and v1 after it. (With a lattice per level, method-v2.md §10, v2 is the faster
     at large M and E: 102 s (calibration in) against 272 s at (10^6, 10^4, 0.1), sigma 0.70886.)"""
     if ctx.kind.name != "tv" or len(candidates) < 2 or candidates[0].method is not mt.UPPER_V1:

@@ -6,7 +6,7 @@ entry in certifier.targets, as for one block: its numerics and exact sigma (whic
 margins and loss factor, and what the upper result (the b_k) and the lower result (the processed pmfs)
 must show. The upper side is certifier.bounds.stages_v2 (step (iv) multiplies the stages' log-grid polynomials),
 the lower side certifier.bounds.stages_lower (step (d) multiplies the stages' bucket pmfs); both run
-on ONE method-v2 grid, planned here from the stages' numerics: a plan of certifier.bounds.grids_v2 per
+on ONE method-v2 grid, planned here from the stages' numerics: a plan of certifier.methods.v2.plan per
 distinct line (M_s, sigma_s) for the run's total epochs, merged into the finest grid covering every plan (smallest h and
 eta, widest octaves, log range and k_top). Retries shrink the budget as for one block
 (certifier.certify.prove). The kind's numerics and exact shared sigma are certifier.numerics.stages' and
@@ -22,14 +22,14 @@ from flint import fmpq
 
 from certifier import certify as cf
 from certifier.bounds.fixedpoint import round_down_sig
-from certifier.bounds.grids_v1 import Plan
-from certifier.bounds.grids_v2 import choose_v2, plan_v2
 from certifier.bounds.lower_v2 import method_json as lower_json
 from certifier.bounds.stages_lower import lower_bound_v2_stages
 from certifier.bounds.stages_v2 import rounding_bound_v2_stages
 from certifier.bounds.upper_v2 import METHOD_NAME, METHOD_VERSION, UpperV2
 from certifier.certificate.stages import build_stages, stages_claim, t2_runs
 from certifier.errors import CannotCertifyError, ParameterError
+from certifier.methods.v1.plan import Plan
+from certifier.methods.v2.plan import choose_v2, plan_v2
 from certifier.params import decimal_str, parse_decimal, parse_sigma
 from certifier.resolution import round_up
 from certifier.targets import kind
@@ -81,9 +81,9 @@ def plan_stages(stages, t2: fmpq | None, loss_budget: float, tv: float, k_scale:
     """One grid for every stage: the cheapest plan per distinct line (M_s, t_s^2; a stage (M, E) is at t2, a
     stage (M, E, t_s^2) at its own) for the total epochs, on a common mantissa and eta, merged. Predicted
     loss: the largest of the plans'; seconds: their sum. weights: a target kind's loss model
-    (grids_v1.KindWeights of the run's pair; loss_budget in the kind's units), given to every plan; y_scale
-    step (i)'s own calibrated factor, lower the lower method's deletions (grids_v2.plan_v2). The detail's
-    `loss` is the worst plan's, which grids_v2.coarse reads for a calibration."""
+    (methods.v1.plan.KindWeights of the run's pair; loss_budget in the kind's units), given to every plan; y_scale
+    step (i)'s own calibrated factor, lower the lower method's deletions (methods.v2.plan.plan_v2). The detail's
+    `loss` is the worst plan's, which methods.v2.plan.coarse reads for a calibration."""
     E = sum(s[1] for s in stages)
     lines = sorted({(s[0], s[2] if len(s) == 3 else t2) for s in stages})
     kw = dict(prec=prec, k_scale=k_scale, y_scale=y_scale, lower=lower)
@@ -105,7 +105,7 @@ def _rows_eps(M: int, E: int, t2: fmpq, tv: float | None) -> float:
     """The eps range of the rows, as certifier.certify's v2 search guesses it (heavy tails included); a
     plan with no eps range (need_eps = 0) may also cut the lattice's top below the epoch sum (measured:
     (400, 1) at sigma 1.5 loses 0.46), so every stage plan gets one."""
-    from certifier.bounds.grids_v2 import EPS_CEILING, eps_gaussian, eps_tail
+    from certifier.methods.v2.plan import EPS_CEILING, eps_gaussian, eps_tail
     return 0.0 if tv is None else min(max(2 * eps_gaussian(tv) + 5, eps_tail(M, E, float(t2)) + 3), EPS_CEILING)
 
 
@@ -217,10 +217,10 @@ def _with_method(res, method):
 
 def _calibrate(first: Plan, run, measured_loss, out, label: str) -> list:
     """[k_scale, y_scale] from two runs on `first`'s grid 8x coarser, as planned and with finer steps (i)
-    (grids_v2.coarse, finer_steps, scales_from; as certifier.certify._calibrate for one block): a kind's
+    (methods.v2.plan.coarse, finer_steps, scales_from; as certifier.certify._calibrate for one block): a kind's
     weighted model misses most at the tails, where the kink weighs the rounding of large steps (at stages
     50x4,200x2, eps 2, delta 1e-6 the upper tries lost 20-30x the prediction at k_scale 3)."""
-    from certifier.bounds.grids_v2 import coarse, finer_steps, k_scale_from, scales_from
+    from certifier.methods.v2.plan import coarse, finer_steps, k_scale_from, scales_from
     cal = coarse(first, 0, 0, None, None, drop=3)
     t0 = time.perf_counter()
     got = measured_loss(run(cal.method))
@@ -247,7 +247,7 @@ def _kind_loss(bound: str | None, value: float | None, lower: bool = False) -> f
 
 def _kind_plan(target_kind, claim, sigma, margin, value):
     """(margin, tv, weights) for the planner: a kind with its own loss model (TargetKind.plan_weights,
-    grids_v1.KindWeights from the numerics' line of the stages' pair) spends its own margin, planned at the
+    methods.v1.plan.KindWeights from the numerics' line of the stages' pair) spends its own margin, planned at the
     pair's TV; otherwise the margin in TV units (/ loss_factor), the kind's value and no weights."""
     wts = None
     if target_kind.plan_weights is not None and margin is not None and value is not None:

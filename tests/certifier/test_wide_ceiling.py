@@ -7,7 +7,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from certifier.bounds.grids_v1 import choose_grid
 from certifier.certify import (
     SAFETY,
     UPPER_V1_CEILING,
@@ -18,6 +17,7 @@ from certifier.certify import (
     _plan_within,
 )
 from certifier.errors import CannotCertifyError
+from certifier.methods.v1.plan import choose_grid
 from certifier.params import parse_decimal
 
 
