@@ -20,16 +20,30 @@ import time
 
 from flint import fmpq
 
-from certifier import certify as cf
 from certifier.bounds.fixedpoint import round_down_sig
 from certifier.bounds.lower_v2 import method_json as lower_json
 from certifier.bounds.stages_lower import lower_bound_v2_stages
 from certifier.bounds.stages_v2 import rounding_bound_v2_stages
 from certifier.bounds.upper_v2 import METHOD_NAME, METHOD_VERSION, UpperV2
 from certifier.certificate.stages import build_stages, stages_claim, t2_runs
+from certifier.certify import stepping
 from certifier.errors import CannotCertifyError, ParameterError
-from certifier.methods.v1.plan import Plan
+from certifier.methods.search import (
+    LOWER_SAFETY,
+    MAX_PREDICTED_SECONDS,
+    SAFETY,
+    Side,
+    progress_say,
+    prove,
+    refuse_if_slow,
+    relearn,
+    sigma_lows,
+    tv_lower_str,
+)
+from certifier.methods.v1.plan import Plan, budget
 from certifier.methods.v2.plan import choose_v2, plan_v2
+from certifier.methods.v2.search import KIND_UPPER_K_SCALE, V2_CEILING, V2_LOWER_LOSS_RATIO, row_v2
+from certifier.outcome import Outcome
 from certifier.params import decimal_str, parse_decimal, parse_sigma
 from certifier.resolution import round_up
 from certifier.targets import kind
@@ -38,7 +52,7 @@ LABEL = f"{METHOD_NAME} v{METHOD_VERSION} (stages)"
 # The upper side's k_scale for a kind planned with its own weights: measured (actual loss) / (the weighted
 # model's) 1.8-3.0 on the upper side at stages 4x1,8x1 and 100x5,400x5 (eps 1, delta 1e-5); the lower
 # side's V2_LOWER_LOSS_RATIO already matches (0.94-1.11). docs/targets.md §8.
-KIND_UPPER_K_SCALE = cf.KIND_UPPER_K_SCALE
+# (certifier.methods.v2.search.KIND_UPPER_K_SCALE)
 
 
 def _stages(spec) -> tuple[tuple, ...]:
@@ -111,7 +125,7 @@ def _rows_eps(M: int, E: int, t2: fmpq, tv: float | None) -> float:
 
 def certify_stages(stages, target: fmpq, sigma: fmpq | None = None, *, two_sided: bool = False,
                    kind_name: str = "tv", kind_params: dict | None = None, max_tries: int = 3, progress=None,
-                   prec: int | None = None) -> cf.Outcome:
+                   prec: int | None = None) -> Outcome:
     """Certify the target kind's functional of prod_s (P_{M_s}^{E_s}, Q_{M_s}^{E_s}) <= target: tv (TV), dp
     (kind_params {"epsilon": text}, target = delta) or tpr ({"fpr": text}, target = the TPR bound), as
     certifier.certify.certify does for one block (the kind's registry entry, certifier.targets).
@@ -132,7 +146,7 @@ def certify_stages(stages, target: fmpq, sigma: fmpq | None = None, *, two_sided
         raise ParameterError("a sigma per stage is certified one-sided only (no single sigma to step down for the "
                              "lower side)")
     t_start = time.perf_counter()
-    say = cf.progress_say(progress, t_start)
+    say = progress_say(progress, t_start)
     named = () if target_kind.name == "tv" else (("name", target_kind.name), *target_kind.params)
     given = sigma is not None
     if sigma is None and not own:
@@ -144,7 +158,7 @@ def certify_stages(stages, target: fmpq, sigma: fmpq | None = None, *, two_sided
     def attempt(sigma, limit):
         claim, out = _at(stages, sigma, target, target_kind, named, say)
         return out, claim, _upper(out, claim, sigma, target_kind, prec, max_tries, say, limit)
-    out, claim, found = cf.stepping(sigma, 0 if given or own else 1, attempt, say)   # automatic: one step up
+    out, claim, found = stepping(sigma, 0 if given or own else 1, attempt, say)   # automatic: one step up
     if found is None:
         say("done", 1.0)
         return out
@@ -170,7 +184,7 @@ def _at(stages, sigma, target, target_kind, named, say):
     claim = stages_claim(stages, sigma, target, named)
     say("exact tv", 0.0)
     value, err = target_kind.numerics(claim, sigma)
-    out = cf.Outcome(False, None, claim.epochs, None if own else decimal_str(sigma), decimal_str(target), None,
+    out = Outcome(False, None, claim.epochs, None if own else decimal_str(sigma), decimal_str(target), None,
                      tv=value, tv_error=err, kind=target_kind.name)
     out.stages = [[s[0], s[1], *([decimal_str(s[2])] if own else [])] for s in stages]
     return claim, out
@@ -181,15 +195,15 @@ def _upper(out, claim, sigma, target_kind, prec, max_tries, say, limit):
     runs, value, target = t2_runs(claim, sigma), out.tv, claim.target
     need = _need_eps(target_kind)
     margin = target_kind.upper_margin(target, value, out.tv_error)
-    if limit < cf.MAX_PREDICTED_SECONDS and margin is not None and margin <= 0:
+    if limit < MAX_PREDICTED_SECONDS and margin is not None and margin <= 0:
         raise CannotCertifyError(f"the margin target - value - error at sigma {decimal_str(sigma)} is "
                                  f"{margin:.3g}: no grid can decide it")
     margin, tv, wts = _kind_plan(target_kind, claim, sigma, margin, value)
     at = [1.0 if wts is None else KIND_UPPER_K_SCALE, 1.0]
     if wts is not None and margin is not None and margin > 0:
-        first = plan_stages(runs, None, cf.budget(margin, cf.SAFETY[0], cf.V2_CEILING), tv, prec=prec or 100,
+        first = plan_stages(runs, None, budget(margin, SAFETY[0], V2_CEILING), tv, prec=prec or 100,
                             need_eps=need, weights=wts, k_scale=at[0])
-        cf.refuse_if_slow(first, margin, limit)
+        refuse_if_slow(first, margin, limit)
         at[:] = _calibrate(first, lambda m: _with_method(rounding_bound_v2_stages(runs, m), m),
                            lambda r: _kind_loss(target_kind.upper_bound(r), value), out, "upper")
 
@@ -198,14 +212,14 @@ def _upper(out, claim, sigma, target_kind, prec, max_tries, say, limit):
         kb = {} if target_kind.upper_bound is None else {f"{target_kind.name}_bound": target_kind.upper_bound(r)}
         if wts is not None:                  # a kind: the next try plans with the loss this one measured
             kb["measured_loss"] = _kind_loss(kb.get(f"{target_kind.name}_bound"), value)
-            at[0] = cf.relearn(at[0], plan, kb["measured_loss"])
-        return {**cf.row_v2(plan, "bound", r.bound), **kb}          # bound: the grid's TV
-    side = cf.Side("upper", margin, cf.SAFETY, cf.V2_CEILING,
+            at[0] = relearn(at[0], plan, kb["measured_loss"])
+        return {**row_v2(plan, "bound", r.bound), **kb}          # bound: the grid's TV
+    side = Side("upper", margin, SAFETY, V2_CEILING,
                    lambda b: plan_stages(runs, None, b, tv, prec=prec or 100, need_eps=need, weights=wts,
                                          k_scale=at[0], y_scale=at[1]),
                    lambda m, prog: rounding_bound_v2_stages(runs, m),
                    lambda r: target_kind.upper_proves(r, target), row, limit)
-    return cf.prove(side, max_tries, out.tries, say)
+    return prove(side, max_tries, out.tries, say)
 
 
 def _with_method(res, method):
@@ -280,7 +294,7 @@ def _lower(out, claim, target_kind, meth: UpperV2, need: float, say) -> dict | N
     the processed pmfs, certifier.bounds.lower_kinds, for dp / tpr), or None."""
     target = claim.target
     t0 = time.perf_counter()
-    for s_low in cf.sigma_lows(claim.sigma):
+    for s_low in sigma_lows(claim.sigma):
         s_str = decimal_str(s_low)
         value_low, err = target_kind.numerics(claim, s_low)
         if value_low is not None and value_low <= float(target):     # thin margins: TargetKind.lower_margin
@@ -290,11 +304,11 @@ def _lower(out, claim, target_kind, meth: UpperV2, need: float, say) -> dict | N
         runs = t2_runs(claim, s_low)
         margin, tv_low, wts = _kind_plan(target_kind, claim, s_low, target_kind.lower_margin(target, value_low, err),
                                          value_low)
-        at = [cf.V2_LOWER_LOSS_RATIO, 1.0]
+        at = [V2_LOWER_LOSS_RATIO, 1.0]
         lower_run = lambda m, runs=runs: lower_bound_v2_stages(runs, m, replay_trims=target_kind.name != "tv")  # noqa: E731
         if wts is not None and margin is not None and margin > 0:
             try:
-                first = plan_stages(runs, None, cf.budget(margin, cf.LOWER_SAFETY[0], cf.V2_CEILING), tv_low,
+                first = plan_stages(runs, None, budget(margin, LOWER_SAFETY[0], V2_CEILING), tv_low,
                                     k_scale=at[0], prec=meth.prec, need_eps=need, weights=wts, lower=True)
                 at[:] = _calibrate(first, lower_run,
                                    lambda L, v=value_low: _kind_loss(target_kind.lower_value(L), v, lower=True),
@@ -302,7 +316,7 @@ def _lower(out, claim, target_kind, meth: UpperV2, need: float, say) -> dict | N
             except CannotCertifyError as e:
                 out.lower_tries.append({"sigma_low": s_str, "skipped": str(e)})
                 continue
-        side = cf.Side("lower", margin, cf.LOWER_SAFETY, cf.V2_CEILING,
+        side = Side("lower", margin, LOWER_SAFETY, V2_CEILING,
                        lambda b, runs=runs, v=tv_low, w=wts, at=at: plan_stages(runs, None, b, v, k_scale=at[0],
                                                                                prec=meth.prec, need_eps=need,
                                                                                weights=w, y_scale=at[1],
@@ -312,7 +326,7 @@ def _lower(out, claim, target_kind, meth: UpperV2, need: float, say) -> dict | N
                        lambda plan, L, s_str=s_str, v=value_low, w=wts, at=at: _lower_row(target_kind, plan, L, s_str,
                                                                                           v, w, at))
         try:
-            found = cf.prove(side, len(cf.LOWER_SAFETY), out.lower_tries, say)
+            found = prove(side, len(LOWER_SAFETY), out.lower_tries, say)
         except CannotCertifyError as e:
             out.lower_tries.append({"sigma_low": s_str, "skipped": str(e)})
             found = None
@@ -321,9 +335,9 @@ def _lower(out, claim, target_kind, meth: UpperV2, need: float, say) -> dict | N
             L, lm = found
             low = {"sigma_low": s_str, "method": lower_json(lm), "enclosures": L.enclosures}
             if target_kind.name == "tv":
-                return {**low, "tv_lower": cf.tv_lower_str(L.exact, target)}
+                return {**low, "tv_lower": tv_lower_str(L.exact, target)}
             return {**low, "tv_lower": L.tv_lower,           # TV at sigma_low >= it; the kind's value below
-                    "bound_lower": cf.tv_lower_str(target_kind.lower_value(L), target)}
+                    "bound_lower": tv_lower_str(target_kind.lower_value(L), target)}
     out.lower_seconds = round(time.perf_counter() - t0, 3)
     return None
 
@@ -332,7 +346,7 @@ def _lower_row(target_kind, plan, L, s_str: str, value: float | None, wts, at: l
     """A lower try's record: the kind's certified lower value (dp: max of the two hockey-sticks at eps, tpr:
     1 - T(alpha); tv: the TV) beside the TV of the processed pair; for a kind planned on its own loss model the
     loss this try measured, which the next try plans with (at[0], the k_scale, scaled up, never down)."""
-    row = {"sigma_low": s_str, **cf.row_v2(plan, "tv_lower", L.tv_lower), "tv_exact": value}
+    row = {"sigma_low": s_str, **row_v2(plan, "tv_lower", L.tv_lower), "tv_exact": value}
     if target_kind.name == "tv":
         return row
     v = target_kind.lower_value(L)
@@ -340,7 +354,7 @@ def _lower_row(target_kind, plan, L, s_str: str, value: float | None, wts, at: l
     row["value_exact"] = row.pop("tv_exact")
     if wts is not None:
         row["measured_loss"] = _kind_loss(v, value, lower=True)
-        at[0] = cf.relearn(at[0], plan, row["measured_loss"])
+        at[0] = relearn(at[0], plan, row["measured_loss"])
     return row
 
 

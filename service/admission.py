@@ -19,9 +19,9 @@ from __future__ import annotations
 import functools
 import math
 
-from certifier.certify import planned_upper
 from certifier.claim import Claim
 from certifier.errors import ParameterError, SigmacertError
+from certifier.methods.auto import planned_upper
 from certifier.methods.v1.plan import budget
 from certifier.methods.v2.plan import choose_v2
 from certifier.numerics.schemes import closed_form_sigma

@@ -38,3 +38,18 @@ class BoundMethod:
 
 
 BOTH = (RANDOM_ALLOCATION, FIXED_BINS)    # the schemes every method covers
+
+
+@dataclass(frozen=True)
+class Method:
+    """A method as certify's search sees it: its upper bound, when auto picks it, how it proves the target (its
+    planner and tries), how it derives the rows, and which lower methods to try after it (in order)."""
+    method: BoundMethod
+    alias: str | None                  # the --method name that forces it
+    fits: object                       # (claim, sigma, user_grid) -> bool: auto may pick it
+    prove: object                      # (Ctx) -> (UpperResult, params) or None
+    rows: object                       # (Ctx, result, params) -> (privacy, tpr) or None
+    rows_one_sided: bool               # the rows come with a one-sided certificate too
+    lowers: tuple                      # (lower method, its search) to try at each sigma_low, in order
+    screen_lower: bool = True          # skip a sigma_low whose numerical value does not miss the target
+    grid_search: bool = True           # its grid follows the margin (no margin: no grid can decide it)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from certifier.bounds.upper_v1 import BAND_POINTS, CAP_POINTS
-from certifier.certify import planned_upper
 from certifier.claim import RANDOM_ALLOCATION, Claim
 from certifier.errors import CannotCertifyError
+from certifier.methods.auto import planned_upper
 from certifier.methods.v1.plan import choose_grid, choose_lower_grid
 from certifier.methods.v1.two_scale_plan import with_two_scale
 from certifier.params import parse_decimal
