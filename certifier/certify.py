@@ -12,6 +12,7 @@ import time
 
 from flint import fmpq
 
+from certifier.bounds.privacy import rounded_law
 from certifier.certificate import predicate as pred_
 from certifier.claim import RANDOM_ALLOCATION, Claim
 from certifier.domain import OutsideDomainError, check_cell, check_sigma
@@ -19,7 +20,7 @@ from certifier.errors import CannotCertifyError, NumericsUnreliableError, Parame
 from certifier.methods.auto import SEARCHES, faster_first, forced_method, lower_order, step_instead
 from certifier.methods.base import Method
 from certifier.methods.search import MAX_PREDICTED_SECONDS, Ctx, progress_say, sigma_lows, tv_lower_str, upper_margin
-from certifier.outcome import Outcome
+from certifier.outcome import Outcome, Record
 from certifier.params import decimal_str
 from certifier.resolution import issued, round_up, step_up
 from certifier.targets import TargetKind, kind
@@ -77,17 +78,16 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
     claim = ctx.claim
     if found is None:
         say("done", 1.0)
-        return out
+        return out.outcome()
     out.success, out.method = True, search.method.label
     res, meth = found
     if res.b is not None and getattr(meth, "eta", None) is not None:
-        from certifier.bounds.privacy import rounded_law
         out.law = rounded_law(res.b, meth.eta, meth.fixed_point_bits)
     if not target_kind.certificate:                   # no certificate format for this kind: the bound only
         out.bound = target_kind.upper_bound(res)
         out.method = f"{search.method.label} ({target_kind.functional})"
         say("done", 1.0)
-        return out
+        return out.outcome()
     rows = search.rows(ctx, res, meth) if two_sided or search.rows_one_sided else None
     low = _lower(ctx, search, meth) if two_sided else None
     kind_upper = None if target_kind.name == "tv" else target_kind.upper_record(res)   # format v4's `upper`
@@ -105,7 +105,7 @@ def upper_at(claim: Claim, target_kind: TargetKind, *, limit: float = MAX_PREDIC
     search, found = _upper(ctx, None)
     if found is not None:
         ctx.out.success, ctx.out.method = True, search.method.label
-    return ctx.out, search, found
+    return ctx.out.outcome(), search, found
 
 
 def lower_at(claim: Claim, target_kind: TargetKind, search: Method, meth, *, progress=None):
@@ -115,7 +115,8 @@ def lower_at(claim: Claim, target_kind: TargetKind, search: Method, meth, *, pro
     say = progress_say(progress, time.perf_counter())
     ctx = _context(claim.scheme, claim.steps, claim.epochs, claim.sigma, claim.target, claim.iterations, target_kind,
                    {}, None, 3, say, MAX_PREDICTED_SECONDS)
-    return ctx.out, _lower(ctx, search, meth, (claim.sigma,))
+    low = _lower(ctx, search, meth, (claim.sigma,))
+    return ctx.out.outcome(), low
 
 
 def stepping(sigma: fmpq, spare: int, attempt, say):
@@ -186,7 +187,7 @@ def _context(scheme, steps, epochs, sigma, target, iterations, target_kind, grid
     say("exact tv", 0.0)
     tv, tv_err = target_kind.numerics(claim, sigma)
     say("exact tv", 1.0)
-    out = Outcome(False, steps, epochs, decimal_str(sigma), decimal_str(target), None, tv=tv, tv_error=tv_err,
+    out = Record(False, steps, epochs, decimal_str(sigma), decimal_str(target), None, tv=tv, tv_error=tv_err,
                   scheme=scheme, kind=target_kind.name)
     return Ctx(claim, sigma, target_kind, tv, tv_err, grid, prec, max_tries, out, say, limit, kind("tv").numerics)
 
@@ -219,7 +220,7 @@ def _upper(ctx: Ctx, forced):
     raise AssertionError("the last search either returns or raises")
 
 
-def _finish(out: Outcome, claim: Claim, method_json: dict, res, low: dict | None, rows, say,
+def _finish(out: Record, claim: Claim, method_json: dict, res, low: dict | None, rows, say,
             kind_upper: dict | None = None) -> Outcome:
     """Record the lower side and build the predicate of a successful upper bound."""
     out.predicate = pred_.build(claim, method_json, res, low, rows, out.tv, out.tv_error, missing=out.rows_missing,
@@ -228,7 +229,7 @@ def _finish(out: Outcome, claim: Claim, method_json: dict, res, low: dict | None
         out.two_sided, out.sigma_low, out.tv_lower = True, low["sigma_low"], low["tv_lower"]
         out.bound_lower = low.get("bound_lower")
     say("done", 1.0)
-    return out
+    return out.outcome()
 
 
 def _lower(ctx: Ctx, search, meth, sigmas=None) -> dict | None:

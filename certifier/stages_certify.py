@@ -43,7 +43,7 @@ from certifier.methods.search import (
 from certifier.methods.v1.plan import Plan, budget
 from certifier.methods.v2.plan import choose_v2, plan_v2
 from certifier.methods.v2.search import KIND_UPPER_K_SCALE, V2_CEILING, V2_LOWER_LOSS_RATIO, row_v2
-from certifier.outcome import Outcome
+from certifier.outcome import Outcome, Record
 from certifier.params import decimal_str, parse_decimal, parse_sigma
 from certifier.resolution import round_up
 from certifier.targets import kind
@@ -161,7 +161,7 @@ def certify_stages(stages, target: fmpq, sigma: fmpq | None = None, *, two_sided
     out, claim, found = stepping(sigma, 0 if given or own else 1, attempt, say)   # automatic: one step up
     if found is None:
         say("done", 1.0)
-        return out
+        return out.outcome()
     res, meth = found
     out.success, out.method = True, LABEL
     kind_upper = None if target_kind.upper_record is None else target_kind.upper_record(res)
@@ -175,7 +175,7 @@ def certify_stages(stages, target: fmpq, sigma: fmpq | None = None, *, two_sided
         out.two_sided, out.sigma_low, out.tv_lower = True, low["sigma_low"], low["tv_lower"]
         out.bound_lower = low.get("bound_lower")
     say("done", 1.0)
-    return out
+    return out.outcome()
 
 
 def _at(stages, sigma, target, target_kind, named, say):
@@ -184,7 +184,7 @@ def _at(stages, sigma, target, target_kind, named, say):
     claim = stages_claim(stages, sigma, target, named)
     say("exact tv", 0.0)
     value, err = target_kind.numerics(claim, sigma)
-    out = Outcome(False, None, claim.epochs, None if own else decimal_str(sigma), decimal_str(target), None,
+    out = Record(False, None, claim.epochs, None if own else decimal_str(sigma), decimal_str(target), None,
                      tv=value, tv_error=err, kind=target_kind.name)
     out.stages = [[s[0], s[1], *([decimal_str(s[2])] if own else [])] for s in stages]
     return claim, out
