@@ -12,10 +12,9 @@ from __future__ import annotations
 from flint import fmpq
 
 from certifier.certificate.envelope import key_id, sign_certificate
-from certifier.certify import certify as certify_block
+from certifier.certify import certify_run
 from certifier.outcome import Outcome
 from certifier.run import Run, exact_sigma, privacy
-from certifier.stages_certify import certify_stages
 from certifier.targets import DP, KINDS, NAMES, ONE_KIND, TPR, TV, Target, from_json, make, parse
 from certifier.targets.request import KIND_FIELDS, MAX_EPSILON
 
@@ -30,14 +29,12 @@ def value_at(run: Run, target: Target, check: bool = True):
 
 def certify(run: Run, target: Target, sigma: fmpq | None = None, *, two_sided: bool = False, progress=None,
             **options) -> Outcome:
-    """Certify the target for the run at sigma (the exact sigma when None): a block by certifier.certify, a run
-    in stages by certifier.stages_certify (a sigma per stage: sigma None, one-sided). options: certify's grid
+    """Certify the target for the run at sigma (the exact sigma when None): certifier.certify.certify_run, a
+    block or a run in stages (a sigma per stage: sigma None, one-sided). options: certify's grid
     and method options (h, eta, cap, prec, method, max_tries)."""
     options = {k: v for k, v in options.items() if v is not None}   # None: certify's own default
     kw = {"two_sided": two_sided, "progress": progress, "kind_name": target.name, "kind_params": target.kind_params}
-    return run.pick(lambda m, e, scheme: certify_block(m, e, target.value, sigma, scheme=scheme,
-                                                       iterations=run.iterations, **kw, **options),
-                    lambda stages: certify_stages(stages, target.value, sigma, **kw, **options))
+    return certify_run(run, target.value, sigma, **kw, **options)
 
 
 def sign(predicate: dict, key, subject: dict | None = None) -> tuple[bytes, str]:

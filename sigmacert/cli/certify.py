@@ -7,11 +7,11 @@ import sys
 
 from certifier.certificate.envelope import load_envelope, read_unverified
 from certifier.certificate.keys import keygen, load_private
+from certifier.certify import refuse_with_stages
 from certifier.claim import RANDOM_ALLOCATION
 from certifier.door import Run
 from certifier.errors import EnvelopeError
 from certifier.params import ParameterError, parse_decimal, parse_sigma
-from certifier.stages_certify import refuse_with_stages
 from sigmacert import kinds
 from sigmacert.api import issue
 from sigmacert.cli.core import add_scheme_arguments, run_shape, stages_json, stages_of
@@ -186,7 +186,7 @@ def run_certify(args) -> int:
 
 
 def run_certify_stages(args, stages, kind) -> int:
-    """`certify --stages`: a run in stages (certifier.stages_certify, format v5), any target kind; one shared
+    """`certify --stages`: a run in stages (certifier.certify.certify_run, format v5), any target kind; one shared
     sigma (two-sided by default) or a sigma per stage, 100x5@1.2,400x5@1.5 (one-sided: the upper side proves
     the target at those sigmas, and no single sigma steps down)."""
     refuse_with_stages(None, None, RANDOM_ALLOCATION, "auto", kind.name, None, (args.h, args.eta, args.cap, args.prec))
