@@ -17,19 +17,19 @@ from certifier.bounds.privacy import rounded_law
 from certifier.certificate import predicate as pred_
 from certifier.certificate.stages import build_stages, stages_claim
 from certifier.claim import RANDOM_ALLOCATION, Claim
-from certifier.domain import OutsideDomainError, check_cell, check_sigma
-from certifier.errors import CannotCertifyError, NumericsUnreliableError, ParameterError
+from certifier.domain import check_cell, check_sigma
+from certifier.errors import CannotCertifyError, ParameterError
+from certifier.exact_sigma import exact_sigma
 from certifier.methods.auto import SEARCHES, STAGED_SEARCHES, faster_first, forced_method, lower_order, step_instead
 from certifier.methods.base import Method
 from certifier.methods.search import MAX_PREDICTED_SECONDS, Ctx, progress_say, sigma_lows, tv_lower_str, upper_margin
 from certifier.outcome import Outcome, Record
 from certifier.params import decimal_str, parse_sigma
-from certifier.resolution import issued, round_up, step_up
+from certifier.resolution import round_up, step_up
 from certifier.run import Run
 from certifier.targets import TargetKind, kind
 
 STEP_SECONDS = 300.0               # automatic sigma: a thinner margin than this buys goes to the next sigma step
-NEAREST_TARGETS = tuple(fmpq(k, 100) for k in (98, 95, 90, 50))   # tried when the search fails
 
 
 def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *, scheme: str = RANDOM_ALLOCATION,
@@ -120,7 +120,7 @@ def _block_setup(run: Run, target_kind: TargetKind, target: fmpq, sigma, named, 
     given = sigma is not None
     if sigma is None:
         say("exact sigma", 0.0)
-        sigma = _exact_sigma(target_kind, probe, target)
+        sigma = exact_sigma(target_kind, probe, target)
         say("exact sigma", 1.0)
     check_sigma(probe.sigma_of_pair(float(sigma)), *probe.pair(), target, given)
     return sigma, (0 if given or grid else 1), SEARCHES, forced
@@ -214,46 +214,6 @@ def stepping(sigma: fmpq, spare: int, attempt, say):
             earlier += [{"sigma": decimal_str(sigma), **t} for t in out.tries]
         spare, sigma = spare - 1, step_up(sigma)
         say(f"next sigma step {decimal_str(sigma)}", 0.0)
-
-
-def _exact_sigma(target_kind: TargetKind, probe: Claim, target: fmpq) -> fmpq:
-    """The exact sigma on the res(sigma) grid (certifier.resolution; numerical, the kind's search); a search
-    that fails because sigma lies below what the numerics cover is a domain refusal naming a nearer target."""
-    try:
-        found = target_kind.exact_sigma(probe, target)
-    except NumericsUnreliableError as err:
-        raise OutsideDomainError(f"the exact sigma of M={probe.steps}, E={probe.epochs}, "
-                                 f"{_target_text(target_kind, target)} is outside what the numerics cover ({err}); "
-                                 f"{_nearest_target(target_kind, probe, target)}") from None
-    return round_up(found)
-
-
-def _bound_name(target_kind: TargetKind) -> str:
-    """The name of the kind's bounded parameter: lambda (TV), delta (dp), tpr (tpr)."""
-    return {"dp": "delta", "tpr": "tpr"}.get(target_kind.name, "lambda")
-
-
-def _target_text(target_kind: TargetKind, target: fmpq) -> str:
-    """The kind's parameters as the user gave them: lambda=0.1, or epsilon=1, delta=1e-5, or fpr=..., tpr=..."""
-    fixed = [f"{k}={v}" for k, v in target_kind.params if k != _bound_name(target_kind)]
-    return ", ".join(fixed + [f"{_bound_name(target_kind)}={decimal_str(target)}"])
-
-
-def _nearest_target(target_kind: TargetKind, probe: Claim, target: fmpq) -> str:
-    """The nearest of a few targets whose exact sigma the numerics find (a few seconds at most): smaller
-    ones where sigma is small (large lambda, heavy tails), larger ones where it is huge (tiny lambda)."""
-    big = target >= fmpq(1, 2)
-    for lam in (NEAREST_TARGETS if big else tuple(target * k for k in (2, 5, 10))):
-        if (lam < target) == big and lam < 1:
-            try:
-                s = target_kind.exact_sigma(probe, lam)
-            except NumericsUnreliableError:
-                continue
-            return (f"the nearest target that works is {_bound_name(target_kind)} = {decimal_str(lam)} "
-                    f"(exact sigma {issued(decimal_str(s))})")
-    name = _bound_name(target_kind)
-    return (f"a smaller target {name} gives a larger sigma" if big else
-            f"a larger target {name} gives a smaller sigma")
 
 
 def _context(run: Run, sigma, target, target_kind, named, grid, prec, max_tries, say, limit) -> Ctx:
