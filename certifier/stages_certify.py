@@ -289,12 +289,13 @@ def _rows(out, res, meth):
     return priv, tpr
 
 
-def _lower(out, claim, target_kind, meth: UpperV2, need: float, say) -> dict | None:
-    """sigma_low = sigma - k res(sigma), k = 1, 2, certified to miss the target (the kind's lower value from
-    the processed pmfs, certifier.bounds.lower_kinds, for dp / tpr), or None."""
+def _lower(out, claim, target_kind, meth: UpperV2, need: float, say, sigmas=None) -> dict | None:
+    """sigma_low = sigma - k res(sigma), k = 1, 2 (or each of `sigmas`), certified to miss the target (the kind's
+    lower value from the processed pmfs, certifier.bounds.lower_kinds, for dp / tpr), or None; the LowerResult
+    found is out.lower_result."""
     target = claim.target
     t0 = time.perf_counter()
-    for s_low in sigma_lows(claim.sigma):
+    for s_low in sigma_lows(claim.sigma) if sigmas is None else sigmas:
         s_str = decimal_str(s_low)
         value_low, err = target_kind.numerics(claim, s_low)
         if value_low is not None and value_low <= float(target):     # thin margins: TargetKind.lower_margin
@@ -333,6 +334,7 @@ def _lower(out, claim, target_kind, meth: UpperV2, need: float, say) -> dict | N
         if found is not None:
             out.lower_seconds = round(time.perf_counter() - t0, 3)
             L, lm = found
+            out.lower_result = L
             low = {"sigma_low": s_str, "method": lower_json(lm), "enclosures": L.enclosures}
             if target_kind.name == "tv":
                 return {**low, "tv_lower": tv_lower_str(L.exact, target)}
@@ -371,3 +373,22 @@ def refuse_with_stages(steps, epochs, scheme, method, kind_name, iterations, gri
         raise ParameterError(f"a run in stages is certified with method v2 only, not {method!r}")
     if any(g is not None for g in grid):
         raise ParameterError("a run in stages takes no user grid (h, eta, cap): its grid is planned per stage")
+
+
+def upper_at_stages(claim, target_kind, *, limit: float = MAX_PREDICTED_SECONDS, progress=None):
+    """The upper side alone at claim.sigma, one shared sigma (an audit of a run in stages): (Outcome,
+    (UpperResult, UpperV2) or None); CannotCertifyError where no grid is planned within `limit` seconds."""
+    say = progress_say(progress, time.perf_counter())
+    _, out = _at(claim.stages, claim.sigma, claim.target, target_kind, claim.kind, say)
+    found = _upper(out, claim, claim.sigma, target_kind, None, 3, say, limit)
+    if found is not None:
+        out.success, out.method = True, LABEL
+    return out, found
+
+
+def lower_at_stages(claim, target_kind, meth: UpperV2, *, progress=None):
+    """The lower side alone at claim.sigma itself (an audit: this sigma misses the target) on upper_at_stages'
+    grid: (Outcome, the `lower` record or None); the LowerResult is Outcome.lower_result."""
+    say = progress_say(progress, time.perf_counter())
+    _, out = _at(claim.stages, claim.sigma, claim.target, target_kind, claim.kind, say)
+    return out, _lower(out, claim, target_kind, meth, _need_eps(target_kind), say, (claim.sigma,))
