@@ -169,10 +169,11 @@ def refuse_with_stages(steps, epochs, scheme, method, kind_name, iterations, gri
 
 
 def upper_at(claim: Claim, target_kind: TargetKind, *, limit: float = MAX_PREDICTED_SECONDS, progress=None):
-    """The upper side alone at claim.sigma (an audit), no sigma step, no rows: (Outcome, search, (UpperResult,
-    method) or None); CannotCertifyError where no grid is planned within `limit` seconds."""
+    """The upper side alone at claim.sigma (an audit of a block, or of stages at one shared sigma), no sigma step,
+    no rows: (Outcome, search, (UpperResult, method) or None); CannotCertifyError where no grid is planned within
+    `limit` seconds."""
     ctx = _audit_context(claim, target_kind, limit, progress)
-    search, found = _upper(ctx, None, SEARCHES)
+    search, found = _upper(ctx, None, STAGED_SEARCHES if claim.stages else SEARCHES)
     if found is not None:
         ctx.out.success, ctx.out.method = True, search.method.label
     return ctx.out.outcome(), search, found
@@ -188,8 +189,10 @@ def lower_at(claim: Claim, target_kind: TargetKind, search: Method, meth, *, pro
 
 
 def _audit_context(claim: Claim, target_kind: TargetKind, limit: float, progress) -> Ctx:
-    """An audit's context at the block claim's own sigma (automatic grids, three tries)."""
-    run = Run.block(claim.steps, claim.epochs, claim.scheme, claim.iterations)
+    """An audit's context at the claim's own sigma (a block, or stages at one shared sigma; automatic grids, three
+    tries)."""
+    run = (Run.in_stages(claim.stages) if claim.stages else
+           Run.block(claim.steps, claim.epochs, claim.scheme, claim.iterations))
     named = () if target_kind.name == "tv" else (("name", target_kind.name), *target_kind.params)
     return _context(run, claim.sigma, claim.target, target_kind, named, {}, None, 3,
                     progress_say(progress, time.perf_counter()), limit)
