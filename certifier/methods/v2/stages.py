@@ -106,8 +106,8 @@ def plan_stages(stages, t2: fmpq | None, loss_budget: float, tv: float, k_scale:
 
 
 def _rows_eps(M: int, E: int, t2: fmpq, tv: float | None) -> float:
-    """The eps range of the rows, as certifier.certify's v2 search guesses it (heavy tails included); a
-    plan with no eps range (need_eps = 0) may also cut the lattice's top below the epoch sum (measured:
+    """The eps range of the rows, as method v2's search guesses it (methods.v2.search.v2_first; heavy tails
+    included); a plan with no eps range (need_eps = 0) may also cut the lattice's top below the epoch sum (measured:
     (400, 1) at sigma 1.5 loses 0.46), so every stage plan gets one."""
     return 0.0 if tv is None else min(max(2 * eps_gaussian(tv) + 5, eps_tail(M, E, float(t2)) + 3), EPS_CEILING)
 
@@ -121,7 +121,7 @@ def _with_method(res, method):
 
 def _calibrate(first: Plan, run, measured_loss, out, label: str) -> list:
     """[k_scale, y_scale] from two runs on `first`'s grid 8x coarser, as planned and with finer steps (i)
-    (methods.v2.plan.coarse, finer_steps, scales_from; as certifier.certify._calibrate for one block): a kind's
+    (methods.v2.plan.coarse, finer_steps, scales_from; as methods.v2.search.calibrate for one block): a kind's
     weighted model misses most at the tails, where the kink weighs the rounding of large steps (at stages
     50x4,200x2, eps 2, delta 1e-6 the upper tries lost 20-30x the prediction at k_scale 3)."""
     cal = coarse(first, 0, 0, None, None, drop=3)
