@@ -17,11 +17,16 @@ and the products of step (iv); `choose_v2` picks the cheapest (n, eta) within th
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import random
+import time
+from dataclasses import dataclass, replace
 
-from flint import fmpq
+import numpy as np
+from flint import fmpq, fmpz_poly
+from scipy.optimize import brentq
 from scipy.special import ndtr, ndtri
 
+from certifier.bounds.privacy import Masses
 from certifier.bounds.upper_v2 import UpperV2
 from certifier.errors import CannotCertifyError
 from certifier.methods.v1.plan import KindWeights, Plan
@@ -109,10 +114,7 @@ def idle_seconds(predicted: float) -> float:
 def ref_seconds() -> float:
     """Seconds of one reference product (fmpz_poly 2^13 x 2^14, 80-bit coefficients) on this machine now."""
     if not _REF:
-        import random
-        import time
 
-        from flint import fmpz_poly
         rng = random.Random(0)
         a = fmpz_poly([rng.getrandbits(80) for _ in range(1 << 13)])
         b = fmpz_poly([rng.getrandbits(80) for _ in range(1 << 14)])
@@ -489,7 +491,6 @@ def coarse(plan: Plan, steps: int, epochs: int, t2: fmpq, tv: float | None, drop
 def finer_steps(method: UpperV2, bits: int = 2) -> UpperV2:
     """The same grid with `bits` more mantissa bits in every octave of step (i) (at most the lattice's):
     step (i)'s predicted loss falls 4^bits-fold, every other term stays."""
-    from dataclasses import replace
     ys = tuple(min(b + bits, method.mantissa_bits) for b in method.y_mantissa_bits)
     lb = None if method.level_bits is None else _at_least(method.level_bits, max(ys))
     return replace(method, y_mantissa_bits=ys, level_bits=lb)
@@ -530,7 +531,6 @@ def k_scale_from(coarse_plan: Plan, measured_loss: float) -> float:
 
 def eps_gaussian(tv: float, delta: float = 1e-6) -> float:
     """eps at which the Gaussian pair with the same TV (mu = s) has hockey-stick divergence delta."""
-    from scipy.optimize import brentq
     mu = max(2.0 * float(ndtri(0.5 + 0.5 * tv)), 1e-6)
     d = lambda e: float(ndtr(-e / mu + mu / 2) - math.exp(e) * ndtr(-e / mu - mu / 2)) - delta
     return brentq(d, 0.0, 200.0) if d(0.0) > 0 else 0.0
@@ -546,9 +546,7 @@ def eps_tail(steps: int, epochs: int, t2: float, delta: float = 1e-6) -> float:
 
 def eps_estimate(b, eta: fmpq, F: int, delta: float = 1e-6) -> float:
     """A float estimate of the eps at which both hockey-stick bounds from the masses b reach delta."""
-    import numpy as np
 
-    from certifier.bounds.privacy import Masses
     ms = Masses(b, eta, F)
     eps = np.arange(0.0, 100.0, 0.01)
     vals = np.maximum(ms.dqp_float(eps), ms.dpq_float(eps))
