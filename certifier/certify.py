@@ -69,7 +69,7 @@ def certify_run(run: Run, target: fmpq, sigma: fmpq | None = None, *, h=None, et
     if two_sided and not target_kind.lower_side:
         raise CannotCertifyError(f"target kind {target_kind.name}: the lower side is not implemented (only the "
                                  "upper side can be certified)")
-    named = () if target_kind.name == "tv" else (("name", target_kind.name), *target_kind.params)
+    named = target_kind.named
     grid = {k: v for k, v in (("h", h), ("eta", eta), ("cap", cap)) if v is not None}
     setup = _staged_setup if run.staged else _block_setup
     sigma, spare, searches, forced = setup(run, target_kind, target, sigma, named, two_sided, method, grid, say)
@@ -193,7 +193,7 @@ def _audit_context(claim: Claim, target_kind: TargetKind, limit: float, progress
     tries)."""
     run = (Run.in_stages(claim.stages) if claim.stages else
            Run.block(claim.steps, claim.epochs, claim.scheme, claim.iterations))
-    named = () if target_kind.name == "tv" else (("name", target_kind.name), *target_kind.params)
+    named = target_kind.named
     return _context(run, claim.sigma, claim.target, target_kind, named, {}, None, 3,
                     progress_say(progress, time.perf_counter()), limit)
 
