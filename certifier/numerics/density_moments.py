@@ -139,7 +139,8 @@ def direct_delta(steps: int, sigma: float, eps: float, side: str) -> tuple[float
     """One epoch (E = 1): delta_{Q||P}(eps) = int (v x - (e^eps - 1))_+ f_V(x) dx, resp. delta_{P||Q}(eps) =
     int e^eps v (x_b - x)_+ f_V(x) dx with x_b = (e^{-eps} - 1)/v, on the density's own grid: the trapezoid
     with the kink's Euler-Maclaurin term J f(x0) dx^2 B2(theta)/2 (B2(y) = y^2 - y + 1/6, J the slope's jump;
-    docs/exact.md). (value, error): the change to either half grid, the round-off level times int |kernel|,
+    docs/exact.md). (value, error): the change to either half grid, 10 times the round-off level times
+    (sum kernel^2)^{1/2} dx (independent round-off per sample),
     the kink term itself, and the kernel's weight at the grid's top (the mass beyond is below 1e-17)."""
     d, _, _, noise = _samples(steps, sigma)
     x, f = d.x(), d.f
@@ -163,6 +164,6 @@ def direct_delta(steps: int, sigma: float, eps: float, side: str) -> tuple[float
 
     value = total(1, 0) + kink
     coarse = max(abs(total(2, 0) - total(1, 0)), abs(total(2, 1) - total(1, 0)))
-    err = 0.5 * coarse + noise * float(kernel.sum()) * d.dx + abs(kink) * 0.1 \
-        + float(kernel[-1]) * abs(float(f[-1])) * 40.0 + 1e-15 * abs(value)
+    err = 0.5 * coarse + 10.0 * noise * math.sqrt(float(np.square(kernel).sum())) * d.dx + abs(kink) * 0.1 \
+        + float(kernel[-1]) * 1e-16 + 1e-15 * abs(value)   # beyond the top: mass < 1e-17 (upper_range)
     return value, err

@@ -258,11 +258,12 @@ class Route:
             return line
         return self.tpr(alpha)
 
-    def tilted_tpr(self, alpha: float, s0: float, step: float = 0.1) -> Value:
-        """min over s of h(s) = delta_{Q||P}(s) + e^s alpha (Neyman-Pearson), delta on the tilted line: h at
-        s0 (the line's minimiser) and s0 +- step, then at the parabola's vertex; the least value is kept.
-        h is convex in K = e^s, so any s gives an upper end; the estimate adds the tilted line's error there
-        and the gap between the least value and the parabola's minimum (what a better s could still gain)."""
+    def tilted_tpr(self, alpha: float, s0: float, step: float = 0.05, rounds: int = 6) -> Value:
+        """min over s of h(s) = delta_{Q||P}(s) + e^s alpha (Neyman-Pearson), delta on the tilted line: a
+        parabola through h at s and s +- step, a move to its vertex (at most 2 steps), the step shrunk 4-fold
+        once the vertex lies within it; until the parabola's minimum is within 1e-7 of the least value.
+        Any s gives an upper end (h >= 1 - T(alpha)); the estimate adds the tilted line's error there and
+        the gap between the least value and the last parabola's minimum (what a better s could gain)."""
         tails = {}
 
         def h(x: float) -> float:
@@ -272,18 +273,28 @@ class Route:
                 tails[x] = (t.value + math.exp(x) * alpha, t.error)
             return tails[x][0]
 
-        xs = [s0 - step, s0, s0 + step]
-        ys = [h(x) for x in xs]
-        den = ys[0] - 2.0 * ys[1] + ys[2]
-        low = min(ys)
-        if den > 0:
-            vertex = s0 + 0.5 * step * (ys[0] - ys[2]) / den
-            vertex = min(max(vertex, s0 - 3.0 * step), s0 + 3.0 * step)
-            h(vertex)
-            low = ys[1] - (ys[0] - ys[2]) ** 2 / (8.0 * den)   # the parabola's minimum
+        s, low = s0, -math.inf
+        for _ in range(rounds):
+            ys = [h(s - step), h(s), h(s + step)]
+            den = ys[0] - 2.0 * ys[1] + ys[2]
+            if not den > 0:   # not convex at this scale: walk downhill
+                s = s - step if ys[0] < ys[2] else s + step
+                low = -math.inf
+                continue
+            move = 0.5 * step * (ys[0] - ys[2]) / den
+            low = ys[1] - (ys[0] - ys[2]) ** 2 / (8.0 * den)
+            best = min(tails.values())[0]
+            if abs(move) <= step:
+                if best - low <= 1e-7 * best:
+                    h(s + move)
+                    break
+                s, step = s + move, step / 4.0
+            else:
+                s = s + math.copysign(2.0 * step, move)
         best = min(tails, key=lambda x: tails[x][0])
         value, err = tails[best]
-        return Value(min(1.0, value), err + max(0.0, value - low))
+        gap = value - low if math.isfinite(low) else value
+        return Value(min(1.0, value), err + max(0.0, gap, 1e-7 * value))   # 1e-7: the stopping rule
 
     def tv(self) -> Value:
         return self.delta_qp(0.0)

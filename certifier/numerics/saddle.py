@@ -44,6 +44,7 @@ D_MAX = 1e6                  # the density line (certifier.numerics.density_mome
                              # its c is kept where the tilted density closes inside its grid
 LOG_TAIL = math.log(1e-16)   # the u-sum stops where the integrand is below this share of its peak
 MAX_TRIES = 5
+FALLBACK = 1e-6              # a density line's estimate above this share of delta: the T-line is tried too
 DIRECT_ENOUGH = 1e-3        # one epoch: the direct sum is kept within this share (the line's u-range is long)
 
 
@@ -194,7 +195,8 @@ def _log_g(factors, c: float, du: float, u_max: float, disc: Discretization, sec
 
 def _log_moment(f, c: float) -> float:
     """ln F_M(c) at real c: the tilted density's sum where it closes, else (T1)/(T2)."""
-    if density_moments.available(f.steps, f.sigma) and density_moments.closes(f.steps, f.sigma, c):
+    if density_moments.available(f.steps, f.sigma) and (
+            not _in_t_range(c) or density_moments.closes(f.steps, f.sigma, c)):
         return density_moments.log_moment(f.steps, f.sigma, c)
     return log_moment(f.steps, f.sigma, c)
 
@@ -246,12 +248,19 @@ def refine_c(factors, eps: float, side: str) -> tuple[float, float | None]:
     return c1, curv
 
 
+def _try(fn):
+    try:
+        return fn()
+    except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
+        return None
+
+
 def _avoid_two(c: float) -> float:
     return 2.0 + math.copysign(0.01, c - 2.0) if abs(c - 2.0) < 0.01 else c
 
 
 def tail_delta(factors, eps: float, side: str, disc: Discretization = FIRST, c: float | None = None,
-               u_hint: float | None = None, second: bool = False) -> TailValue:
+               u_hint: float | None = None, second: bool = False, curv: float | None = None) -> TailValue:
     """delta_{Q||P}(eps) (side "qp") or delta_{P||Q}(eps) (side "pq") on the tilted line, with an
     a-posteriori error estimate relative to the value. One epoch of one block (E = 1) is first summed
     directly on its density where it has one (density_moments.direct_delta: no u-integral, whose range
@@ -272,7 +281,23 @@ def tail_delta(factors, eps: float, side: str, disc: Discretization = FIRST, c: 
         except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
             return direct
         return line if line.error < direct.error else direct
-    c, curv = refine_c(factors, eps, side) if c is None else (c, None)
+    if c is None:
+        c, curv = refine_c(factors, eps, side)
+        try:
+            v = tail_delta(factors, eps, side, disc, c, u_hint, second, curv)
+        except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
+            v = None
+        lo, hi = Q_RANGE if side == "qp" else P_RANGE
+        if (v is None or v.error > FALLBACK * v.value) and not lo <= c <= hi:
+            # beyond (T1)/(T2)'s range the density line's round-off (times E) may exceed what the T-line
+            # loses at its range's end: the better of the two
+            c_end = _avoid_two(min(max(c, lo), hi))
+            w = _try(lambda: tail_delta(factors, eps, side, disc, c_end, u_hint, True))
+            if w is not None and (v is None or w.error < v.error):
+                return w
+        if v is None:
+            raise NumericsUnreliableError(f"no tilted line at eps = {eps:g}")
+        return v
     k2 = sum(f.epochs * f.kappa2 for f in factors)
     d = (c - 1.0) if side == "qp" else min(-c, 1.0 - c)
     width = 1.0 / math.sqrt(curv or (k2 + 1.0 / c ** 2 + 1.0 / (c - 1.0) ** 2))
