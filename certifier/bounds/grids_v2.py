@@ -32,7 +32,8 @@ Y_SHARE = 0.25          # share of the budget for the rounding of the steps them
 MOVE_SHARE = 0.02       # share of the budget for moves (cap, top octave) and deletions (k_minus)
 SMALL_SHARE = 0.05      # share for the absolute lattice of octave 0 (values below N h)
 # Costs in units of REF, the time of one product of fmpz_polys of lengths 2^13 and 2^14 with 80-bit
-# coefficients on this machine now (`ref_seconds`), so predictions follow the machine's load.
+# coefficients on this machine (`ref_seconds`, CPU seconds of this process: the time budget is CPU seconds, and
+# a wall clock at load 11 on 2 cores read it 6x slower, refusing grids that take a fifth of the limit).
 # Measured at M = 1..10^4 (ratios of step times to REF, each within a factor 2 of the model).
 REF_POINT = 1.5e-3      # step (i): two arb erfc per grid point
 REF_OCTAVE = 2.0        # step (ii): one octave product at N = 8192 (scales as N log N)
@@ -107,7 +108,7 @@ def idle_seconds(predicted: float) -> float:
 
 
 def ref_seconds() -> float:
-    """Seconds of one reference product (fmpz_poly 2^13 x 2^14, 80-bit coefficients) on this machine now."""
+    """CPU seconds of one reference product (fmpz_poly 2^13 x 2^14, 80-bit coefficients) on this machine."""
     if not _REF:
         import random
         import time
@@ -118,9 +119,9 @@ def ref_seconds() -> float:
         b = fmpz_poly([rng.getrandbits(80) for _ in range(1 << 14)])
         best = math.inf
         for _ in range(3):
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             a * b
-            best = min(best, time.perf_counter() - t0)
+            best = min(best, time.process_time() - t0)
         _REF.append(best)
     return _REF[0]
 
