@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass
 
 from flint import fmpq
-from scipy.special import ndtr, ndtri
+from scipy.special import log_ndtr, ndtr, ndtri
 
 from certifier.bounds.upper_v2 import UpperV2
 from certifier.errors import CannotCertifyError
@@ -336,7 +336,7 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     eq = parse_decimal("eta", eta)
     ev = float(eq)
     # L < a deleted: Q-mass <= a per epoch, and e^eps a for the rows up to eps = need_eps
-    k_minus = math.floor((math.log(share / (2 * epochs)) - need_eps) / ev)
+    k_minus = math.floor(_ln_k_minus(cm, share / 2, need_eps) / ev)
     k_plus = math.ceil(math.log(2 ** (top + 1) * Nh / steps) / ev) + 1       # above every partial sum
     mean_rest = (epochs - 1) * s1 * s1 / 2
     k_top = math.ceil(max(mean_rest + 8 * cm.s, need_eps + 8 * cm.s + cm.s**2 / 2, 1.0) / ev)
@@ -369,7 +369,7 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
             "log_grid": cm.K * ev * ev / 6,
             "small": cm.K * steps * h * cm.Gm1(Nh) / S_typ**2,
             "moves": move_cost(2 ** (K_y + 1) * Nh) + move_cost(2 ** (top + 1) * Nh),
-            "k_minus": epochs * math.exp(k_minus * ev + need_eps), **del_loss}
+            "k_minus": _k_minus_loss(cm, k_minus * ev, need_eps), **del_loss}
     points = sum((2 if k == 0 else 1) << b for k, b in enumerate(y_bits))
     n_oct = max(1, top - _octave_of(max(S_typ / 8, Nh), Nh) + 1)
     L_lo = max(math.exp(k_minus * ev), Nh / steps, S_typ / steps * math.exp(-6 * s1))
@@ -384,6 +384,27 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     return Plan(method, sum(loss.values()), sum(secs.values()), budget,
                   {"loss": loss, "seconds": secs, "octaves": n_oct, "points": points, "K": cm.K, "k_scale": k_scale,
                    "y_scale": y_scale})
+
+
+def _ln_k_minus(cm: CellModel, allowed: float, need_eps: float) -> float:
+    """ln of the epoch value a below which step (iii) deletes (or the lower map clamps): the largest a (on a
+    0.25 grid of ln a) whose deleted Q-mass, E e^need_eps a Pr_P(L < a), is at most `allowed`. L >= Y_i / M for
+    every step i, so Pr_P(L < a) <= Pr(Y < M a)^M. The bound a <= allowed / (E e^need_eps) alone put k_minus at
+    ln a = -66 at (2, 10^4, sigma 64.5), where L lies within 1 +- 0.05: a verifier fences the epoch product at
+    E (k_top - k_minus) (10^11 at eta 5e-6: rejected as too expensive) and the planner priced that span."""
+    plain = math.log(allowed / cm.epochs) - need_eps
+    x = 0.0
+    while x > plain:
+        if _k_minus_loss(cm, x, need_eps) <= allowed:
+            return x
+        x -= 0.25
+    return plain
+
+
+def _k_minus_loss(cm: CellModel, x: float, need_eps: float) -> float:
+    """E e^need_eps a Pr(Y < M a)^M at a = e^x: the Q-mass step (iii) deletes below a (see _ln_k_minus)."""
+    ln_pr = cm.steps * float(log_ndtr((math.log(cm.steps) + x + cm.t2 / 2) / cm.t))
+    return math.exp(min(math.log(cm.epochs) + need_eps + x + ln_pr, 700.0))
 
 
 def _sized_trim(want: float) -> fmpq:
