@@ -9,6 +9,7 @@ from decimal import ROUND_CEILING, Decimal
 
 from flint import fmpq
 
+from certifier.door import Run
 from certifier.numerics import schemes
 from certifier.numerics.montecarlo import monte_carlo_tv
 from certifier.numerics.stages import closed_form_sigma_stages, exact_sigma_stages, exact_tv_stages, parse_stages
@@ -76,6 +77,13 @@ def stages_of(args, per_stage):
     if args.scheme != schemes.DEFAULT_SCHEME:
         raise ParameterError("--stages is for random allocation (Algorithm 1) only")
     return parse_stages(args.stages, per_stage)
+
+
+def run_of(args, per_stage) -> Run:
+    """The run the arguments name: --stages (a run in stages; per_stage: True a sigma on every stage, False none,
+    None either) or --steps with --epochs / --iterations and --scheme (a block)."""
+    stages = stages_of(args, per_stage)
+    return Run.block(*run_shape(args)) if stages is None else Run(stages, staged=True)
 
 
 def stages_json(stages) -> list:
