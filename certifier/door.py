@@ -3,7 +3,7 @@ an exact sigma, a numerical value or a certificate out.
 
   Run, Target, parse, from_json, make, KINDS    what is asked (certifier.run, certifier.targets)
   exact_sigma(run, target)                      the least sigma on the res(sigma) grid (numerical)
-  value_at(run, target), privacy(run, ...)      numerical values at the run's sigma
+  exact_tv(run), value_at(run, target), privacy(run, ...)      numerical values at the run's sigma
   certify(run, target, sigma, ...)              the certify Outcome of a block or a run in stages
   admit(run, target, **options)                 a face's one-line refusal of options the run cannot take
   sign(predicate, key, subject)                 the one signing path (certifier.certificate.envelope)
@@ -18,14 +18,23 @@ from certifier.certificate.keys import keygen, load_private
 from certifier.certify import Outcome
 from certifier.certify import certify as certify_block
 from certifier.claim import RANDOM_ALLOCATION
+from certifier.numerics import schemes
+from certifier.numerics.stages import exact_tv_stages
 from certifier.run import Run, exact_sigma, privacy
 from certifier.stages_certify import certify_stages, refuse_with_stages
 from certifier.targets import DP, KINDS, NAMES, ONE_KIND, TPR, TV, Target, from_json, make, parse
 from certifier.targets.request import KIND_FIELDS, MAX_EPSILON
 
 __all__ = ["DP", "KINDS", "KIND_FIELDS", "MAX_EPSILON", "NAMES", "ONE_KIND", "RANDOM_ALLOCATION", "TPR", "TV",
-           "Outcome", "Run", "Target", "admit", "certify", "exact_sigma", "file_subject", "from_json", "keygen",
-           "load_envelope", "load_private", "make", "parse", "privacy", "read_unverified", "sign", "value_at"]
+           "Outcome", "Run", "Target", "admit", "certify", "exact_sigma", "exact_tv", "file_subject", "from_json",
+           "keygen", "load_envelope", "load_private", "make", "parse", "privacy", "read_unverified", "sign",
+           "value_at"]
+
+
+def exact_tv(run: Run, check: bool = True):
+    """d_TV of the run's pair at its sigma(s) (Theorem 4.1; a run in stages: the product; numerical ExactTV)."""
+    return run.pick(lambda m, e, scheme: schemes.exact_tv(m, e, run.sigma_float(), scheme, check=check),
+                    lambda stages: exact_tv_stages(stages, check=check))
 
 
 def value_at(run: Run, target: Target, check: bool = True):
