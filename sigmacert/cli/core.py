@@ -138,7 +138,8 @@ def run_sigma(args) -> int:
         shape_line(run, "M x E each") + ", one sigma shared" * run.staged,
         f"target lambda={args.target} (every membership test: accuracy <= {decimal_str(fmpq(1, 2) + lam_q / 2)})",
         *lines[:1],
-        f"  exact sigma (Thm 4.1, rounded up to {label}){' ' * max(0, 11 - len(label))}: {exact}  "
+        f"  exact {'shared ' * run.staged}sigma (Thm 4.1, rounded up to {label}){' ' * max(0, 11 - len(label))}: "
+        f"{exact}  "
         f"(exact TV {_tv_text(tv_x, 10)}, accuracy <= {_accuracy_up(tv_x, 10)}; "
         f"certify it with `sigmacert certify`)",
         *lines[1:],
