@@ -30,8 +30,9 @@ MAX_SOURCE = 500
 
 
 class AuditRequest(CertificateRequest):
-    """POST /v1/audits: the run (steps, epochs | iterations, scheme), the claimed sigma and one claim (target, or
-    epsilon with delta, or fpr with tpr), optionally the interval's relative width and where the claim comes from."""
+    """POST /v1/audits: the run (steps, epochs | iterations, scheme; or stages at the one claimed sigma), the
+    claimed sigma and one claim (target, or epsilon with delta, or fpr with tpr), optionally the interval's
+    relative width and where the claim comes from."""
     width: Optional[Decimal] = Field(None, description="relative width of the certified interval (default 0.001)")
     source: Optional[StrictStr] = Field(None, description="where the claim comes from (recorded in the certificate)")
 
@@ -44,8 +45,6 @@ def audit_request(body: AuditRequest, limits) -> dict:
     """The normalised audit request: the certificate request's run and claim, sigma required, `audit` added."""
     if body.sigma is None:
         raise ParameterError("sigma: an audit needs the claimed noise multiplier")
-    if body.stages is not None:
-        raise ParameterError("stages: an audit of a run in stages is not implemented yet")
     if body.subject is not None:
         raise ParameterError("subject: an audit is about its claim (no subject file)")
     req = normalise(CertificateRequest(**body.model_dump(exclude={"width", "source"})), limits)
