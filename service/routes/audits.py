@@ -1,10 +1,11 @@
 """Audits of a claim at its sigma (docs/audit.md): request, watch, download, list.
 
 An audit is a job of the certificate queue (the same store, workers, sandbox and signer): its request carries
-`audit` ({"width", "source"}) beside the run and the claim, its worker task is service.tasks.audit_job, and the
-signer signs the format-v6 predicate only after the independent verifier replayed it and its claim is the one
-requested. The archive lists audits beside certificates (GET /v1/certificates shows both; GET /v1/audits only
-audits). Bad input is 4xx with its reason.
+`audit` ({"width", "source"}) beside the run and the claim, it is admitted as the certificate job of its run, target
+and sigma would be (service.admission: 422 with the prediction above the per-job limit), its worker task is
+service.tasks.audit_job, and the signer signs the format-v6 predicate only after the independent verifier replayed
+it and its claim is the one requested. The archive lists audits beside certificates (GET /v1/certificates shows
+both; GET /v1/audits only audits). Bad input is 4xx with its reason.
 """
 from __future__ import annotations
 
@@ -17,11 +18,12 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import Field, StrictStr, ValidationError
 
 from certifier.params import ParameterError, as_decimal_text, parse_decimal
+from service.admission import admit
 from service.auth import Caller
 from service.errors import ApiError
 from service.routes.certificates import owns
 from service.state import ServiceState, caller, get_state, viewer
-from service.store import RefusedSubmissionError
+from service.store import RETRYABLE, RefusedSubmissionError
 from service.validate import CertificateRequest, Decimal, describe_errors, normalise, strict_json
 from service.views import envelope_file, job_view
 
@@ -57,6 +59,13 @@ def audit_request(body: AuditRequest, limits) -> dict:
     return {**req, "audit": {"width": width, "source": source}}
 
 
+def priced_as(req: dict) -> dict:
+    """The certificate job an audit is priced as (service.admission): the two-sided certificate of the same run,
+    target and sigma -- the same planners for both sides (an audit's lower side runs at sigma itself, a
+    certificate's one resolution step below it)."""
+    return {k: v for k, v in req.items() if k != "audit"}
+
+
 def audit_view(row: dict, full: bool, viewer_owns: bool) -> dict:
     """A job's view with, once done, the verdict and the certified interval read from the signed predicate."""
     out = job_view(row, full=full, viewer_owns=viewer_owns)
@@ -85,6 +94,9 @@ async def submit(request: Request, who: Caller = Depends(caller), state: Service
         raise ApiError(422, describe_errors(err.errors())) from None
     req = audit_request(body, state.config.limits)
     cfg = state.config
+    row = await asyncio.to_thread(state.store.find, req)
+    if row is None or row["status"] == "cancelled" or (row["status"] == "failed" and row["error_kind"] in RETRYABLE):
+        await asyncio.to_thread(admit, priced_as(req), cfg.max_predicted_seconds, cfg.job.memory)   # 422: the reason
     try:
         row, created = await asyncio.to_thread(
             state.store.submit, req, who.name, who.team, admin=who.admin, max_queued=cfg.max_queued,

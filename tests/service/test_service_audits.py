@@ -27,6 +27,8 @@ def post(srv, body):
     ({**CLAIM, "epsilon": "0.95", "source": "x" * 501}, "source"),
     ({**CLAIM, "epsilon": "0.95", "verdict": "HOLDS"}, "unknown field"),
     ({**CLAIM, "epsilon": "0.95", "stages": "100x5,100x5"}, "stages replaces steps"),
+    ({"stages": "10000x50,5000x50", "sigma": "3", "target": "0.1"}, "predicted to take"),   # ~2e4 s > 900 s
+    ({"steps": 10000, "epochs": 1000, "sigma": "5", "epsilon": "1", "delta": "0.00001"}, "predicted to take"),
 ])
 def test_bad_audit_requests(svc, body, words):
     r = post(svc, body)
