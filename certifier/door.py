@@ -12,8 +12,8 @@ from __future__ import annotations
 from flint import fmpq
 
 from certifier.certificate.envelope import key_id, sign_certificate
-from certifier.certify import Outcome
 from certifier.certify import certify as certify_block
+from certifier.outcome import Outcome
 from certifier.run import Run, exact_sigma, privacy
 from certifier.stages_certify import certify_stages
 from certifier.targets import DP, KINDS, NAMES, ONE_KIND, TPR, TV, Target, from_json, make, parse
