@@ -103,3 +103,17 @@ def test_bulk_stages_column(tmp_path):
     rows = json.loads((tmp_path / "out" / "index.json").read_text())["rows"]
     assert [r["verdict"] for r in rows] == ["HOLDS", "FALSE"]
     assert rows[0]["interval"] == rows[1]["interval"]
+
+
+def test_report_of_an_audit_in_stages(pair):
+    """The report of an audit of a run in stages: accepted, the verdict first, the stages in words and in the
+    title, the interval on the profile."""
+    from sigmacert.report import render
+    false = pair[1]
+    r = render(false.envelope, KEY.public_key())
+    assert r.accepted and set(r.svgs) == {"profile-audit"}
+    body = r.html[r.html.index("<body>"):]
+    assert body.index(">FALSE<") < body.index("The claim: the run is (0.99, 0.00001)-differentially private")
+    assert "a run in stages 50x4,200x2" in body and "stages 50x4,200x2" in r.html[:r.html.index("<body>")]
+    lo, hi = false.interval
+    assert f"[{lo}, {hi}]" in body
