@@ -257,7 +257,7 @@ def audit(stated: Stated, *, width=DEFAULT_WIDTH, limit: float = DEFAULT_LIMIT, 
             low, low_aim, low_rec = result, x, rec
             break
     if low is None:
-        raise CannotCertifyError(_no_lower_grid(stated, tries))
+        raise CannotCertifyError(_no_lower_grid(stated, tries, num, target.audit_upper(res)))
     t_low = time.perf_counter()
     u_at, l_at = target.audit_upper(res), target.audit_lower(low)
     holds = u_at is not None and u_at <= target.value
@@ -277,15 +277,19 @@ def audit(stated: Stated, *, width=DEFAULT_WIDTH, limit: float = DEFAULT_LIMIT, 
                          "interval": round(t_end - t_low, 3), "total": round(t_end - t0, 3)})
 
 
-def _no_lower_grid(stated: Stated, tries: list) -> str:
-    """The refusal where the lower side finds no grid at any aim, with what the last grid lost (at heavy tails the
-    data-processing lower side can lose a fixed mass of order delta whatever its grid: docs/audit.md)."""
-    lost = [t.get("measured_loss") for t in tries if t.get("side") == "lower" and t.get("measured_loss") is not None]
-    why = (f"; its last grid lost {lost[-1]:.3g} against the numerical value" if lost else
-           "; " + tries[-1]["skipped"] if tries and "skipped" in tries[-1] else "")
-    return (f"the lower side found no grid at sigma {decimal_str(stated.sigma)} proving "
-            f"{stated.target.audit_words()} fails near the numerical value{why}: no interval with a proven lower "
-            "end (docs/audit.md, heavy tails)")
+def _no_lower_grid(stated: Stated, tries: list, num: float, upper: fmpq | None) -> str:
+    """The refusal where the lower side finds no grid at any aim: what its grids lost against the numerical value
+    (at heavy tails the data-processing lower side loses a mass of the order of the target whatever its grid:
+    docs/audit.md) and what the upper side alone proved of the claim."""
+    t = stated.target
+    lost = [x.get("measured_loss") for x in tries if x.get("side") == "lower" and x.get("measured_loss") is not None]
+    why = (f": its grids lost up to {max(lost):.3g} against the numerical value, of the order of the target "
+           f"{decimal_str(t.value)} (the data-processing lower side at heavy tails)" if lost else
+           f" ({tries[-1]['skipped']})" if tries and "skipped" in tries[-1] else "")
+    proved = (f"the upper side alone proves the claim holds ({t.FUNCTIONAL_WORDS} <= {_value_str(upper, True)}), "
+              if upper is not None and upper <= t.value else "")
+    return (f"the lower side found no grid at sigma {decimal_str(stated.sigma)} proving a lower end below the "
+            f"numerical {num:.6g}{why}; {proved}no interval with a proven lower end is issued (docs/audit.md)")
 
 
 def fix_sigma(stated: Stated) -> str | None:
