@@ -14,19 +14,17 @@ from dataclasses import replace
 from flint import fmpq
 
 from certifier.bounds.privacy import rounded_law
-from certifier.certificate import predicate as pred_
-from certifier.certificate.stages import build_stages, stages_claim
 from certifier.claim import RANDOM_ALLOCATION, Claim
-from certifier.domain import check_cell, check_sigma
+from certifier.domain import check_cell
 from certifier.errors import CannotCertifyError, ParameterError
-from certifier.exact_sigma import exact_sigma
-from certifier.methods.auto import SEARCHES, STAGED_SEARCHES, faster_first, forced_method, lower_order, step_instead
+from certifier.methods.auto import faster_first, lower_order, step_instead
 from certifier.methods.base import Method
 from certifier.methods.search import MAX_PREDICTED_SECONDS, Ctx, progress_say, sigma_lows, tv_lower_str, upper_margin
 from certifier.outcome import Outcome, Record
-from certifier.params import decimal_str, parse_sigma
-from certifier.resolution import round_up, step_up
+from certifier.params import decimal_str
+from certifier.resolution import step_up
 from certifier.run import Run
+from certifier.shape import run_of, shape_of
 from certifier.targets import TargetKind, kind
 
 STEP_SECONDS = 300.0               # automatic sigma: a thinner margin than this buys goes to the next sigma step
@@ -71,12 +69,12 @@ def certify_run(run: Run, target: fmpq, sigma: fmpq | None = None, *, h=None, et
                                  "upper side can be certified)")
     named = target_kind.named
     grid = {k: v for k, v in (("h", h), ("eta", eta), ("cap", cap)) if v is not None}
-    setup = _staged_setup if run.staged else _block_setup
-    sigma, spare, searches, forced = setup(run, target_kind, target, sigma, named, two_sided, method, grid, say)
+    shape = shape_of(run)
+    sigma, spare, forced = shape.setup(run, target_kind, target, sigma, named, two_sided, method, grid, say)
 
     def attempt(sigma, limit):
         ctx = _context(run, sigma, target, target_kind, named, grid, prec, max_tries, say, limit)
-        search, found = _upper(ctx, forced, searches)
+        search, found = _upper(ctx, forced, shape.searches)
         return ctx.out, (ctx, search), found
     out, (ctx, search), found = stepping(sigma, spare, attempt, say)
     claim = ctx.claim
@@ -98,9 +96,8 @@ def certify_run(run: Run, target: fmpq, sigma: fmpq | None = None, *, h=None, et
     kind_upper = None if target_kind.upper_record is None else target_kind.upper_record(res)   # format v4's `upper`
     if kind_upper:                                    # the kind's value and functional, as without a format
         out.bound, out.method = kind_upper["bound"], f"{label} ({target_kind.functional})"
-    build = build_stages if run.staged else pred_.build      # format v5 for a run in stages
-    out.predicate = build(claim, search.method.to_json(meth, claim), res, low, rows, out.tv, out.tv_error,
-                          missing=out.rows_missing, kind_upper=kind_upper)
+    out.predicate = shape.build(claim, search.method.to_json(meth, claim), res, low, rows, out.tv, out.tv_error,
+                                missing=out.rows_missing, kind_upper=kind_upper)
     if low is not None:
         out.two_sided, out.sigma_low, out.tv_lower = True, low["sigma_low"], low["tv_lower"]
         out.bound_lower = low.get("bound_lower")
@@ -108,74 +105,14 @@ def certify_run(run: Run, target: fmpq, sigma: fmpq | None = None, *, h=None, et
     return out.outcome()
 
 
-def _block_setup(run: Run, target_kind: TargetKind, target: fmpq, sigma, named, two_sided, method, grid, say):
-    """A block's checks and sigma: (sigma, sigma steps to spare, the searches, the forced search or None)."""
-    # the stated domain, before any computation; a delta / beta target has its own range (0, 1)
-    check_cell(run.steps, run.epochs, target if target_kind.lambda_domain else fmpq(1, 2))
-    if not 0 < target < 1:
-        raise ParameterError(f"the {target_kind.name} target must lie strictly between 0 and 1, got "
-                             f"{decimal_str(target)}")
-    probe = Claim(run.scheme, run.steps, run.epochs, sigma or fmpq(1), target, run.iterations)
-    forced = forced_method(method, run.scheme)
-    given = sigma is not None
-    if sigma is None:
-        say("exact sigma", 0.0)
-        sigma = exact_sigma(target_kind, probe, target)
-        say("exact sigma", 1.0)
-    check_sigma(probe.sigma_of_pair(float(sigma)), *probe.pair(), target, given)
-    return sigma, (0 if given or grid else 1), SEARCHES, forced
-
-
-def _staged_setup(run: Run, target_kind: TargetKind, target: fmpq, sigma, named, two_sided, method, grid, say):
-    """A run in stages' checks and sigma (one shared, or each stage's own: sigma None, one-sided)."""
-    own = run.sigma_per_stage
-    if not isinstance(target, fmpq) or not 0 < target < 1:
-        raise ParameterError(f"the {target_kind.name} target must be an exact rational strictly between 0 and 1, "
-                             f"got {target!r}")
-    if own and sigma is not None:
-        raise ParameterError("the stages carry their sigma already: give no shared sigma")
-    if own and two_sided:
-        raise ParameterError("a sigma per stage is certified one-sided only (no single sigma to step down for the "
-                             "lower side)")
-    refuse_with_stages(None, None, run.scheme, method, target_kind.name, run.iterations, tuple(grid.values()))
-    forced = forced_method(method, run.scheme, STAGED_SEARCHES)
-    given = sigma is not None
-    if sigma is None and not own:
-        say("exact sigma", 0.0)
-        sigma = round_up(target_kind.exact_sigma(stages_claim(_stage_tuples(run), fmpq(1), target, named), target))
-    if not own and (not isinstance(sigma, fmpq) or sigma <= 0):
-        raise ParameterError("sigma must be a positive exact rational")
-    return sigma, (0 if given or own else 1), STAGED_SEARCHES, forced
-
-
-def _stage_tuples(run: Run) -> tuple[tuple, ...]:
-    """((M_s, E_s), ...) or, with a sigma per stage, ((M_s, E_s, sigma_s exact), ...)."""
-    return tuple((s.steps, s.epochs) if s.sigma is None else (s.steps, s.epochs, parse_sigma(s.sigma))
-                 for s in run.stages)
-
-
-def refuse_with_stages(steps, epochs, scheme, method, kind_name, iterations, grid) -> None:
-    """For a face that accepts stages beside certify's options: a run in stages has no steps/epochs of its
-    own, random allocation, method v2 and automatic grids (any target kind); anything else is a one-line
-    refusal."""
-    if steps is not None or epochs is not None:
-        raise ParameterError("give either stages or steps and epochs, not both")
-    if scheme != RANDOM_ALLOCATION or iterations is not None:
-        raise ParameterError("a run in stages is certified for random allocation only (not fixed bins)")
-    if method not in ("auto", "v2"):
-        raise ParameterError(f"a run in stages is certified with method v2 only, not {method!r}")
-    if any(g is not None for g in grid):
-        raise ParameterError("a run in stages takes no user grid (h, eta, cap): its grid is planned per stage")
-
-
 def upper_at(claim: Claim, target_kind: TargetKind, *, limit: float = MAX_PREDICTED_SECONDS, progress=None):
     """The upper side alone at claim.sigma (an audit of a block, or of stages at one shared sigma), no sigma step,
     no rows: (Outcome, search, (UpperResult, method) or None); CannotCertifyError where no grid is planned within
     `limit` seconds."""
     ctx = _audit_context(claim, target_kind, limit, progress)
-    search, found = _upper(ctx, None, STAGED_SEARCHES if claim.stages else SEARCHES)
+    search, found = _upper(ctx, None, shape_of(run_of(claim)).searches)
     if found is not None:
-        ctx.out.success, ctx.out.method = True, search.method.label
+        ctx.out.success, ctx.out.method = True, search.label or search.method.label
     return ctx.out.outcome(), search, found
 
 
@@ -191,8 +128,7 @@ def lower_at(claim: Claim, target_kind: TargetKind, search: Method, meth, *, pro
 def _audit_context(claim: Claim, target_kind: TargetKind, limit: float, progress) -> Ctx:
     """An audit's context at the claim's own sigma (a block, or stages at one shared sigma; automatic grids, three
     tries)."""
-    run = (Run.in_stages(claim.stages) if claim.stages else
-           Run.block(claim.steps, claim.epochs, claim.scheme, claim.iterations))
+    run = run_of(claim)
     named = target_kind.named
     return _context(run, claim.sigma, claim.target, target_kind, named, {}, None, 3,
                     progress_say(progress, time.perf_counter()), limit)
@@ -221,13 +157,7 @@ def stepping(sigma: fmpq, spare: int, attempt, say):
 
 def _context(run: Run, sigma, target, target_kind, named, grid, prec, max_tries, say, limit) -> Ctx:
     """The claim at sigma (a run in stages with a sigma per stage: None), its numerics and a fresh record."""
-    if run.staged:
-        stages = _stage_tuples(run)
-        claim = stages_claim(stages, sigma, target, named)
-        steps, shown = None, [[s[0], s[1], *([decimal_str(s[2])] if len(s) == 3 else [])] for s in stages]
-    else:
-        claim = Claim(run.scheme, run.steps, run.epochs, sigma, target, run.iterations, named)
-        steps, shown = run.steps, None
+    claim, steps, shown = shape_of(run).claim(run, sigma, target, named)
     say("exact tv", 0.0)
     tv, tv_err = target_kind.numerics(claim, sigma)
     say("exact tv", 1.0)
@@ -263,8 +193,6 @@ def _upper(ctx: Ctx, forced, searches):
             v = search.method.version                 # auto: this grid model found nothing; the next covers more
             ctx.out.tries.append({"try": 0, "method": v, "skipped": f"method v{v}: {err}"})
     raise AssertionError("the last search either returns or raises")
-
-
 
 
 def _lower(ctx: Ctx, search, meth, sigmas=None) -> dict | None:

@@ -15,12 +15,13 @@ from flint import fmpq
 
 from certifier.certificate.envelope import file_subject, key_id, load_envelope, read_unverified, sign_certificate
 from certifier.certificate.keys import keygen, load_private
-from certifier.certify import certify_run, refuse_with_stages
+from certifier.certify import certify_run
 from certifier.claim import RANDOM_ALLOCATION
 from certifier.numerics import schemes
 from certifier.numerics.stages import exact_tv_stages
 from certifier.outcome import Outcome
 from certifier.run import Run, exact_sigma, privacy
+from certifier.shape import refuse_with_stages
 from certifier.targets import DP, KINDS, NAMES, ONE_KIND, TPR, TV, Target, from_json, make, parse
 from certifier.targets.request import KIND_FIELDS, MAX_EPSILON
 

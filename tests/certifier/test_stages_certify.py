@@ -9,7 +9,7 @@ from certifier.bounds.lower_v2 import lower_bound_v2
 from certifier.bounds.stages_lower import lower_bound_v2_stages
 from certifier.bounds.stages_v2 import rounding_bound_v2_stages, t2_of
 from certifier.bounds.upper_v2 import rounding_bound_v2
-from certifier.certify import certify_run, refuse_with_stages
+from certifier.certify import certify_run
 from certifier.errors import ParameterError
 from certifier.methods.v2.plan import choose_v2
 from certifier.methods.v2.stages import plan_stages
@@ -17,6 +17,7 @@ from certifier.numerics.exact import exact_tv
 from certifier.numerics.stages import exact_tv_stages
 from certifier.params import parse_decimal
 from certifier.run import Run
+from certifier.shape import refuse_with_stages
 
 SIGMA = parse_decimal("sigma", "1.2")
 
