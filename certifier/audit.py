@@ -20,10 +20,11 @@ from flint import fmpq
 from certifier.bounds.fixedpoint import round_down_sig
 from certifier.certify import lower_at, upper_at
 from certifier.claim import RANDOM_ALLOCATION, Claim
-from certifier.domain import check_cell, check_sigma
+from certifier.domain import check_block, check_sigma
 from certifier.errors import CannotCertifyError, NumericsUnreliableError, ParameterError
 from certifier.params import decimal_str, parse_decimal
 from certifier.resolution import round_up
+from certifier.targets import from_json
 from certifier.targets import kind as target_kind
 
 VERDICTS = ("HOLDS", "FALSE", "TOO CLOSE")
@@ -222,8 +223,10 @@ def audit(stated: Stated, *, width=DEFAULT_WIDTH, limit: float = DEFAULT_LIMIT, 
     if not 0 < width < 1:
         raise ParameterError(f"width must lie strictly between 0 and 1, got {decimal_str(width)}")
     probe = stated.claim()                    # the stated domain, before any computation (certifier.domain)
-    check_cell(stated.steps, stated.epochs, stated.target if stated.kind == "tv" else fmpq(1, 2))
-    check_sigma(probe.sigma_of_pair(float(stated.sigma)), *probe.pair(), fmpq(1, 2), True)
+    check_block(stated.steps, stated.epochs)
+    target = from_json({"name": stated.kind, **dict(stated.params)}, decimal_str(stated.target))
+    target.check_domain(certify=True)
+    check_sigma(probe.sigma_of_pair(float(stated.sigma)), *probe.pair(), target, True)
     num, err = numerical(stated)
     claimed = stated.value()
     tries: list = []

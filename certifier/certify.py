@@ -26,16 +26,15 @@ from certifier.bounds.result import UpperResult
 from certifier.bounds.two_scale_plan import with_two_scale
 from certifier.certificate import predicate as pred_
 from certifier.claim import RANDOM_ALLOCATION, Claim
-from certifier.domain import OutsideDomainError, check_cell, check_sigma
+from certifier.domain import check_block, check_sigma
 from certifier.errors import CannotCertifyError, NumericsUnreliableError, ParameterError
 from certifier.params import decimal_str, parse_decimal
-from certifier.resolution import issued, round_up, sigma_resolution, step_up
-from certifier.targets import TargetKind, kind
+from certifier.resolution import round_up, sigma_resolution, step_up
+from certifier.targets import TargetKind, kind, of_kind
 
 SAFETY = (0.6, 0.3, 0.12)          # share of the margin the grid may lose, per try
 MAX_PREDICTED_SECONDS = 3600.0     # refuse automatic grids predicted to run longer than this
 STEP_SECONDS = 300.0               # automatic sigma: a thinner margin than this buys goes to the next sigma step
-NEAREST_TARGETS = tuple(fmpq(k, 100) for k in (98, 95, 90, 50))   # tried when the search fails
 LOWER_SAFETY = (0.8, 0.45, 0.2)    # share of TV(sigma_low) - target the lower side may lose, per try
 V2_LOWER_LOSS_RATIO = 2.5          # measured (lower-side loss) / (upper-side loss) on the same grid
 V2_CEILING = 1e-6                  # method v2 may use margins up to this (v1: 1e-7)
@@ -147,11 +146,13 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
     if two_sided and not target_kind.lower_side:
         raise CannotCertifyError(f"target kind {target_kind.name}: the lower side is not implemented (only the "
                                  "upper side can be certified)")
-    # the stated domain, before any computation; a delta / beta target has its own range (0, 1)
-    check_cell(steps, epochs, target if target_kind.lambda_domain else fmpq(1, 2))
+    # the stated domain (certifier.domain: the run's M, E and the Target's own intervals), before any computation
     if not 0 < target < 1:
         raise ParameterError(f"the {target_kind.name} target must lie strictly between 0 and 1, got "
                              f"{decimal_str(target)}")
+    check_block(steps, epochs)
+    stated = of_kind(kind_name, kind_params, target)
+    stated.check_domain(certify=True)
     probe = Claim(scheme, steps, epochs, sigma or fmpq(1), target, iterations)
     forced = _forced(method, scheme)
     given = sigma is not None
@@ -159,7 +160,7 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
         say("exact sigma", 0.0)
         sigma = _exact_sigma(target_kind, probe, target)
         say("exact sigma", 1.0)
-    check_sigma(probe.sigma_of_pair(float(sigma)), *probe.pair(), target, given)
+    check_sigma(probe.sigma_of_pair(float(sigma)), *probe.pair(), stated, given)
     grid = {k: v for k, v in (("h", h), ("eta", eta), ("cap", cap)) if v is not None}
 
     def attempt(sigma, limit):
@@ -234,14 +235,14 @@ def stepping(sigma: fmpq, spare: int, attempt, say):
 
 
 def _exact_sigma(target_kind: TargetKind, probe: Claim, target: fmpq) -> fmpq:
-    """The exact sigma on the res(sigma) grid (certifier.resolution; numerical, the kind's search); a search
-    that fails because sigma lies below what the numerics cover is a domain refusal naming a nearer target."""
+    """The exact sigma on the res(sigma) grid (certifier.resolution; numerical, the kind's search). A search that
+    fails raises NumericsUnreliableError in one line; certifier.door explains it (below the pair's sigma 0.1:
+    outside the stated domain, naming the nearest target; else a gap of the numerics) by one evaluation."""
     try:
         found = target_kind.exact_sigma(probe, target)
     except NumericsUnreliableError as err:
-        raise OutsideDomainError(f"the exact sigma of M={probe.steps}, E={probe.epochs}, "
-                                 f"{_target_text(target_kind, target)} is outside what the numerics cover ({err}); "
-                                 f"{_nearest_target(target_kind, probe, target)}") from None
+        raise NumericsUnreliableError(f"the exact sigma of M={probe.steps}, E={probe.epochs}, "
+                                      f"{_target_text(target_kind, target)} was not found: {err}") from None
     return round_up(found)
 
 
@@ -254,23 +255,6 @@ def _target_text(target_kind: TargetKind, target: fmpq) -> str:
     """The kind's parameters as the user gave them: lambda=0.1, or epsilon=1, delta=1e-5, or fpr=..., tpr=..."""
     fixed = [f"{k}={v}" for k, v in target_kind.params if k != _bound_name(target_kind)]
     return ", ".join(fixed + [f"{_bound_name(target_kind)}={decimal_str(target)}"])
-
-
-def _nearest_target(target_kind: TargetKind, probe: Claim, target: fmpq) -> str:
-    """The nearest of a few targets whose exact sigma the numerics find (a few seconds at most): smaller
-    ones where sigma is small (large lambda, heavy tails), larger ones where it is huge (tiny lambda)."""
-    big = target >= fmpq(1, 2)
-    for lam in (NEAREST_TARGETS if big else tuple(target * k for k in (2, 5, 10))):
-        if (lam < target) == big and lam < 1:
-            try:
-                s = target_kind.exact_sigma(probe, lam)
-            except NumericsUnreliableError:
-                continue
-            return (f"the nearest target that works is {_bound_name(target_kind)} = {decimal_str(lam)} "
-                    f"(exact sigma {issued(decimal_str(s))})")
-    name = _bound_name(target_kind)
-    return (f"a smaller target {name} gives a larger sigma" if big else
-            f"a larger target {name} gives a smaller sigma")
 
 
 def _context(scheme, steps, epochs, sigma, target, iterations, target_kind, grid, prec, max_tries, say, limit) -> Ctx:
