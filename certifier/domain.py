@@ -16,11 +16,10 @@ interval by the domain's clamp (each Target states its own intervals: certifier.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal
 
 from flint import fmpq
 
-from certifier.bounds.fixedpoint import round_down_sig
 from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.numerics import schemes
 from certifier.params import decimal_str, parse_decimal
@@ -40,7 +39,7 @@ def words(q: fmpq) -> str:
     """A bound or a value as a person writes it: 0.01, 20, 1e-12."""
     if q == 0 or abs(q) >= fmpq(1, 10**4):
         return decimal_str(q)
-    return str(Decimal(decimal_str(q)).normalize()).lower().replace("e-0", "e-")
+    return format(Decimal(decimal_str(q)).normalize(), "e")
 
 
 @dataclass(frozen=True)
@@ -89,7 +88,7 @@ def refuse(given: str, interval: Interval, nearest: str) -> None:
     """Raise the one-line refusal of a parameter outside its interval, naming the nearest target that works."""
     q = parse_decimal(interval.name, given)
     below = interval.below(q)
-    raise OutsideDomainError(f"{interval.name} = {given} lies {'below' if below else 'above'} the stated domain, "
+    raise OutsideDomainError(f"{interval.name} = {words(q)} lies {'below' if below else 'above'} the stated domain, "
                              f"{interval.name} in {interval.text()}{interval.why_below if below else ''}; the "
                              f"nearest target that works is {nearest}")
 
@@ -146,6 +145,19 @@ def is_below_floor(run: Run, sigma: fmpq) -> bool:
     return pair_sigma(run, sigma) < SIGMA_MIN * SIGMA_MIN
 
 
+def round_down(x: float, digits: int = 3) -> fmpq:
+    """x > 0 rounded down to `digits` significant digits, or, near 1, to `digits` significant digits of 1 - x
+    (0.99999987 -> 0.999999, not 0.999): the largest short decimal not above x."""
+    if x > 0.5:
+        gap = _decimal_round(1 - x, digits, ROUND_CEILING)
+        return fmpq(1) - parse_decimal("x", gap)
+    return parse_decimal("x", _decimal_round(x, digits, ROUND_FLOOR))
+
+
+def _decimal_round(x: float, digits: int, rounding: str) -> str:
+    return str(Context(prec=digits, rounding=rounding).create_decimal(repr(x)))
+
+
 def nearest_at_floor(run: Run, target) -> str:
     """The largest target of the same kind whose exact sigma is still >= 0.1 for the run: the target's functional
     at the pair's sigma 0.1 less its error estimate, rounded down (one evaluation of the numerics); words."""
@@ -157,7 +169,7 @@ def nearest_at_floor(run: Run, target) -> str:
     x = value - max(error, 0.0)
     if not x > 0 or x >= float(target.value):
         return f"a smaller {target.INDEX_NAME} gives a larger sigma"
-    q = parse_decimal("x", round_down_sig(fmpq(int(x * 10**15), 10**15), 3))
+    q = round_down(x)
     nearer = target.with_target(decimal_str(q))
     try:
         nearer.check_domain(True)

@@ -238,8 +238,10 @@ def kind_of(given, limits: Limits) -> dict:
     def rule(name: str, value) -> str:
         if name == "target":
             return target_of(value, limits)
-        return decimal_str(_decimal(name, value, limits))
-    target = door.parse(given, rule)
+        return decimal_str(parse_decimal(name, _text(name, value).strip()))
+    target = door.parse(given, rule)              # the stated domain first, then this service's digits
+    for name, text in target.params.items():
+        _decimal(name, text, limits)
     target.rule()                      # the certifier's own refusals of the kind's parameter
     return target.request_json()
 
@@ -249,6 +251,9 @@ def normalise(req: CertificateRequest, limits: Limits) -> dict:
     `kind` key (its key is the one it always had); dp / tpr requests carry theirs."""
     shape = run_of(req.stages, req.steps, req.epochs, req.scheme, req.iterations, limits)
     k = kind_of(req, limits)
+    run = (door.Run.in_stages([(s["steps"], s["epochs"]) for s in shape["stages"]]) if shape.get("stages") else
+           door.Run.block(shape["steps"], shape["epochs"], shape["scheme"], shape["iterations"]))
+    door.check_domain(run, door.from_json(k.get("kind"), k["target"]), certify=True)   # as certify, at once
     return {**shape, **k,
             "sigma": None if req.sigma is None else sigma_of(req.sigma, limits),
             "subject": None if req.subject is None else {"name": req.subject.name, "sha256": req.subject.sha256}}

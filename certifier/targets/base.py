@@ -127,9 +127,10 @@ class Target:
 
     def words(self) -> str:
         """The target's parameters as a person writes them: lambda = 0.1, or epsilon = 1, delta = 1e-5, ..."""
+        show = lambda k, v: domain.words(parse_decimal(k, v))  # noqa: E731
         if self.PARAM is None:
-            return f"{self.INDEX_NAME} = {self.target}"
-        return ", ".join(f"{k} = {v}" for k, v in self.params.items())
+            return f"{self.INDEX_NAME} = {show('target', self.target)}"
+        return ", ".join(f"{k} = {show(k, v)}" for k, v in self.params.items())
 
     def floor_advice(self) -> str:
         return self.FLOOR_ADVICE
