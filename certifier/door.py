@@ -6,20 +6,20 @@ an exact sigma, a numerical value or a certificate out.
   exact_sigma(run, target)                      the least sigma on the res(sigma) grid (numerical)
   value_at(run, target), privacy(run, ...)      numerical values at the run's sigma
   certify(run, target, sigma, ...)              the certify Outcome of a block or a run in stages
+  sign(predicate, key, subject)                 the one signing path (certifier.certificate.envelope)
 
 exact_sigma and certify hold every question to the stated domain first (OutsideDomainError, one line naming the
 nearest target that works); a search that fails is explained by one evaluation at the pair's sigma 0.1.
-  sign(predicate, key, subject)                 the one signing path (certifier.certificate.envelope)
 """
 from __future__ import annotations
 
 from flint import fmpq
 
 from certifier.certificate.envelope import key_id, sign_certificate
-from certifier.certify import Outcome
 from certifier.certify import certify as certify_block
 from certifier.domain import OutsideDomainError, below_floor, check, explain
 from certifier.errors import NumericsUnreliableError
+from certifier.outcome import Outcome
 from certifier.params import parse_sigma
 from certifier.run import Run, privacy
 from certifier.run import exact_sigma as run_exact_sigma

@@ -6,7 +6,7 @@ entry in certifier.targets, as for one block: its numerics and exact sigma (whic
 margins and loss factor, and what the upper result (the b_k) and the lower result (the processed pmfs)
 must show. The upper side is certifier.bounds.stages_v2 (step (iv) multiplies the stages' log-grid polynomials),
 the lower side certifier.bounds.stages_lower (step (d) multiplies the stages' bucket pmfs); both run
-on ONE method-v2 grid, planned here from the stages' numerics: a plan of certifier.bounds.grids_v2 per
+on ONE method-v2 grid, planned here from the stages' numerics: a plan of certifier.methods.v2.plan per
 distinct line (M_s, sigma_s) for the run's total epochs, merged into the finest grid covering every plan (smallest h and
 eta, widest octaves, log range and k_top). Retries shrink the budget as for one block
 (certifier.certify.prove). The kind's numerics and exact shared sigma are certifier.numerics.stages' and
@@ -20,16 +20,30 @@ import time
 
 from flint import fmpq
 
-from certifier import certify as cf
 from certifier.bounds.fixedpoint import round_down_sig
-from certifier.bounds.grids_v1 import Plan
-from certifier.bounds.grids_v2 import choose_v2, plan_v2
 from certifier.bounds.lower_v2 import method_json as lower_json
 from certifier.bounds.stages_lower import lower_bound_v2_stages
 from certifier.bounds.stages_v2 import rounding_bound_v2_stages
 from certifier.bounds.upper_v2 import METHOD_NAME, METHOD_VERSION, UpperV2
 from certifier.certificate.stages import build_stages, stages_claim, t2_runs
+from certifier.certify import stepping
 from certifier.errors import CannotCertifyError, ParameterError
+from certifier.methods.search import (
+    LOWER_SAFETY,
+    MAX_PREDICTED_SECONDS,
+    SAFETY,
+    Side,
+    progress_say,
+    prove,
+    refuse_if_slow,
+    relearn,
+    sigma_lows,
+    tv_lower_str,
+)
+from certifier.methods.v1.plan import Plan, budget
+from certifier.methods.v2.plan import choose_v2, plan_v2
+from certifier.methods.v2.search import KIND_UPPER_K_SCALE, V2_CEILING, V2_LOWER_LOSS_RATIO, row_v2
+from certifier.outcome import Outcome
 from certifier.params import decimal_str, parse_decimal, parse_sigma
 from certifier.resolution import round_up
 from certifier.targets import kind
@@ -38,7 +52,7 @@ LABEL = f"{METHOD_NAME} v{METHOD_VERSION} (stages)"
 # The upper side's k_scale for a kind planned with its own weights: measured (actual loss) / (the weighted
 # model's) 1.8-3.0 on the upper side at stages 4x1,8x1 and 100x5,400x5 (eps 1, delta 1e-5); the lower
 # side's V2_LOWER_LOSS_RATIO already matches (0.94-1.11). docs/targets.md §8.
-KIND_UPPER_K_SCALE = cf.KIND_UPPER_K_SCALE
+# (certifier.methods.v2.search.KIND_UPPER_K_SCALE)
 
 
 def _stages(spec) -> tuple[tuple, ...]:
@@ -81,9 +95,9 @@ def plan_stages(stages, t2: fmpq | None, loss_budget: float, tv: float, k_scale:
     """One grid for every stage: the cheapest plan per distinct line (M_s, t_s^2; a stage (M, E) is at t2, a
     stage (M, E, t_s^2) at its own) for the total epochs, on a common mantissa and eta, merged. Predicted
     loss: the largest of the plans'; seconds: their sum. weights: a target kind's loss model
-    (grids_v1.KindWeights of the run's pair; loss_budget in the kind's units), given to every plan; y_scale
-    step (i)'s own calibrated factor, lower the lower method's deletions (grids_v2.plan_v2). The detail's
-    `loss` is the worst plan's, which grids_v2.coarse reads for a calibration."""
+    (methods.v1.plan.KindWeights of the run's pair; loss_budget in the kind's units), given to every plan; y_scale
+    step (i)'s own calibrated factor, lower the lower method's deletions (methods.v2.plan.plan_v2). The detail's
+    `loss` is the worst plan's, which methods.v2.plan.coarse reads for a calibration."""
     E = sum(s[1] for s in stages)
     lines = sorted({(s[0], s[2] if len(s) == 3 else t2) for s in stages})
     kw = dict(prec=prec, k_scale=k_scale, y_scale=y_scale, lower=lower)
@@ -105,13 +119,13 @@ def _rows_eps(M: int, E: int, t2: fmpq, tv: float | None) -> float:
     """The eps range of the rows, as certifier.certify's v2 search guesses it (heavy tails included); a
     plan with no eps range (need_eps = 0) may also cut the lattice's top below the epoch sum (measured:
     (400, 1) at sigma 1.5 loses 0.46), so every stage plan gets one."""
-    from certifier.bounds.grids_v2 import EPS_CEILING, eps_gaussian, eps_tail
+    from certifier.methods.v2.plan import EPS_CEILING, eps_gaussian, eps_tail
     return 0.0 if tv is None else min(max(2 * eps_gaussian(tv) + 5, eps_tail(M, E, float(t2)) + 3), EPS_CEILING)
 
 
 def certify_stages(stages, target: fmpq, sigma: fmpq | None = None, *, two_sided: bool = False,
                    kind_name: str = "tv", kind_params: dict | None = None, max_tries: int = 3, progress=None,
-                   prec: int | None = None) -> cf.Outcome:
+                   prec: int | None = None) -> Outcome:
     """Certify the target kind's functional of prod_s (P_{M_s}^{E_s}, Q_{M_s}^{E_s}) <= target: tv (TV), dp
     (kind_params {"epsilon": text}, target = delta) or tpr ({"fpr": text}, target = the TPR bound), as
     certifier.certify.certify does for one block (the kind's registry entry, certifier.targets).
@@ -132,7 +146,7 @@ def certify_stages(stages, target: fmpq, sigma: fmpq | None = None, *, two_sided
         raise ParameterError("a sigma per stage is certified one-sided only (no single sigma to step down for the "
                              "lower side)")
     t_start = time.perf_counter()
-    say = cf.progress_say(progress, t_start)
+    say = progress_say(progress, t_start)
     named = () if target_kind.name == "tv" else (("name", target_kind.name), *target_kind.params)
     given = sigma is not None
     if sigma is None and not own:
@@ -144,7 +158,7 @@ def certify_stages(stages, target: fmpq, sigma: fmpq | None = None, *, two_sided
     def attempt(sigma, limit):
         claim, out = _at(stages, sigma, target, target_kind, named, say)
         return out, claim, _upper(out, claim, sigma, target_kind, prec, max_tries, say, limit)
-    out, claim, found = cf.stepping(sigma, 0 if given or own else 1, attempt, say)   # automatic: one step up
+    out, claim, found = stepping(sigma, 0 if given or own else 1, attempt, say)   # automatic: one step up
     if found is None:
         say("done", 1.0)
         return out
@@ -170,7 +184,7 @@ def _at(stages, sigma, target, target_kind, named, say):
     claim = stages_claim(stages, sigma, target, named)
     say("exact tv", 0.0)
     value, err = target_kind.numerics(claim, sigma)
-    out = cf.Outcome(False, None, claim.epochs, None if own else decimal_str(sigma), decimal_str(target), None,
+    out = Outcome(False, None, claim.epochs, None if own else decimal_str(sigma), decimal_str(target), None,
                      tv=value, tv_error=err, kind=target_kind.name)
     out.stages = [[s[0], s[1], *([decimal_str(s[2])] if own else [])] for s in stages]
     return claim, out
@@ -181,15 +195,15 @@ def _upper(out, claim, sigma, target_kind, prec, max_tries, say, limit):
     runs, value, target = t2_runs(claim, sigma), out.tv, claim.target
     need = _need_eps(target_kind)
     margin = target_kind.upper_margin(target, value, out.tv_error)
-    if limit < cf.MAX_PREDICTED_SECONDS and margin is not None and margin <= 0:
+    if limit < MAX_PREDICTED_SECONDS and margin is not None and margin <= 0:
         raise CannotCertifyError(f"the margin target - value - error at sigma {decimal_str(sigma)} is "
                                  f"{margin:.3g}: no grid can decide it")
     margin, tv, wts = _kind_plan(target_kind, claim, sigma, margin, value)
     at = [1.0 if wts is None else KIND_UPPER_K_SCALE, 1.0]
     if wts is not None and margin is not None and margin > 0:
-        first = plan_stages(runs, None, cf.budget(margin, cf.SAFETY[0], cf.V2_CEILING), tv, prec=prec or 100,
+        first = plan_stages(runs, None, budget(margin, SAFETY[0], V2_CEILING), tv, prec=prec or 100,
                             need_eps=need, weights=wts, k_scale=at[0])
-        cf.refuse_if_slow(first, margin, limit)
+        refuse_if_slow(first, margin, limit)
         at[:] = _calibrate(first, lambda m: _with_method(rounding_bound_v2_stages(runs, m), m),
                            lambda r: _kind_loss(target_kind.upper_bound(r), value), out, "upper")
 
@@ -198,14 +212,14 @@ def _upper(out, claim, sigma, target_kind, prec, max_tries, say, limit):
         kb = {} if target_kind.upper_bound is None else {f"{target_kind.name}_bound": target_kind.upper_bound(r)}
         if wts is not None:                  # a kind: the next try plans with the loss this one measured
             kb["measured_loss"] = _kind_loss(kb.get(f"{target_kind.name}_bound"), value)
-            at[0] = cf.relearn(at[0], plan, kb["measured_loss"])
-        return {**cf.row_v2(plan, "bound", r.bound), **kb}          # bound: the grid's TV
-    side = cf.Side("upper", margin, cf.SAFETY, cf.V2_CEILING,
+            at[0] = relearn(at[0], plan, kb["measured_loss"])
+        return {**row_v2(plan, "bound", r.bound), **kb}          # bound: the grid's TV
+    side = Side("upper", margin, SAFETY, V2_CEILING,
                    lambda b: plan_stages(runs, None, b, tv, prec=prec or 100, need_eps=need, weights=wts,
                                          k_scale=at[0], y_scale=at[1]),
                    lambda m, prog: rounding_bound_v2_stages(runs, m),
                    lambda r: target_kind.upper_proves(r, target), row, limit)
-    return cf.prove(side, max_tries, out.tries, say)
+    return prove(side, max_tries, out.tries, say)
 
 
 def _with_method(res, method):
@@ -217,10 +231,10 @@ def _with_method(res, method):
 
 def _calibrate(first: Plan, run, measured_loss, out, label: str) -> list:
     """[k_scale, y_scale] from two runs on `first`'s grid 8x coarser, as planned and with finer steps (i)
-    (grids_v2.coarse, finer_steps, scales_from; as certifier.certify._calibrate for one block): a kind's
+    (methods.v2.plan.coarse, finer_steps, scales_from; as certifier.certify._calibrate for one block): a kind's
     weighted model misses most at the tails, where the kink weighs the rounding of large steps (at stages
     50x4,200x2, eps 2, delta 1e-6 the upper tries lost 20-30x the prediction at k_scale 3)."""
-    from certifier.bounds.grids_v2 import coarse, finer_steps, k_scale_from, scales_from
+    from certifier.methods.v2.plan import coarse, finer_steps, k_scale_from, scales_from
     cal = coarse(first, 0, 0, None, None, drop=3)
     t0 = time.perf_counter()
     got = measured_loss(run(cal.method))
@@ -247,7 +261,7 @@ def _kind_loss(bound: str | None, value: float | None, lower: bool = False) -> f
 
 def _kind_plan(target_kind, claim, sigma, margin, value):
     """(margin, tv, weights) for the planner: a kind with its own loss model (TargetKind.plan_weights,
-    grids_v1.KindWeights from the numerics' line of the stages' pair) spends its own margin, planned at the
+    methods.v1.plan.KindWeights from the numerics' line of the stages' pair) spends its own margin, planned at the
     pair's TV; otherwise the margin in TV units (/ loss_factor), the kind's value and no weights."""
     wts = None
     if target_kind.plan_weights is not None and margin is not None and value is not None:
@@ -275,12 +289,13 @@ def _rows(out, res, meth):
     return priv, tpr
 
 
-def _lower(out, claim, target_kind, meth: UpperV2, need: float, say) -> dict | None:
-    """sigma_low = sigma - k res(sigma), k = 1, 2, certified to miss the target (the kind's lower value from
-    the processed pmfs, certifier.bounds.lower_kinds, for dp / tpr), or None."""
+def _lower(out, claim, target_kind, meth: UpperV2, need: float, say, sigmas=None) -> dict | None:
+    """sigma_low = sigma - k res(sigma), k = 1, 2 (or each of `sigmas`), certified to miss the target (the kind's
+    lower value from the processed pmfs, certifier.bounds.lower_kinds, for dp / tpr), or None; the LowerResult
+    found is out.lower_result."""
     target = claim.target
     t0 = time.perf_counter()
-    for s_low in cf.sigma_lows(claim.sigma):
+    for s_low in sigma_lows(claim.sigma) if sigmas is None else sigmas:
         s_str = decimal_str(s_low)
         value_low, err = target_kind.numerics(claim, s_low)
         if value_low is not None and value_low <= float(target):     # thin margins: TargetKind.lower_margin
@@ -290,11 +305,11 @@ def _lower(out, claim, target_kind, meth: UpperV2, need: float, say) -> dict | N
         runs = t2_runs(claim, s_low)
         margin, tv_low, wts = _kind_plan(target_kind, claim, s_low, target_kind.lower_margin(target, value_low, err),
                                          value_low)
-        at = [cf.V2_LOWER_LOSS_RATIO, 1.0]
+        at = [V2_LOWER_LOSS_RATIO, 1.0]
         lower_run = lambda m, runs=runs: lower_bound_v2_stages(runs, m, replay_trims=target_kind.name != "tv")  # noqa: E731
         if wts is not None and margin is not None and margin > 0:
             try:
-                first = plan_stages(runs, None, cf.budget(margin, cf.LOWER_SAFETY[0], cf.V2_CEILING), tv_low,
+                first = plan_stages(runs, None, budget(margin, LOWER_SAFETY[0], V2_CEILING), tv_low,
                                     k_scale=at[0], prec=meth.prec, need_eps=need, weights=wts, lower=True)
                 at[:] = _calibrate(first, lower_run,
                                    lambda L, v=value_low: _kind_loss(target_kind.lower_value(L), v, lower=True),
@@ -302,7 +317,7 @@ def _lower(out, claim, target_kind, meth: UpperV2, need: float, say) -> dict | N
             except CannotCertifyError as e:
                 out.lower_tries.append({"sigma_low": s_str, "skipped": str(e)})
                 continue
-        side = cf.Side("lower", margin, cf.LOWER_SAFETY, cf.V2_CEILING,
+        side = Side("lower", margin, LOWER_SAFETY, V2_CEILING,
                        lambda b, runs=runs, v=tv_low, w=wts, at=at: plan_stages(runs, None, b, v, k_scale=at[0],
                                                                                prec=meth.prec, need_eps=need,
                                                                                weights=w, y_scale=at[1],
@@ -312,18 +327,19 @@ def _lower(out, claim, target_kind, meth: UpperV2, need: float, say) -> dict | N
                        lambda plan, L, s_str=s_str, v=value_low, w=wts, at=at: _lower_row(target_kind, plan, L, s_str,
                                                                                           v, w, at))
         try:
-            found = cf.prove(side, len(cf.LOWER_SAFETY), out.lower_tries, say)
+            found = prove(side, len(LOWER_SAFETY), out.lower_tries, say)
         except CannotCertifyError as e:
             out.lower_tries.append({"sigma_low": s_str, "skipped": str(e)})
             found = None
         if found is not None:
             out.lower_seconds = round(time.perf_counter() - t0, 3)
             L, lm = found
+            out.lower_result = L
             low = {"sigma_low": s_str, "method": lower_json(lm), "enclosures": L.enclosures}
             if target_kind.name == "tv":
-                return {**low, "tv_lower": cf.tv_lower_str(L.exact, target)}
+                return {**low, "tv_lower": tv_lower_str(L.exact, target)}
             return {**low, "tv_lower": L.tv_lower,           # TV at sigma_low >= it; the kind's value below
-                    "bound_lower": cf.tv_lower_str(target_kind.lower_value(L), target)}
+                    "bound_lower": tv_lower_str(target_kind.lower_value(L), target)}
     out.lower_seconds = round(time.perf_counter() - t0, 3)
     return None
 
@@ -332,7 +348,7 @@ def _lower_row(target_kind, plan, L, s_str: str, value: float | None, wts, at: l
     """A lower try's record: the kind's certified lower value (dp: max of the two hockey-sticks at eps, tpr:
     1 - T(alpha); tv: the TV) beside the TV of the processed pair; for a kind planned on its own loss model the
     loss this try measured, which the next try plans with (at[0], the k_scale, scaled up, never down)."""
-    row = {"sigma_low": s_str, **cf.row_v2(plan, "tv_lower", L.tv_lower), "tv_exact": value}
+    row = {"sigma_low": s_str, **row_v2(plan, "tv_lower", L.tv_lower), "tv_exact": value}
     if target_kind.name == "tv":
         return row
     v = target_kind.lower_value(L)
@@ -340,7 +356,7 @@ def _lower_row(target_kind, plan, L, s_str: str, value: float | None, wts, at: l
     row["value_exact"] = row.pop("tv_exact")
     if wts is not None:
         row["measured_loss"] = _kind_loss(v, value, lower=True)
-        at[0] = cf.relearn(at[0], plan, row["measured_loss"])
+        at[0] = relearn(at[0], plan, row["measured_loss"])
     return row
 
 
@@ -357,3 +373,22 @@ def refuse_with_stages(steps, epochs, scheme, method, kind_name, iterations, gri
         raise ParameterError(f"a run in stages is certified with method v2 only, not {method!r}")
     if any(g is not None for g in grid):
         raise ParameterError("a run in stages takes no user grid (h, eta, cap): its grid is planned per stage")
+
+
+def upper_at_stages(claim, target_kind, *, limit: float = MAX_PREDICTED_SECONDS, progress=None):
+    """The upper side alone at claim.sigma, one shared sigma (an audit of a run in stages): (Outcome,
+    (UpperResult, UpperV2) or None); CannotCertifyError where no grid is planned within `limit` seconds."""
+    say = progress_say(progress, time.perf_counter())
+    _, out = _at(claim.stages, claim.sigma, claim.target, target_kind, claim.kind, say)
+    found = _upper(out, claim, claim.sigma, target_kind, None, 3, say, limit)
+    if found is not None:
+        out.success, out.method = True, LABEL
+    return out, found
+
+
+def lower_at_stages(claim, target_kind, meth: UpperV2, *, progress=None):
+    """The lower side alone at claim.sigma itself (an audit: this sigma misses the target) on upper_at_stages'
+    grid: (Outcome, the `lower` record or None); the LowerResult is Outcome.lower_result."""
+    say = progress_say(progress, time.perf_counter())
+    _, out = _at(claim.stages, claim.sigma, claim.target, target_kind, claim.kind, say)
+    return out, _lower(out, claim, target_kind, meth, _need_eps(target_kind), say, (claim.sigma,))

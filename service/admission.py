@@ -10,7 +10,7 @@ certify itself runs first (certifier.certify.planned_upper: method v1, plain, wi
 or with a band around Y = 1, else method v2; a dp / tpr kind is priced by method v2's model) what the upper
 side would cost at the request's sigma (the closed-form sigma of Corollary 3.4 when the request names
 none: the exact sigma is smaller, so its grid is at least as costly) and at the small loss budget the
-certifier uses without numerics (certifier.bounds.grids_v1.budget). A two-sided
+certifier uses without numerics (certifier.methods.v1.plan.budget). A two-sided
 certificate proves a lower side of the same size: twice that. Above the service's per-job limits (seconds, or
 memory) the request is refused with the prediction (422), so no worker is held by a job that cannot finish.
 """
@@ -19,11 +19,11 @@ from __future__ import annotations
 import functools
 import math
 
-from certifier.bounds.grids_v1 import budget
-from certifier.bounds.grids_v2 import choose_v2
-from certifier.certify import planned_upper
 from certifier.claim import Claim
 from certifier.errors import ParameterError, SigmacertError
+from certifier.methods.auto import planned_upper
+from certifier.methods.v1.plan import budget
+from certifier.methods.v2.plan import choose_v2
 from certifier.numerics.schemes import closed_form_sigma
 from certifier.numerics.stages import Stage, closed_form_sigma_stages
 from certifier.params import parse_decimal

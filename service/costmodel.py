@@ -93,9 +93,9 @@ def predict(steps: int, epochs: int, target: str, sigma: str | None, scheme: str
 def plan(steps: int, epochs: int, target: str, sigma: str | None, scheme: str) -> tuple:
     """(planned seconds of both sides, upper plan is method v2, M and E of the pair, lambda): the plan certify
     runs first, at the exact sigma when none is given and at the numerics' margins."""
-    from certifier.bounds.grids_v1 import budget
-    from certifier.certify import planned_upper
     from certifier.claim import Claim
+    from certifier.methods.auto import planned_upper
+    from certifier.methods.v1.plan import budget
     from certifier.params import parse_decimal
     from certifier.resolution import resolution_str, round_up
     from certifier.targets import kind

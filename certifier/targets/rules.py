@@ -12,11 +12,11 @@ from typing import Callable
 
 from flint import fmpq
 
-from certifier.bounds.grids_v1 import KindWeights
 from certifier.bounds.result import LowerResult, UpperResult
 from certifier.certificate.stages import runs_at
 from certifier.claim import Claim
 from certifier.errors import NumericsUnreliableError, ParameterError
+from certifier.methods.v1.plan import KindWeights
 from certifier.numerics.kink_density import f_p, line, line_stages
 from certifier.numerics.stages_profile import exact_privacy_stages
 from certifier.numerics.targets import exact_privacy_scheme

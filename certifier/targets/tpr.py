@@ -17,7 +17,7 @@ from certifier.numerics import quick_bounds as qb
 from certifier.numerics import schemes
 from certifier.numerics.stages_profile import exact_privacy_stages, exact_sigma_tpr_stages
 from certifier.numerics.targets import exact_privacy_scheme, exact_sigma_tpr
-from certifier.params import parse_decimal
+from certifier.params import decimal_str, parse_decimal
 from certifier.targets.base import Target
 from certifier.targets.dp import masses
 from certifier.targets.rules import (
@@ -176,3 +176,12 @@ class TPR(Target):
 
     def rule(self) -> TargetKind:
         return tpr_kind(self.fpr, self.value)
+
+    AUDIT_QUANTITY: ClassVar[str] = "tpr"
+
+    def audit_record(self, res) -> dict:
+        return {"epsilon": self.rule().upper_record(res)["epsilon"]}
+
+    def audit_words(self) -> str:
+        return f"every test with FPR {self.fpr} has TPR <= {decimal_str(self.value)}"
+

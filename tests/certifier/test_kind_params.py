@@ -69,7 +69,8 @@ def test_the_ranges_are_the_stated_domain_in_both():
             kind_of(given, Limits())
         assert str(face.value) == str(svc.value)
     with pytest.raises(ParameterError, match="may have at most 12 decimal places"):   # the service's digits
-        kind_of({"epsilon": "1", "delta": "0.0000000000001", "target": None, "fpr": None, "tpr": None}, Limits())
+        kind_of({"epsilon": "1", "delta": "0.0000000000015", "target": None, "fpr": None, "tpr": None}, Limits())
+    assert parse_kind(epsilon="1", delta="0.0000000000015").params["delta"] == "0.0000000000015"
     calls = []
     assert kind_params.parse_kind({"fpr": "0.1", "tpr": "0.3"}, lambda n, v: calls.append(n) or v) == \
         ("tpr", {"fpr": "0.1", "tpr": "0.3"})

@@ -12,10 +12,10 @@ import pytest
 from flint import fmpq
 from scipy.stats import norm
 
-from certifier.bounds.grids_v1 import KIND_RELIABLE_SHARE, _reliable_tail
-from certifier.bounds.grids_v2 import CellModel
 from certifier.bounds.lower_v1 import LowerV1
 from certifier.certify import certify
+from certifier.methods.v1.plan import KIND_RELIABLE_SHARE, _reliable_tail
+from certifier.methods.v2.plan import CellModel
 from certifier.numerics.targets import GaussianLine, exact_privacy_scheme
 from certifier.params import parse_decimal
 from certifier.resolution import sigma_resolution
@@ -87,8 +87,8 @@ def test_the_steps_that_alone_reach_the_kink_get_the_bits():
     # (10^6, 100, eps 2, delta 1e-10) at sigma 0.49964: delta lives in one step Y ~ M (e^2 - 1) per run; the
     # common curvature (~4e-10) gave its octave 2 bits and every grid lost ~3e-12 against a margin of 4e-15.
     # (The weights as the numerics give them there: the bound itself, 3 s, is in docs/two-sided.md section 7.)
-    from certifier.bounds.grids_v1 import KindWeights
-    from certifier.bounds.grids_v2 import choose_v2, kink_weight
+    from certifier.methods.v1.plan import KindWeights
+    from certifier.methods.v2.plan import choose_v2, kink_weight
     M, t2 = 10**6, 1 / D("0.49964") ** 2
     w = KindWeights(3.917e-10, math.exp(2.0), 0.0292452)
     p = choose_v2(M, 100, t2, 2e-15, w.tv, need_eps=5.0, weights=w)

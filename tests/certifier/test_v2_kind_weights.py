@@ -1,4 +1,4 @@
-"""The method-v2 planner with a target kind's own loss model (grids_v1.KindWeights) for runs in stages.
+"""The method-v2 planner with a target kind's own loss model (methods.v1.plan.KindWeights) for runs in stages.
 
 Without weights a plan is today's (the identity weights give the same plan: the TV path is untouched);
 with the kink density ratio a dp margin of ~1e-11 fits a grid where the e^eps-divided TV model fits none;
@@ -13,10 +13,10 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from verifier_v3_fixtures import resign_v3
 
-from certifier.bounds.grids_v1 import KindWeights
-from certifier.bounds.grids_v2 import MOVE_SHARE, choose_v2, plan_v2
 from certifier.certificate.stages import stages_claim, t2_runs
 from certifier.errors import CannotCertifyError
+from certifier.methods.v1.plan import KindWeights
+from certifier.methods.v2.plan import MOVE_SHARE, choose_v2, plan_v2
 from certifier.numerics.stages_profile import exact_privacy_stages
 from certifier.params import parse_decimal
 from certifier.stages_certify import _need_eps, certify_stages, plan_stages

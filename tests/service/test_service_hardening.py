@@ -113,11 +113,11 @@ def test_admission_prices_the_grid_certify_plans_where_method_v2_has_none(cell):
     """Small targets over many epochs: method v2's planner finds no lattice for the margin (the admission once
     answered 422 "cannot be predicted"), while certify proves them with method v1 and a band around Y = 1 in
     seconds; the admission now prices that grid (certify.planned_upper)."""
-    from certifier.bounds.grids_v1 import budget
-    from certifier.bounds.grids_v2 import choose_v2
-    from certifier.certify import planned_upper
     from certifier.claim import Claim
     from certifier.errors import CannotCertifyError
+    from certifier.methods.auto import planned_upper
+    from certifier.methods.v1.plan import budget
+    from certifier.methods.v2.plan import choose_v2
     from certifier.numerics.schemes import closed_form_sigma
     from certifier.params import parse_decimal
     from service.admission import admit, prediction

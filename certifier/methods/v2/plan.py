@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from flint import fmpq
 from scipy.special import ndtr, ndtri
 
-from certifier.bounds.grids_v1 import KindWeights, Plan
 from certifier.bounds.upper_v2 import UpperV2
 from certifier.errors import CannotCertifyError
+from certifier.methods.v1.plan import KindWeights, Plan
 from certifier.params import parse_decimal
 
 C_RHO = 0.3             # relative variance per epoch from the sums, times N^2 (measured 0.16-0.28 at M = 100)
@@ -97,11 +97,11 @@ class CellModel:
 
 
 _REF: list = []
-REF_IDLE = 0.0098       # ref_seconds() on an idle core of the reference machine (grids_v1's constants are for it)
+REF_IDLE = 0.0098       # ref_seconds() on an idle core of the reference machine (the v1 planner's constants are for it)
 
 
 def idle_seconds(predicted: float) -> float:
-    """A predicted time rescaled to an idle core of the reference machine, comparable with grids_v1's."""
+    """A predicted time rescaled to an idle core of the reference machine, comparable with methods.v1.plan's."""
     return predicted * REF_IDLE / ref_seconds()
 
 
@@ -273,7 +273,7 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     the budget (`lower_deletions`).
 
     k_scale multiplies K (E f(0)/2) where a calibration run measured the loss (see `calibrate`).
-    weights: a target kind's loss model (grids_v1.KindWeights, docs/targets.md §8; budget in the kind's
+    weights: a target kind's loss model (methods.v1.plan.KindWeights, docs/targets.md §8; budget in the kind's
     units, tv the pair's TV): every rounding term (K) scaled by `curvature`, the moves by `deletion`.
     y_scale multiplies step (i)'s term on top of k_scale (a calibration that measured it apart, see
     `calibrate_terms`).
