@@ -212,13 +212,10 @@ def explain(run: Run, target, err: NumericsUnreliableError) -> None:
 # ----------------------------------------------------------------------------- certify's own entry (a block)
 
 def check_cell(steps: int, epochs: int, target: fmpq) -> None:
-    """M, E and a TV target lambda (certifier.certify.certify of a block, tests): as `check` for a TV target."""
+    """M, E and a TV target lambda, in the words of a TV Target's check_domain (certifier.targets.tv)."""
     check_block(steps, epochs)
     if target not in LAMBDA:
-        q = LAMBDA.clamp(target)
-        raise OutsideDomainError(f"target {decimal_str(target)} is {'below' if target < q else 'above'} the stated "
-                                 f"domain lambda in {LAMBDA.text()}; the nearest target that works is "
-                                 f"{decimal_str(q)}")
+        refuse(decimal_str(target), LAMBDA, f"lambda = {words(LAMBDA.clamp(target))}")
 
 
 def check_sigma(sigma_of_pair: float, steps: int, epochs: int, target, given: bool) -> None:
