@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from decimal import Decimal
+from fractions import Fraction
 
 import pytest
 from flint import fmpq
@@ -171,3 +172,14 @@ def test_below_the_numerics_floor_is_named_from_one_evaluation():
     assert not domain.is_below_floor(Run.block(100, 10**4, "fixed-bins"), fmpq(10))
     with pytest.raises(OutsideDomainError, match="give a sigma whose pair's sigma is >= 0.1"):
         sigmacert.certify(100, 1, epsilon=1, delta="1e-5", sigma="0.05")
+
+
+def test_values_are_shown_as_written_and_rounded_toward_the_domain():
+    assert [domain.words(fmpq(*x)) for x in ((1, 10**5), (15, 10**6), (1, 10**12), (1, 10), (20, 1))] == \
+        ["1e-5", "1.5e-5", "1e-12", "0.1", "20"]
+    assert domain.round_down(0.123456) == fmpq(123, 1000)
+    assert domain.round_down(0.9999998712) == fmpq(999999871, 10**9)     # three digits of 1 - x near 1
+    for x in (3.2e-9, 0.5, 0.77777, 0.99999999):
+        q = Fraction(x)                                    # the float exactly
+        r = domain.round_down(x)
+        assert Fraction(int(r.p), int(r.q)) <= q and Fraction(int(r.p), int(r.q)) > q * Fraction(9, 10)
