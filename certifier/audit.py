@@ -3,8 +3,8 @@
 A claim names the run (a block: scheme, M, E; or stages at one shared sigma), the sigma and one guarantee, a
 Target (certifier.targets): TV <= lambda, (eps, delta)-DP (max(delta_Q||P(eps), delta_P||Q(eps)) <= delta,
 Appendix B.4) or TPR(alpha) <= beta ((7)). Both sides run at the claimed sigma itself: the upper side (Lemma C.5,
-certifier.certify.upper_at; stages: stages_certify.upper_at_stages) bounds the target's functional from above,
-the lower side (data processing, lower_at / lower_at_stages) from below. The verdict: HOLDS where the upper
+certifier.certify.upper_at, a block or stages) bounds the target's functional from above,
+the lower side (data processing, lower_at) from below. The verdict: HOLDS where the upper
 value at the claim is <= its target, FALSE where the lower value exceeds it, else TOO CLOSE. Always the certified
 interval on the claim's axis (Target.audit_axis): eps(delta) in [eps_lo, eps_hi] for dp (both ends proven:
 delta_upper(eps_hi) <= delta and delta_lower(eps_lo) > delta, so the least eps with delta(eps) <= delta lies in
@@ -28,7 +28,6 @@ from certifier.domain import below_floor, check
 from certifier.errors import CannotCertifyError, NumericsUnreliableError, ParameterError
 from certifier.params import decimal_str, parse_decimal
 from certifier.run import Run, exact_sigma
-from certifier.stages_certify import lower_at_stages, upper_at_stages
 from certifier.targets import Target
 
 VERDICTS = ("HOLDS", "FALSE", "TOO CLOSE")
@@ -109,9 +108,10 @@ class AuditOutcome:
         return (hi - lo) / hi if hi > 0 else math.inf
 
 
-def _block_upper(claim, kind, limit, progress):
-    """The upper side of a block at claim.sigma: (tries, (UpperResult, method) or None, the method's JSON,
-    lower(claim, kind) -> (tries, LowerResult or None, the `lower` record or None) on the same search)."""
+def _upper_side(claim, kind, limit, progress):
+    """The upper side at claim.sigma (a block, or stages on one method-v2 grid for every stage): (tries,
+    (UpperResult, method) or None, the method's JSON, lower(claim, kind) -> (tries, LowerResult or None, the
+    `lower` record or None) on the same search)."""
     out, search, found = upper_at(claim, kind, limit=limit, progress=progress)
     if found is None:
         return out.tries, None, None, None
@@ -121,19 +121,6 @@ def _block_upper(claim, kind, limit, progress):
         lout, rec = lower_at(c, k, search, meth, progress=progress)
         return lout.lower_tries, lout.lower_result, rec
     return out.tries, found, search.method.to_json(meth, claim), lower
-
-
-def _stages_upper(claim, kind, limit, progress):
-    """The upper side of a run in stages at claim.sigma, as _block_upper (one method-v2 grid for every stage)."""
-    out, found = upper_at_stages(claim, kind, limit=limit, progress=progress)
-    if found is None:
-        return out.tries, None, None, None
-    meth = found[1]
-
-    def lower(c, k):
-        lout, rec = lower_at_stages(c, k, meth, progress=progress)
-        return lout.lower_tries, lout.lower_result, rec
-    return out.tries, found, meth.to_json(), lower
 
 
 def numerical(stated: Stated) -> tuple[float, float]:
@@ -237,7 +224,6 @@ def audit(stated: Stated, *, width=DEFAULT_WIDTH, limit: float = DEFAULT_LIMIT, 
     target = stated.target
     num, err = numerical(stated)
     claimed = target.audit_axis()
-    sides = stated.run.pick(lambda m, e, scheme: _block_upper, lambda stages: _stages_upper)
     tries: list = []
     # the upper side: at the claim when it lies just above the truth, else at the default aim
     found = None
@@ -245,8 +231,8 @@ def audit(stated: Stated, *, width=DEFAULT_WIDTH, limit: float = DEFAULT_LIMIT, 
         aimed = target.audit_aimed(x)
         claim = stated.claim(aimed)
         try:
-            up_tries, found, method_json, lower_side = sides(claim, aimed.rule(), limit if k == 0 else 3600.0,
-                                                             progress)
+            up_tries, found, method_json, lower_side = _upper_side(claim, aimed.rule(), limit if k == 0 else 3600.0,
+                                                                   progress)
         except CannotCertifyError as e:
             tries.append({"side": "upper", "aim": decimal_str(x), "skipped": str(e)})
             continue
@@ -268,7 +254,7 @@ def audit(stated: Stated, *, width=DEFAULT_WIDTH, limit: float = DEFAULT_LIMIT, 
             low, low_aim, low_rec = result, x, rec
             break
     if low is None:
-        raise CannotCertifyError(_no_lower_grid(stated, tries))
+        raise CannotCertifyError(_no_lower_grid(stated, tries, num, target.audit_upper(res)))
     t_low = time.perf_counter()
     u_at, l_at = target.audit_upper(res), target.audit_lower(low)
     holds = u_at is not None and u_at <= target.value
@@ -288,15 +274,19 @@ def audit(stated: Stated, *, width=DEFAULT_WIDTH, limit: float = DEFAULT_LIMIT, 
                          "interval": round(t_end - t_low, 3), "total": round(t_end - t0, 3)})
 
 
-def _no_lower_grid(stated: Stated, tries: list) -> str:
-    """The refusal where the lower side finds no grid at any aim, with what the last grid lost (at heavy tails the
-    data-processing lower side can lose a fixed mass of order delta whatever its grid: docs/audit.md)."""
-    lost = [t.get("measured_loss") for t in tries if t.get("side") == "lower" and t.get("measured_loss") is not None]
-    why = (f"; its last grid lost {lost[-1]:.3g} against the numerical value" if lost else
-           "; " + tries[-1]["skipped"] if tries and "skipped" in tries[-1] else "")
-    return (f"the lower side found no grid at sigma {decimal_str(stated.sigma)} proving "
-            f"{stated.target.audit_words()} fails near the numerical value{why}: no interval with a proven lower "
-            "end (docs/audit.md, heavy tails)")
+def _no_lower_grid(stated: Stated, tries: list, num: float, upper: fmpq | None) -> str:
+    """The refusal where the lower side finds no grid at any aim: what its grids lost against the numerical value
+    (at heavy tails the data-processing lower side loses a mass of the order of the target whatever its grid:
+    docs/audit.md) and what the upper side alone proved of the claim."""
+    t = stated.target
+    lost = [x.get("measured_loss") for x in tries if x.get("side") == "lower" and x.get("measured_loss") is not None]
+    why = (f": its grids lost up to {max(lost):.3g} against the numerical value, of the order of the target "
+           f"{decimal_str(t.value)} (the data-processing lower side at heavy tails)" if lost else
+           f" ({tries[-1]['skipped']})" if tries and "skipped" in tries[-1] else "")
+    proved = (f"the upper side alone proves the claim holds ({t.FUNCTIONAL_WORDS} <= {_value_str(upper, True)}), "
+              if upper is not None and upper <= t.value else "")
+    return (f"the lower side found no grid at sigma {decimal_str(stated.sigma)} proving a lower end below the "
+            f"numerical {num:.6g}{why}; {proved}no interval with a proven lower end is issued (docs/audit.md)")
 
 
 def fix_sigma(stated: Stated) -> str | None:

@@ -9,42 +9,59 @@ functional and its numerics are the target kind (certifier.targets).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from flint import fmpq
 
+from certifier.bounds.privacy import rounded_law
 from certifier.certificate import predicate as pred_
+from certifier.certificate.stages import build_stages, stages_claim
 from certifier.claim import RANDOM_ALLOCATION, Claim
-from certifier.domain import check_block, check_sigma
-from certifier.errors import CannotCertifyError, NumericsUnreliableError, ParameterError
-from certifier.methods.auto import SEARCHES, faster_first, forced_method, lower_order, step_instead
+from certifier.domain import check_block, check_cell, check_sigma
+from certifier.errors import CannotCertifyError, ParameterError
+from certifier.exact_sigma import exact_sigma
+from certifier.methods.auto import SEARCHES, STAGED_SEARCHES, faster_first, forced_method, lower_order, step_instead
 from certifier.methods.base import Method
 from certifier.methods.search import MAX_PREDICTED_SECONDS, Ctx, progress_say, sigma_lows, tv_lower_str, upper_margin
-from certifier.outcome import Outcome
-from certifier.params import decimal_str
+from certifier.outcome import Outcome, Record
+from certifier.params import decimal_str, parse_sigma
 from certifier.resolution import round_up, step_up
+from certifier.run import Run
 from certifier.targets import TargetKind, kind, of_kind
 
 STEP_SECONDS = 300.0               # automatic sigma: a thinner margin than this buys goes to the next sigma step
 
 
 def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *, scheme: str = RANDOM_ALLOCATION,
-            iterations: int | None = None, h=None, eta=None, cap=None, prec: int | None = None, progress=None,
-            max_tries: int = 3, two_sided: bool = False, method: str = "auto", kind_name: str = "tv",
-            kind_params: dict | None = None) -> Outcome:
+            iterations: int | None = None, **options) -> Outcome:
+    """certify_run for a block: M = steps steps per epoch for E = epochs epochs under `scheme` (fixed bins: of
+    `iterations` rounds); options as certify_run's. M or E outside the domain is a domain refusal."""
+    try:
+        run = Run.block(steps, epochs, scheme, iterations)
+    except ParameterError:
+        check_cell(steps, epochs, fmpq(1, 2))     # the domain's own refusal where it has one
+        raise
+    return certify_run(run, target, sigma, **options)
+
+
+def certify_run(run: Run, target: fmpq, sigma: fmpq | None = None, *, h=None, eta=None, cap=None,
+                prec: int | None = None, progress=None, max_tries: int = 3, two_sided: bool = False,
+                method: str = "auto", kind_name: str = "tv", kind_params: dict | None = None) -> Outcome:
     """Find the exact sigma if absent, choose the method and grid, compute the bound; refine and retry if short.
 
-    progress(stage, percent, elapsed_seconds) is called throughout; every try is recorded in
+    A block (one stage) or a run in stages (certifier.run.Run; a sigma per stage when its stages carry one: sigma
+    None, one-sided). progress(stage, percent, elapsed_seconds) is called throughout; every try is recorded in
     Outcome.tries. After the upper side succeeds, the certified (eps, delta) and TPR rows are added
     whenever they can be certified (a row that cannot is left out with its reason), and with two_sided
     the lower side at sigma - res(sigma) (then 2 res) when the numerics say it can succeed. Outside the
     stated domain (certifier.domain) it refuses at once; an automatic sigma whose margin allows no grid
     within STEP_SECONDS moves one resolution step up (certifier.resolution).
-    method: "auto" or an alias of SEARCHES ("v1", "v2").
+    method: "auto" or an alias of the searches ("v1", "v2"; a run in stages: method v2 on one planned grid,
+    certifier.methods.v2.stages, automatic grids only).
     kind_name "dp" (kind_params {"epsilon": "1"}, target = delta) or "tpr" ({"fpr": "0.001"}, target = the
     TPR bound): the upper side proves the kind's functional from the same b_k, the lower side from the
     lower method's final pmfs by data processing (certifier.targets, certifier.bounds.lower_kinds); the
-    predicate is format v4 (claim.kind, upper.bound, lower.bound_lower).
-    A run in stages is certifier.stages_certify.certify_stages (its Outcome has `stages`).
+    predicate is format v4 (claim.kind, upper.bound, lower.bound_lower), v5 for a run in stages.
     """
     t_start = time.perf_counter()
     say = progress_say(progress, t_start)
@@ -52,71 +69,135 @@ def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *,
     if two_sided and not target_kind.lower_side:
         raise CannotCertifyError(f"target kind {target_kind.name}: the lower side is not implemented (only the "
                                  "upper side can be certified)")
+    named = () if target_kind.name == "tv" else (("name", target_kind.name), *target_kind.params)
+    grid = {k: v for k, v in (("h", h), ("eta", eta), ("cap", cap)) if v is not None}
+    setup = _staged_setup if run.staged else _block_setup
+    sigma, spare, searches, forced = setup(run, target_kind, target, sigma, named, two_sided, method, grid, say)
+
+    def attempt(sigma, limit):
+        ctx = _context(run, sigma, target, target_kind, named, grid, prec, max_tries, say, limit)
+        search, found = _upper(ctx, forced, searches)
+        return ctx.out, (ctx, search), found
+    out, (ctx, search), found = stepping(sigma, spare, attempt, say)
+    claim = ctx.claim
+    if found is None:
+        say("done", 1.0)
+        return out.outcome()
+    label = search.label or search.method.label
+    out.success, out.method = True, label
+    res, meth = found
+    if search.rounded_law and res.b is not None and getattr(meth, "eta", None) is not None:
+        out.law = rounded_law(res.b, meth.eta, meth.fixed_point_bits)
+    if not target_kind.certificate:                   # no certificate format for this kind: the bound only
+        out.bound = target_kind.upper_bound(res)
+        out.method = f"{label} ({target_kind.functional})"
+        say("done", 1.0)
+        return out.outcome()
+    rows = search.rows(ctx, res, meth) if two_sided or search.rows_one_sided else None
+    low = _lower(ctx, search, meth) if two_sided else None
+    kind_upper = None if target_kind.upper_record is None else target_kind.upper_record(res)   # format v4's `upper`
+    if kind_upper:                                    # the kind's value and functional, as without a format
+        out.bound, out.method = kind_upper["bound"], f"{label} ({target_kind.functional})"
+    build = build_stages if run.staged else pred_.build      # format v5 for a run in stages
+    out.predicate = build(claim, search.method.to_json(meth, claim), res, low, rows, out.tv, out.tv_error,
+                          missing=out.rows_missing, kind_upper=kind_upper)
+    if low is not None:
+        out.two_sided, out.sigma_low, out.tv_lower = True, low["sigma_low"], low["tv_lower"]
+        out.bound_lower = low.get("bound_lower")
+    say("done", 1.0)
+    return out.outcome()
+
+
+def _block_setup(run: Run, target_kind: TargetKind, target: fmpq, sigma, named, two_sided, method, grid, say):
+    """A block's checks and sigma: (sigma, sigma steps to spare, the searches, the forced search or None)."""
     # the stated domain (certifier.domain: the run's M, E and the Target's own intervals), before any computation
     if not 0 < target < 1:
         raise ParameterError(f"the {target_kind.name} target must lie strictly between 0 and 1, got "
                              f"{decimal_str(target)}")
-    check_block(steps, epochs)
-    stated = of_kind(kind_name, kind_params, target)
+    check_block(run.steps, run.epochs)
+    stated = of_kind(target_kind.name, dict(target_kind.params), target)
     stated.check_domain(certify=True)
-    probe = Claim(scheme, steps, epochs, sigma or fmpq(1), target, iterations)
-    forced = forced_method(method, scheme)
+    probe = Claim(run.scheme, run.steps, run.epochs, sigma or fmpq(1), target, run.iterations)
+    forced = forced_method(method, run.scheme)
     given = sigma is not None
     if sigma is None:
         say("exact sigma", 0.0)
-        sigma = _exact_sigma(target_kind, probe, target)
+        sigma = exact_sigma(target_kind, probe, target)
         say("exact sigma", 1.0)
     check_sigma(probe.sigma_of_pair(float(sigma)), *probe.pair(), stated, given)
-    grid = {k: v for k, v in (("h", h), ("eta", eta), ("cap", cap)) if v is not None}
+    return sigma, (0 if given or grid else 1), SEARCHES, forced
 
-    def attempt(sigma, limit):
-        ctx = _context(scheme, steps, epochs, sigma, target, iterations, target_kind, grid, prec, max_tries, say,
-                       limit)
-        search, found = _upper(ctx, forced)
-        return ctx.out, (ctx, search), found
-    out, (ctx, search), found = stepping(sigma, 0 if given or grid else 1, attempt, say)
-    claim = ctx.claim
-    if found is None:
-        say("done", 1.0)
-        return out
-    out.success, out.method = True, search.method.label
-    res, meth = found
-    if res.b is not None and getattr(meth, "eta", None) is not None:
-        from certifier.bounds.privacy import rounded_law
-        out.law = rounded_law(res.b, meth.eta, meth.fixed_point_bits)
-    if not target_kind.certificate:                   # no certificate format for this kind: the bound only
-        out.bound = target_kind.upper_bound(res)
-        out.method = f"{search.method.label} ({target_kind.functional})"
-        say("done", 1.0)
-        return out
-    rows = search.rows(ctx, res, meth) if two_sided or search.rows_one_sided else None
-    low = _lower(ctx, search, meth) if two_sided else None
-    kind_upper = None if target_kind.name == "tv" else target_kind.upper_record(res)   # format v4's `upper`
-    if kind_upper:                                    # the kind's value and functional, as without a format
-        out.bound, out.method = kind_upper["bound"], f"{search.method.label} ({target_kind.functional})"
-    return _finish(out, claim, search.method.to_json(meth, claim), res, low, rows, say, kind_upper)
+
+def _staged_setup(run: Run, target_kind: TargetKind, target: fmpq, sigma, named, two_sided, method, grid, say):
+    """A run in stages' checks and sigma (one shared, or each stage's own: sigma None, one-sided)."""
+    own = run.sigma_per_stage
+    if not isinstance(target, fmpq) or not 0 < target < 1:
+        raise ParameterError(f"the {target_kind.name} target must be an exact rational strictly between 0 and 1, "
+                             f"got {target!r}")
+    if own and sigma is not None:
+        raise ParameterError("the stages carry their sigma already: give no shared sigma")
+    if own and two_sided:
+        raise ParameterError("a sigma per stage is certified one-sided only (no single sigma to step down for the "
+                             "lower side)")
+    refuse_with_stages(None, None, run.scheme, method, target_kind.name, run.iterations, tuple(grid.values()))
+    forced = forced_method(method, run.scheme, STAGED_SEARCHES)
+    given = sigma is not None
+    if sigma is None and not own:
+        say("exact sigma", 0.0)
+        sigma = round_up(target_kind.exact_sigma(stages_claim(_stage_tuples(run), fmpq(1), target, named), target))
+    if not own and (not isinstance(sigma, fmpq) or sigma <= 0):
+        raise ParameterError("sigma must be a positive exact rational")
+    return sigma, (0 if given or own else 1), STAGED_SEARCHES, forced
+
+
+def _stage_tuples(run: Run) -> tuple[tuple, ...]:
+    """((M_s, E_s), ...) or, with a sigma per stage, ((M_s, E_s, sigma_s exact), ...)."""
+    return tuple((s.steps, s.epochs) if s.sigma is None else (s.steps, s.epochs, parse_sigma(s.sigma))
+                 for s in run.stages)
+
+
+def refuse_with_stages(steps, epochs, scheme, method, kind_name, iterations, grid) -> None:
+    """For a face that accepts stages beside certify's options: a run in stages has no steps/epochs of its
+    own, random allocation, method v2 and automatic grids (any target kind); anything else is a one-line
+    refusal."""
+    if steps is not None or epochs is not None:
+        raise ParameterError("give either stages or steps and epochs, not both")
+    if scheme != RANDOM_ALLOCATION or iterations is not None:
+        raise ParameterError("a run in stages is certified for random allocation only (not fixed bins)")
+    if method not in ("auto", "v2"):
+        raise ParameterError(f"a run in stages is certified with method v2 only, not {method!r}")
+    if any(g is not None for g in grid):
+        raise ParameterError("a run in stages takes no user grid (h, eta, cap): its grid is planned per stage")
 
 
 def upper_at(claim: Claim, target_kind: TargetKind, *, limit: float = MAX_PREDICTED_SECONDS, progress=None):
-    """The upper side alone at claim.sigma (an audit), no sigma step, no rows: (Outcome, search, (UpperResult,
-    method) or None); CannotCertifyError where no grid is planned within `limit` seconds."""
-    say = progress_say(progress, time.perf_counter())
-    ctx = _context(claim.scheme, claim.steps, claim.epochs, claim.sigma, claim.target, claim.iterations, target_kind,
-                   {}, None, 3, say, limit)
-    search, found = _upper(ctx, None)
+    """The upper side alone at claim.sigma (an audit of a block, or of stages at one shared sigma), no sigma step,
+    no rows: (Outcome, search, (UpperResult, method) or None); CannotCertifyError where no grid is planned within
+    `limit` seconds."""
+    ctx = _audit_context(claim, target_kind, limit, progress)
+    search, found = _upper(ctx, None, STAGED_SEARCHES if claim.stages else SEARCHES)
     if found is not None:
         ctx.out.success, ctx.out.method = True, search.method.label
-    return ctx.out, search, found
+    return ctx.out.outcome(), search, found
 
 
 def lower_at(claim: Claim, target_kind: TargetKind, search: Method, meth, *, progress=None):
     """The lower side alone at claim.sigma itself (an audit: this sigma misses the target), by the lower methods
     of `search` after its upper method `meth` (upper_at's): (Outcome, the `lower` record or None); the
     LowerResult is Outcome.lower_result."""
-    say = progress_say(progress, time.perf_counter())
-    ctx = _context(claim.scheme, claim.steps, claim.epochs, claim.sigma, claim.target, claim.iterations, target_kind,
-                   {}, None, 3, say, MAX_PREDICTED_SECONDS)
-    return ctx.out, _lower(ctx, search, meth, (claim.sigma,))
+    ctx = _audit_context(claim, target_kind, MAX_PREDICTED_SECONDS, progress)
+    low = _lower(ctx, search, meth, (claim.sigma,))
+    return ctx.out.outcome(), low
+
+
+def _audit_context(claim: Claim, target_kind: TargetKind, limit: float, progress) -> Ctx:
+    """An audit's context at the claim's own sigma (a block, or stages at one shared sigma; automatic grids, three
+    tries)."""
+    run = (Run.in_stages(claim.stages) if claim.stages else
+           Run.block(claim.steps, claim.epochs, claim.scheme, claim.iterations))
+    named = () if target_kind.name == "tv" else (("name", target_kind.name), *target_kind.params)
+    return _context(run, claim.sigma, claim.target, target_kind, named, {}, None, 3,
+                    progress_say(progress, time.perf_counter()), limit)
 
 
 def stepping(sigma: fmpq, spare: int, attempt, say):
@@ -140,44 +221,27 @@ def stepping(sigma: fmpq, spare: int, attempt, say):
         say(f"next sigma step {decimal_str(sigma)}", 0.0)
 
 
-def _exact_sigma(target_kind: TargetKind, probe: Claim, target: fmpq) -> fmpq:
-    """The exact sigma on the res(sigma) grid (certifier.resolution; numerical, the kind's search). A search that
-    fails raises NumericsUnreliableError in one line; certifier.door explains it (below the pair's sigma 0.1:
-    outside the stated domain, naming the nearest target; else a gap of the numerics) by one evaluation."""
-    try:
-        found = target_kind.exact_sigma(probe, target)
-    except NumericsUnreliableError as err:
-        raise NumericsUnreliableError(f"the exact sigma of M={probe.steps}, E={probe.epochs}, "
-                                      f"{_target_text(target_kind, target)} was not found: {err}") from None
-    return round_up(found)
-
-
-def _bound_name(target_kind: TargetKind) -> str:
-    """The name of the kind's bounded parameter: lambda (TV), delta (dp), tpr (tpr)."""
-    return {"dp": "delta", "tpr": "tpr"}.get(target_kind.name, "lambda")
-
-
-def _target_text(target_kind: TargetKind, target: fmpq) -> str:
-    """The kind's parameters as the user gave them: lambda=0.1, or epsilon=1, delta=1e-5, or fpr=..., tpr=..."""
-    fixed = [f"{k}={v}" for k, v in target_kind.params if k != _bound_name(target_kind)]
-    return ", ".join(fixed + [f"{_bound_name(target_kind)}={decimal_str(target)}"])
-
-
-def _context(scheme, steps, epochs, sigma, target, iterations, target_kind, grid, prec, max_tries, say, limit) -> Ctx:
-    """The claim at sigma, its numerics and a fresh record."""
-    named = () if target_kind.name == "tv" else (("name", target_kind.name), *target_kind.params)
-    claim = Claim(scheme, steps, epochs, sigma, target, iterations, named)
+def _context(run: Run, sigma, target, target_kind, named, grid, prec, max_tries, say, limit) -> Ctx:
+    """The claim at sigma (a run in stages with a sigma per stage: None), its numerics and a fresh record."""
+    if run.staged:
+        stages = _stage_tuples(run)
+        claim = stages_claim(stages, sigma, target, named)
+        steps, shown = None, [[s[0], s[1], *([decimal_str(s[2])] if len(s) == 3 else [])] for s in stages]
+    else:
+        claim = Claim(run.scheme, run.steps, run.epochs, sigma, target, run.iterations, named)
+        steps, shown = run.steps, None
     say("exact tv", 0.0)
     tv, tv_err = target_kind.numerics(claim, sigma)
     say("exact tv", 1.0)
-    out = Outcome(False, steps, epochs, decimal_str(sigma), decimal_str(target), None, tv=tv, tv_error=tv_err,
-                  scheme=scheme, kind=target_kind.name)
+    out = Record(False, steps, claim.epochs, None if sigma is None else decimal_str(sigma), decimal_str(target),
+                 None, tv=tv, tv_error=tv_err, scheme=run.scheme, kind=target_kind.name, stages=shown)
     return Ctx(claim, sigma, target_kind, tv, tv_err, grid, prec, max_tries, out, say, limit, kind("tv").numerics)
 
 
-def _upper(ctx: Ctx, forced):
-    """The upper side at ctx.sigma: (search, (result, params) or None) by the first search that finds a grid."""
-    candidates = [forced] if forced else [s for s in SEARCHES if s.fits(ctx.claim, ctx.sigma, bool(ctx.grid))]
+def _upper(ctx: Ctx, forced, searches):
+    """The upper side at ctx.sigma: (search, (result, params) or None) by the first of `searches` that finds a
+    grid (or the forced one)."""
+    candidates = [forced] if forced else [s for s in searches if s.fits(ctx.claim, ctx.sigma, bool(ctx.grid))]
     if ctx.kind.upper_methods is not None:            # e.g. v1 only: v2's calibration measures the TV loss
         candidates = [s for s in candidates if s.method.label in ctx.kind.upper_methods]
         if not candidates:
@@ -203,16 +267,6 @@ def _upper(ctx: Ctx, forced):
     raise AssertionError("the last search either returns or raises")
 
 
-def _finish(out: Outcome, claim: Claim, method_json: dict, res, low: dict | None, rows, say,
-            kind_upper: dict | None = None) -> Outcome:
-    """Record the lower side and build the predicate of a successful upper bound."""
-    out.predicate = pred_.build(claim, method_json, res, low, rows, out.tv, out.tv_error, missing=out.rows_missing,
-                                kind_upper=kind_upper)
-    if low is not None:
-        out.two_sided, out.sigma_low, out.tv_lower = True, low["sigma_low"], low["tv_lower"]
-        out.bound_lower = low.get("bound_lower")
-    say("done", 1.0)
-    return out
 
 
 def _lower(ctx: Ctx, search, meth, sigmas=None) -> dict | None:
@@ -221,11 +275,11 @@ def _lower(ctx: Ctx, search, meth, sigmas=None) -> dict | None:
     claim, out = ctx.claim, ctx.out
     t0 = time.perf_counter()
     for s_low in (sigmas or sigma_lows(ctx.sigma)):
-        low_claim = Claim(claim.scheme, claim.steps, claim.epochs, s_low, claim.target, claim.iterations)
+        low_claim = replace(claim, sigma=s_low, kind=())
         tv_low, err = ctx.kind.numerics(low_claim, s_low) if search.screen_lower else (None, None)
         s_str = decimal_str(s_low)
         if tv_low is not None and tv_low <= float(claim.target):      # thin margins: TargetKind.lower_margin
-            what = "TV" if ctx.kind.name == "tv" else "value"
+            what = "TV" if ctx.kind.name == "tv" and search.screen_names_tv else "value"
             out.lower_tries.append({"sigma_low": s_str, "skipped": f"numerical {what} {tv_low:.12g} does not exceed "
                                     "the target"})
             continue

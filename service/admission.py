@@ -24,10 +24,10 @@ from certifier.errors import ParameterError, SigmacertError
 from certifier.methods.auto import planned_upper
 from certifier.methods.v1.plan import budget
 from certifier.methods.v2.plan import choose_v2
+from certifier.methods.v2.stages import plan_stages
 from certifier.numerics.schemes import closed_form_sigma
 from certifier.numerics.stages import Stage, closed_form_sigma_stages
 from certifier.params import parse_decimal
-from certifier.stages_certify import plan_stages
 
 
 @functools.lru_cache(maxsize=4096)
@@ -65,7 +65,7 @@ def predicted_seconds(steps: int, epochs: int, target: str, sigma: str | None, s
 @functools.lru_cache(maxsize=1024)
 def predicted_seconds_stages(stages: tuple, target: str, sigma: str | None) -> float:
     """Predicted seconds of a two-sided certificate of a run in stages ((M_s, E_s), ...) at one sigma: the
-    certifier's own plan (certifier.stages_certify.plan_stages: a method-v2 plan per distinct M_s for the total
+    certifier's own plan (certifier.methods.v2.stages.plan_stages: a method-v2 plan per distinct M_s for the total
     epochs, seconds summed) at the closed-form sigma of the product's chi-square when none is given (>= the
     exact shared sigma, so at least as costly), both sides."""
     lam = parse_decimal("target", target)

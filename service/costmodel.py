@@ -5,7 +5,7 @@ and of the signer's replay (docs/reliability.md).
 
 The feature is the plan `certify` runs first: the exact sigma (when the request names none), the numerics'
 margins target - TV(sigma) and TV(sigma - res) - target, and the seconds the certifier's planner
-(certifier.certify.planned_upper) predicts for a grid that may lose 0.6 of each margin, as certify's first try
+(certifier.methods.auto.planned_upper) predicts for a grid that may lose 0.6 of each margin, as certify's first try
 does. Its planner's seconds are off by a factor that depends on the method and the cell (the calibration run,
 the rows, the retries it does not plan), so the prediction is a log-linear model of the planned seconds, log E,
 log M, lambda and the method (v1 / v2), fitted on a recorded grid of cells (benchmarks/data/corner_grid.json:

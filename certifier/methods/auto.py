@@ -32,6 +32,7 @@ from certifier.methods.v1.search import (
     v1_fits,
     v1_side,
 )
+from certifier.methods.v2 import stages
 from certifier.methods.v2.plan import choose_v2, idle_seconds
 from certifier.methods.v2.search import V2_CALIBRATION, V2_CEILING, V2_LOWER_LOSS_RATIO, lower_v2, upper_v2, v2_first
 from certifier.params import decimal_str
@@ -90,6 +91,8 @@ def lower_order(ctx: Ctx, search, low_claim, s_low, tv_low, err, meth) -> list:
     method v1 fits, lower v1 is also the fallback after v2, and v2 goes first where lower v1's first grid is
     predicted slower than V2_SWITCH_SECONDS and v2's (its calibration included) at most V2_GAIN of that."""
     lowers = list(search.lowers)
+    if not search.auto_lowers:
+        return lowers
     names = [m.label for m, _ in lowers]
     if ctx.kind.name != "tv" or tv_low is None or not v1_fits(low_claim, s_low, False):
         return lowers
@@ -135,9 +138,10 @@ def planned_upper(claim: Claim, sigma: fmpq, budget: float):
     return choose_v2(M, E, claim.t2_at(sigma), budget, None)
 
 
-def forced_method(method: str, scheme: str):
-    """The search a --method alias forces (None for auto), checked against the scheme."""
-    aliases = {s.alias: s for s in SEARCHES if s.alias}
+def forced_method(method: str, scheme: str, searches: tuple | None = None):
+    """The search of `searches` (auto's SEARCHES by default) a --method alias forces (None for auto), checked
+    against the scheme."""
+    aliases = {s.alias: s for s in (SEARCHES if searches is None else searches) if s.alias}
     if method != "auto" and method not in aliases:
         raise ParameterError(f"method must be auto, {' or '.join(aliases)}")
     forced = aliases.get(method)
@@ -154,4 +158,10 @@ SEARCHES = (
            screen_lower=False, grid_search=False),
     Method(UPPER_V1, "v1", v1_fits, upper_v1, privacy_rows, False, ((LOWER_V1, lower_v1),) + LOWERS_V2),
     Method(UPPER_V2, "v2", lambda c, s, user_grid: True, upper_v2, privacy_rows, True, LOWERS_V2),
+)
+# A run in stages: method v2 on one grid planned for every stage (its lower side too), no other method.
+STAGED_SEARCHES = (
+    Method(UPPER_V2, "v2", lambda c, s, user_grid: True, stages.prove_upper, stages.privacy_rows, True,
+           ((LOWER_V2, stages.prove_lower),), grid_search=False, label=stages.LABEL, rounded_law=False,
+           auto_lowers=False, screen_names_tv=False),
 )

@@ -53,3 +53,7 @@ class Method:
     lowers: tuple                      # (lower method, its search) to try at each sigma_low, in order
     screen_lower: bool = True          # skip a sigma_low whose numerical value does not miss the target
     grid_search: bool = True           # its grid follows the margin (no margin: no grid can decide it)
+    label: str | None = None           # the Outcome's method name where not the upper bound's label
+    rounded_law: bool = True           # the Outcome keeps the upper bound's rounded law of Lambda (a PLD export)
+    auto_lowers: bool = True           # auto may reorder its lowers and add lower v1 (methods.auto.lower_order)
+    screen_names_tv: bool = True       # a TV claim's lower screen names the TV (else "value")

@@ -16,7 +16,7 @@ from certifier.bounds.result import UpperResult
 from certifier.claim import RANDOM_ALLOCATION, Claim
 from certifier.errors import CannotCertifyError, NumericsUnreliableError, ParameterError
 from certifier.methods.v1.plan import budget
-from certifier.outcome import Outcome
+from certifier.outcome import Record
 from certifier.params import parse_decimal
 from certifier.resolution import sigma_resolution
 
@@ -42,7 +42,7 @@ class Ctx:
     grid: dict
     prec: int | None
     max_tries: int
-    out: Outcome
+    out: Record
     say: object
     limit: float = MAX_PREDICTED_SECONDS   # refuse grids predicted to take longer
     pair_tv: object = None                 # (claim, sigma) -> (TV, error): the pair's numerical TV (tv's numerics)

@@ -187,6 +187,20 @@ class Target:
         """The claim in words."""
         raise NotImplementedError
 
+    def audit_axis_words(self) -> str:
+        """The interval's quantity in words ("TV"; "eps at delta = 1e-5"; "TPR at FPR 0.001")."""
+        return "TV"
+
+    def audit_claim_text(self) -> str:
+        """The claim in a sentence (the audit report)."""
+        t = decimal_str(self.value)
+        return f"every membership-inference test has accuracy at most 1/2 + {t}/2 (TV <= {t})"
+
+    def audit_plot(self) -> tuple[str, float, float, str]:
+        """Where the report draws the claim: (curve, x, y, the interval's axis): tv on the privacy profile at
+        eps = 0 (delta(0) = TV), its interval on the y axis."""
+        return "profile", 0.0, float(self.value), "y"
+
     def audit_interval(self, values, inverse):
         """The certified interval on the axis: values() -- [lower value, upper value] of the functional itself
         (tv, tpr) -- or inverse() -- the axis points where each side decides the target (dp)."""

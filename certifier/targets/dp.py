@@ -194,3 +194,13 @@ class DP(Target):
     def audit_interval(self, values, inverse):
         return inverse()
 
+    def audit_axis_words(self) -> str:
+        return f"eps at delta = {self.delta}"
+
+    def audit_claim_text(self) -> str:
+        return (f"the run is ({self.epsilon}, {decimal_str(self.value)})-differentially private (both directions, "
+                "zero-out adjacency)")
+
+    def audit_plot(self) -> tuple[str, float, float, str]:
+        return "profile", float(self.f("epsilon")), float(self.value), "x"
+

@@ -144,7 +144,7 @@ def plan_weights(kinks, deletion):
 # (a concave curve through (0, 0)), about beta/alpha; a lost W-mass costs at most itself.
 
 # dp, tpr: the upper side by the closed form at M = 1, method v1 (either scheme) where its truncation at 8M
-# is harmless, otherwise method v2 planned with the kind's own loss model (certifier.certify._kind_v2);
+# is harmless, otherwise method v2 planned with the kind's own loss model (certifier.methods.v2.search.kind_v2);
 # format v4
 KIND_UPPER = {"certificate": True,
               "upper_methods": ("gaussian-shift v1", "lemma-c5-rounding v1", "lemma-c5-rounding v2")}

@@ -185,3 +185,13 @@ class TPR(Target):
     def audit_words(self) -> str:
         return f"every test with FPR {self.fpr} has TPR <= {decimal_str(self.value)}"
 
+    def audit_axis_words(self) -> str:
+        return f"TPR at FPR {self.fpr}"
+
+    def audit_claim_text(self) -> str:
+        return (f"every membership test with false-positive rate {self.fpr} has true-positive rate at most "
+                f"{decimal_str(self.value)}")
+
+    def audit_plot(self) -> tuple[str, float, float, str]:
+        return "tradeoff", float(self.f("fpr")), float(self.value), "y"
+

@@ -59,6 +59,11 @@ class Audit:
                                      # epochs: the total); () for a block
 
     @property
+    def target(self):
+        """The claim's Target (certifier.targets): its words and values."""
+        return door.KINDS[self.kind].from_params(dict(self.params))
+
+    @property
     def relative_width(self) -> float:
         lo, hi = self.interval
         return float((hi - lo) / hi) if hi > 0 else float("inf")

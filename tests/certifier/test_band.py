@@ -10,7 +10,7 @@ import pytest
 from flint import arb
 from helpers import dec, sign_and_verify
 
-import certifier.certify as cc
+import certifier.methods.v1.search as v1_search
 from certifier.bounds.fixedpoint import working_prec
 from certifier.bounds.lower_v1 import LowerV1, lower_bound
 from certifier.bounds.upper_v1 import UpperV1, make_method, rounding_bound
@@ -36,8 +36,8 @@ def _no_plain(*args, **kwargs):
 def banded():
     """A two-sided certificate at (3, 20, 0.001) with the plain v1 planners switched off (so the band is taken)."""
     mp = pytest.MonkeyPatch()
-    mp.setattr(cc, "choose_grid", _no_plain)
-    mp.setattr(cc, "choose_lower_grid", _no_plain)
+    mp.setattr(v1_search, "choose_grid", _no_plain)
+    mp.setattr(v1_search, "choose_lower_grid", _no_plain)
     try:
         out = certify(M, E, TARGET, SIGMA, two_sided=True)
     finally:

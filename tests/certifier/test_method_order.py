@@ -13,7 +13,7 @@ from certifier.certify import STEP_SECONDS
 from certifier.claim import RANDOM_ALLOCATION, Claim
 from certifier.errors import CannotCertifyError
 from certifier.methods.search import MAX_PREDICTED_SECONDS, Ctx, TooSlowError
-from certifier.outcome import Outcome
+from certifier.outcome import Record
 from certifier.params import parse_decimal
 from certifier.targets import kind
 
@@ -24,7 +24,7 @@ V1, V2 = au.SEARCHES[1], au.SEARCHES[2]
 def _ctx(name="tv", sigma="0.70886", M=10**6, E=10**4):
     k = kind(name) if name == "tv" else kind(name, {"epsilon": "1"}, Q("0.00001"))
     claim = Claim(RANDOM_ALLOCATION, M, E, Q(sigma), Q("0.1"), None)
-    out = Outcome(False, M, E, sigma, "0.1", None)
+    out = Record(False, M, E, sigma, "0.1", None)
     return Ctx(claim, Q(sigma), k, 0.0999996, 1e-10, {}, None, 3, out, lambda *a: None)
 
 

@@ -23,6 +23,7 @@ import math
 from flint import fmpq
 from scipy.special import ndtri
 
+from certifier.bounds.lower_v1 import LowerV1
 from certifier.bounds.upper_v1 import make_method
 from certifier.errors import CannotCertifyError
 from certifier.methods.v1.plan import (
@@ -139,7 +140,6 @@ def choose_band_grid(steps: int, epochs: int, sigma: fmpq, budget: float, prec: 
 def choose_lower_band_grid(steps: int, epochs: int, sigma: fmpq, budget: float, prec: int = BAND_PREC) -> Plan:
     """A banded grid for lower method v1 (cells from band_low, [0, band_low + h) the first; [cap, inf) the
     last): the upper planner's grid at the budget scaled by LOWER_LOSS_RATIO, as methods.v1.plan does."""
-    from certifier.bounds.lower_v1 import LowerV1
     plan = choose_band_grid(steps, epochs, sigma, budget * (1 - BAND_DELETE_SHARE) / LOWER_LOSS_RATIO, prec=prec)
     method = LowerV1.from_v1(plan.method)
     mod = Model.at(steps, epochs, float(sigma))
