@@ -24,7 +24,7 @@ from certifier.bounds.fixedpoint import arb_exact, round_down_sig, round_up_sig
 from certifier.certificate.stages import stages_claim
 from certifier.certify import lower_at, upper_at
 from certifier.claim import Claim
-from certifier.domain import check_cell, check_sigma
+from certifier.domain import below_floor, check
 from certifier.errors import CannotCertifyError, NumericsUnreliableError, ParameterError
 from certifier.params import decimal_str, parse_decimal
 from certifier.run import Run, exact_sigma
@@ -207,13 +207,10 @@ def _inverse_interval(target: Target, res, low, up_aim: fmpq, low_aim: fmpq, num
 
 
 def _check_domain(stated: Stated) -> None:
-    """The stated domain (certifier.domain), before any computation: every stage's M, the run's E, the pair's
-    sigma; a tv target is a lambda of the domain."""
-    rule = stated.target.rule()
-    for s in stated.run.stages:
-        check_cell(s.steps, stated.run.epochs, stated.target.value if rule.lambda_domain else fmpq(1, 2))
-    probe = stated.claim()
-    check_sigma(probe.sigma_of_pair(float(stated.sigma)), *probe.pair(), fmpq(1, 2), True)
+    """The stated domain (certifier.domain), before any computation: the run's blocks (every stage's), the
+    target's own intervals as certify's, the pair's sigma >= 0.1."""
+    check(stated.run, stated.target, certify=True)
+    below_floor(stated.run, stated.target, stated.sigma, True)
 
 
 def audit(stated: Stated, *, width=DEFAULT_WIDTH, limit: float = DEFAULT_LIMIT, progress=None) -> AuditOutcome:

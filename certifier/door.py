@@ -2,12 +2,16 @@
 an exact sigma, a numerical value or a certificate out.
 
   Run, Target, parse, from_json, make, KINDS    what is asked (certifier.run, certifier.targets)
+  check_domain(run, target, certify)            the stated domain (certifier.domain), instant
   exact_sigma(run, target)                      the least sigma on the res(sigma) grid (numerical)
   exact_tv(run), value_at(run, target), privacy(run, ...)      numerical values at the run's sigma
   certify(run, target, sigma, ...)              the certify Outcome of a block or a run in stages
   admit(run, target, **options)                 a face's one-line refusal of options the run cannot take
   sign(predicate, key, subject)                 the one signing path (certifier.certificate.envelope)
   keygen, load_private, load_envelope, read_unverified, file_subject    keys and envelopes
+
+exact_sigma and certify hold every question to the stated domain first (OutsideDomainError, one line naming the
+nearest target that works); a search that fails is explained by one evaluation at the pair's sigma 0.1.
 """
 from __future__ import annotations
 
@@ -17,18 +21,44 @@ from certifier.certificate.envelope import file_subject, key_id, load_envelope, 
 from certifier.certificate.keys import keygen, load_private
 from certifier.certify import certify_run
 from certifier.claim import RANDOM_ALLOCATION
+from certifier.domain import OutsideDomainError, below_floor, check, explain
+from certifier.errors import NumericsUnreliableError
 from certifier.numerics import schemes
 from certifier.numerics.stages import exact_tv_stages
 from certifier.outcome import Outcome
-from certifier.run import Run, exact_sigma, privacy
+from certifier.params import parse_sigma
+from certifier.run import Run, privacy
+from certifier.run import exact_sigma as run_exact_sigma
 from certifier.shape import refuse_with_stages
 from certifier.targets import DP, KINDS, NAMES, ONE_KIND, TPR, TV, Target, from_json, make, parse
 from certifier.targets.request import KIND_FIELDS, MAX_EPSILON
 
 __all__ = ["DP", "KINDS", "KIND_FIELDS", "MAX_EPSILON", "NAMES", "ONE_KIND", "RANDOM_ALLOCATION", "TPR", "TV",
-           "Outcome", "Run", "Target", "admit", "certify", "exact_sigma", "exact_tv", "file_subject", "from_json",
-           "keygen", "load_envelope", "load_private", "make", "parse", "privacy", "read_unverified", "sign",
-           "value_at"]
+           "Outcome", "OutsideDomainError", "Run", "Target", "admit", "certify", "check_domain", "exact_sigma",
+           "exact_tv", "file_subject", "from_json", "keygen", "load_envelope", "load_private", "make", "parse",
+           "privacy", "read_unverified", "sign", "value_at"]
+
+
+def check_domain(run: Run, target: Target, certify: bool = False) -> None:
+    """The stated domain of the question (certifier.domain.check): the run's blocks and the target's parameters
+    (certify: also a TV target's lambda); OutsideDomainError naming the nearest target that works. Instant."""
+    check(run, target, certify)
+
+
+def exact_sigma(run: Run, target: Target, resolution: str = "auto") -> str:
+    """The least sigma on the grid meeting the target for the run (certifier.run.exact_sigma), inside the stated
+    domain: refused outside it before the search, and where the exact sigma lies below the pair's sigma 0.1 (a
+    search that fails is explained by one evaluation there). A TV target's exact sigma is the numerics' alone."""
+    check(run, target)
+    if not target.EXACT_SIGMA_DOMAIN:
+        return run_exact_sigma(run, target, resolution)
+    try:
+        found = run_exact_sigma(run, target, resolution)
+    except NumericsUnreliableError as err:
+        explain(run, target, err)
+        raise
+    below_floor(run, target, parse_sigma(found), False)
+    return found
 
 
 def exact_tv(run: Run, check: bool = True):
@@ -48,8 +78,15 @@ def certify(run: Run, target: Target, sigma: fmpq | None = None, *, two_sided: b
     block or a run in stages (a sigma per stage: sigma None, one-sided). options: certify's grid
     and method options (h, eta, cap, prec, method, max_tries)."""
     options = {k: v for k, v in options.items() if v is not None}   # None: certify's own default
+    check(run, target, certify=True)
+    if sigma is not None:
+        below_floor(run, target, sigma, True)
     kw = {"two_sided": two_sided, "progress": progress, "kind_name": target.name, "kind_params": target.kind_params}
-    return certify_run(run, target.value, sigma, **kw, **options)
+    try:
+        return certify_run(run, target.value, sigma, **kw, **options)
+    except NumericsUnreliableError as err:       # the exact sigma's search: below the numerics' floor, or a gap
+        explain(run, target, err)
+        raise
 
 
 def admit(run: Run, target: Target, **options) -> None:

@@ -12,14 +12,14 @@ from flint import fmpq
 from certifier.certificate import predicate as pred_
 from certifier.certificate.stages import build_stages, stages_claim
 from certifier.claim import RANDOM_ALLOCATION, Claim
-from certifier.domain import check_cell, check_sigma
+from certifier.domain import check_block, check_sigma
 from certifier.errors import ParameterError
 from certifier.exact_sigma import exact_sigma
 from certifier.methods.auto import SEARCHES, STAGED_SEARCHES, forced_method
 from certifier.params import decimal_str, parse_sigma
 from certifier.resolution import round_up
 from certifier.run import Run
-from certifier.targets import TargetKind
+from certifier.targets import TargetKind, of_kind
 
 
 @dataclass(frozen=True)
@@ -34,11 +34,13 @@ class Shape:
 
 def block_setup(run: Run, target_kind: TargetKind, target: fmpq, sigma, named, two_sided, method, grid, say):
     """A block's checks and sigma: (sigma, sigma steps to spare, the forced search or None)."""
-    # the stated domain, before any computation; a delta / beta target has its own range (0, 1)
-    check_cell(run.steps, run.epochs, target if target_kind.lambda_domain else fmpq(1, 2))
+    # the stated domain (certifier.domain: the run's M, E and the Target's own intervals), before any computation
     if not 0 < target < 1:
         raise ParameterError(f"the {target_kind.name} target must lie strictly between 0 and 1, got "
                              f"{decimal_str(target)}")
+    check_block(run.steps, run.epochs)
+    stated = of_kind(target_kind.name, dict(target_kind.params), target)
+    stated.check_domain(certify=True)
     probe = Claim(run.scheme, run.steps, run.epochs, sigma or fmpq(1), target, run.iterations)
     forced = forced_method(method, run.scheme)
     given = sigma is not None
@@ -46,7 +48,7 @@ def block_setup(run: Run, target_kind: TargetKind, target: fmpq, sigma, named, t
         say("exact sigma", 0.0)
         sigma = exact_sigma(target_kind, probe, target)
         say("exact sigma", 1.0)
-    check_sigma(probe.sigma_of_pair(float(sigma)), *probe.pair(), target, given)
+    check_sigma(probe.sigma_of_pair(float(sigma)), *probe.pair(), stated, given)
     return sigma, (0 if given or grid else 1), forced
 
 

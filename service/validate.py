@@ -75,10 +75,10 @@ class CertificateRequest(BaseModel):
     iterations: Optional[Number] = Field(None, description="fixed-bins only: total iterations T; "
                                                            "E = ceil(T / M)")
     target: Optional[Decimal] = Field(None, description="TV target lambda in (0, 1); or one other target kind:")
-    epsilon: Optional[Decimal] = Field(None, description="dp target: epsilon in [0, 100] (with delta)")
-    delta: Optional[Decimal] = Field(None, description="dp target: delta in (0, 1) (with epsilon): "
+    epsilon: Optional[Decimal] = Field(None, description="dp target: epsilon in [0.01, 20] (with delta)")
+    delta: Optional[Decimal] = Field(None, description="dp target: delta in [1e-12, 0.1] (with epsilon): "
                                                        "(epsilon, delta)-DP in both directions")
-    fpr: Optional[Decimal] = Field(None, description="tpr target: false-positive rate alpha in (0, 1) (with tpr)")
+    fpr: Optional[Decimal] = Field(None, description="tpr target: false-positive rate alpha in [1e-8, 0.5] (with tpr)")
     tpr: Optional[Decimal] = Field(None, description="tpr target: every test with FPR alpha has TPR <= tpr "
                                                      "(with fpr; tpr > fpr)")
     sigma: Optional[Decimal] = Field(None, description="noise multiplier; default: the exact sigma")
@@ -129,13 +129,18 @@ def epochs_of(value, limits: Limits) -> int:
     return parse_count("epochs E", _text("epochs E", value), limits.max_epochs)
 
 
-def _bounded(name: str, value, lo: str, hi: str, limits: Limits) -> fmpq:
-    text = _text(name, value).strip()
-    q = parse_decimal(name, text)
-    if not parse_decimal("lo", lo) <= q <= parse_decimal("hi", hi):
-        raise ParameterError(f"{name} must lie in [{lo}, {hi}] on this service, got {text}")
+def _decimal(name: str, value, limits: Limits) -> fmpq:
+    """The exact decimal of a field, with at most max_digits decimal places."""
+    q = parse_decimal(name, _text(name, value).strip())
     if q * fmpq(10) ** limits.max_digits != int((q * fmpq(10) ** limits.max_digits).floor()):
         raise ParameterError(f"{name} may have at most {limits.max_digits} decimal places")
+    return q
+
+
+def _bounded(name: str, value, lo: str, hi: str, limits: Limits) -> fmpq:
+    q = _decimal(name, value, limits)
+    if not parse_decimal("lo", lo) <= q <= parse_decimal("hi", hi):
+        raise ParameterError(f"{name} must lie in [{lo}, {hi}] on this service, got {_text(name, value).strip()}")
     return q
 
 
@@ -225,16 +230,18 @@ KIND_FIELDS = door.KIND_FIELDS
 def kind_of(given, limits: Limits) -> dict:
     """{"target": text} (tv) or {"target": delta | beta, "kind": {"name": "dp", "epsilon": text} |
     {"name": "tpr", "fpr": text}}: exactly one target kind (certifier.targets.parse, the rules of
-    `sigmacert certify`, docs/targets.md), each decimal exact and within the service's bounds.
+    `sigmacert certify`, docs/targets.md), each decimal exact; lambda within the service's bounds, epsilon,
+    delta, fpr and tpr within the stated domain (certifier.domain: the same refusal as every face).
     given: a request, or a dict of KIND_FIELDS."""
     given = given if isinstance(given, dict) else {k: getattr(given, k) for k in KIND_FIELDS}
 
     def rule(name: str, value) -> str:
         if name == "target":
             return target_of(value, limits)
-        hi = door.MAX_EPSILON if name == "epsilon" else limits.max_target
-        return decimal_str(_bounded(name, value, "0" if name == "epsilon" else limits.min_target, hi, limits))
-    target = door.parse(given, rule)
+        return decimal_str(parse_decimal(name, _text(name, value).strip()))
+    target = door.parse(given, rule)              # the stated domain first, then this service's digits
+    for name, text in target.params.items():
+        _decimal(name, text, limits)
     target.rule()                      # the certifier's own refusals of the kind's parameter
     return target.request_json()
 
@@ -244,6 +251,9 @@ def normalise(req: CertificateRequest, limits: Limits) -> dict:
     `kind` key (its key is the one it always had); dp / tpr requests carry theirs."""
     shape = run_of(req.stages, req.steps, req.epochs, req.scheme, req.iterations, limits)
     k = kind_of(req, limits)
+    run = (door.Run.in_stages([(s["steps"], s["epochs"]) for s in shape["stages"]]) if shape.get("stages") else
+           door.Run.block(shape["steps"], shape["epochs"], shape["scheme"], shape["iterations"]))
+    door.check_domain(run, door.from_json(k.get("kind"), k["target"]), certify=True)   # as certify, at once
     return {**shape, **k,
             "sigma": None if req.sigma is None else sigma_of(req.sigma, limits),
             "subject": None if req.subject is None else {"name": req.subject.name, "sha256": req.subject.sha256}}

@@ -40,18 +40,24 @@ def parse_epsilon(value) -> str:
     return text
 
 
-FACE_RULES = {"target": lambda v: decimal_str(parse_target(as_decimal_text("target", v))), "epsilon": parse_epsilon}
+def _exact(name: str, value) -> str:
+    text = as_decimal_text(name, value)
+    parse_decimal(name, text)
+    return text
+
+
+FACE_RULES = {"target": lambda v: decimal_str(parse_target(as_decimal_text("target", v)))}
 
 
 def _face_rule(name: str, value) -> str:
-    """One parameter's exact decimal text and the face's range: lambda as `parse_target`, epsilon in
-    [0, 100], delta, fpr and tpr strictly between 0 and 1."""
-    return FACE_RULES.get(name, lambda v: _unit(name, v))(value)
+    """One parameter's exact decimal text: lambda as `parse_target`; epsilon, delta, fpr and tpr exactly as
+    written, their ranges the stated domain's (certifier.domain, applied by door.parse)."""
+    return FACE_RULES.get(name, lambda v: _exact(name, v))(value)
 
 
 def parse_kind(target=None, *, epsilon=None, delta=None, fpr=None, tpr=None) -> Target:
-    """The one target the arguments name, or ParameterError (one line): certifier.targets.parse with
-    the face's ranges."""
+    """The one target the arguments name, or ParameterError (one line): certifier.targets.parse, held to the
+    stated domain (OutsideDomainError names the nearest target that works)."""
     return door.parse({"target": target, "epsilon": epsilon, "delta": delta, "fpr": fpr, "tpr": tpr},
                          _face_rule)
 

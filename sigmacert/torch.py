@@ -13,7 +13,9 @@
 Importing this module registers the Opacus accountant `random_allocation` (trainer.opacus_accountant,
 docs/targets.md): `PrivacyEngine(accountant="random_allocation").make_private_with_epsilon(...,
 poisson_sampling=False)` with the loader of `random_allocation_loader` calibrates sigma to the exact
-(eps, delta) of Algorithm 1 (numerical, not certified).
+(eps, delta) of Algorithm 1 (numerical, not certified). `get_noise_multiplier(target_epsilon=, target_delta=,
+sample_rate=1/M, epochs=E, accountant="random_allocation")` is Opacus's function answering with the exact sigma,
+held to the stated target domain as every face (certifier.domain: one-line refusals naming the nearest target).
 """
 from certifier.numerics.schemes import FIXED_BINS, RANDOM_ALLOCATION
 from trainer.certificates import CertificateRefusedError, CertifiedRun, verified_run
@@ -21,6 +23,7 @@ from trainer.opacus_accountant import (
     HeterogeneousHistoryError,
     RandomAllocationAccountant,
     RandomAllocationEpochSampler,
+    get_noise_multiplier,
     random_allocation_loader,
 )
 from trainer.opacus_accountant import register as _register_accountant
@@ -33,6 +36,6 @@ __all__ = ["RandomAllocationBatchSampler", "make_private", "verified_run", "Cert
            "CertificateAccountant", "CertificateRefusedError", "NoOpacusEpsilonError", "RunExhaustedError",
            "RANDOM_ALLOCATION", "FIXED_BINS", "CertificateRefused", "NoOpacusEpsilon", "RunExhausted",
            "RandomAllocationAccountant", "RandomAllocationEpochSampler", "random_allocation_loader",
-           "HeterogeneousHistoryError"]
+           "HeterogeneousHistoryError", "get_noise_multiplier"]
 # The names before they ended in Error (public API of sigmacert.torch)
 CertificateRefused, NoOpacusEpsilon, RunExhausted = CertificateRefusedError, NoOpacusEpsilonError, RunExhaustedError

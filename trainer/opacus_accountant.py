@@ -35,14 +35,18 @@ import math
 
 from opacus.accountants import IAccountant
 from opacus.accountants.registry import _ACCOUNTANTS, register_accountant
+from opacus.accountants.utils import get_noise_multiplier as opacus_get_noise_multiplier
 from opacus.data_loader import dtype_safe, shape_safe, wrap_collate_with_empty
 from torch.utils.data import DataLoader
 from torch.utils.data._utils.collate import default_collate
 
+from certifier import door
+from certifier.domain import DELTA, check_block, refuse, words
 from certifier.errors import NumericsUnreliableError, ParameterError, SigmacertError
 from certifier.numerics.stages import MAX_STAGES
 from certifier.numerics.stages_profile import exact_privacy_stages
 from certifier.numerics.targets import exact_privacy
+from certifier.params import as_decimal_text, parse_decimal
 from trainer.algorithm import streams
 from trainer.allocation import Allocation
 from trainer.torch_sampler import RandomAllocationBatchSampler, RunExhaustedError
@@ -66,8 +70,7 @@ def _steps_per_epoch(sample_rate: float) -> int:
 def epsilon_of_run(sigma: float, sample_rate: float, steps: int, delta: float) -> float:
     """eps(delta) of the pair (M = 1/q, E = ceil(steps/M)) at the grid point at or below sigma, plus
     its error estimate; inf where the numerics give no value (sigma too small, eps > 512)."""
-    m = _steps_per_epoch(sample_rate)
-    epochs = max(1, -(-int(steps) // m))
+    m, epochs = _epochs(sample_rate, steps)
     s = math.floor(sigma / GRID + 1e-9) * GRID
     if s <= 0:
         return math.inf
@@ -76,6 +79,39 @@ def epsilon_of_run(sigma: float, sample_rate: float, steps: int, delta: float) -
     except NumericsUnreliableError:
         return math.inf
     return v.value + v.error if math.isfinite(v.error) else math.inf
+
+
+def _epochs(sample_rate: float, steps: int) -> tuple[int, int]:
+    m = _steps_per_epoch(sample_rate)
+    return m, max(1, -(-int(steps) // m))
+
+
+def check_delta(delta) -> None:
+    """delta of the stated domain (certifier.domain), as every face refuses it: one line naming the nearest."""
+    text = as_decimal_text("delta", delta)
+    if parse_decimal("delta", text) not in DELTA:
+        refuse(text, DELTA, f"delta = {words(DELTA.clamp(parse_decimal('delta', text)))}")
+
+
+def get_noise_multiplier(*, target_epsilon, target_delta, sample_rate: float, epochs: int | None = None,
+                         steps: int | None = None, accountant: str = MECHANISM, epsilon_tolerance: float = 0.01,
+                         **kwargs) -> float:
+    """Opacus's get_noise_multiplier (same arguments). For accountant="random_allocation" it is the exact sigma of
+    the run (M = 1/q steps per epoch, E = ceil(steps / M)) for (target_epsilon, target_delta)-DP in both
+    directions, as sigmacert.exact_sigma answers it (certifier.door: the stated domain and the same refusals, in
+    one line, as every face), as the nearest double not below it; any other accountant is Opacus's own."""
+    if accountant != MECHANISM:
+        return opacus_get_noise_multiplier(target_epsilon=target_epsilon, target_delta=target_delta,
+                                           sample_rate=sample_rate, epochs=epochs, steps=steps, accountant=accountant,
+                                           epsilon_tolerance=epsilon_tolerance, **kwargs)
+    if (steps is None) == (epochs is None):
+        raise ParameterError("get_noise_multiplier takes as input EITHER a number of steps or a number of epochs")
+    m, e = _epochs(sample_rate, steps if steps is not None else int(epochs / sample_rate))
+    target = door.make("dp", as_decimal_text("target_delta", target_delta),
+                       as_decimal_text("target_epsilon", target_epsilon))
+    exact = door.exact_sigma(door.Run.block(m, e), target)
+    s = float(exact)
+    return s if parse_decimal("sigma", repr(s)) >= parse_decimal("sigma", exact) else math.nextafter(s, math.inf)
 
 
 def history_stages(history) -> list[tuple[int, int, float]]:
@@ -97,6 +133,8 @@ def history_stages(history) -> list[tuple[int, int, float]]:
     if len(stages) > MAX_STAGES:
         raise HeterogeneousHistoryError(f"the random_allocation accountant composes at most {MAX_STAGES} stages; "
                                         f"this history has {len(stages)}")
+    for i, (m, e, _, _) in enumerate(stages, 1):          # the stated domain's blocks (certifier.domain)
+        check_block(m, e, f"stage {i}: " if len(stages) > 1 else "")
     return [(m, e, s) for m, e, s, _ in stages]
 
 
@@ -133,6 +171,7 @@ class RandomAllocationAccountant(IAccountant):
             self.history.append((noise_multiplier, sample_rate, 1))
 
     def get_epsilon(self, delta: float, *args, **kwargs) -> float:
+        check_delta(delta)
         if not self.history:
             return 0.0
         return epsilon_of_stages(history_stages(self.history), float(delta))

@@ -11,6 +11,7 @@ from typing import Callable
 from flint import fmpq
 
 from certifier.errors import ParameterError
+from certifier.params import decimal_str
 from certifier.targets.base import Target
 from certifier.targets.dp import DP, dp_kind
 from certifier.targets.request import ONE_KIND, parse_kind
@@ -23,14 +24,18 @@ NAMES = tuple(KINDS)
 FACTORIES = {"dp": (dp_kind, "epsilon"), "tpr": (tpr_kind, "fpr")}
 
 __all__ = ["DP", "KINDS", "NAMES", "ONE_KIND", "TPR", "TV", "Target", "TargetKind", "from_json", "kind", "make",
-           "parse"]
+           "of_kind", "parse"]
 
 
 def parse(given: dict, rule: Callable[[str, object], str]) -> Target:
     """The one Target the request's fields name (target; epsilon, delta; fpr, tpr), each parsed by the
-    front end's `rule` (certifier.targets.request.parse_kind), or ParameterError in one line."""
+    front end's `rule` (certifier.targets.request.parse_kind) and held to the stated domain (the Target's
+    check_domain: what the exact sigma needs; a TV target's lambda is certify's), or ParameterError in one line
+    (certifier.domain.OutsideDomainError naming the nearest target that works)."""
     name, params = parse_kind(given, rule)
-    return KINDS[name].from_params(params)
+    target = KINDS[name].from_params(params)
+    target.check_domain(certify=False)
+    return target
 
 
 def make(name: str, target: str, param: str | None = None) -> Target:
@@ -38,6 +43,18 @@ def make(name: str, target: str, param: str | None = None) -> Target:
     if name not in KINDS:
         raise ParameterError(f"unknown target kind {name!r} (known: {', '.join(KINDS)})")
     return KINDS[name].of(target, param)
+
+
+def of_kind(name: str, params: dict | None, target: fmpq) -> Target:
+    """The Target of certify's arguments: kind name, its parameter ({"epsilon": text}; None for tv) and the
+    exact target."""
+    cls = KINDS.get(name)
+    if cls is None:
+        raise ParameterError(f"unknown target kind {name!r} (known: {', '.join(KINDS)})")
+    param = None if cls.PARAM is None else (params or {}).get(cls.PARAM)
+    if cls.PARAM is not None and param is None:
+        raise ParameterError(f"target kind {name!r} needs {cls.PARAM}")
+    return cls.of(decimal_str(target), None if param is None else str(param))
 
 
 def from_json(kind: dict | None, target: str) -> Target:

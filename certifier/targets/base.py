@@ -8,11 +8,13 @@ the certifier its rule (certifier.targets.rules.TargetKind: the functional both 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from flint import fmpq
 
+from certifier import domain
+from certifier.domain import Interval
 from certifier.params import decimal_str, parse_decimal
 
 
@@ -24,6 +26,8 @@ class Target:
     PARAM: ClassVar[str | None]      # the request's field of the kind's parameter ("epsilon", "fpr"; tv: None)
     INDEX_NAME: ClassVar[str]        # the atlas index's name of the target ("lambda", "delta", "tpr")
     FUNCTIONAL_WORDS: ClassVar[str]  # the lower side's sigma in words ("sigma_lambda", ...)
+    EXACT_SIGMA_DOMAIN: ClassVar[bool] = True  # the exact sigma is held to the stated domain (tv: certify only)
+    FLOOR_ADVICE: ClassVar[str] = ""  # what gives a larger exact sigma when no target of the domain does
 
     @property
     def param(self) -> str | None:
@@ -85,6 +89,51 @@ class Target:
     def aside(self) -> str:
         """The target in words after its value in a refusal (tv: nothing, the value says it)."""
         return "" if self.PARAM is None else f" ({self.describe()})"
+
+    # ------------------------------------------------------------------------- the stated domain (certifier.domain)
+
+    def domain(self, certify: bool = True) -> tuple[tuple[str, Interval], ...]:
+        """The stated domain's interval of each parameter, in the request's order (certify=False: what the exact
+        sigma needs)."""
+        raise NotImplementedError
+
+    def inside(self, name: str, q: fmpq, interval: Interval) -> fmpq:
+        """The nearest value of parameter `name` inside its interval (a kind with an open end overrides it)."""
+        return interval.clamp(q)
+
+    def nearest_in_domain(self, certify: bool = True) -> Target:
+        """This target with every parameter outside the stated domain moved to its nearest point inside (the
+        domain's clamp; a parameter whose interval depends on an earlier one is clamped after it)."""
+        t = self
+        for name, _ in self.domain(certify):
+            iv = dict(t.domain(certify))[name]
+            q = parse_decimal(name, getattr(t, name))
+            if q not in iv:
+                t = replace(t, **{name: domain.words(t.inside(name, q, iv))})
+        return t
+
+    def check_domain(self, certify: bool = True) -> None:
+        """Refuse, in one line naming the nearest target that works, a parameter outside the stated domain
+        (certifier.domain.OutsideDomainError); instant."""
+        for name, iv in self.domain(certify):
+            given = getattr(self, name)
+            if parse_decimal(name, given) not in iv:
+                domain.refuse(given, iv, self.nearest_in_domain(certify).words())
+
+    def with_target(self, text: str) -> Target:
+        """The same kind and parameter with another target value (exact decimal text)."""
+        field = "target" if self.PARAM is None else self.TARGET
+        return replace(self, **{field: text})
+
+    def words(self) -> str:
+        """The target's parameters as a person writes them: lambda = 0.1, or epsilon = 1, delta = 1e-5, ..."""
+        show = lambda k, v: domain.words(parse_decimal(k, v))  # noqa: E731
+        if self.PARAM is None:
+            return f"{self.INDEX_NAME} = {show('target', self.target)}"
+        return ", ".join(f"{k} = {show(k, v)}" for k, v in self.params.items())
+
+    def floor_advice(self) -> str:
+        return self.FLOOR_ADVICE
 
     def cell_name(self, steps: int, epochs: int) -> str:
         """An atlas cell's certificate name."""

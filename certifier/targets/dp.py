@@ -12,6 +12,7 @@ from certifier.bounds.fixedpoint import round_up_sig
 from certifier.bounds.lower_kinds import dp_lower, exp_upper
 from certifier.bounds.privacy import Masses
 from certifier.bounds.result import LowerResult, UpperResult
+from certifier.domain import DELTA, EPSILON
 from certifier.errors import ParameterError
 from certifier.numerics import quick_bounds as qb
 from certifier.numerics import schemes
@@ -96,10 +97,15 @@ class DP(Target):
     PARAM: ClassVar[str | None] = "epsilon"
     FIELDS: ClassVar[tuple] = ("epsilon", "delta")
     INDEX_NAME: ClassVar[str] = "delta"
+    FLOOR_ADVICE: ClassVar[str] = "a smaller epsilon gives a larger sigma"
 
     @property
     def target(self) -> str:
         return self.delta
+
+    def domain(self, certify: bool = True) -> tuple:
+        """epsilon in [0.01, 20], delta in [10^-12, 0.1] (certifier.domain), for the exact sigma and certify."""
+        return (("epsilon", EPSILON), ("delta", DELTA))
 
     @classmethod
     def from_params(cls, params: dict) -> DP:

@@ -51,7 +51,6 @@ class TargetKind:
     loss_factor: float = 1.0                             # the planners' TV loss times this bounds the kind's loss
     certificate: bool = True                             # a certificate format records this kind
     upper_methods: tuple | None = None                   # labels of the upper methods it may use (None: all)
-    lambda_domain: bool = True                           # the target is a lambda of the stated domain
     lower_value: Callable[[LowerResult], fmpq | None] | None = None   # the certified lower value (exact)
     upper_record: Callable[[UpperResult], dict] | None = None  # format v4's `upper` object (bound, ...)
     plan_weights: Callable[[Claim, fmpq], object] | None = None   # its own loss model for the planners (v1, v2)
@@ -148,5 +147,4 @@ def plan_weights(kinks, deletion):
 # is harmless, otherwise method v2 planned with the kind's own loss model (certifier.methods.v2.search.kind_v2);
 # format v4
 KIND_UPPER = {"certificate": True,
-              "upper_methods": ("gaussian-shift v1", "lemma-c5-rounding v1", "lemma-c5-rounding v2"),
-              "lambda_domain": False}
+              "upper_methods": ("gaussian-shift v1", "lemma-c5-rounding v1", "lemma-c5-rounding v2")}

@@ -11,6 +11,7 @@ from certifier.bounds import gaussian_shift as gs
 from certifier.bounds.lower_kinds import tpr_lower
 from certifier.bounds.privacy import EPSILON_GRID, tpr_at_fpr
 from certifier.bounds.result import LowerResult, UpperResult
+from certifier.domain import FPR, Interval, tpr_interval
 from certifier.errors import ParameterError
 from certifier.numerics import quick_bounds as qb
 from certifier.numerics import schemes
@@ -93,10 +94,22 @@ class TPR(Target):
     PARAM: ClassVar[str | None] = "fpr"
     FIELDS: ClassVar[tuple] = ("fpr", "tpr")
     INDEX_NAME: ClassVar[str] = "tpr"
+    FLOOR_ADVICE: ClassVar[str] = "a smaller tpr or a larger fpr gives a larger sigma"
 
     @property
     def target(self) -> str:
         return self.tpr
+
+    def domain(self, certify: bool = True) -> tuple:
+        """FPR alpha in [10^-8, 0.5], TPR beta in (alpha, 1) (certifier.domain), for the exact sigma and certify."""
+        return (("fpr", FPR), ("tpr", tpr_interval(parse_decimal("fpr", self.fpr))))
+
+    def inside(self, name: str, q: fmpq, interval: Interval) -> fmpq:
+        """beta at or below alpha: 2 alpha (any beta above alpha works; the exact sigma grows without bound as
+        beta comes down to alpha); beta at or above 1: 0.99."""
+        if name != "tpr":
+            return interval.clamp(q)
+        return 2 * interval.lo if q <= interval.lo else fmpq(99, 100)
 
     @classmethod
     def from_params(cls, params: dict) -> TPR:

@@ -8,6 +8,7 @@ from flint import fmpq
 
 from certifier.certificate.stages import runs_at
 from certifier.claim import Claim
+from certifier.domain import LAMBDA
 from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.numerics import schemes
 from certifier.numerics.exact import exact_tv
@@ -54,6 +55,8 @@ class TV(Target):
     FIELDS: ClassVar[tuple] = ("target",)
     INDEX_NAME: ClassVar[str] = "lambda"
     FUNCTIONAL_WORDS: ClassVar[str] = "TV"
+    EXACT_SIGMA_DOMAIN: ClassVar[bool] = False    # the exact sigma answers for any lambda in (0, 1)
+    FLOOR_ADVICE: ClassVar[str] = "a smaller lambda gives a larger sigma"
 
     @classmethod
     def from_params(cls, params: dict) -> TV:
@@ -62,6 +65,10 @@ class TV(Target):
     @classmethod
     def from_json(cls, obj: dict, target: str) -> TV:
         return cls(decimal_str(parse_target(target)))
+
+    def domain(self, certify: bool = True) -> tuple:
+        """lambda in [10^-4, 0.999] for `certify` (certifier.domain); the exact sigma takes any lambda in (0, 1)."""
+        return (("target", LAMBDA),) if certify else ()
 
     def describe(self) -> str:
         return f"TV <= {self.target}"

@@ -18,9 +18,9 @@ def _emit(args, obj: dict, lines: list[str]) -> int:
 
 def add_kind_arguments(p) -> None:
     """--epsilon/--delta (dp) and --fpr/--tpr (tpr) on `sigma`: exactly one kind per call."""
-    p.add_argument("--epsilon", help="dp target: epsilon >= 0 (with --delta)")
-    p.add_argument("--delta", help="dp target: delta in (0, 1) (with --epsilon)")
-    p.add_argument("--fpr", help="tpr target: false-positive rate alpha in (0, 1) (with --tpr)")
+    p.add_argument("--epsilon", help="dp target: epsilon in [0.01, 20] (with --delta)")
+    p.add_argument("--delta", help="dp target: delta in [1e-12, 0.1] (with --epsilon)")
+    p.add_argument("--fpr", help="tpr target: false-positive rate alpha in [1e-8, 0.5] (with --tpr)")
     p.add_argument("--tpr", help="tpr target: true-positive rate beta in (alpha, 1) (with --fpr)")
 
 

@@ -1,6 +1,6 @@
 """One reader of a request's target kind (certifier.kind_params), used by the face (sigmacert.kinds.parse_kind)
 and the service (service.validate.kind_of): every subset of the five parameters names the same kind, or
-the same one-line refusal, in both; the ranges stay each front end's own."""
+the same one-line refusal, in both; the ranges are the stated domain's (certifier.domain), the same in both."""
 from __future__ import annotations
 
 from itertools import combinations
@@ -59,15 +59,18 @@ def test_tpr_must_exceed_fpr_in_both(fpr, tpr):
         kind_of({"target": None, "epsilon": None, "delta": None, "fpr": fpr, "tpr": tpr}, Limits())
 
 
-def test_the_ranges_stay_each_front_ends_own():
-    # the face takes delta up to 1 (exclusive); the service only up to its max_target, with its digits
-    assert parse_kind(epsilon="1", delta="0.9999999").params["delta"] == "0.9999999"
-    with pytest.raises(ParameterError, match="on this service"):
-        kind_of({"epsilon": "1", "delta": "0.9999999", "target": None, "fpr": None, "tpr": None}, Limits())
-    with pytest.raises(ParameterError, match="epsilon must lie in"):
-        parse_kind(epsilon="101", delta="0.1")
-    with pytest.raises(ParameterError, match="epsilon must lie in"):
-        kind_of({"epsilon": "101", "delta": "0.1", "target": None, "fpr": None, "tpr": None}, Limits())
+def test_the_ranges_are_the_stated_domain_in_both():
+    # one domain for every front end (certifier.domain): the same one-line refusal from the face and the service
+    for bad in ({"epsilon": "1", "delta": "0.9999999"}, {"epsilon": "101", "delta": "0.1"}):
+        given = {"target": None, "fpr": None, "tpr": None, "epsilon": None, "delta": None, **bad}
+        with pytest.raises(ParameterError, match="stated domain") as face:
+            parse_kind(epsilon=bad["epsilon"], delta=bad["delta"])
+        with pytest.raises(ParameterError, match="stated domain") as svc:
+            kind_of(given, Limits())
+        assert str(face.value) == str(svc.value)
+    with pytest.raises(ParameterError, match="may have at most 12 decimal places"):   # the service's digits
+        kind_of({"epsilon": "1", "delta": "0.0000000000015", "target": None, "fpr": None, "tpr": None}, Limits())
+    assert parse_kind(epsilon="1", delta="0.0000000000015").params["delta"] == "0.0000000000015"
     calls = []
     assert kind_params.parse_kind({"fpr": "0.1", "tpr": "0.3"}, lambda n, v: calls.append(n) or v) == \
         ("tpr", {"fpr": "0.1", "tpr": "0.3"})

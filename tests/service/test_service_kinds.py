@@ -35,10 +35,10 @@ def post(srv, body):
     ({**TPR, "target": "0.1"}, "exactly one target"),
     ({**DP, "fpr": "0.001", "tpr": "0.002"}, "exactly one target"),
     ({"steps": 10, "epochs": 2, "epsilon": "1", "tpr": "0.2"}, "exactly one target"),
-    ({**DP, "delta": "0"}, "delta must lie in"),
-    ({**DP, "delta": "1"}, "delta must lie in"),
-    ({**DP, "epsilon": "-1"}, "epsilon must lie in [0, 100]"),
-    ({**DP, "epsilon": "101"}, "epsilon must lie in [0, 100]"),
+    ({**DP, "delta": "0"}, "delta = 0 lies below the stated domain, delta in [1e-12, 0.1]"),
+    ({**DP, "delta": "1"}, "delta = 1 lies above the stated domain, delta in [1e-12, 0.1]"),
+    ({**DP, "epsilon": "-1"}, "epsilon = -1 lies below the stated domain, epsilon in [0.01, 20]"),
+    ({**DP, "epsilon": "101"}, "epsilon = 101 lies above the stated domain, epsilon in [0.01, 20]"),
     ({**DP, "epsilon": "nan"}, "epsilon"),
     ({**DP, "epsilon": "1e99999"}, "epsilon"),
     ({**DP, "delta": "0.0000000000001"}, "delta"),              # beyond the service's 12 decimal places
@@ -47,7 +47,7 @@ def post(srv, body):
     ({**DP, "epsilon": "1" * 50}, "too long"),
     ({**TPR, "tpr": "0.001"}, "tpr must exceed fpr"),
     ({**TPR, "fpr": "0.5", "tpr": "0.2"}, "tpr must exceed fpr"),
-    ({**TPR, "fpr": "0"}, "fpr must lie in"),
+    ({**TPR, "fpr": "0"}, "fpr = 0 lies below the stated domain, fpr in [1e-8, 0.5]"),
     ({**DP, "kind": "dp"}, "unknown field"),
 ])
 def test_bad_kind_requests_get_422_with_one_line(svc, body, words):

@@ -78,8 +78,9 @@ def test_sigma_fixed_bins_dp():
     (("--target", "0.1", "--fpr", "0.1", "--tpr", "0.2"), "exactly one target"),
     (("--epsilon", "1", "--delta", "1e-5", "--fpr", "0.1", "--tpr", "0.2"), "exactly one target"),
     ((), "exactly one target"),
-    (("--epsilon", "1", "--delta", "0"), "delta must lie strictly between 0 and 1"),
-    (("--epsilon", "-1", "--delta", "1e-5"), "epsilon must lie in"),
+    (("--epsilon", "1", "--delta", "0"), "delta = 0 lies below the stated domain, delta in [1e-12, 0.1]; "
+                                         "the nearest target that works is epsilon = 1, delta = 1e-12"),
+    (("--epsilon", "-1", "--delta", "1e-5"), "epsilon = -1 lies below the stated domain, epsilon in [0.01, 20]"),
     (("--epsilon", "abc", "--delta", "1e-5"), "decimal number"),
     (("--fpr", "0.1", "--tpr", "0.05"), "tpr must exceed fpr"),
 ])

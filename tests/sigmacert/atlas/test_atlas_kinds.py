@@ -47,7 +47,8 @@ def test_kind_grids_are_parsed_exactly_and_named():
                       (dict(epsilon="1"), "epsilon needs delta"), (dict(tpr="0.2"), "tpr needs fpr"),
                       (dict(), "exactly one target"), (dict(fpr="0.01", tpr="0.005"), "tpr must exceed fpr"),
                       (dict(fpr="0.01,0.3", tpr="0.2"), "tpr must exceed fpr"),      # every pair is checked
-                      (dict(epsilon="101", delta="0.1"), "epsilon must lie"), (dict(epsilon="1", delta="1"), "delta"),
+                      (dict(epsilon="101", delta="0.1"), "epsilon = 101 lies above the stated domain"),
+                      (dict(epsilon="1", delta="1"), "delta"),
                       (dict(epsilon="1,,2", delta="0.1"), "comma-separated")):
         with pytest.raises(ParameterError, match=words):
             grid_cells("1", "2", **kw)
