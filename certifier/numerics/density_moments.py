@@ -56,50 +56,81 @@ def available(steps: int, sigma: float) -> bool:
     return steps >= 2 and density(steps, sigma) is not None
 
 
+_SAMPLES: dict = {}
+
+
 def _samples(steps: int, sigma: float):
-    d = density(steps, sigma)
-    if d is None:
-        raise NumericsUnreliableError(f"no light one-epoch density at M={steps}, sigma={sigma:g}")
-    x = d.x()
-    keep = 1.0 + d.v * x > 0.0
-    s = np.log1p(d.v * x[keep])                       # ln L at the nodes
-    f = d.f[keep]
-    noise = max(float(-f.min()) if f.min() < 0 else 0.0, 1e-17 * float(f.max()))
-    return d, s, f, noise
+    """(density, ln L at its nodes, f there, round-off level, |f|, |f| above 20 round-off levels), cached."""
+    key = (steps, float(sigma))
+    if key not in _SAMPLES:
+        d = density(steps, sigma)
+        if d is None:
+            raise NumericsUnreliableError(f"no light one-epoch density at M={steps}, sigma={sigma:g}")
+        if len(_SAMPLES) >= DENSITY_CACHE:
+            _SAMPLES.pop(next(iter(_SAMPLES)))
+        x = d.x()
+        keep = 1.0 + d.v * x > 0.0
+        s = np.log1p(d.v * x[keep])                       # ln L at the nodes
+        f = d.f[keep]
+        noise = max(float(-f.min()) if f.min() < 0 else 0.0, 1e-17 * float(f.max()))
+        absf = np.abs(f)
+        _SAMPLES[key] = (d, s, f, noise, absf, np.clip(absf - 20.0 * noise, 0.0, None))
+    return _SAMPLES[key]
+
+
+def _stride(d, s, above, c: float, u: float = 0.0) -> int:
+    """Every k-th node still resolves f(x)(1 + vx)^{c + iu}: its band is the density's cutoff plus the phase
+    rate (|c| + u) v / (1 + vx), taken where f first rises above its round-off; a step of a quarter of the
+    Nyquist step (the trapezoid on a band-limited, decaying integrand is then exact to round-off)."""
+    first = int(np.argmax(above > 0))
+    rate = d.cutoff + (abs(c) + u) * d.v / float(np.exp(s[first]))
+    return max(1, int(0.25 * math.pi / (rate * d.dx)))
 
 
 def log_moment(steps: int, sigma: float, c: float) -> float:
-    """ln F_M(c) at real c (the sum on the full grid)."""
-    d, s, f, _ = _samples(steps, sigma)
-    lw = c * s
-    mx = float(lw.max())
-    return mx + math.log(float(np.dot(f, np.exp(lw - mx))) * d.dx)
+    """ln F_M(c) at real c (the trapezoid on every k-th node, _stride)."""
+    d, s, f, _, _, above = _samples(steps, sigma)
+    k = _stride(d, s, above, c)
+    mx = c * float(s[-1] if c > 0 else s[0])        # s increases: the largest c s is at an end
+    return mx + math.log(float(np.dot(f[::k], np.exp(c * s[::k] - mx))) * d.dx * k)
+
+
+_CLOSES: dict = {}
 
 
 def closes(steps: int, sigma: float, c: float) -> bool:
     """Whether the tilted integrand f(x)(1 + vx)^c has fallen at both ends of the grid: the samples there
     above 20 times the round-off level weigh below END_LEVEL of the sum, and the mass beyond the grid
-    (below 1e-17: one_epoch.upper_range) weighted by (1 + vx)^c at the ends stays below 1e-13 of it."""
+    (below 1e-17: one_epoch.upper_range) weighted by (1 + vx)^c at the ends stays below 1e-13 of it
+    (at the lower end only where the grid stops above L = 0)."""
+    key = (steps, float(sigma), float(c))
+    if key in _CLOSES:
+        return _CLOSES[key]
+    if len(_CLOSES) > 4096:
+        _CLOSES.clear()
     try:
-        d, s, f, noise = _samples(steps, sigma)
+        d, s, f, noise, absf, above = _samples(steps, sigma)
     except NumericsUnreliableError:
         return False
-    lw = c * s
-    mx = float(lw.max())
-    weight = np.exp(lw - mx)
-    total = float(np.dot(np.abs(f), weight))
-    if not total > 0:
-        return False
-    edge = max(1, s.size // 100)
-    above = np.clip(np.abs(f) - 20.0 * noise, 0.0, None) * weight
-    loud = max(float(above[:edge].max()), float(above[-edge:].max())) <= math.exp(END_LEVEL) * total
-    beyond = 1e-17 * max(float(weight[0]), float(weight[-1])) / d.dx <= 1e-13 * total
-    return loud and beyond
+    mx = c * float(s[-1] if c > 0 else s[0])
+    k = _stride(d, s, above, c)
+    total = float(np.dot(absf[::k], np.exp(c * s[::k] - mx))) * k
+    ok = False
+    if total > 0:
+        edge = max(1, s.size // 100)
+        lo_w, hi_w = np.exp(c * s[:edge] - mx), np.exp(c * s[-edge:] - mx)
+        loud = max(float((above[:edge] * lo_w).max()), float((above[-edge:] * hi_w).max())) \
+            <= math.exp(END_LEVEL) * total
+        bottom = float(lo_w[0]) if d.x0 > -1.0 / d.v + d.dx else 0.0    # the grid reaches L = 0: nothing below
+        beyond = 1e-17 * max(bottom, float(hi_w[-1])) / d.dx <= 1e-13 * total
+        ok = loud and beyond
+    _CLOSES[key] = ok
+    return ok
 
 
 def density_line(steps: int, sigma: float, c: float, du: float, u_max: float) -> TiltedLine:
     """log F_M(c + i u_j), u_j = j du to >= u_max, with the interleaved coarse sums as variants."""
-    d, s, f, noise = _samples(steps, sigma)
+    d, s, f, noise = _samples(steps, sigma)[:4]
     if not closes(steps, sigma, c):
         raise NumericsUnreliableError(f"the tilted density at c = {c:g} does not close (M={steps}, sigma={sigma:g})")
     n_u = int(math.ceil(u_max / du)) + 1 if u_max > 0 else 1
@@ -142,7 +173,7 @@ def direct_delta(steps: int, sigma: float, eps: float, side: str) -> tuple[float
     docs/exact.md). (value, error): the change to either half grid, 10 times the round-off level times
     (sum kernel^2)^{1/2} dx (independent round-off per sample),
     the kink term itself, and the kernel's weight at the grid's top (the mass beyond is below 1e-17)."""
-    d, _, _, noise = _samples(steps, sigma)
+    d, _, _, noise = _samples(steps, sigma)[:4]
     x, f = d.x(), d.f
     v = d.v
     if side == "qp":

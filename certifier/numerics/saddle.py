@@ -105,7 +105,7 @@ def _density_limit(f, side: str) -> float | None:
             while hi < D_MAX and density_moments.closes(f.steps, f.sigma, sign * hi * 2.0):
                 hi *= 2.0
             lo, hi = hi, min(2.0 * hi, D_MAX)
-            for _ in range(12):
+            for _ in range(6):
                 mid = math.sqrt(lo * hi)
                 lo, hi = (mid, hi) if density_moments.closes(f.steps, f.sigma, sign * mid) else (lo, mid)
             _LIMITS[key] = sign * lo
@@ -195,10 +195,12 @@ def _log_g(factors, c: float, du: float, u_max: float, disc: Discretization, sec
 
 def _log_moment(f, c: float) -> float:
     """ln F_M(c) at real c: the tilted density's sum where it closes, else (T1)/(T2)."""
-    if density_moments.available(f.steps, f.sigma) and (
-            not _in_t_range(c) or density_moments.closes(f.steps, f.sigma, c)):
+    dens = density_moments.available(f.steps, f.sigma)
+    if dens and density_moments.closes(f.steps, f.sigma, c):
         return density_moments.log_moment(f.steps, f.sigma, c)
-    return log_moment(f.steps, f.sigma, c)
+    if (c < 0.0 or 1.0 < c < 3.0) and abs(c - 2.0) >= 1e-3 or not dens:
+        return log_moment(f.steps, f.sigma, c)    # (T1)/(T2) hold for every c < 0 and 1 < c < 3
+    return density_moments.log_moment(f.steps, f.sigma, c)
 
 
 def _measured_slope(factors, eps: float, side: str, c: float) -> float:
