@@ -15,7 +15,7 @@ docs/targets.md): `PrivacyEngine(accountant="random_allocation").make_private_wi
 poisson_sampling=False)` with the loader of `random_allocation_loader` calibrates sigma to the exact
 (eps, delta) of Algorithm 1 (numerical, not certified).
 """
-from certifier.numerics.schemes import FIXED_BINS, RANDOM_ALLOCATION
+from certifier.door import FIXED_BINS, RANDOM_ALLOCATION
 from trainer.certificates import CertificateRefusedError, CertifiedRun, verified_run
 from trainer.opacus_accountant import (
     HeterogeneousHistoryError,
