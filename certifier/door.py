@@ -5,7 +5,6 @@ an exact sigma, a numerical value or a certificate out.
   exact_sigma(run, target)                      the least sigma on the res(sigma) grid (numerical)
   exact_tv(run), value_at(run, target), privacy(run, ...)      numerical values at the run's sigma
   certify(run, target, sigma, ...)              the certify Outcome of a block or a run in stages
-  planned_seconds(run, target, sigma), pair_of(run)    the planners' cost of a two-sided certification
   admit(run, target, **options)                 a face's one-line refusal of options the run cannot take
   sign(predicate, key, subject)                 the one signing path (certifier.certificate.envelope)
   keygen, load_private, load_envelope, read_unverified, file_subject    keys and envelopes
@@ -16,9 +15,6 @@ numerics, the closed forms, the stages, the privacy profiles and trade-off curve
 envelope and key helpers, and the transparency log.
 """
 from __future__ import annotations
-
-import functools
-import math
 
 from flint import fmpq
 
@@ -39,9 +35,6 @@ from certifier.certificate.envelope import (
 from certifier.certificate.keys import keygen, load_private, load_public
 from certifier.certify import certify as certify_block
 from certifier.claim import FIXED_BINS, RANDOM_ALLOCATION, SCHEMES, Claim
-from certifier.methods.auto import planned_upper
-from certifier.methods.v1.plan import budget
-from certifier.methods.v2.plan import choose_v2
 from certifier.numerics import schemes
 from certifier.numerics.closed_form import U, c_E, chi2_tpr_bound, log1p_b_over_m
 from certifier.numerics.closed_form import tv_bound as closed_form_tv_bound
@@ -66,10 +59,9 @@ from certifier.numerics.stages_profile import exact_privacy_stages, stages_route
 from certifier.numerics.targets import exact_privacy_scheme
 from certifier.numerics.tradeoff import hockey_stick, optimal_tpr, pair_density
 from certifier.outcome import Outcome
-from certifier.params import decimal_str, parse_decimal
 from certifier.resolution import resolution_label, resolution_str, round_up
 from certifier.run import Run, exact_sigma, privacy
-from certifier.stages_certify import certify_stages, plan_stages, refuse_with_stages
+from certifier.stages_certify import certify_stages, refuse_with_stages
 from certifier.targets import DP, KINDS, NAMES, ONE_KIND, TPR, TV, Target, from_json, make, parse
 from certifier.targets.request import KIND_FIELDS, MAX_EPSILON
 from certifier.transparency.archive import append, consistency, entries, heads, prove
@@ -78,7 +70,7 @@ from certifier.transparency.head import consistency_bundle, proof_bundle, read_h
 from certifier.transparency.merkle import Tree, leaf_hash
 
 __all__ = ["DP", "KINDS", "KIND_FIELDS", "MAX_EPSILON", "NAMES", "ONE_KIND", "RANDOM_ALLOCATION", "TPR", "TV",
-           "Outcome", "Run", "Target", "admit", "certify", "pair_of", "planned_seconds", "exact_sigma", "exact_tv",
+           "Outcome", "Run", "Target", "admit", "certify", "exact_sigma", "exact_tv",
            "file_subject", "from_json",
            "keygen", "load_envelope", "load_private", "make", "parse", "privacy", "read_unverified", "sign",
            "value_at",
@@ -129,53 +121,3 @@ def sign(predicate: dict, key, subject: dict | None = None) -> tuple[bytes, str]
     """(the signed DSSE envelope, the key id) of a predicate (the one place a certificate is signed)."""
     return sign_certificate(predicate, key, subject), key_id(key.public_key())
 
-
-def pair_of(run: Run) -> tuple[int, int]:
-    """(M, E) of the pair the run's numerics compose: a block's scheme pair; a run in stages its largest M_s and
-    its total epochs."""
-    return run.pick(lambda m, e, scheme: Claim(scheme, m, e, fmpq(1), fmpq(1, 2), run.iterations).pair(),
-                    lambda stages: (max(s.steps for s in stages), sum(s.epochs for s in stages)))
-
-
-@functools.lru_cache(maxsize=4096)
-def planned_seconds(run: Run, target: Target, sigma: str | None = None) -> float:
-    """Predicted seconds of a two-sided certification (both sides) by the certifier's planners at a fixed loss
-    budget (certifier.methods.v1.plan.budget), at `sigma` (exact decimal text). None: a block of a tv target at
-    the closed-form sigma of Corollary 3.4, a kind beside tv at its exact sigma (its numerical search, as the
-    job runs it), a run in stages at the closed-form sigma of the product's chi-square (each at least the
-    exact sigma, so at least as costly). A kind's budget is divided by its loss factor (the planners' TV loss
-    times it bounds the kind's loss) and priced by method v2's model; a run in stages by
-    certifier.stages_certify.plan_stages (a method-v2 plan per distinct M_s, seconds summed)."""
-    return run.pick(lambda m, e, scheme: _planned_block(run, target, sigma),
-                    lambda stages: _planned_stages(tuple((s.steps, s.epochs) for s in stages), target, sigma))
-
-
-def _up6(s: float) -> str:
-    return f"{math.ceil(s * 1e6) / 1e6:.6f}"
-
-
-def _planned_block(run: Run, target: Target, sigma: str | None) -> float:
-    lam, rule, own = target.value, target.rule(), target.PARAM is not None   # own: a kind beside tv
-    probe = Claim(run.scheme, run.steps, run.epochs, parse_decimal("sigma", "1"), lam)
-    if own and sigma is None:
-        sigma = decimal_str(round_up(rule.exact_sigma(probe, lam)))
-    if sigma is None:
-        sigma = _up6(closed_form_sigma(run.steps, run.epochs, float(lam), run.scheme))  # Cor. 3.4: >= exact
-    claim = Claim(run.scheme, run.steps, run.epochs, parse_decimal("sigma", sigma), lam)
-    m, e = claim.pair()
-    if m == 1:
-        return 0.0  # M = 1: the Gaussian-shift closed forms, nothing to compute
-    if own:    # a kind plans with its own weights: priced by method v2's model
-        plan = choose_v2(m, e, claim.t2_at(claim.sigma), budget(None, 0.5) / rule.loss_factor, None)
-    else:      # the grid certify itself plans first (method v1, a band, two-scale sums or v2)
-        plan = planned_upper(claim, claim.sigma, budget(None, 0.5))
-    return 2.0 * plan.predicted_seconds
-
-
-def _planned_stages(stages: tuple, target: Target, sigma: str | None) -> float:
-    if sigma is None:
-        sigma = _up6(closed_form_sigma_stages([Stage(m, e) for m, e in stages], float(target.value)))
-    if all(m == 1 for m, _ in stages):
-        return 0.0
-    q = parse_decimal("sigma", sigma)
-    return 2.0 * plan_stages(stages, 1 / (q * q), budget(None, 0.5), None).predicted_seconds
