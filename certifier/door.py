@@ -12,31 +12,86 @@ an exact sigma, a numerical value or a certificate out.
 
 exact_sigma and certify hold every question to the stated domain first (OutsideDomainError, one line naming the
 nearest target that works); a search that fails is explained by one evaluation at the pair's sigma 0.1.
+
+Below them, re-exported by name for the faces' tables, plots and service plumbing (the door is the only
+certifier module a face imports, beside certifier.errors and certifier.params): the schemes and their
+numerics, the closed forms, the stages, the privacy profiles and trade-off curves, the resolution, the
+envelope and key helpers, and the transparency log.
 """
 from __future__ import annotations
 
 from flint import fmpq
 
-from certifier.certificate.envelope import file_subject, key_id, load_envelope, read_unverified, sign_certificate
-from certifier.certificate.keys import keygen, load_private
+from certifier import __version__
+from certifier.bounds.dominating import DominatingPmf, dominating_pmfs
+from certifier.bounds.privacy import rounded_law
+from certifier.certificate.envelope import (
+    canonical_json,
+    claim_subject,
+    file_subject,
+    key_id,
+    load_envelope,
+    read_unverified,
+    sign_certificate,
+    sign_statement,
+    statement,
+)
+from certifier.certificate.keys import keygen, load_private, load_public
 from certifier.certify import certify_run
-from certifier.claim import RANDOM_ALLOCATION
+from certifier.claim import FIXED_BINS, RANDOM_ALLOCATION, SCHEMES, Claim
 from certifier.domain import OutsideDomainError, below_floor, check, explain
 from certifier.errors import NumericsUnreliableError
 from certifier.numerics import schemes
-from certifier.numerics.stages import exact_tv_stages
+from certifier.numerics.closed_form import U, c_E, chi2_tpr_bound, log1p_b_over_m
+from certifier.numerics.closed_form import tv_bound as closed_form_tv_bound
+from certifier.numerics.exact import ExactTV
+from certifier.numerics.montecarlo import monte_carlo_tv
+from certifier.numerics.quick_bounds import chi2_tpr_bound as quick_chi2_tpr_bound
+from certifier.numerics.quick_bounds import delta_qp_bound, rdp_tpr_bound
+from certifier.numerics.schemes import (
+    DEFAULT_SCHEME,
+    chi2,
+    closed_form_sigma,
+    closed_form_sigma_up,
+    gdp_limit_sigma,
+    parse_scheme,
+    reduce,
+    resolve_epochs,
+    tv_bound,
+)
+from certifier.numerics.schemes import exact_tv as exact_tv_scheme
+from certifier.numerics.stages import Stage, closed_form_sigma_stages, exact_tv_stages, parse_stages
+from certifier.numerics.stages_profile import exact_privacy_stages, stages_route_at
+from certifier.numerics.targets import exact_privacy_scheme
+from certifier.numerics.tradeoff import hockey_stick, optimal_tpr, pair_density
 from certifier.outcome import Outcome
 from certifier.params import parse_sigma
+from certifier.resolution import resolution_label, resolution_str, round_up
 from certifier.run import Run, privacy
 from certifier.run import exact_sigma as run_exact_sigma
 from certifier.shape import refuse_with_stages
 from certifier.targets import DP, KINDS, NAMES, ONE_KIND, TPR, TV, Target, from_json, make, parse
 from certifier.targets.request import KIND_FIELDS, MAX_EPSILON
+from certifier.transparency.archive import append, consistency, entries, heads, prove
+from certifier.transparency.archive import audit as log_audit
+from certifier.transparency.head import consistency_bundle, proof_bundle, read_head, sign_head
+from certifier.transparency.merkle import Tree, leaf_hash
 
 __all__ = ["DP", "KINDS", "KIND_FIELDS", "MAX_EPSILON", "NAMES", "ONE_KIND", "RANDOM_ALLOCATION", "TPR", "TV",
            "Outcome", "OutsideDomainError", "Run", "Target", "admit", "certify", "check_domain", "exact_sigma",
-           "exact_tv", "file_subject", "from_json", "keygen", "load_envelope", "load_private", "make", "parse",
-           "privacy", "read_unverified", "sign", "value_at"]
+           "exact_tv", "file_subject", "from_json",
+           "keygen", "load_envelope", "load_private", "make", "parse", "privacy", "read_unverified", "sign",
+           "value_at",
+           # re-exported by name (see the module's docstring)
+           "__version__", "DominatingPmf", "dominating_pmfs", "rounded_law", "canonical_json", "claim_subject",
+           "key_id", "sign_statement", "statement", "load_public", "FIXED_BINS", "SCHEMES", "Claim", "U", "c_E",
+           "chi2_tpr_bound", "log1p_b_over_m", "closed_form_tv_bound", "ExactTV", "exact_tv_scheme", "monte_carlo_tv",
+           "quick_chi2_tpr_bound", "delta_qp_bound", "rdp_tpr_bound", "DEFAULT_SCHEME", "chi2", "closed_form_sigma",
+           "closed_form_sigma_up", "gdp_limit_sigma", "parse_scheme", "reduce", "resolve_epochs", "tv_bound",
+           "Stage", "closed_form_sigma_stages", "exact_tv_stages", "parse_stages", "exact_privacy_stages",
+           "stages_route_at", "exact_privacy_scheme", "hockey_stick", "optimal_tpr", "pair_density",
+           "resolution_label", "resolution_str", "round_up", "append", "consistency", "entries", "heads",
+           "prove", "log_audit", "consistency_bundle", "proof_bundle", "read_head", "sign_head", "Tree", "leaf_hash"]
 
 
 def check_domain(run: Run, target: Target, certify: bool = False) -> None:
@@ -100,3 +155,4 @@ def admit(run: Run, target: Target, **options) -> None:
 def sign(predicate: dict, key, subject: dict | None = None) -> tuple[bytes, str]:
     """(the signed DSSE envelope, the key id) of a predicate (the one place a certificate is signed)."""
     return sign_certificate(predicate, key, subject), key_id(key.public_key())
+

@@ -18,7 +18,7 @@ import sys
 
 from fastapi import FastAPI
 
-from certifier import __version__
+from certifier.door import __version__
 from certifier.errors import SigmacertError
 from service import errors
 from service.config import MAX_ENVELOPE, Config

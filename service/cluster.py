@@ -93,7 +93,7 @@ class Cluster:
 
 
 def worker_version() -> str:
-    from certifier import __version__
+    from certifier.door import __version__
     return __version__
 
 
@@ -124,7 +124,7 @@ def _connect(cluster: Cluster):
         import distributed
     except ImportError as err:
         raise ParameterError(f"--scheduler needs Dask (pip install 'sigmacert[atlas]'): {err}") from None
-    from certifier import __version__
+    from certifier.door import __version__
     try:
         client = distributed.Client(cluster.address, timeout=CONNECT_TIMEOUT, security=cluster.security())
     except (OSError, ValueError, TypeError) as err:

@@ -13,7 +13,7 @@ import concurrent.futures as cf
 import threading
 import time
 
-from certifier.claim import RANDOM_ALLOCATION
+from certifier.door import RANDOM_ALLOCATION
 from certifier.errors import SigmacertError
 from service.sandbox import Budget, run
 

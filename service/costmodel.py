@@ -93,11 +93,10 @@ def predict(steps: int, epochs: int, target: str, sigma: str | None, scheme: str
 def plan(steps: int, epochs: int, target: str, sigma: str | None, scheme: str) -> tuple:
     """(planned seconds of both sides, upper plan is method v2, M and E of the pair, lambda): the plan certify
     runs first, at the exact sigma when none is given and at the numerics' margins."""
-    from certifier.claim import Claim
+    from certifier.door import Claim, resolution_str, round_up
     from certifier.methods.auto import planned_upper
     from certifier.methods.v1.plan import budget
     from certifier.params import parse_decimal
-    from certifier.resolution import resolution_str, round_up
     from certifier.targets import kind
     tv = kind("tv")
     lam = parse_decimal("target", target)

@@ -15,8 +15,7 @@ import sqlite3
 import threading
 import time
 
-from certifier.transparency.head import consistency_bundle, proof_bundle, read_head
-from certifier.transparency.merkle import Tree, leaf_hash
+from certifier.door import Tree, consistency_bundle, leaf_hash, proof_bundle, read_head
 from service.errors import ApiError
 from service.views import envelope_file
 

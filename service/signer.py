@@ -34,7 +34,7 @@ def matches_request(req: dict, outcome: dict) -> str | None:
 
     The key signs only a claim that is the one requested and a bound that meets the target, read back from
     the predicate itself."""
-    from certifier.claim import RANDOM_ALLOCATION
+    from certifier.door import RANDOM_ALLOCATION
     from certifier.params import parse_decimal
     pred = outcome.get("predicate")
     if not isinstance(pred, dict) or not isinstance(pred.get("claim"), dict):
@@ -86,7 +86,7 @@ def _stages_differ(stages: list, claim: dict) -> str | None:
 
 def job_statement(req: dict, pred: dict) -> dict:
     """The Statement a job's predicate is signed as: the request's subject, else the claim itself."""
-    from certifier.certificate.envelope import claim_subject, statement
+    from certifier.door import claim_subject, statement
     s = req.get("subject")
     subject = {"name": s["name"], "digest": {"sha256": s["sha256"]}} if s else claim_subject(pred["claim"])
     return statement(subject, pred)
@@ -108,8 +108,7 @@ def sign_job(key_path: str, keyid: str, req: dict, predicate: dict, budget: Budg
 
 def _load_key(path: str, keyid: str):
     """The private key, if it is still the one the server publishes; else a one-line refusal."""
-    from certifier.certificate.envelope import key_id
-    from certifier.certificate.keys import load_private
+    from certifier.door import key_id, load_private
     from certifier.errors import SigmacertError
     try:
         key = load_private(path)
@@ -123,7 +122,7 @@ def _load_key(path: str, keyid: str):
 
 def signer_job(payload: dict, progress) -> dict:
     """Check, replay, then sign one job's predicate (the module docstring's steps 1-3)."""
-    from certifier.certificate.envelope import canonical_json, sign_statement
+    from certifier.door import canonical_json, sign_statement
     req, pred = payload["request"], payload["predicate"]
     why = matches_request(req, {"predicate": pred})
     if why is not None:
@@ -158,7 +157,7 @@ def signer_job(payload: dict, progress) -> dict:
 
 def signer_head(payload: dict, progress) -> dict:
     """Sign the log's tree head (size, root) now (service.log; docs/release.md "The log")."""
-    from certifier.transparency.head import sign_head
+    from certifier.door import sign_head
     key, why = _load_key(payload["key"], payload["keyid"])
     if key is None:
         return {"refused": why}

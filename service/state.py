@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from fastapi import Depends, Header, Request
 
-from certifier.certificate.envelope import key_id
-from certifier.certificate.keys import load_public
+from certifier.door import key_id, load_public
 from service.auth import Caller, Tokens
 from service.compute import Lane, SigmaService, Verifications
 from service.config import Config

@@ -18,7 +18,7 @@ import threading
 import time
 import urllib.parse
 
-from certifier.certificate.envelope import canonical_json
+from certifier.door import canonical_json
 from certifier.errors import RefusedError
 
 MAX_ATTEMPTS = 5  # a job whose worker died this many times fails instead of looping forever

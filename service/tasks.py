@@ -12,10 +12,9 @@ import inspect
 import time
 
 from certifier import door
-from certifier.claim import RANDOM_ALLOCATION
+from certifier.door import RANDOM_ALLOCATION, resolution_str
 from certifier.errors import SigmacertError
 from certifier.params import parse_decimal, parse_sigma
-from certifier.resolution import resolution_str
 from verifier import load_public_key, verify_bytes
 from verifier import replay_statement as replay
 

@@ -16,7 +16,6 @@ from flint import fmpq
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, field_validator
 
 from certifier import door
-from certifier.numerics import schemes
 from certifier.params import ParameterError, decimal_str, parse_count, parse_decimal
 
 Number = Union[StrictInt, StrictStr]
@@ -155,7 +154,7 @@ def sigma_of(value, limits: Limits) -> str:
 def scheme_of(value) -> str:
     if value is not None and len(str(value)) > 40:
         raise ParameterError("scheme is too long (at most 40 characters)")
-    return schemes.parse_scheme(value)
+    return door.parse_scheme(value)
 
 
 def shape_of(steps, epochs, scheme, iterations, limits: Limits) -> dict:
@@ -165,7 +164,7 @@ def shape_of(steps, epochs, scheme, iterations, limits: Limits) -> dict:
     e = None if epochs is None else epochs_of(epochs, limits)
     t = None if iterations is None else parse_count("iterations", _text("iterations", iterations),
                                                     limits.max_steps * limits.max_epochs)
-    e = epochs_of(schemes.resolve_epochs(m, e, sch, t), limits)
+    e = epochs_of(door.resolve_epochs(m, e, sch, t), limits)
     return {"steps": m, "epochs": e, "scheme": sch, "iterations": t}
 
 
@@ -177,7 +176,7 @@ def stages_of(value, limits: Limits) -> tuple:
     parser of the CLI and the API (certifier.numerics.stages.parse_stages), then held to this service's
     bounds: every M_s <= max_steps, the total epochs <= max_epochs. The stages share one sigma (a job's
     `sigma`, or the exact shared sigma): a stage's own @sigma is refused."""
-    from certifier.numerics.stages import parse_stages
+    from certifier.door import parse_stages
     if isinstance(value, str):
         if len(value) > MAX_STAGES_TEXT:
             raise ParameterError(f"stages is too long (at most {MAX_STAGES_TEXT} characters)")
@@ -208,11 +207,11 @@ def staged_shape(stages, steps, epochs, scheme, iterations, limits: Limits) -> d
     refuses stages beside steps, epochs or iterations, and any scheme but random allocation."""
     if steps is not None or epochs is not None or iterations is not None:
         raise ParameterError("stages replaces steps, epochs and iterations: give one or the other")
-    if scheme_of(scheme) != schemes.RANDOM_ALLOCATION:
+    if scheme_of(scheme) != door.RANDOM_ALLOCATION:
         raise ParameterError("stages are for random allocation (Algorithm 1) only")
     run = stages_of(stages, limits)
     return {"stages": stages_json(run), "steps": None, "epochs": sum(st.epochs for st in run),
-            "scheme": schemes.RANDOM_ALLOCATION, "iterations": None}
+            "scheme": door.RANDOM_ALLOCATION, "iterations": None}
 
 
 def run_of(stages, steps, epochs, scheme, iterations, limits: Limits) -> dict:
@@ -284,7 +283,7 @@ def describe_errors(errors) -> str:
         elif field.startswith("stages"):
             msg = "must be a stage list: \"100x5,400x5\" or [{\"steps\": 100, \"epochs\": 5}, ...]"
         elif field == "scheme":
-            msg = f"must be one of {', '.join(schemes.SCHEMES)}"
+            msg = f"must be one of {', '.join(door.SCHEMES)}"
         elif kind == "model_attributes_type" or kind == "dict_type":
             msg = "must be a JSON object"
         else:

@@ -215,8 +215,7 @@ def public_of(key_path: str) -> tuple[str, str]:
 def _print_public(key_path: str) -> int:
     from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-    from certifier.certificate.envelope import key_id
-    from certifier.certificate.keys import load_private
+    from certifier.door import key_id, load_private
     from certifier.errors import SigmacertError
     try:
         pub = load_private(key_path).public_key()

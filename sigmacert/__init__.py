@@ -13,7 +13,7 @@ Paper: "Closed-Form Noise Calibration Against Membership Inference for Random-Al
 DP-SGD" (arXiv 2610.09651). Packages: `certifier` (mathematics and certificates),
 `verifier` (independent replay), `trainer` (Algorithm 1), `service` (HTTP), `proofs` (sympy).
 """
-from certifier import __version__
+from certifier.door import __version__
 from sigmacert.api import (
                            DEFAULT_SCHEME,
                            SCHEMES,

@@ -18,29 +18,23 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 import verifier
 from certifier import door
-from certifier.certificate.envelope import file_subject
-from certifier.certificate.keys import load_private
-from certifier.door import Run, Target
+from certifier.door import ExactTV, Run, Stage, Target, file_subject, load_private
 from certifier.errors import CannotCertifyError, CertificateRefusedError, KeyFileError, ParameterError
-from certifier.numerics import schemes as _schemes
-from certifier.numerics import stages as _stage_math
-from certifier.numerics.exact import ExactTV
-from certifier.numerics.stages import Stage
 from certifier.params import as_decimal_text, parse_count, parse_epochs, parse_sigma, parse_steps, parse_target
 from sigmacert import kinds
 from sigmacert.files import write_atomic
 
-DEFAULT_SCHEME = _schemes.DEFAULT_SCHEME  # "random-allocation" (Algorithm 1); or "fixed-bins"
-SCHEMES = _schemes.SCHEMES
+DEFAULT_SCHEME = door.DEFAULT_SCHEME  # "random-allocation" (Algorithm 1); or "fixed-bins"
+SCHEMES = door.SCHEMES
 
 
 def _run(steps, epochs, scheme, iterations=None) -> tuple[int, int, str, int | None]:
     """(M, E, scheme, iterations): a fixed-bins run may give its iterations instead of E = ceil(T/M)."""
-    scheme = _schemes.parse_scheme(scheme)
+    scheme = door.parse_scheme(scheme)
     m = parse_steps(as_decimal_text("steps", steps))
     e = None if epochs is None else parse_epochs(as_decimal_text("epochs", epochs))
     t = None if iterations is None else parse_count("iterations", as_decimal_text("iterations", iterations), 10**12)
-    return m, parse_epochs(_schemes.resolve_epochs(m, e, scheme, t)), scheme, t
+    return m, parse_epochs(door.resolve_epochs(m, e, scheme, t)), scheme, t
 
 
 def closed_form_sigma(steps, epochs, target, *, scheme=DEFAULT_SCHEME, iterations=None) -> Decimal:
@@ -53,16 +47,16 @@ def closed_form_sigma(steps, epochs, target, *, scheme=DEFAULT_SCHEME, iteration
     """
     m, e, scheme, _ = _run(steps, epochs, scheme, iterations)
     lam = parse_target(as_decimal_text("target", target))
-    return _schemes.closed_form_sigma_up(m, e, lam, scheme)
+    return door.closed_form_sigma_up(m, e, lam, scheme)
 
 
 def _stages(stages, steps, epochs, scheme, iterations, sigma_per_stage):
     """The Stage tuple of a run in stages; refuses a mixture with steps/epochs/iterations/scheme."""
     if steps is not None or epochs is not None or iterations is not None:
         raise ParameterError("stages= replaces steps, epochs and iterations")
-    if _schemes.parse_scheme(scheme) != DEFAULT_SCHEME:
+    if door.parse_scheme(scheme) != DEFAULT_SCHEME:
         raise ParameterError("stages are for random allocation (Algorithm 1) only")
-    return _stage_math.parse_stages(stages, sigma_per_stage)
+    return door.parse_stages(stages, sigma_per_stage)
 
 
 def _stages_at(stages, steps, epochs, scheme, iterations, sigma):
@@ -89,12 +83,12 @@ def exact_tv(steps=None, epochs=None, sigma=None, *, stages=None, scheme=DEFAULT
     """
     if stages is not None:
         run = _stages_at(stages, steps, epochs, scheme, iterations, sigma)
-        return _stage_math.exact_tv_stages(run)
+        return door.exact_tv_stages(run)
     if steps is None or epochs is None and iterations is None or sigma is None:
         raise ParameterError("give steps, epochs and sigma (or stages=)")
     m, e, scheme, _ = _run(steps, epochs, scheme, iterations)
     s = parse_sigma(as_decimal_text("sigma", sigma))
-    return _schemes.exact_tv(m, e, float(s), scheme)
+    return door.exact_tv_scheme(m, e, float(s), scheme)
 
 
 def exact_sigma(steps=None, epochs=None, target=None, *, stages=None, epsilon=None, delta=None, fpr=None, tpr=None,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from certifier.numerics.schemes import FIXED_BINS
+from certifier.door import FIXED_BINS
 from sigmacert import api
 from trainer.certificates import CertificateRefusedError, verified_run
 from trainer.jax_glue import StrategyRun, strategy_run

@@ -13,10 +13,8 @@ import math
 from flint import fmpq
 
 from certifier import door
-from certifier.door import Run, Target
+from certifier.door import Run, Target, delta_qp_bound, quick_chi2_tpr_bound, rdp_tpr_bound, reduce
 from certifier.errors import NumericsUnreliableError, ParameterError
-from certifier.numerics import quick_bounds as qb
-from certifier.numerics import schemes
 from certifier.params import as_decimal_text, decimal_str, parse_decimal, parse_target
 
 KINDS = door.NAMES
@@ -104,17 +102,17 @@ def privacy_at(run: Run, *, deltas=(), epsilons=(), fprs=()):
 
 def rdp_delta_qp(steps: int, epochs: int, sigma: float, eps: float, scheme: str) -> float:
     """(R2) at sigma for the scheme's pair (a proven bound on delta_{Q||P}(eps))."""
-    r = schemes.reduce(scheme, steps, epochs)
-    return qb.delta_qp_bound(r.steps, r.epochs, sigma / math.sqrt(r.scale2), eps)[0]
+    r = reduce(scheme, steps, epochs)
+    return delta_qp_bound(r.steps, r.epochs, sigma / math.sqrt(r.scale2), eps)[0]
 
 
 def tpr_bounds(steps: int, epochs: int, sigma: float, alpha: float, scheme: str) -> dict:
     """Proposition B.2 and (R3) at sigma for the scheme's pair."""
-    r = schemes.reduce(scheme, steps, epochs)
+    r = reduce(scheme, steps, epochs)
     s = sigma / math.sqrt(r.scale2)
-    out = {"rdp": qb.rdp_tpr_bound(r.steps, r.epochs, s, alpha)}
+    out = {"rdp": rdp_tpr_bound(r.steps, r.epochs, s, alpha)}
     if alpha <= 0.5:
-        out["chi2"] = qb.chi2_tpr_bound(r.steps, r.epochs, s, alpha)
+        out["chi2"] = quick_chi2_tpr_bound(r.steps, r.epochs, s, alpha)
     return out
 
 

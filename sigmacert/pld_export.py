@@ -17,13 +17,10 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 
 from certifier import door
-from certifier.bounds.dominating import DominatingPmf, dominating_pmfs
-from certifier.bounds.privacy import rounded_law
 from certifier.bounds.stages_v2 import rounding_bound_v2_stages, t2_of
+from certifier.door import DominatingPmf, dominating_pmfs, exact_tv_scheme, exact_tv_stages, parse_stages, rounded_law
 from certifier.errors import CannotCertifyError, ParameterError
 from certifier.methods.v2.plan import choose_v2, eps_gaussian
-from certifier.numerics.exact import exact_tv
-from certifier.numerics.stages import exact_tv_stages, parse_stages
 from certifier.params import as_decimal_text, decimal_str, parse_epochs, parse_sigma, parse_steps, parse_target
 
 FORMAT = "sigmacert-pld/1"
@@ -75,7 +72,8 @@ def dominating_run(steps, epochs, sigma, *, target=None, value_discretization_in
     if m == 1:
         raise ParameterError("M = 1 is the Gaussian mechanism: use dp_accounting's from_gaussian_mechanism")
     interval = _interval(value_discretization_interval)
-    text = as_decimal_text("target", target) if target is not None else _default_target(exact_tv(m, e, float(s)).tv)
+    text = (as_decimal_text("target", target) if target is not None else
+            _default_target(exact_tv_scheme(m, e, float(s)).tv))
     out = door.certify(door.Run.block(m, e), door.TV(decimal_str(parse_target(text))), s, progress=progress)
     if not out.success or out.law is None:
         raise CannotCertifyError(f"no certified bound at M={m}, E={e}, sigma={decimal_str(s)} for target {text}")

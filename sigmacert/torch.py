@@ -17,7 +17,7 @@ poisson_sampling=False)` with the loader of `random_allocation_loader` calibrate
 sample_rate=1/M, epochs=E, accountant="random_allocation")` is Opacus's function answering with the exact sigma,
 held to the stated target domain as every face (certifier.domain: one-line refusals naming the nearest target).
 """
-from certifier.numerics.schemes import FIXED_BINS, RANDOM_ALLOCATION
+from certifier.door import FIXED_BINS, RANDOM_ALLOCATION
 from trainer.certificates import CertificateRefusedError, CertifiedRun, verified_run
 from trainer.opacus_accountant import (
     HeterogeneousHistoryError,

@@ -9,7 +9,7 @@ import time
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
-from certifier import __version__
+from certifier.door import __version__
 from service.errors import one_line
 from service.state import ServiceState, get_state
 

@@ -20,10 +20,10 @@ def _closed_form(shape: dict, target: str) -> str:
         if shape.get("stages") is not None:
             import math
 
-            from certifier.numerics.stages import Stage, closed_form_sigma_stages
+            from certifier.door import Stage, closed_form_sigma_stages
             s = closed_form_sigma_stages([Stage(x["steps"], x["epochs"]) for x in shape["stages"]], float(target))
             return f"{math.ceil(s * 1e6) / 1e6:.6f}"
-        from certifier.numerics.schemes import closed_form_sigma_up
+        from certifier.door import closed_form_sigma_up
         return str(closed_form_sigma_up(shape["steps"], shape["epochs"], target, shape["scheme"]))
     except (ValueError, ArithmeticError, OverflowError, NumericsUnreliable) as err:
         raise ApiError(422, f"closed form undefined for this cell: {err}") from None

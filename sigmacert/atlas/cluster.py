@@ -30,7 +30,7 @@ def _dask():
 
 def check_workers(client) -> None:
     """Refuse a cluster whose workers run another certifier version (or cannot import sigmacert)."""
-    from certifier import __version__
+    from certifier.door import __version__
     from sigmacert.atlas.work import worker_version
     try:
         versions = client.run(worker_version)

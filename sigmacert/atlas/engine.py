@@ -17,13 +17,7 @@ from dataclasses import dataclass, replace
 
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from certifier import __version__
-from certifier.certificate.envelope import (
-    key_id,
-    load_envelope,
-    read_unverified,
-    sign_certificate,
-)
+from certifier.door import __version__, key_id, load_envelope, read_unverified, sign
 from sigmacert.atlas.cells import Cell
 from sigmacert.atlas.index import cell_of, certified_entry, failed_entry, index_document, pending_entry, summary
 from sigmacert.atlas.store import AtlasStore, sha256
@@ -61,7 +55,7 @@ def public_pem(key) -> bytes:
 
 def sign_predicate(predicate: dict, key) -> bytes:
     """The signed DSSE envelope of a worker's predicate (the subject is the claim), as written."""
-    return sign_certificate(predicate, key) + b"\n"
+    return sign(predicate, key)[0] + b"\n"
 
 
 def run_atlas(client, cells: list[Cell], *, scheme: str, key, out_dir: str, progress=None) -> dict:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import time
 
-from certifier import __version__, door
+from certifier import door
+from certifier.door import __version__
 from certifier.errors import SigmacertError
 from verifier import load_public_key, verify_bytes
 

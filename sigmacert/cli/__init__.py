@@ -12,7 +12,7 @@ import importlib
 import os
 import sys
 
-from certifier import __version__
+from certifier.door import __version__
 from certifier.errors import RefusedError, SigmacertError
 
 # One module per group of sub-commands; add a module here to add commands.

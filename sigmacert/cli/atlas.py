@@ -11,7 +11,7 @@ MAX_LOCAL_WORKERS = 256
 
 
 def run_atlas(args) -> int:
-    from certifier.certificate.keys import load_private
+    from certifier.door import load_private
     from sigmacert.atlas.cells import grid_cells
     from sigmacert.atlas.cluster import dask_client
     from sigmacert.atlas.engine import run_atlas as run
@@ -50,7 +50,7 @@ def run_atlas(args) -> int:
 
 
 def register(sub) -> None:
-    from certifier.claim import RANDOM_ALLOCATION, SCHEMES
+    from certifier.door import RANDOM_ALLOCATION, SCHEMES
     p = sub.add_parser("atlas", help="certify every cell of a grid (M, E, target) on a Dask cluster (local by "
                                      "default); one target kind: --targets, --epsilon/--delta or --fpr/--tpr")
     p.add_argument("--steps", "-M", required=True, metavar="LIST", help="steps per epoch M, comma-separated: 50,100")

@@ -10,10 +10,7 @@ from decimal import ROUND_CEILING, Decimal
 from flint import fmpq
 
 from certifier import door
-from certifier.door import ONE_KIND, Run
-from certifier.numerics import schemes
-from certifier.numerics.montecarlo import monte_carlo_tv
-from certifier.numerics.stages import closed_form_sigma_stages, parse_stages
+from certifier.door import ONE_KIND, Run, closed_form_sigma_stages, monte_carlo_tv, parse_stages, resolution_label
 from certifier.params import (
     ParameterError,
     decimal_str,
@@ -24,7 +21,6 @@ from certifier.params import (
     parse_steps,
     parse_target,
 )
-from certifier.resolution import resolution_label
 
 
 def _emit(args, obj: dict, lines: list[str]) -> int:
@@ -34,15 +30,15 @@ def _emit(args, obj: dict, lines: list[str]) -> int:
 
 def run_shape(args) -> tuple[int, int, str, int | None]:
     """(M, E, scheme, iterations) from --steps, --epochs / --iterations and --scheme."""
-    scheme = schemes.parse_scheme(args.scheme)
+    scheme = door.parse_scheme(args.scheme)
     m = parse_steps(args.steps)
     e = None if args.epochs is None else parse_epochs(args.epochs)
     t = None if args.iterations is None else parse_count("iterations", args.iterations, 10**12)
-    return m, parse_epochs(schemes.resolve_epochs(m, e, scheme, t)), scheme, t
+    return m, parse_epochs(door.resolve_epochs(m, e, scheme, t)), scheme, t
 
 
 def _scheme_line(m: int, e: int, scheme: str, t: int | None) -> str:
-    if scheme == schemes.RANDOM_ALLOCATION:
+    if scheme == door.RANDOM_ALLOCATION:
         return f"M={m} E={e} (random allocation, Algorithm 1: a fresh allocation every epoch)"
     rounds = f"{t} iterations, E = ceil({t}/{m}) = {e}" if t is not None else f"E={e}"
     return (f"M={m} bins, {rounds} (fixed bins: one bin per record for the whole run; "
@@ -75,7 +71,7 @@ def stages_of(args, per_stage):
         return None
     if args.steps is not None or args.epochs is not None or args.iterations is not None:
         raise ParameterError("--stages replaces --steps, --epochs and --iterations")
-    if args.scheme != schemes.DEFAULT_SCHEME:
+    if args.scheme != door.DEFAULT_SCHEME:
         raise ParameterError("--stages is for random allocation (Algorithm 1) only")
     return parse_stages(args.stages, per_stage)
 
@@ -104,10 +100,10 @@ def _closed_forms(run: Run, lam_q: fmpq, exact: str) -> tuple[dict, list, float]
     GDP limit; of a run in stages Theorem 3.3 on the product's chi-square (a float estimate); and the exact TV
     at the exact sigma (a block's sigma may lie beyond what a run takes: its scheme's exact TV reads it)."""
     def block(m, e, scheme):
-        tv_x = schemes.exact_tv(m, e, float(exact), scheme, check=False).tv
-        closed = schemes.closed_form_sigma_up(m, e, lam_q, scheme)
-        tv_c = schemes.exact_tv(m, e, float(closed), scheme, check=False).tv
-        gdp = schemes.gdp_limit_sigma(m, e, float(lam_q), scheme)
+        tv_x = door.exact_tv_scheme(m, e, float(exact), scheme, check=False).tv
+        closed = door.closed_form_sigma_up(m, e, lam_q, scheme)
+        tv_c = door.exact_tv_scheme(m, e, float(closed), scheme, check=False).tv
+        gdp = door.gdp_limit_sigma(m, e, float(lam_q), scheme)
         return {"closed_form": str(closed), "gdp_limit": gdp}, [
             f"  closed-form sigma (Cor. 3.4, a proven bound)    : {closed}  "
             f"(+{100 * (float(closed) / float(exact) - 1):.2f} % noise; exact TV {_tv_text(tv_c, 6)}, "
@@ -150,7 +146,7 @@ def _bounds_at(run: Run) -> tuple[dict, list]:
     """Beside a block's exact TV, its chi-square (eq. 9) and the bound U(chi2) (Thm 3.3); none for stages."""
     def block(m, e, scheme):
         sigma = run.sigma_float()
-        c, bound = schemes.chi2(m, e, sigma, scheme), schemes.tv_bound(m, e, sigma, scheme)
+        c, bound = door.chi2(m, e, sigma, scheme), door.tv_bound(m, e, sigma, scheme)
         return {"tv_bound": bound, "chi2": c, "accuracy_bound": 0.5 + 0.5 * bound}, [
             f"  chi-square (eq. 9)        : {c:.6g}",
             f"  bound U(chi2) (Thm 3.3)   : {bound:.12f}",
@@ -176,7 +172,7 @@ def run_tv(args) -> int:
 
 def add_scheme_arguments(p) -> None:
     """--scheme and --iterations, shared by sigma, tv and certify."""
-    p.add_argument("--scheme", default=schemes.DEFAULT_SCHEME, choices=schemes.SCHEMES,
+    p.add_argument("--scheme", default=door.DEFAULT_SCHEME, choices=door.SCHEMES,
                    help="sampling scheme: random-allocation (Algorithm 1, default) or fixed-bins "
                         "(jax_privacy BallsInBinsSampling: one bin per record for the whole run)")
     p.add_argument("--iterations", "-T", help="fixed-bins only: total iterations T instead of --epochs "

@@ -22,10 +22,9 @@ def _out(obj: dict, path: str | None, force: bool, text: str, as_json: bool) -> 
 
 
 def run_append(args) -> int:
-    from certifier.certificate.keys import load_private
-    from certifier.transparency.archive import append
+    from certifier.door import append, load_private
     index, head = append(args.archive, read_regular(args.certificate, "certificate", 4 << 20), load_private(args.key))
-    from certifier.transparency.head import read_head
+    from certifier.door import read_head
     h = read_head(head)
     _out({"index": index, "head": head}, None, False, f"appended as leaf {index}; signed head: size {h['size']}, "
          f"root {h['root']}", args.json)
@@ -33,7 +32,7 @@ def run_append(args) -> int:
 
 
 def run_proof(args) -> int:
-    from certifier.transparency.archive import prove
+    from certifier.door import prove
     if (args.index is None) == (args.certificate is None):
         raise ParameterError("give a certificate file or --index N")
     cert = None if args.certificate is None else read_regular(args.certificate, "certificate", 4 << 20)
@@ -44,7 +43,7 @@ def run_proof(args) -> int:
 
 
 def run_consistency(args) -> int:
-    from certifier.transparency.archive import consistency
+    from certifier.door import consistency
     b = consistency(args.archive, _read_json(args.head))
     _out(b, args.output, args.force, f"consistency proof from size {b['from']} to {b['to']}"
          + (f" written to {args.output}" if args.output else ""), args.json)
@@ -54,7 +53,8 @@ def run_consistency(args) -> int:
 def run_verify(args) -> int:
     """Every stored head signed by the key and equal to the entries' tree; each --head (kept by an auditor)
     extended by the latest head (consistency proof); each entry's inclusion proof."""
-    from certifier.transparency.archive import audit, consistency, entries, heads, prove
+    from certifier.door import consistency, entries, heads, prove
+    from certifier.door import log_audit as audit
     from verifier import Reject, load_public_key
     from verifier.transparency import open_head, verify_consistency_bundle, verify_log_proof
     key = load_public_key(read_regular(args.key, "public key", 64 * 1024))

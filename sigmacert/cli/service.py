@@ -52,8 +52,7 @@ def _active_keyid(db: str) -> str | None:
 def _default_key(db: str) -> str:
     """DB_DIR/issuer-key/private.pem: created when missing; an existing one is used only when this
     database already records it as its active key (a key in a shared directory is never picked up)."""
-    from certifier.certificate.envelope import key_id
-    from certifier.certificate.keys import keygen, load_public
+    from certifier.door import key_id, keygen, load_public
     d = os.path.join(os.path.dirname(db), "issuer-key")
     path = os.path.join(d, "private.pem")
     if not os.path.lexists(path):
@@ -134,7 +133,7 @@ def run_serve(args) -> int:
         raise _cli_error(f"the service needs the 'service' extra (pip install 'sigmacert[service]'): {err}") from None
     import sqlite3
 
-    from certifier.certificate.keys import load_public
+    from certifier.door import load_public
 
     port = int(parse_count("port", args.port, 65535)) if args.port != "0" else 0
     workers = parse_count("workers", args.workers, 64)

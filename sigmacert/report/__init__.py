@@ -22,11 +22,8 @@ import flint
 import matplotlib
 
 import verifier
-from certifier import __version__
-from certifier.claim import RANDOM_ALLOCATION, Claim
+from certifier.door import RANDOM_ALLOCATION, Claim, __version__, c_E, chi2_tpr_bound, closed_form_sigma_up
 from certifier.errors import ParameterError
-from certifier.numerics import closed_form as cf
-from certifier.numerics import schemes
 from certifier.params import parse_decimal
 from sigmacert.files import read_regular, sha256_regular
 from sigmacert.report import curves, plots, stages
@@ -101,7 +98,7 @@ def _plots(f: Facts) -> tuple[dict, dict]:
     cert = {"sigma": c["sigma"], "target": c["target"], "bound": p["bound"]}
     if f.two_sided:
         cert.update(sigma_low=p["lower"]["sigma_low"], tv_lower=p["lower"]["tv_lower"])
-    closed = schemes.closed_form_sigma_up(c["steps"], c["epochs"], c["target"], f.scheme)
+    closed = closed_form_sigma_up(c["steps"], c["epochs"], c["target"], f.scheme)
     tv = curves.tv_curves(m, e, sigma, lam, float(cert["sigma_low"]) if f.two_sided else None, scale, closed)
     pair = curves.gaussian_pair(m, e, sigma / scale)
     tpr = [(float(a), float(row["tpr"])) for a, row in f.tpr_rows]
@@ -122,12 +119,12 @@ def _comparisons(f: Facts) -> dict:
     c, pair_of = f.claim, gaussian_pair_of(f.claim)
     if stages.is_staged(c):
         chi2 = stages.chi2(stages.runs_at(c))
-        return {a: (cf.chi2_tpr_bound(float(a), chi2), min(1.0, float(a) + float(c["target"]))) for a, _ in f.tpr_rows}
+        return {a: (chi2_tpr_bound(float(a), chi2), min(1.0, float(a) + float(c["target"]))) for a, _ in f.tpr_rows}
     if pair_of is None:
         return {a: (math.nan, min(1.0, float(a) + float(c["target"]))) for a, _ in f.tpr_rows}
     m, e, scale = pair_of
-    chi2 = cf.c_E(m, e, float(c["sigma"]) / scale)
-    return {a: (cf.chi2_tpr_bound(float(a), chi2), min(1.0, float(a) + float(c["target"]))) for a, _ in f.tpr_rows}
+    chi2 = c_E(m, e, float(c["sigma"]) / scale)
+    return {a: (chi2_tpr_bound(float(a), chi2), min(1.0, float(a) + float(c["target"]))) for a, _ in f.tpr_rows}
 
 
 def render(envelope_bytes: bytes, public_keys, *, subject=None,

@@ -13,12 +13,19 @@ from decimal import Decimal
 import numpy as np
 from scipy.stats import norm
 
-from certifier.claim import FIXED_BINS, RANDOM_ALLOCATION
+from certifier.door import (
+    FIXED_BINS,
+    RANDOM_ALLOCATION,
+    c_E,
+    chi2_tpr_bound,
+    closed_form_sigma_up,
+    closed_form_tv_bound,
+    hockey_stick,
+    optimal_tpr,
+    pair_density,
+)
+from certifier.door import exact_tv_scheme as exact_tv
 from certifier.errors import NumericsUnreliableError
-from certifier.numerics import closed_form as cf
-from certifier.numerics import schemes
-from certifier.numerics.exact import exact_tv
-from certifier.numerics.tradeoff import hockey_stick, optimal_tpr, pair_density
 
 WIDE_POINTS = 5                     # exact-TV evaluations across the wide view, besides sigma, sigma_low
 ALPHAS = np.logspace(-4, 0, 49)     # false-positive rates of the trade-off plot
@@ -41,15 +48,15 @@ def tv_curves(steps: int, epochs: int, sigma: float, target, sigma_low: float | 
 
     Noise multipliers are the claim's; the pair (P_M^E, Q_M^E) is taken at sigma / scale (scale = sqrt(E)
     with E = 1 for the fixed-bins scheme, docs/method-v2.md §3; 1 for random allocation). closed_form_sigma
-    is the claim's (schemes.closed_form_sigma_up); by default that of the pair at the decimal target."""
+    is the claim's (closed_form_sigma_up); by default that of the pair at the decimal target."""
     if closed_form_sigma is None:
         fixed = scale != 1.0
-        closed_form_sigma = schemes.closed_form_sigma_up(steps, round(scale * scale) if fixed else epochs,
+        closed_form_sigma = closed_form_sigma_up(steps, round(scale * scale) if fixed else epochs,
                                                          str(target), FIXED_BINS if fixed else RANDOM_ALLOCATION)
     closed = float(closed_form_sigma)
     lo, hi = 0.92 * min(sigma, closed), 1.06 * max(sigma, closed)
     grid = np.linspace(lo, hi, 241)
-    bound = np.array([cf.tv_bound(steps, epochs, s / scale) for s in grid])
+    bound = np.array([closed_form_tv_bound(steps, epochs, s / scale) for s in grid])
     points = {*np.linspace(lo, hi, WIDE_POINTS).tolist(), sigma} | ({sigma_low} if sigma_low else set())
     exact, refused = {}, []
     for s in sorted(points):
@@ -105,8 +112,8 @@ class TradeOff:
 
 def trade_off(pair, steps: int, epochs: int, sigma: float, target: float, c: float | None = None) -> TradeOff:
     """c: the pair's chi-square (default c_E of (M, E, sigma); a run in stages passes its product's)."""
-    c = cf.c_E(steps, epochs, sigma) if c is None else c
-    chi2 = np.array([cf.chi2_tpr_bound(float(a), c) for a in ALPHAS])
+    c = c_E(steps, epochs, sigma) if c is None else c
+    chi2 = np.array([chi2_tpr_bound(float(a), c) for a in ALPHAS])
     exact = None if pair is None else np.array([pair.tpr(float(a)) for a in ALPHAS])
     return TradeOff(ALPHAS, exact, chi2, np.minimum(1.0, ALPHAS + target))
 

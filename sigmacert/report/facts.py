@@ -10,7 +10,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-from certifier.certificate.envelope import load_envelope, read_unverified
+from certifier.door import load_envelope, read_unverified
 from certifier.errors import EnvelopeError
 from sigmacert.kinds import certified_sides, claim_kind
 

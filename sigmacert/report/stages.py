@@ -12,10 +12,8 @@ from decimal import ROUND_CEILING, Decimal
 
 import numpy as np
 
+from certifier.door import Stage, U, closed_form_sigma_stages, exact_tv_stages, log1p_b_over_m, stages_route_at
 from certifier.errors import NumericsUnreliableError, ParameterError
-from certifier.numerics import closed_form as cf
-from certifier.numerics.stages import Stage, closed_form_sigma_stages, exact_tv_stages
-from certifier.numerics.stages_profile import stages_route_at
 from certifier.params import parse_sigma
 from sigmacert.report import curves, plots
 
@@ -43,7 +41,7 @@ def runs_at(claim: dict, sigma=None) -> list[tuple[int, int, float]]:
 
 def chi2(runs) -> float:
     """The product pair's chi-square: 1 + c = prod_s (1 + (e^{1/sigma_s^2} - 1)/M_s)^{E_s} (eq. 9, a product)."""
-    return math.expm1(sum(e * cf.log1p_b_over_m(s, m) for m, e, s in runs))
+    return math.expm1(sum(e * log1p_b_over_m(s, m) for m, e, s in runs))
 
 
 class StagesPair:
@@ -76,7 +74,7 @@ def tv_curves(claim: dict, sigma: float, sigma_low: float | None) -> curves.TVCu
     closed = Decimal(repr(closed_f)).quantize(Decimal("1e-6"), rounding=ROUND_CEILING)
     lo, hi = 0.92 * min(sigma, float(closed)), 1.06 * max(sigma, float(closed))
     grid = np.linspace(lo, hi, 241)
-    bound = np.array([cf.U(chi2([(m, e, s) for m, e in shape])) for s in grid])
+    bound = np.array([U(chi2([(m, e, s) for m, e in shape])) for s in grid])
     points = {*np.linspace(lo, hi, curves.WIDE_POINTS).tolist(), sigma} | ({sigma_low} if sigma_low else set())
     exact, refused = {}, []
     for s in sorted(points):
