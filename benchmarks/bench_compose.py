@@ -7,7 +7,7 @@ stages of the same total epochs: (M, E) split as E = E_1 + ... + E_S of one M, a
 stages (the batch count changing mid-run). Cost ratios against the one-stage run, in one process.
 Part 2: eps(1e-5), eps(1e-6) that dp_accounting reads from the exported dominating PLD against the
 certified eps rows of the same law (the certificate's rows), with the seconds of the bound and the
-export. Part 3: the cost of a certificate for a run in stages (certifier.stages_certify, format v5) at
+export. Part 3: the cost of a certificate for a run in stages (certifier.certify.certify_run, format v5) at
 the exact shared sigma: two and five stages against the one stage of the same total epochs (upper side,
 lower side, the verifier's replay), ratios in one process. Part 4: other kinds in stages (dp, tpr,
 two-sided at the exact shared sigma) and a sigma per stage (tv and dp, one-sided). --small: tiny cells,
@@ -96,8 +96,9 @@ def certificate_table(splits, target: str, two_sided: bool, md: bool, kinds: dic
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     from certifier.certificate.envelope import claim_subject, sign_envelope, statement
+    from certifier.certify import certify_run
     from certifier.params import parse_decimal
-    from certifier.stages_certify import certify_stages
+    from certifier.run import Run
     from verifier import verify_bytes
     print(load())
     head = ("stages", "S", "kind", "target", "sigma", "bound", "lower", "upper s", "lower s", "verify s", "total s",
@@ -108,7 +109,7 @@ def certificate_table(splits, target: str, two_sided: bool, md: bool, kinds: dic
         t0 = time.perf_counter()
         kn, kp, tg = (kinds or {}).get(name, ("tv", None, target))
         own = len(st[0]) == 3
-        out = certify_stages(st, parse_decimal("target", tg), two_sided=two_sided and not own, kind_name=kn,
+        out = certify_run(Run.in_stages(st), parse_decimal("target", tg), two_sided=two_sided and not own, kind_name=kn,
                              kind_params=kp)
         t1 = time.perf_counter()
         if not out.success:

@@ -1,6 +1,6 @@
 """Benchmark: the exact sigma over the (eps, delta) and TPR scan grids and the target domain's corners.
 
-    python benchmarks/bench_target_domain.py [--small] [--only dp|tpr|corners] [--json FILE]
+    python benchmarks/bench_target_domain.py [--small] [--only dp|tpr|corners|random] [--seed N] [--json FILE]
 
 Calls sigmacert.exact_sigma in-process (imports excluded) for every cell and prints, per kind,
 answered / refused and the CPU seconds per cell (median, max), then every refusal with its reason.
@@ -11,6 +11,9 @@ answered / refused and the CPU seconds per cell (median, max), then every refusa
   corners  M in {1, 1e7} x E in {1, 1e4} x (eps, delta) in {0.01, 20} x {1e-12, 0.1}, the TPR corners
            (1e-8, 1e-7), (1e-8, 0.5), (0.5, 0.6), (0.5, 0.99), fixed bins at the dp corners with M = 1e7,
            and two stage lists at eps 1 / delta 1e-8
+  random   60 cells drawn log-uniformly from the target domain (seed 39 unless --seed): M in [1, 1e7],
+           E in [1, 1e4]; 40 dp (eps in [0.01, 20], delta in [1e-12, 0.1]), 14 tpr (FPR in [1e-8, 0.5], TPR
+           log-uniform in (FPR, 1)), 6 dp with fixed bins -- cells nobody tuned for
 
 --small runs a few cells of each (seconds; exercised by tests/bench). The goal is 0 refused and <= 1 s
 per answer; the machine is shared, so the load average is printed first and last.
@@ -42,8 +45,38 @@ CORNERS = ([dict(steps=m, epochs=e, epsilon=eps, delta=d) for m in (1, 10**7) fo
               for eps in (0.01, 20) for d in ("1e-12", "0.1")]
            + [dict(stages=[(100, 5), (400, 5)], epsilon=1, delta="1e-8"),
               dict(stages=[(50, 4), (200, 2)], epsilon=2, delta="1e-6")])
+
+
+def random_cells(seed: int = 39, n_dp: int = 40, n_tpr: int = 14, n_bins: int = 6) -> list:
+    """Log-uniform cells of the target domain (a fixed seed: the same cells on every run)."""
+    import math
+    import random
+    rng = random.Random(seed)
+
+    def logu(lo: float, hi: float) -> float:
+        return math.exp(rng.uniform(math.log(lo), math.log(hi)))
+
+    def dec(x: float) -> str:
+        return f"{x:.3g}"
+
+    cells = []
+    for i in range(n_dp + n_tpr + n_bins):
+        m, e = int(round(logu(1, 1e7))), int(round(logu(1, 1e4)))
+        if i < n_dp or i >= n_dp + n_tpr:
+            cell = dict(steps=m, epochs=e, epsilon=dec(logu(0.01, 20.0)), delta=dec(logu(1e-12, 0.1)))
+            if i >= n_dp + n_tpr:
+                cell["scheme"] = "fixed-bins"
+        else:
+            a = logu(1e-8, 0.5)
+            b = math.exp(rng.uniform(math.log(a), 0.0))
+            b = min(max(b, a * 1.01), 0.999)
+            cell = dict(steps=m, epochs=e, fpr=dec(a), tpr=dec(b))
+        cells.append(cell)
+    return cells
+
+
 SMALL = {"dp": [DP[i] for i in (0, 44, 137, 299)], "tpr": [TPR[i] for i in (2, 41)],
-         "corners": [CORNERS[i] for i in (0, 13, 17, 40)]}
+         "corners": [CORNERS[i] for i in (0, 13, 17, 40)], "random": random_cells()[:2]}
 
 
 def load() -> str:
@@ -73,10 +106,11 @@ def summary(name: str, rows: list) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--small", action="store_true", help="a few cells of each grid")
-    ap.add_argument("--only", choices=("dp", "tpr", "corners"), help="one grid only")
+    ap.add_argument("--only", choices=("dp", "tpr", "corners", "random"), help="one grid only")
+    ap.add_argument("--seed", type=int, default=39, help="the random grid's seed")
     ap.add_argument("--json", help="also write every row to this file")
     args = ap.parse_args(argv)
-    grids = SMALL if args.small else {"dp": DP, "tpr": TPR, "corners": CORNERS}
+    grids = SMALL if args.small else {"dp": DP, "tpr": TPR, "corners": CORNERS, "random": random_cells(args.seed)}
     if args.only:
         grids = {args.only: grids[args.only]}
     print(load())

@@ -101,7 +101,7 @@ def section_table4(r: Report, certify: bool):
     r.table(header, rows)
     if certify:
         r.p("")
-        r.p("Our grids are chosen automatically (certifier.bounds.grids_v1), so h, eta and cap differ from the "
+        r.p("Our grids are chosen automatically (certifier.methods.v1.plan), so h, eta and cap differ from the "
             "paper's hand-set grids; each bound is the upper end of a FLINT ball and is at most 0.1.")
 
 

@@ -102,6 +102,11 @@ class Claim:
         return obj
 
 
+def t2_runs(claim: Claim, sigma) -> list[tuple[int, int, fmpq]]:
+    """(M_s, E_s, t_s^2 = 1/sigma_s^2) exact: each stage's own sigma, else `sigma` shared (the bounds)."""
+    return [(s[0], s[1], 1 / (x * x)) for s in claim.stages for x in [s[2] if len(s) == 3 else sigma]]
+
+
 # format v4: what a dp / tpr claim certifies, for the scheme's pair (docs/certificate.md)
 PAIR_TEXT = {RANDOM_ALLOCATION: "the pair (P_M^E, Q_M^E)",
              FIXED_BINS: "the pair (P_M, Q_M) at sigma/sqrt(E), E = ceil(iterations/M) rounds per bin"}

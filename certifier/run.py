@@ -87,6 +87,36 @@ class Run:
     def __str__(self) -> str:
         return ",".join(map(str, self.stages)) if self.staged else f"M={self.steps} E={self.epochs} ({self.scheme})"
 
+    @property
+    def one_sided_reason(self) -> str | None:
+        """Why this run's certificate is one-sided whatever is asked (a sigma per stage), or None."""
+        return "a sigma per stage: no single sigma to step down" if self.sigma_per_stage else None
+
+    def refuse_shared(self, sigma, flag: str = "sigma=") -> None:
+        """ParameterError in one line when a sigma is given beside the stages' own (flag: the face's name of it)."""
+        if self.sigma_per_stage and sigma is not None:
+            raise ParameterError(f"the stages carry their sigma already: drop {flag}")
+
+    def with_sigma(self, sigma, flag: str = "sigma=") -> Run:
+        """The run at `sigma` (exact decimal text) shared by its stages, or at its stages' own sigmas when `sigma`
+        is None; ParameterError in one line when both or neither are given (flag: the face's name of sigma)."""
+        self.refuse_shared(sigma, flag)
+        if sigma is not None:
+            return self.at(sigma)
+        if self.stages[0].sigma is None:
+            raise ParameterError(f"give {flag}" + (" or a sigma per stage (100x5@1.2,400x5@1.5)" * self.staged))
+        return self
+
+    def to_json(self) -> dict:
+        """The run in a face's JSON: steps, epochs, scheme (iterations when given) of a block; a run in stages its
+        stage list (a stage's sigma only when it has its own) and scheme."""
+        def block(m, e, scheme):
+            return {"steps": m, "epochs": e, "scheme": scheme,
+                    **({} if self.iterations is None else {"iterations": self.iterations})}
+        return self.pick(block, lambda stages: {"stages": [
+            {"steps": s.steps, "epochs": s.epochs, **({} if s.sigma is None else {"sigma": s.sigma})} for s in stages],
+            "scheme": self.scheme})
+
 
 def exact_sigma(run: Run, target, resolution: str = "auto") -> str:
     """The least sigma on the grid meeting the target for the run (numerical), as a decimal. "auto":

@@ -19,20 +19,28 @@ import functools
 import math
 from dataclasses import dataclass
 
-from certifier import certify as rules
 from certifier import door
-from certifier.bounds.grids_band import BAND_PREC, choose_band_grid, choose_lower_band_grid
-from certifier.bounds.grids_v1 import budget, choose_grid, choose_lower_grid, truncation_loss
-from certifier.bounds.grids_v2 import EPS_CEILING, choose_v2, eps_gaussian, eps_tail, idle_seconds
-from certifier.bounds.two_scale_plan import with_two_scale
-from certifier.certify import planned_upper
 from certifier.claim import Claim
 from certifier.errors import CannotCertifyError, ParameterError
+from certifier.methods.auto import V2_GAIN, V2_SWITCH_SECONDS, planned_upper
+from certifier.methods.search import LOWER_SAFETY, SAFETY, WIDE_SECONDS
+from certifier.methods.v1.band import BAND_PREC, choose_band_grid, choose_lower_band_grid
+from certifier.methods.v1.plan import budget, choose_grid, choose_lower_grid, truncation_loss
+from certifier.methods.v1.search import (
+    BAND_GAIN,
+    BAND_SWITCH_SECONDS,
+    LOWER_V1_CEILING,
+    UPPER_V1_CEILING,
+    UPPER_V1_WIDE_CEILING,
+)
+from certifier.methods.v1.two_scale_plan import with_two_scale
+from certifier.methods.v2.plan import EPS_CEILING, choose_v2, eps_gaussian, eps_tail, idle_seconds
+from certifier.methods.v2.search import V2_CALIBRATION, V2_CEILING, V2_LOWER_LOSS_RATIO
+from certifier.methods.v2.stages import plan_stages
 from certifier.numerics.schemes import closed_form_sigma
 from certifier.numerics.stages import Stage, closed_form_sigma_stages
 from certifier.params import decimal_str, parse_decimal
 from certifier.resolution import resolution_str, round_up
-from certifier.stages_certify import plan_stages
 from certifier.targets import kind as target_kind
 
 NO_PLAN = (CannotCertifyError, ParameterError)
@@ -88,10 +96,10 @@ def _v1(choose, band, M: int, E: int, s, b: float):
             plan = choose(b)
     except NO_PLAN:
         return band(b)
-    if plan.predicted_seconds > rules.BAND_SWITCH_SECONDS:
+    if plan.predicted_seconds > BAND_SWITCH_SECONDS:
         try:
             other = band(b)
-            if other.predicted_seconds <= rules.BAND_GAIN * plan.predicted_seconds:
+            if other.predicted_seconds <= BAND_GAIN * plan.predicted_seconds:
                 return other
         except NO_PLAN:
             pass
@@ -104,37 +112,37 @@ def side(M: int, E: int, s, lam: float, value: float | None, err: float | None, 
     margin: the numerics' (from value, err) unless given."""
     if margin is None:
         margin = None if value is None else (lam - value if upper else value - lam) - (err or 0)
-    safety = rules.SAFETY[0] if upper else rules.LOWER_SAFETY[0]
+    safety = SAFETY[0] if upper else LOWER_SAFETY[0]
     v1 = None
     if truncation_loss(M, E, float(s)) < 1e-9:
         try:
             if upper:
-                v1 = _v1_upper(M, E, s, budget(margin, safety, rules.UPPER_V1_CEILING)).predicted_seconds
-                if v1 > rules.WIDE_SECONDS:
+                v1 = _v1_upper(M, E, s, budget(margin, safety, UPPER_V1_CEILING)).predicted_seconds
+                if v1 > WIDE_SECONDS:
                     try:
-                        wide = budget(margin, safety, rules.UPPER_V1_WIDE_CEILING)
+                        wide = budget(margin, safety, UPPER_V1_WIDE_CEILING)
                         v1 = min(v1, _v1_upper(M, E, s, wide).predicted_seconds)
                     except NO_PLAN:
                         pass
             else:
-                v1 = _v1_lower(M, E, s, budget(margin, safety, rules.LOWER_V1_CEILING)).predicted_seconds
+                v1 = _v1_lower(M, E, s, budget(margin, safety, LOWER_V1_CEILING)).predicted_seconds
         except NO_PLAN:
             v1 = None
     v2 = None
-    if v1 is None or v1 > rules.V2_SWITCH_SECONDS:
+    if v1 is None or v1 > V2_SWITCH_SECONDS:
         t2 = 1 / (s * s)
-        b = budget(margin, safety, rules.V2_CEILING)
+        b = budget(margin, safety, V2_CEILING)
         try:
             if upper:
                 guess = 0.0 if value is None else min(max(2 * eps_gaussian(value) + 5, eps_tail(M, E, float(t2)) + 3),
                                                       EPS_CEILING)
                 p = choose_v2(M, E, t2, b, value, need_eps=guess)
             else:
-                p = choose_v2(M, E, t2, b, value, k_scale=rules.V2_LOWER_LOSS_RATIO, lower=True)
-            v2 = idle_seconds(p.predicted_seconds) * rules.V2_CALIBRATION[0 if upper else 1]
+                p = choose_v2(M, E, t2, b, value, k_scale=V2_LOWER_LOSS_RATIO, lower=True)
+            v2 = idle_seconds(p.predicted_seconds) * V2_CALIBRATION[0 if upper else 1]
         except NO_PLAN:
             v2 = None
-    if v1 is not None and (v2 is None or v2 > rules.V2_GAIN * v1):
+    if v1 is not None and (v2 is None or v2 > V2_GAIN * v1):
         return v1, False
     if v2 is None:
         raise CannotCertifyError("no grid plans this cell")
@@ -232,8 +240,8 @@ def ceiling_plan(pair: tuple, scheme: str, sigma: str, stages: tuple = ()) -> tu
     out = []
     for at, upper in ((s, True), (low, False)):
         if stages:
-            safety = rules.SAFETY[0] if upper else rules.LOWER_SAFETY[0]
-            out.append((idle(plan_stages(stages, 1 / (at * at), budget(1.0, safety, rules.V2_CEILING), None)), True))
+            safety = SAFETY[0] if upper else LOWER_SAFETY[0]
+            out.append((idle(plan_stages(stages, 1 / (at * at), budget(1.0, safety, V2_CEILING), None)), True))
             continue
         M, E = pair
         t_factor = E if scheme == "fixed-bins" else 1      # fixed bins: the pair (M, 1) at sigma / sqrt(E)

@@ -92,19 +92,13 @@ def replay_statement(payload: dict, progress) -> dict:
 
 
 def audit_job(req: dict, progress) -> dict:
-    """A job of POST /v1/audits: both sides at the claimed sigma (certifier.audit), the format-v6 predicate
-    returned unsigned (the signer replays it, then signs)."""
+    """A job of POST /v1/audits: both sides at the claimed sigma (certifier.audit) for the request's run (a block
+    or stages at the one sigma) and target, the format-v6 predicate returned unsigned (the signer replays it, then
+    signs)."""
     from certifier.audit import Stated, audit
     from certifier.certificate.audit import build
-    from certifier.claim import RANDOM_ALLOCATION
-    from certifier.errors import SigmacertError
-    from certifier.params import parse_decimal, parse_sigma
     try:
-        kind = req.get("kind") or {"name": "tv"}
-        params = tuple((k, v) for k, v in kind.items() if k != "name")
-        st = Stated(req["steps"], req["epochs"], parse_sigma(req["sigma"]), kind["name"], params,
-                    parse_decimal("target", req["target"]), req.get("scheme", RANDOM_ALLOCATION),
-                    req.get("iterations"), req["audit"]["source"])
+        st = Stated(_run(req), parse_sigma(req["sigma"]), _target(req), req["audit"]["source"])
         out = audit(st, width=req["audit"]["width"], progress=progress)
     except (SigmacertError, ValueError, ArithmeticError, OverflowError) as err:
         return {"error": _one_line(err)}

@@ -251,7 +251,7 @@ def certify(steps=None, epochs=None, target=None, sigma=None, *, stages=None, ep
     scheme="fixed-bins" certifies jax_privacy's balls-in-bins sampler (one bin per record for the
     whole run; iterations instead of epochs gives E = ceil(iterations/M)); the claim names it.
     stages=[(100, 5), (400, 5)] (or "100x5,400x5", or Stage values) instead of steps and epochs: a run in
-    stages at one shared sigma, any target kind (certifier.stages_certify, format v5; docs/compose.md); or
+    stages at one shared sigma, any target kind (certifier.certify.certify_run, format v5; docs/compose.md); or
     stages=[(100, 5, "1.2"), (400, 5, "1.5")] ("100x5@1.2,400x5@1.5", Stage(100, 5, sigma="1.2")): a sigma per
     stage, no sigma=, and the certificate is one-sided (the upper side proves the target at those sigmas;
     there is no single sigma to step down), whatever two_sided says.

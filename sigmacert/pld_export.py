@@ -18,10 +18,10 @@ from decimal import ROUND_CEILING, Decimal
 
 from certifier import door
 from certifier.bounds.dominating import DominatingPmf, dominating_pmfs
-from certifier.bounds.grids_v2 import choose_v2, eps_gaussian
 from certifier.bounds.privacy import rounded_law
 from certifier.bounds.stages_v2 import rounding_bound_v2_stages, t2_of
 from certifier.errors import CannotCertifyError, ParameterError
+from certifier.methods.v2.plan import choose_v2, eps_gaussian
 from certifier.numerics.exact import exact_tv
 from certifier.numerics.stages import exact_tv_stages, parse_stages
 from certifier.params import as_decimal_text, decimal_str, parse_epochs, parse_sigma, parse_steps, parse_target

@@ -33,7 +33,7 @@ from .format.envelope import MAX_BYTES, load_public_key, open_envelope
 from .format.stages import where
 from .format.statement import parse_statement
 from .format.strict import Reject, decimal, working_prec
-from .replay.slack import compare, upper_end
+from .replay.slack import compare, row_slack, upper_end
 
 MAX_DETAIL = 500  # characters of a rejection's detail and of each mismatch
 
@@ -202,6 +202,7 @@ def _verify_rows(p, raw, deltas_at, tol, res):
         for d, row in p["privacy"]["epsilon_at_delta"].items():
             delta, eps = decimal(d, d), row["epsilon"]
             dqp, dpq = deltas_at(eps)
+            tol_eps = row_slack(tol, eps)
             rows[d] = {"epsilon": raw["privacy"]["epsilon_at_delta"][d]["epsilon"],
                        "delta_qp": round_up(upper_end(dqp), 13), "delta_pq": round_up(upper_end(dpq), 13)}
             if max(upper_end(dqp), upper_end(dpq)) > delta:
@@ -209,14 +210,14 @@ def _verify_rows(p, raw, deltas_at, tol, res):
                              f"bounds on delta are {rows[d]['delta_qp']} (Q||P), {rows[d]['delta_pq']} "
                              f"(P||Q); not both <= {d}")
             bad = compare({k: row[k] for k in ("delta_qp", "delta_pq")}, {"delta_qp": dqp, "delta_pq": dpq},
-                           tol, f"privacy.epsilon_at_delta.{d}")
+                           tol_eps, f"privacy.epsilon_at_delta.{d}")
             if bad:
                 raise Reject("privacy-mismatch", "recorded deltas disagree with the replay: " + "; ".join(bad))
-            if eps >= grid and worst(eps - grid) + tol <= delta:  # every correct replay certifies eps - grid
+            if eps >= grid and worst(eps - grid) + tol_eps <= delta:  # every correct replay certifies eps - grid
                 raise Reject("privacy-epsilon-not-minimal", f"epsilon {rows[d]['epsilon']} at delta {d} is not "
                              f"the smallest on the grid: at epsilon - {raw['privacy']['epsilon_grid']} the "
                              f"replayed bounds are <= {round_up(worst(eps - grid), 13)}, below delta by more "
-                             f"than the slack {round_up(tol, 3)}")
+                             f"than the slack {round_up(tol_eps, 3)}")
         for a, row in p["tpr"].items():
             dqp = deltas_at(row["epsilon"])[0]
             bound = upper_end(arb(row["epsilon"]).exp() * arb(decimal(a, a)) + dqp)

@@ -8,7 +8,7 @@ by binary powering and the product with the same clamp to k_top and trim after e
 (recorded in the ledger). Every operation is a mean-preserving rounding, a move down or a deletion,
 so O = sum_k b_k min{1, e^{k eta}} <= E min{1, Lambda} and 1 - O >= the stages' TV.
 Nothing assumes a shared sigma: each stage's line is computed at its own t_s^2 on the one grid (whose
-h, cap and top octave the planner makes cover every line, certifier.stages_certify.merge), so a sigma
+h, cap and top octave the planner makes cover every line, certifier.methods.v2.stages.merge), so a sigma
 per stage is the same computation (docs/compose.md §3).
 """
 from __future__ import annotations

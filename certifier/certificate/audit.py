@@ -14,6 +14,7 @@ import datetime as _dt
 import flint
 
 from certifier import __version__
+from certifier.certificate.stages import STAGES_FORMAT, stages_claim_json
 
 PREDICATE_TYPE_V6 = "https://sigmacert.dev/certificate/v6"
 VERSION = 6
@@ -26,7 +27,9 @@ def _now() -> str:
 def build(outcome) -> dict:
     """The v6 predicate of a certifier.audit.AuditOutcome."""
     st = outcome.stated
-    claim = {**st.claim().to_json(4), "source": st.source}
+    run = st.run.pick(lambda m, e, scheme: st.claim().to_json(4),         # v4's claim of a block
+                      lambda stages: stages_claim_json(st.claim(), STAGES_FORMAT))   # v5's claim of the stages
+    claim = {**run, "source": st.source}
     audit = {"verdict": outcome.verdict, "quantity": outcome.quantity,
              "interval": {"lower": outcome.interval[0], "upper": outcome.interval[1]}}
     if outcome.fix_sigma is not None:

@@ -53,10 +53,6 @@ def runs_at(claim: Claim, sigma) -> list[tuple[int, int, str]]:
     return [(s[0], s[1], decimal_str(s[2] if len(s) == 3 else sigma)) for s in claim.stages]
 
 
-def t2_runs(claim: Claim, sigma) -> list[tuple[int, int, fmpq]]:
-    """(M_s, E_s, t_s^2 = 1/sigma_s^2) exact: each stage's own sigma, else `sigma` shared (the bounds)."""
-    return [(s[0], s[1], 1 / (x * x)) for s in claim.stages for x in [s[2] if len(s) == 3 else sigma]]
-
 
 def statement(claim: Claim) -> str:
     """The claim's statement: the kind's text (tv: the stages' TV text) for the stages' pair."""

@@ -3,7 +3,7 @@
 With G(s) = E_P min{Lambda, e^s} (docs/targets.md §3, (P1)): G'(s) = e^s P(ln Lambda > s) and
 G''(s) = G'(s) - e^s f^P(s), so f^Q(s) = e^s f^P(s) = G'(s) - G''(s) (dQ = Lambda dP). Central
 differences of step D on the line's G give both. Only the grid planners read them
-(certifier.bounds.grids_v1.KindWeights: how much a rounding costs a kind against TV).
+(certifier.methods.v1.plan.KindWeights: how much a rounding costs a kind against TV).
 """
 from __future__ import annotations
 

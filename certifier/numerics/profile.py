@@ -226,15 +226,75 @@ class Route:
         err = max(max(a.value + a.error, b.value + b.error) - value, value - max(a.value - a.error, b.value - b.error))
         return Value(min(1.0, max(0.0, value)), err)  # round-off may dip below 0
 
-    def tpr(self, alpha: float) -> Value:
-        """1 - T(alpha): the largest TPR of a test with FPR alpha."""
+    def tpr_line(self, alpha: float) -> tuple[Value, float]:
+        """1 - T(alpha) on this line only, and the ln K of its minimum."""
         key = ("tpr", alpha)
         if key not in self._cache:
             v, s = self.main.tpr(alpha)
             err = self.main.floor_error(s if math.isfinite(s) else 0.0)
             err += max((abs(x.tpr(alpha)[0] - v) for x in self.variants), default=0.0)
-            self._cache[key] = Value(v, err)
+            self._cache[key] = (Value(v, err), s)
         return self._cache[key]
+
+    def tpr(self, alpha: float) -> Value:
+        """1 - T(alpha): the largest TPR of a test with FPR alpha. Where the line's error exceeds TAIL_SWITCH
+        of it, min over s of delta_{Q||P}(s) + e^s alpha with delta on the tilted line (tilted_tpr)."""
+        line, s = self.tpr_line(alpha)
+        if self.factors is None or line.error <= TAIL_SWITCH * abs(line.value) or not math.isfinite(s):
+            return line
+        key = ("tpr-tail", alpha)
+        if key not in self._cache:
+            try:
+                v = self.tilted_tpr(alpha, s)
+            except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
+                v = line
+            self._cache[key] = v if v.error < line.error else line
+        return self._cache[key]
+
+    def tpr_for(self, alpha: float, target: float) -> Value:
+        """1 - T(alpha) as far as a search against `target` needs it (as delta_for)."""
+        line, _ = self.tpr_line(alpha)
+        if line.error <= 0.01 * target and abs(line.value - target) > 3.0 * line.error:
+            return line
+        return self.tpr(alpha)
+
+    def tilted_tpr(self, alpha: float, s0: float, step: float = 0.05, rounds: int = 6) -> Value:
+        """min over s of h(s) = delta_{Q||P}(s) + e^s alpha (Neyman-Pearson), delta on the tilted line: a
+        parabola through h at s and s +- step, a move to its vertex (at most 2 steps), the step shrunk 4-fold
+        once the vertex lies within it; until the parabola's minimum is within 1e-7 of the least value.
+        Any s gives an upper end (h >= 1 - T(alpha)); the estimate adds the tilted line's error there and
+        the gap between the least value and the last parabola's minimum (what a better s could gain)."""
+        tails = {}
+
+        def h(x: float) -> float:
+            if x not in tails:
+                t = tail_delta_second(self.factors, x, "qp") if self.second_tails else \
+                    tail_delta(self.factors, x, "qp")
+                tails[x] = (t.value + math.exp(x) * alpha, t.error)
+            return tails[x][0]
+
+        s, low = s0, -math.inf
+        for _ in range(rounds):
+            ys = [h(s - step), h(s), h(s + step)]
+            den = ys[0] - 2.0 * ys[1] + ys[2]
+            if not den > 0:   # not convex at this scale: walk downhill
+                s = s - step if ys[0] < ys[2] else s + step
+                low = -math.inf
+                continue
+            move = 0.5 * step * (ys[0] - ys[2]) / den
+            low = ys[1] - (ys[0] - ys[2]) ** 2 / (8.0 * den)
+            best = min(tails.values())[0]
+            if abs(move) <= step:
+                if best - low <= 1e-7 * best:
+                    h(s + move)
+                    break
+                s, step = s + move, step / 4.0
+            else:
+                s = s + math.copysign(2.0 * step, move)
+        best = min(tails, key=lambda x: tails[x][0])
+        value, err = tails[best]
+        gap = value - low if math.isfinite(low) else value
+        return Value(min(1.0, value), err + max(0.0, gap, 1e-7 * value))   # 1e-7: the stopping rule
 
     def tv(self) -> Value:
         return self.delta_qp(0.0)

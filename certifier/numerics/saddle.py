@@ -33,14 +33,19 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from certifier.errors import NumericsUnreliableError
+from certifier.numerics import density_moments
 from certifier.numerics.laplace_moments import FINE, FIRST, SECOND, Discretization
 from certifier.numerics.tilted_moments import log_moment, tilted_line
 
 Q_RANGE = (1.03, 2.9)
 C_MAX = 4.0                  # the P||Q line is kept at c >= -C_MAX: (T1) loses e^{2.8|c|} to cancellation
 P_RANGE = (-C_MAX, -0.3)
+D_MAX = 1e6                  # the density line (certifier.numerics.density_moments) has no range of its own:
+                             # its c is kept where the tilted density closes inside its grid
 LOG_TAIL = math.log(1e-16)   # the u-sum stops where the integrand is below this share of its peak
 MAX_TRIES = 5
+FALLBACK = 1e-6              # a density line's estimate above this share of delta: the T-line is tried too
+DIRECT_ENOUGH = 1e-3        # one epoch: the direct sum is kept within this share (the line's u-range is long)
 
 
 @dataclass(frozen=True)
@@ -67,17 +72,64 @@ class TailValue:
     parts: dict
 
 
+def c_range(factors, side: str, wide: bool = True) -> tuple[float, float]:
+    """The c a line may take: the T-lines' range, widened (wide=True) to where every factor's tilted
+    density closes when each factor has one (M = 1 factors are exact at any c)."""
+    lo, hi = Q_RANGE if side == "qp" else P_RANGE
+    if not wide:
+        return lo, hi
+    limits = [_density_limit(f, side) for f in factors if f.steps > 1]
+    if any(x is None for x in limits):
+        return lo, hi
+    if side == "qp":
+        return lo, max(hi, min(limits, default=D_MAX))
+    return min(lo, max(limits, default=-D_MAX)), hi
+
+
+_LIMITS: dict = {}
+
+
+def _density_limit(f, side: str) -> float | None:
+    """The largest |c| (sign of the side) at which the factor's tilted density closes (None: no density)."""
+    key = (f.steps, f.sigma, side)
+    if key not in _LIMITS:
+        if len(_LIMITS) > 64:
+            _LIMITS.clear()
+        sign = 1.0 if side == "qp" else -1.0
+        base = Q_RANGE[1] if side == "qp" else -P_RANGE[0]
+        if not (density_moments.available(f.steps, f.sigma)
+                and density_moments.closes(f.steps, f.sigma, sign * base)):
+            _LIMITS[key] = None
+        else:
+            lo, hi = base, base
+            while hi < D_MAX and density_moments.closes(f.steps, f.sigma, sign * hi * 2.0):
+                hi *= 2.0
+            lo, hi = hi, min(2.0 * hi, D_MAX)
+            for _ in range(12):
+                mid = math.sqrt(lo * hi)
+                lo, hi = (mid, hi) if density_moments.closes(f.steps, f.sigma, sign * mid) else (lo, mid)
+            _LIMITS[key] = sign * lo
+    return _LIMITS[key]
+
+
 def choose_c(factors, eps: float, side: str) -> float:
     """The saddle point of phi on the GDP model of ln G (ln G(c) ~ c(c - 1) sum E kappa2 / 2), in range."""
     k2 = sum(f.epochs * f.kappa2 for f in factors)
+    lo, hi = c_range(factors, side)
     if side == "qp":
         phi = lambda c: 0.5 * c * (c - 1.0) * k2 - (c - 1.0) * eps - math.log(c * (c - 1.0))  # noqa: E731
-        lo, hi = Q_RANGE
+        # the model's saddle point: phi' = 0 is a cubic; its root near 1/2 + eps/k2 seeds the bracket
     else:
         phi = lambda c: 0.5 * c * (c - 1.0) * k2 + c * eps - math.log(c * (c - 1.0))  # noqa: E731
-        lo, hi = P_RANGE
-    r = minimize_scalar(phi, bounds=(lo, hi), method="bounded", options={"xatol": 1e-4})
-    c = float(r.x)
+    if hi - lo > 10.0:   # a wide range: minimise in ln|c| (the saddle point may sit anywhere in it)
+        sgn = 1.0 if side == "qp" else -1.0
+        a, b = sorted((math.log(abs(lo)), math.log(abs(hi))))
+        r = minimize_scalar(lambda y: phi(sgn * math.exp(y)), bounds=(a, b), method="bounded",
+                            options={"xatol": 1e-5})
+        c = sgn * math.exp(float(r.x))
+    else:
+        r = minimize_scalar(phi, bounds=(lo, hi), method="bounded", options={"xatol": 1e-4})
+        c = float(r.x)
     return 2.0 + math.copysign(0.01, c - 2.0) if abs(c - 2.0) < 0.01 else c   # (T2) avoids c = 2 itself
 
 
@@ -88,7 +140,38 @@ def _slope(factors, eps: float, side: str, c: float) -> float:
     return (c - 0.5) * k2 + lin - (2.0 * c - 1.0) / (c * (c - 1.0))
 
 
-def _log_g(factors, c: float, du: float, u_max: float, disc: Discretization):
+def _in_t_range(c: float) -> bool:
+    return (Q_RANGE[0] <= c <= Q_RANGE[1] or P_RANGE[0] <= c <= P_RANGE[1]) and abs(c - 2.0) >= 1e-3
+
+
+def _factor_line(f, c: float, du: float, u_max: float, disc: Discretization, n: int, second: bool):
+    """(log F, coarse variant, other coarse variant), floor of one block M > 1 on the line c.
+
+    The primary takes the density line (certifier.numerics.density_moments) where the factor's tilted
+    density closes, else (T1)/(T2); the second route takes (T1)/(T2) wherever c is in their range, so that
+    at moderate c the two routes share no quadrature (the density line alone serves c beyond the range)."""
+    use_density = (not (second and _in_t_range(c))) and density_moments.available(f.steps, f.sigma) \
+        and density_moments.closes(f.steps, f.sigma, c)
+    if use_density:
+        try:
+            line = density_moments.density_line(f.steps, f.sigma, c, du, u_max)
+            return (line.log_f[:n], line.log_f_coarse_r[:n], line.log_f_coarse_x[:n]), line.floor[:n]
+        except NumericsUnreliableError:
+            if not _in_t_range(c):
+                raise
+    if not _in_t_range(c):
+        raise NumericsUnreliableError(f"no moment line at c = {c:g} for M={f.steps}, sigma={f.sigma:g}")
+    if c < 0.0 and disc is FIRST:
+        # (T1) at large |c|: every second r-node over-states the error by orders (the integrand grows
+        # off the ray as e^{|c| r}); the check is the line on 9 nodes per strip against 7
+        line = tilted_line(f.steps, f.sigma, c, du, u_max, FINE)
+        coarse = tilted_line(f.steps, f.sigma, c, du, u_max, FIRST)
+        return (line.log_f[:n], coarse.log_f[:n], line.log_f_coarse_x[:n]), line.floor[:n]
+    line = tilted_line(f.steps, f.sigma, c, du, u_max, disc)
+    return (line.log_f[:n], line.log_f_coarse_r[:n], line.log_f_coarse_x[:n]), line.floor[:n]
+
+
+def _log_g(factors, c: float, du: float, u_max: float, disc: Discretization, second: bool = False):
     """ln G(c + i u_j) and its variants (coarse r, coarse x), and the floor of G / G(c) per node."""
     n = int(math.ceil(u_max / du)) + 1
     u = du * np.arange(n)
@@ -99,15 +182,8 @@ def _log_g(factors, c: float, du: float, u_max: float, disc: Discretization):
         if f.steps == 1:
             lf = z * (z - 1.0) / (2.0 * f.sigma * f.sigma)
             parts, fl = (lf, lf, lf), np.full(n, 1e-15)
-        elif c < 0.0 and disc is FIRST:
-            # (T1) at large |c|: every second r-node over-states the error by orders (the integrand grows
-            # off the ray as e^{|c| r}); the check is the line on 9 nodes per strip against 7
-            line = tilted_line(f.steps, f.sigma, c, du, u_max, FINE)
-            coarse = tilted_line(f.steps, f.sigma, c, du, u_max, FIRST)
-            parts, fl = (line.log_f[:n], coarse.log_f[:n], line.log_f_coarse_x[:n]), line.floor[:n]
         else:
-            line = tilted_line(f.steps, f.sigma, c, du, u_max, disc)
-            parts, fl = (line.log_f[:n], line.log_f_coarse_r[:n], line.log_f_coarse_x[:n]), line.floor[:n]
+            parts, fl = _factor_line(f, c, du, u_max, disc, n, second)
         for i in range(3):
             total[i] += f.epochs * parts[i]
         # |d ln G| = E |dF/F| <= E floor F(c)/|F|: relative to G(c) the error of G is E |F/F(c)|^{E-1} floor
@@ -115,6 +191,14 @@ def _log_g(factors, c: float, du: float, u_max: float, disc: Discretization):
         floor += f.epochs * np.maximum(rel, 1e-300) ** (f.epochs - 1) * fl * np.exp(
             total[0].real - total[0][0].real - f.epochs * (parts[0].real - parts[0][0].real))
     return u, total, floor
+
+
+def _log_moment(f, c: float) -> float:
+    """ln F_M(c) at real c: the tilted density's sum where it closes, else (T1)/(T2)."""
+    if density_moments.available(f.steps, f.sigma) and (
+            not _in_t_range(c) or density_moments.closes(f.steps, f.sigma, c)):
+        return density_moments.log_moment(f.steps, f.sigma, c)
+    return log_moment(f.steps, f.sigma, c)
 
 
 def _measured_slope(factors, eps: float, side: str, c: float) -> float:
@@ -126,7 +210,7 @@ def _measured_slope(factors, eps: float, side: str, c: float) -> float:
         if f.steps == 1:
             d += f.epochs * (c - 0.5) / (f.sigma * f.sigma)
         else:
-            d += f.epochs * (log_moment(f.steps, f.sigma, c + h) - log_moment(f.steps, f.sigma, c - h)) / (2.0 * h)
+            d += f.epochs * (_log_moment(f, c + h) - _log_moment(f, c - h)) / (2.0 * h)
     return d + (-eps if side == "qp" else eps) - (2.0 * c - 1.0) / (c * (c - 1.0))
 
 
@@ -137,19 +221,38 @@ def refine_c(factors, eps: float, side: str) -> tuple[float, float | None]:
     c0 = choose_c(factors, eps, side)
     if all(f.steps == 1 for f in factors):
         return c0, None
-    lo, hi = Q_RANGE if side == "qp" else P_RANGE
-    lo, hi = max(lo, c0 - 0.75), min(hi, c0 + 0.75)
+    lo, hi = c_range(factors, side)
+    wide = hi - lo > 10.0
+    reach = max(0.75, 0.5 * abs(c0)) if wide else 0.75
+    lo, hi = max(lo, c0 - reach), min(hi, c0 + reach)
     k2 = sum(f.epochs * f.kappa2 for f in factors)
     g0 = _measured_slope(factors, eps, side, c0)
     c1 = _avoid_two(min(max(c0 - g0 / (k2 + 1.0 / c0 ** 2 + 1.0 / (c0 - 1.0) ** 2), lo), hi))
     if c1 == c0:
-        c1 = _avoid_two(c0 - 0.02 if c0 - 0.02 > lo else c0 + 0.02)
+        step = 0.02 * max(1.0, abs(c0)) if wide else 0.02
+        c1 = _avoid_two(c0 - step if c0 - step > lo else c0 + step)
     g1 = _measured_slope(factors, eps, side, c1)
-    if g1 == g0:
-        return c1, None
-    curv = (g1 - g0) / (c1 - c0)
-    c2 = _avoid_two(min(max(c1 - g1 / curv, lo), hi)) if curv > 0 else c1
-    return (c2 if math.isfinite(c2) else c1), (curv if curv > 0 else None)
+    curv = None
+    # secant steps on the measured phi' (two where a slope costs (T1)/(T2) lines; more on the density)
+    for _ in range(6 if wide else 1):
+        if g1 == g0:
+            return c1, curv
+        curv = (g1 - g0) / (c1 - c0)
+        if not curv > 0:
+            return c1, None
+        c2 = _avoid_two(min(max(c1 - g1 / curv, lo), hi))
+        if not math.isfinite(c2) or abs(c2 - c1) <= 1e-3 * max(1.0, abs(c1)) or not wide:
+            return (c2 if math.isfinite(c2) else c1), curv
+        c0, g0, c1 = c1, g1, c2
+        g1 = _measured_slope(factors, eps, side, c1)
+    return c1, curv
+
+
+def _try(fn):
+    try:
+        return fn()
+    except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
+        return None
 
 
 def _avoid_two(c: float) -> float:
@@ -157,10 +260,44 @@ def _avoid_two(c: float) -> float:
 
 
 def tail_delta(factors, eps: float, side: str, disc: Discretization = FIRST, c: float | None = None,
-               u_hint: float | None = None) -> TailValue:
+               u_hint: float | None = None, second: bool = False, curv: float | None = None) -> TailValue:
     """delta_{Q||P}(eps) (side "qp") or delta_{P||Q}(eps) (side "pq") on the tilted line, with an
-    a-posteriori error estimate relative to the value."""
-    c, curv = refine_c(factors, eps, side) if c is None else (c, None)
+    a-posteriori error estimate relative to the value. One epoch of one block (E = 1) is first summed
+    directly on its density where it has one (density_moments.direct_delta: no u-integral, whose range
+    is long for one epoch); the line is tried only where that sum's estimate exceeds DIRECT_ENOUGH of it."""
+    direct = None
+    if len(factors) == 1 and factors[0].epochs == 1 and factors[0].steps > 1 and not second and c is None \
+            and density_moments.available(factors[0].steps, factors[0].sigma):
+        try:
+            value, err = density_moments.direct_delta(factors[0].steps, factors[0].sigma, eps, side)
+            direct = TailValue(max(value, 0.0), err + max(0.0, -value), math.nan, {"direct": err})
+            if direct.error <= DIRECT_ENOUGH * direct.value:
+                return direct
+        except NumericsUnreliableError:
+            direct = None
+    if direct is not None:
+        try:
+            line = tail_delta(factors, eps, side, disc, refine_c(factors, eps, side)[0], u_hint, second)
+        except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
+            return direct
+        return line if line.error < direct.error else direct
+    if c is None:
+        c, curv = refine_c(factors, eps, side)
+        try:
+            v = tail_delta(factors, eps, side, disc, c, u_hint, second, curv)
+        except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
+            v = None
+        lo, hi = Q_RANGE if side == "qp" else P_RANGE
+        if (v is None or v.error > FALLBACK * v.value) and not lo <= c <= hi:
+            # beyond (T1)/(T2)'s range the density line's round-off (times E) may exceed what the T-line
+            # loses at its range's end: the better of the two
+            c_end = _avoid_two(min(max(c, lo), hi))
+            w = _try(lambda: tail_delta(factors, eps, side, disc, c_end, u_hint, True))
+            if w is not None and (v is None or w.error < v.error):
+                return w
+        if v is None:
+            raise NumericsUnreliableError(f"no tilted line at eps = {eps:g}")
+        return v
     k2 = sum(f.epochs * f.kappa2 for f in factors)
     d = (c - 1.0) if side == "qp" else min(-c, 1.0 - c)
     width = 1.0 / math.sqrt(curv or (k2 + 1.0 / c ** 2 + 1.0 / (c - 1.0) ** 2))
@@ -169,7 +306,7 @@ def tail_delta(factors, eps: float, side: str, disc: Discretization = FIRST, c: 
     du = min(0.1 * d, width / 3.0, 0.6 / (abs(slope) + 1e-9))
     u_top = max(9.5 * width, u_hint or 0.0)   # u_hint: where the pair's 1/2-line decayed (a light bulk)
     for attempt in range(MAX_TRIES):
-        u, (lg, lg_r, lg_x), floor = _log_g(factors, c, du, u_top, disc)
+        u, (lg, lg_r, lg_x), floor = _log_g(factors, c, du, u_top, disc, second)
         z = c + 1j * u
         lk = (1.0 - z) * eps if side == "qp" else z * eps
         extra = lk - np.log(z * (z - 1.0))
@@ -223,9 +360,15 @@ def tail_delta(factors, eps: float, side: str, disc: Discretization = FIRST, c: 
 
 
 def tail_delta_second(factors, eps: float, side: str) -> TailValue:
-    """The check: another line (c moved a third of the way to its range's far end) on the second
-    discretization; it shares only the formulas (T1)/(T2) and the inversion's identity."""
+    """The check: another line (c moved a third of the way to its range's far end, or by a fifth of
+    itself where the range is the density's) on the second discretization, with (T1)/(T2) wherever c is
+    in their range (so that it shares no quadrature with a primary on the density line)."""
     c0 = refine_c(factors, eps, side)[0]
-    lo, hi = Q_RANGE if side == "qp" else (max(P_RANGE[0], c0 - 1.0), P_RANGE[1])
-    c = c0 + (hi - c0) / 3.0 if hi - c0 > c0 - lo else c0 - (c0 - lo) / 3.0
-    return tail_delta(factors, eps, side, SECOND, c)
+    t_lo, t_hi = Q_RANGE if side == "qp" else (max(P_RANGE[0], c0 - 1.0), P_RANGE[1])
+    if t_lo <= c0 <= t_hi:
+        lo, hi = t_lo, t_hi
+        c = c0 + (hi - c0) / 3.0 if hi - c0 > c0 - lo else c0 - (c0 - lo) / 3.0
+    else:
+        lo, hi = c_range(factors, side)
+        c = min(max(c0 * 0.8, lo), hi) if side == "qp" else min(max(c0 * 0.8, lo), hi)
+    return tail_delta(factors, eps, side, SECOND, _avoid_two(c), second=True)

@@ -501,7 +501,7 @@ def exact_sigma_tpr(steps: int, epochs: int, fpr, tpr, resolution="1e-6", scheme
         raise ParameterError(f"the TPR target must exceed the FPR (a coin with bias alpha has TPR = alpha); "
                              f"got fpr={alpha:g}, tpr={beta:g}")
     m, e, scale2 = _reduce(steps, epochs, scheme)
-    f = Curve(m, e, scale2, lambda r: r.tpr(alpha), beta, f"TPR({alpha:g}) <= {beta:g}",
+    f = Curve(m, e, scale2, lambda r: r.tpr_for(alpha, beta), beta, f"TPR({alpha:g}) <= {beta:g}",
               mu_of=lambda v: mu_for_tpr(alpha, v))
     seed = math.sqrt(scale2) * _gdp_sigma(m, e, isf(alpha) - isf(beta))
     return grid_search(f, seed, resolution)

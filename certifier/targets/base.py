@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from flint import fmpq
 
-from certifier.params import parse_decimal
+from certifier.params import decimal_str, parse_decimal
 
 
 @dataclass(frozen=True)
@@ -104,3 +104,56 @@ class Target:
     def rule(self):
         """The certifier's rule for this target (certifier.targets.rules.TargetKind)."""
         raise NotImplementedError
+
+    # An audit of someone else's claim at its sigma (certifier.audit, docs/audit.md): the claim's axis is the
+    # target itself (tv: lambda, tpr: beta) or, for dp, its parameter eps at the target delta.
+    AUDIT_QUANTITY: ClassVar[str] = "tv"  # the interval's quantity in the audit certificate
+
+    def audit_axis(self) -> fmpq:
+        """The claim's value on its audit axis (the target; dp: epsilon)."""
+        return self.value
+
+    def audit_aimed(self, x: fmpq) -> Target:
+        """This target with its axis value x (what a side of the audit aims at)."""
+        return type(self).of(decimal_str(x), self.param)
+
+    def audit_numerical(self, run):
+        """The numerical value on the axis for the run at its sigma (aims only; a Value: value, error)."""
+        return self.value_at(run, check=False)
+
+    def audit_upper(self, res) -> fmpq | None:
+        """The certified upper value of the functional from an upper result (None: not computable from it)."""
+        v = self.rule().upper_bound(res)
+        return None if v is None else parse_decimal("bound", v)
+
+    def audit_lower(self, low) -> fmpq | None:
+        """The certified lower value of the functional from a lower result (exact; None: no pmfs)."""
+        return self.rule().lower_value(low)
+
+    def audit_record(self, res) -> dict:
+        """What the audit certificate's `upper` records beside the value (tpr: the epsilon of its bound)."""
+        return {}
+
+    def audit_words(self) -> str:
+        """The claim in words."""
+        raise NotImplementedError
+
+    def audit_axis_words(self) -> str:
+        """The interval's quantity in words ("TV"; "eps at delta = 1e-5"; "TPR at FPR 0.001")."""
+        return "TV"
+
+    def audit_claim_text(self) -> str:
+        """The claim in a sentence (the audit report)."""
+        t = decimal_str(self.value)
+        return f"every membership-inference test has accuracy at most 1/2 + {t}/2 (TV <= {t})"
+
+    def audit_plot(self) -> tuple[str, float, float, str]:
+        """Where the report draws the claim: (curve, x, y, the interval's axis): tv on the privacy profile at
+        eps = 0 (delta(0) = TV), its interval on the y axis."""
+        return "profile", 0.0, float(self.value), "y"
+
+    def audit_interval(self, values, inverse):
+        """The certified interval on the axis: values() -- [lower value, upper value] of the functional itself
+        (tv, tpr) -- or inverse() -- the axis points where each side decides the target (dp)."""
+        return values()
+

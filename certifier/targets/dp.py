@@ -17,7 +17,7 @@ from certifier.numerics import quick_bounds as qb
 from certifier.numerics import schemes
 from certifier.numerics.stages_profile import exact_privacy_stages, exact_sigma_dp_stages
 from certifier.numerics.targets import exact_privacy_scheme, exact_sigma_dp
-from certifier.params import parse_decimal
+from certifier.params import decimal_str, parse_decimal
 from certifier.targets.base import Target
 from certifier.targets.rules import (
     KIND_UPPER,
@@ -166,3 +166,35 @@ class DP(Target):
 
     def rule(self) -> TargetKind:
         return dp_kind(self.epsilon, self.value)
+
+    AUDIT_QUANTITY: ClassVar[str] = "epsilon"   # an audit's axis: eps(delta), the least eps meeting delta
+
+    def audit_axis(self) -> fmpq:
+        return parse_decimal("epsilon", self.epsilon)
+
+    def audit_aimed(self, x: fmpq) -> DP:
+        return DP(decimal_str(x), self.delta)
+
+    def audit_numerical(self, run):
+        d = self.f("delta")
+        return run.pick(lambda m, n, scheme: exact_privacy_scheme(m, n, run.sigma_float(), scheme, deltas=[d],
+                                                                  check=False),
+                        lambda stages: exact_privacy_stages(stages, deltas=[d], check=False)).epsilon[d]
+
+    def audit_words(self) -> str:
+        d = decimal_str(self.value)
+        return f"({self.epsilon}, {d})-DP: eps <= {self.epsilon} at delta = {d}"
+
+    def audit_interval(self, values, inverse):
+        return inverse()
+
+    def audit_axis_words(self) -> str:
+        return f"eps at delta = {self.delta}"
+
+    def audit_claim_text(self) -> str:
+        return (f"the run is ({self.epsilon}, {decimal_str(self.value)})-differentially private (both directions, "
+                "zero-out adjacency)")
+
+    def audit_plot(self) -> tuple[str, float, float, str]:
+        return "profile", float(self.f("epsilon")), float(self.value), "x"
+

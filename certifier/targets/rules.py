@@ -12,11 +12,11 @@ from typing import Callable
 
 from flint import fmpq
 
-from certifier.bounds.grids_v1 import KindWeights
 from certifier.bounds.result import LowerResult, UpperResult
 from certifier.certificate.stages import runs_at
 from certifier.claim import Claim
 from certifier.errors import NumericsUnreliableError, ParameterError
+from certifier.methods.v1.plan import KindWeights
 from certifier.numerics.kink_density import f_p, line, line_stages
 from certifier.numerics.stages_profile import exact_privacy_stages
 from certifier.numerics.targets import exact_privacy_scheme
@@ -145,7 +145,7 @@ def plan_weights(kinks, deletion):
 # (a concave curve through (0, 0)), about beta/alpha; a lost W-mass costs at most itself.
 
 # dp, tpr: the upper side by the closed form at M = 1, method v1 (either scheme) where its truncation at 8M
-# is harmless, otherwise method v2 planned with the kind's own loss model (certifier.certify._kind_v2);
+# is harmless, otherwise method v2 planned with the kind's own loss model (certifier.methods.v2.search.kind_v2);
 # format v4
 KIND_UPPER = {"certificate": True,
               "upper_methods": ("gaussian-shift v1", "lemma-c5-rounding v1", "lemma-c5-rounding v2"),

@@ -16,7 +16,7 @@ from certifier.numerics import quick_bounds as qb
 from certifier.numerics import schemes
 from certifier.numerics.stages_profile import exact_privacy_stages, exact_sigma_tpr_stages
 from certifier.numerics.targets import exact_privacy_scheme, exact_sigma_tpr
-from certifier.params import parse_decimal
+from certifier.params import decimal_str, parse_decimal
 from certifier.targets.base import Target
 from certifier.targets.dp import masses
 from certifier.targets.rules import (
@@ -163,3 +163,22 @@ class TPR(Target):
 
     def rule(self) -> TargetKind:
         return tpr_kind(self.fpr, self.value)
+
+    AUDIT_QUANTITY: ClassVar[str] = "tpr"
+
+    def audit_record(self, res) -> dict:
+        return {"epsilon": self.rule().upper_record(res)["epsilon"]}
+
+    def audit_words(self) -> str:
+        return f"every test with FPR {self.fpr} has TPR <= {decimal_str(self.value)}"
+
+    def audit_axis_words(self) -> str:
+        return f"TPR at FPR {self.fpr}"
+
+    def audit_claim_text(self) -> str:
+        return (f"every membership test with false-positive rate {self.fpr} has true-positive rate at most "
+                f"{decimal_str(self.value)}")
+
+    def audit_plot(self) -> tuple[str, float, float, str]:
+        return "tradeoff", float(self.f("fpr")), float(self.value), "y"
+

@@ -103,3 +103,11 @@ class TV(Target):
 
     def rule(self) -> TargetKind:
         return RULE
+
+    def audit_upper(self, res) -> fmpq | None:
+        return parse_decimal("bound", res.bound)
+
+    def audit_words(self) -> str:
+        t = decimal_str(self.value)
+        return f"TV <= {t} (every membership test: accuracy <= 1/2 + {t}/2)"
+

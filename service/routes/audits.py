@@ -1,10 +1,11 @@
 """Audits of a claim at its sigma (docs/audit.md): request, watch, download, list.
 
 An audit is a job of the certificate queue (the same store, workers, sandbox and signer): its request carries
-`audit` ({"width", "source"}) beside the run and the claim, its worker task is service.tasks.audit_job, and the
-signer signs the format-v6 predicate only after the independent verifier replayed it and its claim is the one
-requested. The archive lists audits beside certificates (GET /v1/certificates shows both; GET /v1/audits only
-audits). Bad input is 4xx with its reason.
+`audit` ({"width", "source"}) beside the run and the claim, it is admitted as the certificate job of its run, target
+and sigma would be (service.admission: 422 with the prediction above the per-job limit), its worker task is
+service.tasks.audit_job, and the signer signs the format-v6 predicate only after the independent verifier replayed
+it and its claim is the one requested. The archive lists audits beside certificates (GET /v1/certificates shows
+both; GET /v1/audits only audits). Bad input is 4xx with its reason.
 """
 from __future__ import annotations
 
@@ -17,11 +18,12 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import Field, StrictStr, ValidationError
 
 from certifier.params import ParameterError, as_decimal_text, parse_decimal
+from service.admission import admit
 from service.auth import Caller
 from service.errors import ApiError
 from service.routes.certificates import owns
 from service.state import ServiceState, caller, get_state, viewer
-from service.store import RefusedSubmissionError
+from service.store import RETRYABLE, RefusedSubmissionError
 from service.validate import CertificateRequest, Decimal, describe_errors, normalise, strict_json
 from service.views import envelope_file, job_view
 
@@ -30,8 +32,9 @@ MAX_SOURCE = 500
 
 
 class AuditRequest(CertificateRequest):
-    """POST /v1/audits: the run (steps, epochs | iterations, scheme), the claimed sigma and one claim (target, or
-    epsilon with delta, or fpr with tpr), optionally the interval's relative width and where the claim comes from."""
+    """POST /v1/audits: the run (steps, epochs | iterations, scheme; or stages at the one claimed sigma), the
+    claimed sigma and one claim (target, or epsilon with delta, or fpr with tpr), optionally the interval's
+    relative width and where the claim comes from."""
     width: Optional[Decimal] = Field(None, description="relative width of the certified interval (default 0.001)")
     source: Optional[StrictStr] = Field(None, description="where the claim comes from (recorded in the certificate)")
 
@@ -44,8 +47,6 @@ def audit_request(body: AuditRequest, limits) -> dict:
     """The normalised audit request: the certificate request's run and claim, sigma required, `audit` added."""
     if body.sigma is None:
         raise ParameterError("sigma: an audit needs the claimed noise multiplier")
-    if body.stages is not None:
-        raise ParameterError("stages: an audit of a run in stages is not implemented yet")
     if body.subject is not None:
         raise ParameterError("subject: an audit is about its claim (no subject file)")
     req = normalise(CertificateRequest(**body.model_dump(exclude={"width", "source"})), limits)
@@ -56,6 +57,13 @@ def audit_request(body: AuditRequest, limits) -> dict:
     if len(source) > MAX_SOURCE or any(ord(ch) < 32 for ch in source):
         raise ParameterError(f"source must be one line of at most {MAX_SOURCE} characters")
     return {**req, "audit": {"width": width, "source": source}}
+
+
+def priced_as(req: dict) -> dict:
+    """The certificate job an audit is priced as (service.admission): the two-sided certificate of the same run,
+    target and sigma -- the same planners for both sides (an audit's lower side runs at sigma itself, a
+    certificate's one resolution step below it)."""
+    return {k: v for k, v in req.items() if k != "audit"}
 
 
 def audit_view(row: dict, full: bool, viewer_owns: bool) -> dict:
@@ -86,6 +94,9 @@ async def submit(request: Request, who: Caller = Depends(caller), state: Service
         raise ApiError(422, describe_errors(err.errors())) from None
     req = audit_request(body, state.config.limits)
     cfg = state.config
+    row = await asyncio.to_thread(state.store.find, req)
+    if row is None or row["status"] == "cancelled" or (row["status"] == "failed" and row["error_kind"] in RETRYABLE):
+        await asyncio.to_thread(admit, priced_as(req), cfg.max_predicted_seconds, cfg.job.memory)   # 422: the reason
     try:
         row, created = await asyncio.to_thread(
             state.store.submit, req, who.name, who.team, admin=who.admin, max_queued=cfg.max_queued,

@@ -13,8 +13,10 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import Mapping
 
+from certifier import door
 from certifier.audit import DEFAULT_LIMIT, DEFAULT_WIDTH, Stated
 from certifier.audit import audit as run_audit
+from certifier.certificate.audit import build
 from certifier.errors import ParameterError
 from certifier.numerics import schemes
 from certifier.params import (
@@ -53,6 +55,13 @@ class Audit:
     envelope: bytes | None = None
     keyid: str | None = None
     fix_certificate: object = None   # fix=True and FALSE: sigmacert.Certificate at fix_sigma
+    stages: tuple = ()               # a run in stages: ((M_s, E_s), ...) at the one sigma (steps: the first M,
+                                     # epochs: the total); () for a block
+
+    @property
+    def target(self):
+        """The claim's Target (certifier.targets): its words and values."""
+        return door.KINDS[self.kind].from_params(dict(self.params))
 
     @property
     def relative_width(self) -> float:
@@ -61,7 +70,8 @@ class Audit:
 
     def as_dict(self) -> dict:
         return {"verdict": self.verdict, "claim": self.claim, "kind": self.kind, "params": dict(self.params),
-                "steps": self.steps, "epochs": self.epochs, "sigma": str(self.sigma), "scheme": self.scheme,
+                "steps": self.steps, "epochs": self.epochs, "stages": [list(x) for x in self.stages] or None,
+                "sigma": str(self.sigma), "scheme": self.scheme,
                 "source": self.source, "quantity": self.quantity,
                 "interval": [str(self.interval[0]), str(self.interval[1])], "relative_width": self.relative_width,
                 "numerical": self.numerical, "fix_sigma": None if self.fix_sigma is None else str(self.fix_sigma),
@@ -76,55 +86,65 @@ class Audit:
 
 
 def stated(steps, epochs, sigma, *, target=None, epsilon=None, delta=None, fpr=None, tpr=None,
-           scheme=schemes.DEFAULT_SCHEME, iterations=None, source: str = "") -> tuple[Stated, kinds.Kind]:
-    """The claim as stated, parsed exactly (certifier.audit.Stated) and its face kind."""
-    scheme = schemes.parse_scheme(scheme)
-    if steps is None or sigma is None or (epochs is None and iterations is None):
-        raise ParameterError("an audit needs steps, epochs (or iterations) and sigma")
-    m = parse_steps(as_decimal_text("steps", steps))
-    e = None if epochs is None else parse_epochs(as_decimal_text("epochs", epochs))
-    t = None if iterations is None else parse_count("iterations", as_decimal_text("iterations", iterations), 10**12)
-    e = parse_epochs(schemes.resolve_epochs(m, e, scheme, t))
+           scheme=schemes.DEFAULT_SCHEME, iterations=None, stages=None, source: str = "") -> Stated:
+    """The claim as stated, parsed exactly (certifier.audit.Stated): the run (steps and epochs or iterations, or
+    stages "50x4,200x2" at the one claimed sigma), the sigma and one target kind."""
+    if sigma is None:
+        raise ParameterError("an audit needs the claimed sigma")
+    if stages is not None:
+        if steps is not None or epochs is not None or iterations is not None:
+            raise ParameterError("give either stages or steps and epochs, not both")
+        if schemes.parse_scheme(scheme) != schemes.DEFAULT_SCHEME:
+            raise ParameterError("a run in stages is audited for random allocation only (not fixed bins)")
+        run = door.Run.in_stages(stages, sigma_per_stage=False)
+    else:
+        scheme = schemes.parse_scheme(scheme)
+        if steps is None or (epochs is None and iterations is None):
+            raise ParameterError("an audit needs steps and epochs (or iterations), or stages, and sigma")
+        m = parse_steps(as_decimal_text("steps", steps))
+        e = None if epochs is None else parse_epochs(as_decimal_text("epochs", epochs))
+        t = None if iterations is None else parse_count("iterations", as_decimal_text("iterations", iterations),
+                                                        10**12)
+        run = door.Run.block(m, parse_epochs(schemes.resolve_epochs(m, e, scheme, t)), scheme, t)
     s = parse_sigma(as_decimal_text("sigma", sigma))
     kind = kinds.parse_kind(target, epsilon=epsilon, delta=delta, fpr=fpr, tpr=tpr)
-    params = () if kind.PARAM is None else ((kind.PARAM, kind.param),)
     if not isinstance(source, str) or len(source) > 500:
         raise ParameterError("source must be text of at most 500 characters")
-    return Stated(m, e, s, kind.name, params, kind.value, scheme, t, source), kind
+    return Stated(run, s, kind, source)
 
 
 def audit(steps=None, epochs=None, sigma=None, *, target=None, epsilon=None, delta=None, fpr=None, tpr=None,
           scheme=schemes.DEFAULT_SCHEME, iterations=None, stages=None, width=DEFAULT_WIDTH, key=None,
           source: str = "", fix: bool = False, limit: float = DEFAULT_LIMIT, progress=None) -> Audit:
     """Audit the claim "the run (steps, epochs, sigma[, scheme]) meets the target" (one kind: target=lambda, or
-    epsilon with delta, or fpr with tpr). width: the certified interval's relative width (default 1e-3).
-    key: a private key (path or Ed25519PrivateKey) to sign the format-v6 certificate. fix: when FALSE, also
-    certify the least sigma meeting the claim (needs key). Raises ParameterError for bad input and
+    epsilon with delta, or fpr with tpr); stages="50x4,200x2" (or [(50, 4), (200, 2)]) instead of steps and
+    epochs: a run in stages at the one claimed sigma. width: the certified interval's relative width (default
+    1e-3). key: a private key (path or Ed25519PrivateKey) to sign the format-v6 certificate. fix: when FALSE,
+    also certify the least sigma meeting the claim (needs key). Raises ParameterError for bad input and
     CannotCertifyError where a side finds no grid."""
-    if stages is not None:
-        raise ParameterError("an audit of a run in stages is not implemented yet (give steps and epochs)")
-    st, kind = stated(steps, epochs, sigma, target=target, epsilon=epsilon, delta=delta, fpr=fpr, tpr=tpr,
-                      scheme=scheme, iterations=iterations, source=source)
+    st = stated(steps, epochs, sigma, target=target, epsilon=epsilon, delta=delta, fpr=fpr, tpr=tpr,
+                scheme=scheme, iterations=iterations, stages=stages, source=source)
     w = parse_decimal("width", as_decimal_text("width", width))
     priv = None if key is None else private_key(key)
     if fix and priv is None:
         raise ParameterError("fix=True certifies the least sigma: it needs key=")
     out = run_audit(st, width=w, limit=limit, progress=progress)
-    from certifier.certificate.audit import build
     pred = build(out)
     envelope = keyid = None
     if priv is not None:
-        from certifier.certificate.envelope import key_id, sign_certificate
-        envelope, keyid = sign_certificate(pred, priv), key_id(priv.public_key())
+        envelope, keyid = door.sign(pred, priv)
     fixed = None
     if fix and out.verdict == "FALSE" and out.fix_sigma is not None:
         from sigmacert.api import certify
-        fixed = certify(st.steps, None if st.iterations else st.epochs, sigma=out.fix_sigma, key=priv,
-                        scheme=st.scheme, iterations=st.iterations, **dict(kind.params))
+        run = st.run.pick(lambda m, e, scheme: dict(steps=m, epochs=None if st.iterations else e, scheme=scheme,
+                                                    iterations=st.iterations),
+                          lambda stages: dict(stages=st.stages))
+        fixed = certify(sigma=out.fix_sigma, key=priv, **run, **st.target.params)
+    kind = st.target
     return Audit(out.verdict, out.quantity, tuple(Decimal(x) for x in out.interval), st.words(), kind.name,
                  MappingProxyType(dict(kind.params)), st.steps, st.epochs, Decimal(decimal_str(st.sigma)), st.scheme,
                  st.source, out.numerical, None if out.fix_sigma is None else Decimal(out.fix_sigma),
-                 MappingProxyType(dict(out.seconds)), MappingProxyType(pred), envelope, keyid, fixed)
+                 MappingProxyType(dict(out.seconds)), MappingProxyType(pred), envelope, keyid, fixed, st.stages)
 
 
 def private_key(key):

@@ -1,6 +1,7 @@
 """`sigmacert audit --claims FILE.csv`: audit every row of a CSV of claims, resumably (docs/audit.md).
 
-Columns (header row, any order; empty cells are absent): steps (M), epochs (E) or iterations (fixed bins), scheme
+Columns (header row, any order; empty cells are absent): steps (M), epochs (E) or iterations (fixed bins), or stages
+("50x4,200x2" quoted, or "50x4;200x2": a run in stages at the row's one sigma) instead of both, scheme
 (random-allocation, the default, or fixed-bins), sigma, kind (tv, dp or tpr; optional, checked against the
 parameters), the kind's parameters (target | epsilon, delta | fpr, tpr) and source. The output directory holds one
 certificate a row (row-0001.json, with --key), progress.jsonl (one line per finished row, appended and synced
@@ -70,13 +71,12 @@ def audit_row(row: dict, width: str) -> dict:
     from certifier.certificate.audit import build
     from sigmacert.audits.api import stated
     try:
-        if "stages" in row:
-            raise ParameterError("an audit of a run in stages is not implemented yet")
         kind_of(row)
-        st, _ = stated(row.get("steps"), row.get("epochs"), row.get("sigma"), target=row.get("target"),
-                       epsilon=row.get("epsilon"), delta=row.get("delta"), fpr=row.get("fpr"), tpr=row.get("tpr"),
-                       scheme=row.get("scheme", "random-allocation"), iterations=row.get("iterations"),
-                       source=row.get("source", ""))
+        stages = row.get("stages")                   # "50x4,200x2" (quoted in the CSV) or "50x4;200x2"
+        st = stated(row.get("steps"), row.get("epochs"), row.get("sigma"), target=row.get("target"),
+                    epsilon=row.get("epsilon"), delta=row.get("delta"), fpr=row.get("fpr"), tpr=row.get("tpr"),
+                    scheme=row.get("scheme", "random-allocation"), iterations=row.get("iterations"),
+                    stages=None if stages is None else stages.replace(";", ","), source=row.get("source", ""))
         out = run_audit(st, width=width)
     except SigmacertError as err:
         return {"ok": False, "error": str(err)}
@@ -148,8 +148,10 @@ def table(entries: list) -> list[str]:
         claim = (f"TV <= {c.get('target')}" if "target" in c else f"eps <= {c.get('epsilon')} @ {c.get('delta')}"
                  if "epsilon" in c else f"TPR <= {c.get('tpr')} @ {c.get('fpr')}")
         iv = f"[{e['interval'][0]}, {e['interval'][1]}]" if "interval" in e else e.get("error", "")[:60]
-        out.append(f"{e['row']:>4} {c.get('steps', ''):>6} {c.get('epochs', c.get('iterations', '')):>5} "
-                   f"{c.get('sigma', ''):>10} {claim:<24} {e['verdict']:<10} {iv:<30} {c.get('source', '')}")
+        run = (f"{c['stages'].replace(';', ','):>12}" if "stages" in c else
+               f"{c.get('steps', ''):>6} {c.get('epochs', c.get('iterations', '')):>5}")
+        out.append(f"{e['row']:>4} {run} {c.get('sigma', ''):>10} {claim:<24} {e['verdict']:<10} {iv:<30} "
+                   f"{c.get('source', '')}")
     return out
 
 

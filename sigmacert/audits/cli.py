@@ -12,13 +12,10 @@ import os
 from certifier.errors import ParameterError
 from sigmacert.files import read_regular, refuse_existing
 
-INTERVAL_NAMES = {"epsilon": "eps(delta = {delta})", "tv": "TV", "tpr": "TPR(FPR = {fpr})"}
 
-
-def interval_text(quantity: str, params: dict, interval) -> str:
-    """'eps(delta = 1e-5) in [0.9425, 0.94295]' (or TV / TPR)."""
-    name = INTERVAL_NAMES[quantity].format(**params)
-    return f"{name} in [{interval[0]}, {interval[1]}]"
+def interval_text(target, interval) -> str:
+    """'eps at delta = 1e-5 in [0.9425, 0.94295]' (or TV / TPR at FPR a)."""
+    return f"{target.audit_axis_words()} in [{interval[0]}, {interval[1]}]"
 
 
 def lines(a) -> list[str]:
@@ -26,12 +23,11 @@ def lines(a) -> list[str]:
     out = [f"{a.verdict}: {a.claim}"]
     if a.source:
         out.append(f"  source: {a.source}")
-    out.append(f"  certified at sigma {a.sigma}: {interval_text(a.quantity, dict(a.params), a.interval)} "
+    out.append(f"  certified at sigma {a.sigma}: {interval_text(a.target, a.interval)} "
                f"(relative width {a.relative_width:.2g}; numerical {a.numerical:.6g})")
     p = a.predicate
     up, lo = {**p["upper"], "method": p["method"]}, p["lower"]
-    what = {"epsilon": f"delta at eps = {a.params.get('epsilon')}", "tv": "TV",
-            "tpr": f"TPR at FPR {a.params.get('fpr')}"}[a.quantity]
+    what = a.target.FUNCTIONAL_WORDS
     out.append(f"  upper side ({up['method']['name']} v{up['method']['version']}): {what} <= {up['value']}")
     out.append(f"  lower side ({lo['method']['name']} v{lo['method']['version']}): {what} >= {lo['value']}")
     if a.verdict == "FALSE":
@@ -96,7 +92,8 @@ def register(sub) -> None:
                                      "and a certified interval")
     p.add_argument("--steps", "-M", help="steps per epoch M (fixed-bins: number of bins)")
     p.add_argument("--epochs", "-E", help="epochs E (fixed-bins: rounds per bin)")
-    p.add_argument("--stages", help="a run in stages (not implemented for audits yet)")
+    p.add_argument("--stages", help="a run in stages at the one claimed sigma, e.g. 50x4,200x2 (M x E each, in order; "
+                                    "instead of -M and -E)")
     add_scheme_arguments(p)
     p.add_argument("--sigma", "-s", help="the claimed noise multiplier")
     p.add_argument("--target", "-l", help="claimed TV bound lambda (or a dp / tpr claim below)")

@@ -4,10 +4,11 @@ Opacus: an accountant's `state_dict()` ({"history": [(noise_multiplier, sample_r
 name}), saved by torch.save or as JSON. It describes a random-allocation run only when the batches came from
 Algorithm 1's sampler: its mechanism is "random_allocation" (sigmacert.torch's accountant, which refuses Poisson
 loaders), or the caller states sampler="random-allocation" for a history another accountant kept. Then every entry
-has sample rate 1/M (M an integer) and steps a whole number of epochs (a multiple of M), and all entries share sigma
-and M: the run is (M, steps / M summed, sigma). A Poisson accountant's history without that statement, or with
-sampler "poisson" or "shuffle" (a shuffled loader with a fixed batch size), is another mechanism: refused, never
-called true or false.
+has sample rate 1/M (M an integer) and steps a whole number of epochs (a multiple of M), and all entries share sigma:
+the run is (M, steps / M summed, sigma), or, where the entries have several M, the run in stages (M_s, E_s) in the
+history's order (consecutive entries of one M merged) at that sigma. A Poisson accountant's history without that
+statement, or with sampler "poisson" or "shuffle" (a shuffled loader with a fixed batch size), is another
+mechanism: refused, never called true or false.
 
 jax_privacy: a BallsInBinsSampling (the object, or its configuration {"type": "BallsInBinsSampling", "cycle_length":
 M, "iterations": T[, "noise_multiplier": sigma]}) is the fixed-bins run (M, E = ceil(T / M)).
@@ -57,8 +58,9 @@ def _torch_state(data: bytes, path: str):
 
 
 def opacus_run(state: dict, sampler: str | None = None) -> dict:
-    """{steps, epochs, sigma, source} of the random-allocation run an Opacus history describes (module
-    docstring); OtherMechanismError / ParameterError with the reason otherwise."""
+    """{steps, epochs, sigma} (or {stages, sigma}: entries of several M at one sigma) of the random-allocation
+    run an Opacus history describes (module docstring); OtherMechanismError / ParameterError with the reason
+    otherwise."""
     mechanism = str(state.get("mechanism", ""))
     if sampler is not None and sampler not in SAMPLERS:
         raise ParameterError(f"sampler must be one of {', '.join(SAMPLERS)}")
@@ -73,8 +75,7 @@ def opacus_run(state: dict, sampler: str | None = None) -> dict:
     history = state["history"]
     if not isinstance(history, (list, tuple)) or not history:
         raise ParameterError("the accountant history is empty: no steps were taken")
-    runs = set()
-    epochs = 0
+    sigmas, stages = set(), []                  # stages: [M, E] in the history's order, equal M merged
     for i, entry in enumerate(history, start=1):
         try:
             sigma, q, n = entry
@@ -88,13 +89,18 @@ def opacus_run(state: dict, sampler: str | None = None) -> dict:
         if n % m:
             raise ParameterError(f"history entry {i}: {n} steps at sample rate 1/{m} are not whole epochs "
                                  f"({n / m:.4g} epochs of M = {m}); refused")
-        runs.add((as_decimal_text("sigma", sigma), m))
-        epochs += n // m
-    if len(runs) > 1:
-        raise ParameterError(f"the history has {len(runs)} different (sigma, M): a run in stages, which audits do not "
-                             "take yet")
-    (sigma, m), = runs
-    return {"steps": m, "epochs": epochs, "sigma": sigma}
+        sigmas.add(as_decimal_text("sigma", sigma))
+        if stages and stages[-1][0] == m:
+            stages[-1][1] += n // m
+        else:
+            stages.append([m, n // m])
+    if len(sigmas) > 1:
+        raise ParameterError(f"the history has {len(sigmas)} different noise multipliers: a run in stages with a "
+                             "sigma per stage, which audits do not take (a claim states one sigma)")
+    sigma, = sigmas
+    if len(stages) == 1:
+        return {"steps": stages[0][0], "epochs": stages[0][1], "sigma": sigma}
+    return {"stages": ",".join(f"{m}x{e}" for m, e in stages), "sigma": sigma}
 
 
 def jax_run(strategy) -> dict:
@@ -125,8 +131,8 @@ def audit_opacus(state, *, sampler: str | None = None, source: str | None = None
     from sigmacert.audits.api import audit
     where = state if isinstance(state, str) else "state_dict"
     run = opacus_run(load_state(state) if isinstance(state, str) else state, sampler)
-    return audit(run["steps"], run["epochs"], run["sigma"], source=source or f"Opacus accountant history {where}",
-                 **claim)
+    return audit(run.get("steps"), run.get("epochs"), run["sigma"], stages=run.get("stages"),
+                 source=source or f"Opacus accountant history {where}", **claim)
 
 
 def audit_jax(strategy, sigma=None, *, source: str | None = None, **claim):

@@ -5,16 +5,14 @@ import json
 import os
 import sys
 
-from certifier.certificate.envelope import load_envelope, read_unverified
-from certifier.certificate.keys import keygen, load_private
-from certifier.claim import RANDOM_ALLOCATION
-from certifier.door import Run
+from certifier import door
+from certifier.door import keygen, load_envelope, load_private, read_unverified
 from certifier.errors import EnvelopeError
 from certifier.params import ParameterError, parse_decimal, parse_sigma
-from certifier.stages_certify import refuse_with_stages
 from sigmacert import kinds
 from sigmacert.api import issue
-from sigmacert.cli.core import add_scheme_arguments, run_shape, stages_json, stages_of
+from sigmacert.cli.core import add_scheme_arguments, run_of
+from sigmacert.cli.targets import add_kind_arguments
 from sigmacert.files import MAX_CERTIFICATE, read_regular, refuse_existing, sha256_regular, write_atomic
 from sigmacert.kinds import certified_sides, claim_statement
 
@@ -112,13 +110,8 @@ def _lower_value(res) -> str | None:
     return getattr(res, "bound_lower", None) or res.tv_lower
 
 
-def run_certify(args) -> int:
-    stages = stages_of(args, None)
-    kind = kinds.parse_kind(args.target, epsilon=args.epsilon, delta=args.delta, fpr=args.fpr, tpr=args.tpr)
-    if stages is not None:
-        return run_certify_stages(args, stages, kind)
-    m, e, scheme, iterations = run_shape(args)
-    sigma = parse_sigma(args.sigma) if args.sigma is not None else None
+def _options(args) -> dict:
+    """certify's grid options (h, eta, cap as exact decimal text, prec) from the command line, checked."""
     h, eta, cap = (_opt_decimal("h", args.h), _opt_decimal("eta", args.eta), _opt_decimal("cap", args.cap))
     prec = None
     if args.prec is not None:
@@ -130,6 +123,20 @@ def run_certify(args) -> int:
             raise ParameterError("prec must lie in [32, 4096]")
     if h and cap and (parse_decimal("cap", cap) / parse_decimal("h", h)).q != 1:
         raise ParameterError(f"cap {cap} must be a multiple of h {h}")
+    return {"h": h, "eta": eta, "cap": cap, "prec": prec}
+
+
+def run_certify(args) -> int:
+    """`certify`: a block (-M, -E, a scheme) or a run in stages (--stages; format v5, method v2, one shared sigma
+    two-sided by default, or a sigma per stage, 100x5@1.2,400x5@1.5, one-sided), any target kind."""
+    run = run_of(args, None)
+    kind = kinds.parse_kind(args.target, epsilon=args.epsilon, delta=args.delta, fpr=args.fpr, tpr=args.tpr)
+    door.admit(run, kind, h=args.h, eta=args.eta, cap=args.cap, prec=args.prec)
+    run.refuse_shared(args.sigma, "--sigma")
+    if args.two_sided and run.one_sided_reason:
+        raise ParameterError(f"{run.one_sided_reason}, so the certificate is one-sided only: drop --two-sided")
+    options = _options(args)
+    sigma = parse_sigma(args.sigma) if args.sigma is not None else None
     key = load_private(args.key)  # fail early, before the long computation
     subject_digest = sha256_regular(args.subject) if args.subject else None
     out_dir = os.path.dirname(os.path.abspath(args.output))
@@ -139,22 +146,23 @@ def run_certify(args) -> int:
     subject = ({"name": os.path.basename(args.subject), "digest": {"sha256": subject_digest}} if args.subject
                else None)
     try:
-        issued = issue(Run.block(m, e, scheme, iterations), kind, sigma, key=key, subject=subject, h=h, eta=eta,
-                       cap=cap, prec=prec, progress=_Progress(args.quiet), two_sided=not args.one_sided)
+        issued = issue(run, kind, sigma, key=key, subject=subject, progress=_Progress(args.quiet),
+                       two_sided=not args.one_sided and not run.one_sided_reason, **options)
     except ValueError as err:
         raise ParameterError(str(err)) from None
     res = issued.outcome
     value, lower = kind.numbers(res.tv, res.tv_error, res.tv_lower)
-    summary = {"certified": res.success, "steps": m, "epochs": e, "scheme": scheme, "iterations": iterations,
-               **kind.summary(), "sigma": res.sigma,
-               "target": res.target, "bound": kinds.bound_reached(res, kind), "tries": res.tries, **value,
-               "output": None, "two_sided": res.two_sided, "sigma_low": res.sigma_low, **lower,
-               "bound_lower_at_sigma_low": _lower_value(res), "lower_tries": res.lower_tries,
+    summary = {"certified": res.success, **run.to_json(), "iterations": run.iterations, **kind.summary(),
+               "sigma": res.sigma, "sigma_per_stage": run.sigma_per_stage, "target": res.target,
+               "bound": kinds.bound_reached(res, kind), "tries": res.tries, **value, "output": None,
+               "two_sided": res.two_sided, "one_sided_reason": run.one_sided_reason, "sigma_low": res.sigma_low,
+               **lower, "bound_lower_at_sigma_low": _lower_value(res), "lower_tries": res.lower_tries,
                "lower_seconds": res.lower_seconds,
                "epsilon_at_delta": ({k: v["epsilon"] for k, v in res.privacy["epsilon_at_delta"].items()}
                                     if res.privacy else None),
                "tpr_at_fpr": {k: v["tpr"] for k, v in res.tpr.items()} if res.tpr else None,
                "rows_not_certified": res.rows_missing, "sigma_steps": res.sigma_steps}
+    at = run.where(res.sigma)
     if not res.success:
         if args.json:
             print(json.dumps(summary))
@@ -162,73 +170,7 @@ def run_certify(args) -> int:
             for t in res.tries:
                 print(_try_line(t))
             print(f"NOT certified: the bound reached, {kinds.bound_reached(res, kind)}, exceeds the target "
-                  f"{res.target}{kind.aside()} at sigma {res.sigma}; no certificate written")
-        return 1
-    write_atomic(args.output, issued.envelope + b"\n", force=args.force)
-    summary["output"] = os.path.abspath(args.output)
-    summary["keyid"] = issued.keyid
-    if args.json:
-        print(json.dumps(summary))
-    else:
-        for t in res.tries:
-            print(_try_line(t))
-        for t in res.lower_tries:
-            print(_lower_line(t))
-        f = kind.FUNCTIONAL_WORDS
-        print(f"certified: {f} <= {res.bound} <= {res.target} at sigma {res.sigma} (M={m}, E={e}, {scheme})")
-        if res.two_sided:
-            print(f"certified: {f} >= {_lower_value(res)} > {res.target} at sigma_low {res.sigma_low}, so "
-                  f"{res.sigma_low} < {kind.least_sigma_words()} <= {res.sigma}")
-        elif not args.one_sided:
-            print("  two-sided: no sigma_low could be certified to miss the target; the certificate is one-sided")
-        _print_rows(res, args.output, summary["keyid"])
-    return 0
-
-
-def run_certify_stages(args, stages, kind) -> int:
-    """`certify --stages`: a run in stages (certifier.stages_certify, format v5), any target kind; one shared
-    sigma (two-sided by default) or a sigma per stage, 100x5@1.2,400x5@1.5 (one-sided: the upper side proves
-    the target at those sigmas, and no single sigma steps down)."""
-    refuse_with_stages(None, None, RANDOM_ALLOCATION, "auto", kind.name, None, (args.h, args.eta, args.cap, args.prec))
-    own = stages[0].sigma is not None
-    if own and args.sigma is not None:
-        raise ParameterError("the stages carry their sigma already (100x5@1.2,...): drop --sigma")
-    if own and args.two_sided:
-        raise ParameterError("a sigma per stage is certified one-sided only (no single sigma to step down): drop "
-                             "--two-sided")
-    sigma = parse_sigma(args.sigma) if args.sigma is not None else None
-    key = load_private(args.key)  # fail early, before the long computation
-    subject_digest = sha256_regular(args.subject) if args.subject else None
-    if not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
-        raise ParameterError(f"output directory does not exist: {os.path.dirname(os.path.abspath(args.output))}")
-    refuse_existing(args.output, args.force)
-    subject = ({"name": os.path.basename(args.subject), "digest": {"sha256": subject_digest}} if args.subject
-               else None)
-    progress = _Progress(args.quiet)
-    issued = issue(Run(stages, staged=True), kind, sigma, key=key, subject=subject,
-                   two_sided=not args.one_sided and not own, progress=progress)
-    res = issued.outcome
-    run = ",".join(map(str, stages))
-    value, lower = kind.numbers(res.tv, res.tv_error, res.tv_lower)
-    summary = {"certified": res.success, "stages": stages_json(stages), **kind.summary(), "sigma": res.sigma,
-               "sigma_per_stage": own, "target": res.target, "bound": kinds.bound_reached(res, kind),
-               "tries": res.tries, **value, "output": None, "two_sided": res.two_sided,
-               "one_sided_reason": "a sigma per stage: no single sigma to step down" if own else None,
-               "sigma_low": res.sigma_low, **lower,
-               "bound_lower_at_sigma_low": _lower_value(res), "lower_tries": res.lower_tries,
-               "epsilon_at_delta": ({k: v["epsilon"] for k, v in res.privacy["epsilon_at_delta"].items()}
-                                    if res.privacy else None),
-               "tpr_at_fpr": {k: v["tpr"] for k, v in res.tpr.items()} if res.tpr else None,
-               "rows_not_certified": res.rows_missing, "sigma_steps": res.sigma_steps}
-    at = "at each stage's sigma" if own else f"at sigma {res.sigma}"
-    if not res.success:
-        if args.json:
-            print(json.dumps(summary))
-        else:
-            for t in res.tries:
-                print(_try_line(t))
-            print(f"NOT certified: the bound reached, {kinds.bound_reached(res, kind)}, exceeds the target "
-                  f"{res.target}{kind.aside()} {at} (stages {run}); no certificate written")
+                  f"{res.target}{kind.aside()} at {at}; no certificate written")
         return 1
     write_atomic(args.output, issued.envelope + b"\n", force=args.force)
     summary.update(output=os.path.abspath(args.output), keyid=issued.keyid)
@@ -240,11 +182,11 @@ def run_certify_stages(args, stages, kind) -> int:
     for t in res.lower_tries:
         print(_lower_line(t))
     f = kind.FUNCTIONAL_WORDS
-    print(f"certified: {f} <= {res.bound} <= {res.target} {at} (stages {run}, random allocation)")
+    print(f"certified: {f} <= {res.bound} <= {res.target} at {at}")
     if res.two_sided:
         print(f"certified: {f} >= {_lower_value(res)} > {res.target} at sigma_low {res.sigma_low}, so "
-              f"{res.sigma_low} < {kind.least_sigma_words(shared=True)} <= {res.sigma}")
-    elif own:
+              f"{res.sigma_low} < {kind.least_sigma_words(shared=run.staged)} <= {res.sigma}")
+    elif run.one_sided_reason:
         print("  one-sided: the sigmas are given per stage, so the certificate proves the target at them (upper "
               "side only); no single sigma steps down to a lower side")
     elif not args.one_sided:
@@ -391,7 +333,6 @@ def register(sub) -> None:
                                     "a format-v5 certificate)")
     add_scheme_arguments(p)
     p.add_argument("--target", "-l", help="TV target lambda in (0, 1) (or a dp / tpr target below)")
-    from sigmacert.cli.targets import add_kind_arguments
     add_kind_arguments(p)
     p.add_argument("--sigma", "-s", help="noise multiplier (default: the exact sigma, found first)")
     p.add_argument("--key", required=True, metavar="PRIVATE.pem", help="Ed25519 private key (PKCS#8 PEM)")

@@ -9,9 +9,11 @@ from decimal import ROUND_CEILING, Decimal
 
 from flint import fmpq
 
+from certifier import door
+from certifier.door import ONE_KIND, Run
 from certifier.numerics import schemes
 from certifier.numerics.montecarlo import monte_carlo_tv
-from certifier.numerics.stages import closed_form_sigma_stages, exact_sigma_stages, exact_tv_stages, parse_stages
+from certifier.numerics.stages import closed_form_sigma_stages, parse_stages
 from certifier.params import (
     ParameterError,
     decimal_str,
@@ -22,7 +24,7 @@ from certifier.params import (
     parse_steps,
     parse_target,
 )
-from certifier.resolution import issued, resolution_label
+from certifier.resolution import resolution_label
 
 
 def _emit(args, obj: dict, lines: list[str]) -> int:
@@ -78,102 +80,97 @@ def stages_of(args, per_stage):
     return parse_stages(args.stages, per_stage)
 
 
+def run_of(args, per_stage) -> Run:
+    """The run the arguments name: --stages (a run in stages; per_stage: True a sigma on every stage, False none,
+    None either) or --steps with --epochs / --iterations and --scheme (a block)."""
+    stages = stages_of(args, per_stage)
+    return Run.block(*run_shape(args)) if stages is None else Run(stages, staged=True)
+
+
 def stages_json(stages) -> list:
     """The --json form of a stage list (a stage's sigma only when it has its own)."""
     return [{"steps": s.steps, "epochs": s.epochs, **({} if s.sigma is None else {"sigma": s.sigma})}
             for s in stages]
 
 
-def run_sigma_stages(args, stages) -> int:
-    lam_q = parse_target(args.target)
-    exact = exact_sigma_stages(stages, lam_q)
-    closed = closed_form_sigma_stages(stages, float(lam_q))
-    obj = {"stages": stages_json(stages), "scheme": schemes.DEFAULT_SCHEME, "target": args.target,
-           "exact": exact, "closed_form_estimate": closed}
-    if args.json:
-        return _emit(args, obj, [])
-    tv_x = exact_tv_stages([s.with_sigma(exact) for s in stages], check=False).tv
-    return _emit(args, obj, [
-        f"stages {','.join(map(str, stages))} (M x E each, random allocation), one sigma shared",
-        f"target lambda={args.target} (every membership test: accuracy <= {decimal_str(fmpq(1, 2) + lam_q / 2)})",
-        f"  exact shared sigma (Thm 4.1 with a product, rounded up to 1e-6): {exact}  "
-        f"(exact TV {_tv_text(tv_x, 10)}, numerical, not certified)",
-        f"  chi-square sigma (Thm 3.3 on the product's chi-square, float)  : {closed:.6f}",
-    ])
+def shape_line(run: Run, each: str) -> str:
+    """The run in words, a command's first line (each: what a stage carries, as "M x E @ sigma each")."""
+    return run.pick(lambda m, e, scheme: _scheme_line(m, e, scheme, run.iterations),
+                    lambda stages: f"stages {','.join(map(str, stages))} ({each}, random allocation)")
 
 
-def run_tv_stages(args, stages) -> int:
-    if stages[0].sigma is None:
-        if args.sigma is None:
-            raise ParameterError("give a sigma per stage (100x5@1.2,400x5@1.5) or --sigma")
-        stages = tuple(s.with_sigma(args.sigma) for s in stages)
-    elif args.sigma is not None:
-        raise ParameterError("the stages carry their sigma already: drop --sigma")
-    res = exact_tv_stages(stages)
-    obj = {"stages": stages_json(stages), "scheme": schemes.DEFAULT_SCHEME, "tv_exact": res.tv,
-           "tv_error": res.error, "method": res.method, "accuracy_exact": 0.5 + 0.5 * res.tv}
-    return _emit(args, obj, [
-        f"stages {','.join(map(str, stages))} (M x E @ sigma each, random allocation)",
-        f"  exact TV (Thm 4.1, a product) : {res.tv:.12f}  (error estimate {res.error:.1e}, numerical, not certified)",
-        f"  attack accuracy, exact        : {0.5 + 0.5 * res.tv:.12f}",
-    ])
+def _closed_forms(run: Run, lam_q: fmpq, exact: str) -> tuple[dict, list, float]:
+    """The closed forms beside the exact sigma: of a block Corollary 3.4 (rounded up: a proven bound) and the
+    GDP limit; of a run in stages Theorem 3.3 on the product's chi-square (a float estimate); and the exact TV
+    at the exact sigma (a block's sigma may lie beyond what a run takes: its scheme's exact TV reads it)."""
+    def block(m, e, scheme):
+        tv_x = schemes.exact_tv(m, e, float(exact), scheme, check=False).tv
+        closed = schemes.closed_form_sigma_up(m, e, lam_q, scheme)
+        tv_c = schemes.exact_tv(m, e, float(closed), scheme, check=False).tv
+        gdp = schemes.gdp_limit_sigma(m, e, float(lam_q), scheme)
+        return {"closed_form": str(closed), "gdp_limit": gdp}, [
+            f"  closed-form sigma (Cor. 3.4, a proven bound)    : {closed}  "
+            f"(+{100 * (float(closed) / float(exact) - 1):.2f} % noise; exact TV {_tv_text(tv_c, 6)}, "
+            f"accuracy <= {_accuracy_up(tv_c, 6)})",
+            f"  GDP-limit sigma (App. B.3, a limit, NOT a bound): {gdp:.6f}"], tv_x
+
+    def product(stages):
+        closed = closed_form_sigma_stages(stages, float(lam_q))
+        return {"closed_form_estimate": closed}, [
+            f"  chi-square sigma (Thm 3.3 on the product's chi-square, float)  : {closed:.6f}"], \
+            door.exact_tv(run.at(exact), check=False).tv
+    return run.pick(block, product)
 
 
 def run_sigma(args) -> int:
+    """`sigma -l`: the exact sigma of a TV target (shared by the stages of a run in stages) and its closed forms."""
     if args.target is None:  # --epsilon/--delta and --fpr/--tpr are sigmacert.cli.targets' (it wraps this)
-        from sigmacert.kinds import ONE_KIND
         raise ParameterError(ONE_KIND)
-    stages = stages_of(args, False)
-    if stages is not None:
-        return run_sigma_stages(args, stages)
-    m, e, scheme, t = run_shape(args)
+    run = run_of(args, False)
     lam_q = parse_target(args.target)
-    lam = float(lam_q)
-    closed = schemes.closed_form_sigma_up(m, e, lam_q, scheme)  # rounded up to 1e-6: still a proven bound
-    gdp = schemes.gdp_limit_sigma(m, e, lam, scheme)
-    exact = issued(schemes.exact_sigma(m, e, lam_q, scheme))     # res(sigma): certifier.resolution
-    label = resolution_label(parse_decimal("sigma", exact))
-    pad = " " * max(0, 11 - len(label))
-    obj = {**_shape_json(m, e, scheme, t), "target": args.target, "closed_form": str(closed), "exact": exact,
-           "gdp_limit": gdp}
+    exact = door.exact_sigma(run, door.TV(decimal_str(lam_q)))   # res(sigma): certifier.resolution
+    closed, lines, tv_x = _closed_forms(run, lam_q, exact)
+    obj = {**run.to_json(), "target": args.target, "exact": exact, **closed}
     if args.json:
         return _emit(args, obj, [])
-    tv_x = schemes.exact_tv(m, e, float(exact), scheme, check=False).tv
-    tv_c = schemes.exact_tv(m, e, float(closed), scheme, check=False).tv
+    label = resolution_label(parse_decimal("sigma", exact))
     return _emit(args, obj, [
-        f"{_scheme_line(m, e, scheme, t)}",
+        shape_line(run, "M x E each") + ", one sigma shared" * run.staged,
         f"target lambda={args.target} (every membership test: accuracy <= {decimal_str(fmpq(1, 2) + lam_q / 2)})",
-        f"  closed-form sigma (Cor. 3.4, a proven bound)    : {closed}  "
-        f"(+{100 * (float(closed) / float(exact) - 1):.2f} % noise; exact TV {_tv_text(tv_c, 6)}, "
-        f"accuracy <= {_accuracy_up(tv_c, 6)})",
-        f"  exact sigma (Thm 4.1, rounded up to {label}){pad}: {exact}  "
+        *lines[:1],
+        f"  exact {'shared ' * run.staged}sigma (Thm 4.1, rounded up to {label}){' ' * max(0, 11 - len(label))}: "
+        f"{exact}  "
         f"(exact TV {_tv_text(tv_x, 10)}, accuracy <= {_accuracy_up(tv_x, 10)}; "
         f"certify it with `sigmacert certify`)",
-        f"  GDP-limit sigma (App. B.3, a limit, NOT a bound): {gdp:.6f}",
+        *lines[1:],
     ])
 
 
+def _bounds_at(run: Run) -> tuple[dict, list]:
+    """Beside a block's exact TV, its chi-square (eq. 9) and the bound U(chi2) (Thm 3.3); none for stages."""
+    def block(m, e, scheme):
+        sigma = run.sigma_float()
+        c, bound = schemes.chi2(m, e, sigma, scheme), schemes.tv_bound(m, e, sigma, scheme)
+        return {"tv_bound": bound, "chi2": c, "accuracy_bound": 0.5 + 0.5 * bound}, [
+            f"  chi-square (eq. 9)        : {c:.6g}",
+            f"  bound U(chi2) (Thm 3.3)   : {bound:.12f}",
+            f"  attack accuracy, bound    : {0.5 + 0.5 * bound:.12f}"]
+    return run.pick(block, lambda stages: ({}, []))
+
+
 def run_tv(args) -> int:
-    stages = stages_of(args, None)
-    if stages is not None:
-        return run_tv_stages(args, stages)
-    if args.sigma is None:
-        raise ParameterError("--sigma is required")
-    m, e, scheme, t = run_shape(args)
-    sigma = float(parse_sigma(args.sigma))
-    res = schemes.exact_tv(m, e, sigma, scheme)
-    c = schemes.chi2(m, e, sigma, scheme)
-    bound = schemes.tv_bound(m, e, sigma, scheme)
-    obj = {**_shape_json(m, e, scheme, t), "sigma": args.sigma, "tv_exact": res.tv, "tv_error": res.error,
-           "tv_bound": bound, "chi2": c, "accuracy_bound": 0.5 + 0.5 * bound,
-           "accuracy_exact": 0.5 + 0.5 * res.tv}
+    """`tv`: the exact TV at sigma (a block at --sigma; a run in stages at its stages' sigmas or --sigma shared)."""
+    run = run_of(args, None).with_sigma(args.sigma, "--sigma")
+    res = door.exact_tv(run)
+    extra, lines = _bounds_at(run)
+    obj = {**run.to_json(), "sigma": args.sigma, "tv_exact": res.tv, "tv_error": res.error, "method": res.method,
+           **extra, "accuracy_exact": 0.5 + 0.5 * res.tv}
     return _emit(args, obj, [
-        f"{_scheme_line(m, e, scheme, t)}, sigma={args.sigma}",
+        shape_line(run, "M x E @ sigma each") + f", sigma={args.sigma}" * (not run.staged),
         f"  exact TV (Thm 4.1)        : {res.tv:.12f}  (error estimate {res.error:.1e}, numerical, not certified)",
-        f"  chi-square (eq. 9)        : {c:.6g}",
-        f"  bound U(chi2) (Thm 3.3)   : {bound:.12f}",
+        *lines[:2],
         f"  attack accuracy, exact    : {0.5 + 0.5 * res.tv:.12f}",
-        f"  attack accuracy, bound    : {0.5 + 0.5 * bound:.12f}",
+        *lines[2:],
     ])
 
 

@@ -14,12 +14,15 @@ import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 
+from certifier import door
 from certifier.errors import NumericsUnreliableError, ParameterError
+from certifier.numerics.stages_profile import exact_privacy_stages
 from certifier.numerics.targets import exact_privacy_scheme
 from sigmacert.report import plots
 from sigmacert.report.facts import Facts
 from sigmacert.report.kinds import ALPHAS, RESOLVED
 from sigmacert.report.page import CSP, CSS, MAX_TEXT, inline_svg
+from sigmacert.report.stages import is_staged, runs_at, stage_list
 
 VERDICT_STYLE = {"HOLDS": "accept", "FALSE": "reject", "TOO CLOSE": "close"}
 VERDICT_TEXT = {"HOLDS": "The claim holds: the upper side at the claimed &sigma; proves it.",
@@ -34,11 +37,16 @@ CAPTION = ("<b>The claim on the privacy profile</b> &delta;(&epsilon;) = max(&de
 CAPTION_TPR = ("<b>The claim on the trade-off curve</b>: TPR of the best test against its FPR at the claimed "
                "&sigma; (orange, numerical, not certified). Black &times;: the claim. Green &#9660; / red &#9650;: "
                "the certified upper / lower TPR at the claimed FPR (the certified interval).")
+CAPTIONS = {"profile": CAPTION, "tradeoff": CAPTION_TPR}
 
 
 def _profile_at(claim: dict, sigma: float, **kw):
-    """The pair's numerical profile at sigma (None where the numerics refuse)."""
+    """The pair's numerical profile at sigma (a run in stages: the product's, every stage at sigma), None where the
+    numerics refuse."""
     try:
+        if is_staged(claim):
+            return exact_privacy_stages([(m, e, repr(s)) for m, e, s in runs_at(claim, repr(sigma))], check=False,
+                                        **kw)
         return exact_privacy_scheme(claim["steps"], claim["epochs"], sigma, claim.get("scheme"), check=False, **kw)
     except (NumericsUnreliableError, ParameterError):
         return None
@@ -49,87 +57,99 @@ def _t(x) -> str:
     return escape(s if len(s) <= MAX_TEXT else s[:MAX_TEXT] + "\u2026")
 
 
+def _target(f: Facts):
+    """The claim's Target (certifier.targets): every kind-specific word and plot point comes from it."""
+    return door.from_json(f.kind, f.claim["target"])
+
+
+def _run_words(c: dict) -> str:
+    if is_staged(c):
+        run = ",".join(f"{m}x{e}" for m, e, _ in stage_list(c))
+        return (f"a run in stages {run} (M x E each, in order) at one noise multiplier sigma = {c['sigma']}, random "
+                "allocation (balls and bins, Algorithm 1)")
+    return (f"a run of M = {c['steps']} steps per epoch for E = {c['epochs']} epochs at noise multiplier sigma = "
+            f"{c['sigma']}, " + ("random allocation (balls and bins, Algorithm 1)" if c["scheme"] ==
+                                 "random-allocation" else "fixed bins (jax_privacy BallsInBinsSampling)"))
+
+
+def _run_title(c: dict) -> str:
+    if is_staged(c):
+        return "stages " + ",".join(f"{m}x{e}" for m, e, _ in stage_list(c))
+    return f"M={c['steps']}, E={c['epochs']}"
+
+
 def claim_words(f: Facts) -> str:
     """The claim in words, from the certificate."""
-    c, kind = f.claim, f.kind
-    run = (f"a run of M = {c['steps']} steps per epoch for E = {c['epochs']} epochs at noise multiplier "
-           f"&sigma; = {c['sigma']}, " + ("random allocation (balls and bins, Algorithm 1)" if c["scheme"] ==
-                                          "random-allocation" else "fixed bins (jax_privacy BallsInBinsSampling)"))
-    what = {"tv": f"every membership-inference test has accuracy at most 1/2 + {c['target']}/2 (TV &le; "
-                  f"{c['target']})",
-            "dp": f"the run is ({kind.get('epsilon')}, {c['target']})-differentially private (both directions, "
-                  "zero-out adjacency)",
-            "tpr": f"every membership test with false-positive rate {kind.get('fpr')} has true-positive rate at most "
-                   f"{c['target']}"}[kind["name"]]
-    return _t(f"The claim: {what.replace('&le;', '<=')}, for {run.replace('&sigma;', 'sigma')}.")
+    return _t(f"The claim: {_target(f).audit_claim_text()}, for {_run_words(f.claim)}.")
 
 
 def interval_words(f: Facts) -> str:
-    a, c = f.predicate["audit"], f.claim
-    name = {"epsilon": f"&epsilon; at &delta; = {_t(c['target'])}", "tv": "TV",
-            "tpr": f"TPR at FPR {_t(f.kind.get('fpr'))}"}[a["quantity"]]
-    return f"{name} &isin; [{_t(a['interval']['lower'])}, {_t(a['interval']['upper'])}]"
+    a = f.predicate["audit"]
+    return (f"{_t(_target(f).audit_axis_words())} &isin; [{_t(a['interval']['lower'])}, "
+            f"{_t(a['interval']['upper'])}]")
+
+
+def _tradeoff(ax, c: dict, x: float) -> bool:
+    """The trade-off curve (TPR of the best test against its FPR) at the claimed sigma; False: refused."""
+    grid = np.unique(np.append(ALPHAS, x))
+    prof = _profile_at(c, float(c["sigma"]), fprs=list(grid))
+    if prof is not None:
+        ax.plot(grid, [prof.tpr[float(g)].value for g in grid], color=plots.EXACT, lw=1.4,
+                label="best test at the claimed sigma (numerical)")
+    ax.plot(grid, grid, color=plots.GREY, lw=0.8, label="random guess")
+    ax.set(xscale="log", yscale="log", xlabel=r"false-positive rate $\alpha$",
+           ylabel="true-positive rate of the best test")
+    return prof is not None
+
+
+def _profile(ax, c: dict, x: float, top: float) -> bool:
+    """The privacy profile delta(eps) at the claimed sigma on [0, top] (and at x); False: refused."""
+    grid = np.unique(np.append(np.linspace(0.0, top, 61), [x]))
+    prof = _profile_at(c, float(c["sigma"]), epsilons=list(grid))
+    if prof is not None:
+        pts = [(g, prof.delta[float(g)]) for g in grid]
+        pts = [(g, v.value) for g, v in pts if v.value > RESOLVED * v.error]
+        if pts:
+            ax.plot(*zip(*pts), color=plots.EXACT, lw=1.4, label=rf"$\delta(\varepsilon)$ at $\sigma$ = "
+                    f"{c['sigma']} (numerical)")
+    ax.set(yscale="log", xlabel=r"$\varepsilon$", ylabel=r"$\max(\delta_{Q\|P}, \delta_{P\|Q})(\varepsilon)$")
+    return prof is not None
 
 
 def figure(f: Facts) -> tuple[Figure, str]:
-    """The profile (dp, tv) or the trade-off curve (tpr) at sigma with the claim and the certified interval."""
-    c, p, kind = f.claim, f.predicate, f.kind["name"]
+    """The claim on its curve at sigma (Target.audit_plot: the profile, or the trade-off curve) with the certified
+    interval on its axis and the two certified values at the claim."""
+    c, p = f.claim, f.predicate
     a = p["audit"]
+    curve, x, y, axis = _target(f).audit_plot()
     lo, hi = float(a["interval"]["lower"]), float(a["interval"]["upper"])
     up, low = float(p["upper"]["value"]), float(p["lower"]["value"])
     with matplotlib.rc_context(plots.RC):
         fig = Figure(figsize=(6.4, 4.2), layout="constrained")
         ax = fig.subplots()
-        if kind == "tpr":
-            alpha = float(f.kind["fpr"])
-            grid = np.unique(np.append(ALPHAS, alpha))
-            prof = _profile_at(c, float(c["sigma"]), fprs=list(grid))
-            if prof is not None:
-                ax.plot(grid, [prof.tpr[float(x)].value for x in grid], color=plots.EXACT, lw=1.4,
-                        label="best test at the claimed sigma (numerical)")
-            ax.plot(grid, grid, color=plots.GREY, lw=0.8, label="random guess")
-            ax.plot([alpha], [float(c["target"])], "x", color="black", ms=8, label=f"claim: TPR <= {c['target']}")
-            ax.plot([alpha], [up], "v", color=plots.UPPER, ms=8, label=f"certified TPR <= {p['upper']['value']}")
-            ax.plot([alpha], [low], "^", color=plots.LOWER, ms=8, label=f"certified TPR >= {p['lower']['value']}")
-            ax.set(xscale="log", yscale="log", xlabel=r"false-positive rate $\alpha$",
-                   ylabel="true-positive rate of the best test")
-            ax.legend(loc="lower right")
-            return fig, "" if prof is not None else "The numerics refused the trade-off curve at this sigma."
-        eps_c = float(f.kind["epsilon"]) if kind == "dp" else 0.0
-        top = max(2 * max(hi if kind == "dp" else 0.0, eps_c), 1.0)
-        grid = np.unique(np.append(np.linspace(0.0, top, 61), [eps_c] + ([lo, hi] if kind == "dp" else [])))
-        prof = _profile_at(c, float(c["sigma"]), epsilons=list(grid))
-        if prof is not None:
-            pts = [(x, prof.delta[float(x)]) for x in grid]
-            pts = [(x, v.value) for x, v in pts if v.value > RESOLVED * v.error]
-            if pts:
-                ax.plot(*zip(*pts), color=plots.EXACT, lw=1.4, label=rf"$\delta(\varepsilon)$ at $\sigma$ = "
-                        f"{c['sigma']} (numerical)")
-        target = float(c["target"])
-        if kind == "dp":
-            ax.axhline(target, color="black", ls="--", lw=0.8)
-            ax.axvspan(lo, hi, color=plots.UPPER, alpha=0.25,
-                       label=rf"certified: $\varepsilon({c['target']}) \in$ [{a['interval']['lower']}, "
-                             f"{a['interval']['upper']}]")
-            ax.plot([eps_c], [target], "x", color="black", ms=9, label=f"claim: ({f.kind['epsilon']}, "
-                    f"{c['target']})-DP")
+        drawn = (_tradeoff(ax, c, x) if curve == "tradeoff" else
+                 _profile(ax, c, x, max(2 * max(hi if axis == "x" else 0.0, x), 1.0)))
+        label = f"certified: {_target(f).audit_axis_words()} in [{a['interval']['lower']}, {a['interval']['upper']}]"
+        if axis == "x":
+            ax.axhline(y, color="black", ls="--", lw=0.8)
+            ax.axvspan(lo, hi, color=plots.UPPER, alpha=0.25, label=label)
         else:
-            ax.plot([0.0, 0.0], [max(low, 1e-300), up], color=plots.UPPER, lw=6, alpha=0.4,
-                    label=f"certified: TV in [{a['interval']['lower']}, {a['interval']['upper']}]")
-            ax.plot([0.0], [target], "x", color="black", ms=9, label=f"claim: TV <= {c['target']}")
-        ax.plot([eps_c], [up], "v", color=plots.UPPER, ms=7, label=f"certified upper value {p['upper']['value']}")
+            ax.plot([x, x], [max(lo, 1e-300), hi], color=plots.UPPER, lw=6, alpha=0.4, label=label)
+        ax.plot([x], [y], "x", color="black", ms=9, label=f"claim: {_target(f).audit_words()}")
+        ax.plot([x], [up], "v", color=plots.UPPER, ms=7, label=f"certified upper value {p['upper']['value']}")
         if low > 0:
-            ax.plot([eps_c], [low], "^", color=plots.LOWER, ms=7, label=f"certified lower value {p['lower']['value']}")
-        ax.set(yscale="log", xlabel=r"$\varepsilon$", ylabel=r"$\max(\delta_{Q\|P}, \delta_{P\|Q})(\varepsilon)$")
-        ax.legend(loc="upper right", fontsize="small")
-    return fig, "" if prof is not None else "The numerics refused the privacy profile at this sigma."
+            ax.plot([x], [low], "^", color=plots.LOWER, ms=7, label=f"certified lower value {p['lower']['value']}")
+        ax.legend(loc="lower right" if curve == "tradeoff" else "upper right", fontsize="small")
+    what = "trade-off curve" if curve == "tradeoff" else "privacy profile"
+    return fig, "" if drawn else f"The numerics refused the {what} at this sigma."
 
 
 def audit_page(f: Facts, versions: dict) -> tuple[str, dict]:
     """(html, svgs) of an accepted audit certificate: the verdict first, the claim in words, the interval."""
     p, a = f.predicate, f.predicate["audit"]
     fig, note = figure(f)
-    name = "tradeoff-audit" if f.kind["name"] == "tpr" else "profile-audit"
+    curve = _target(f).audit_plot()[0]
+    name = f"{curve}-audit"
     svg = plots.svg(fig, name)
     verdict = a["verdict"]
     src = p["claim"].get("source") or ""
@@ -147,7 +167,7 @@ def audit_page(f: Facts, versions: dict) -> tuple[str, dict]:
              ("signed by key id", f"<span class=mono>{_t(f.keyid)}</span>"),
              ("this report", ", ".join(f"{_t(k)} {_t(v)}" for k, v in versions.items()))]
     dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows)
-    caption = CAPTION_TPR if f.kind["name"] == "tpr" else CAPTION
+    caption = CAPTIONS[curve]
     body = (f'<header id="verdict" class="verdict {VERDICT_STYLE[verdict]}"><div class="word">{verdict}</div>'
             f"<p>{VERDICT_TEXT[verdict]}</p><p>{claim_words(f)}</p><p>Certified: {interval_words(f)}.</p></header>"
             f'<section id="audit"><h2>The audit</h2><dl>{dl}</dl></section>'
@@ -157,7 +177,7 @@ def audit_page(f: Facts, versions: dict) -> tuple[str, dict]:
     html = ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>sigmacert audit: {verdict} \u2014 M={_t(f.claim['steps'])}, E={_t(f.claim['epochs'])}, "
+            f"<title>sigmacert audit: {verdict} \u2014 {_t(_run_title(f.claim))}, "
             f"\u03c3={_t(f.claim['sigma'])}</title><style>{css}</style></head>\n<body><h1>sigmacert audit of a "
             "claim</h1>\n" + body + "\n</body></html>\n")
     return html, {name: svg}

@@ -40,7 +40,7 @@ def test_opacus_history_json_entries_add_epochs(tmp_path):
 @pytest.mark.parametrize("state, sampler, match", [
     ({"history": [[1.4, 0.01, 1050]], "mechanism": "random_allocation"}, None, "not whole epochs"),
     ({"history": [[1.4, 0.03, 300]], "mechanism": "random_allocation"}, None, "sample rate 1/M"),
-    ({"history": [[1.4, 0.01, 100], [1.5, 0.01, 100]], "mechanism": "random_allocation"}, None, "stages"),
+    ({"history": [[1.4, 0.01, 100], [1.5, 0.01, 100]], "mechanism": "random_allocation"}, None, "sigma per stage"),
     ({"history": [[1.4, 0.01, 100]], "mechanism": "rdp"}, None, "Poisson subsampling"),
     ({"history": [[1.4, 0.01, 100]], "mechanism": "rdp"}, "poisson", "another mechanism"),
     ({"history": [[1.4, 0.01, 100]], "mechanism": "prv"}, "shuffle", "another mechanism"),

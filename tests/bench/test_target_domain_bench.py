@@ -16,7 +16,7 @@ def test_small_scan_answers_every_cell(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "| dp | 4 | 4 | 0 |" in r.stdout
     rows = json.loads(out.read_text())
-    assert set(rows) == {"dp", "tpr", "corners"}
+    assert set(rows) == {"dp", "tpr", "corners", "random"}
     for grid in rows.values():
         for row in grid:
             assert row["sigma"] is not None, row

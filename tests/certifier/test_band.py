@@ -10,14 +10,14 @@ import pytest
 from flint import arb
 from helpers import dec, sign_and_verify
 
-import certifier.certify as cc
+import certifier.methods.v1.search as v1_search
 from certifier.bounds.fixedpoint import working_prec
-from certifier.bounds.grids_band import choose_band_grid, choose_lower_band_grid
-from certifier.bounds.grids_v1 import choose_grid
 from certifier.bounds.lower_v1 import LowerV1, lower_bound
 from certifier.bounds.upper_v1 import UpperV1, make_method, rounding_bound
 from certifier.certify import certify
 from certifier.errors import CannotCertifyError
+from certifier.methods.v1.band import choose_band_grid, choose_lower_band_grid
+from certifier.methods.v1.plan import choose_grid
 from certifier.numerics.exact import exact_tv
 from certifier.params import ParameterError, parse_decimal
 
@@ -36,8 +36,8 @@ def _no_plain(*args, **kwargs):
 def banded():
     """A two-sided certificate at (3, 20, 0.001) with the plain v1 planners switched off (so the band is taken)."""
     mp = pytest.MonkeyPatch()
-    mp.setattr(cc, "choose_grid", _no_plain)
-    mp.setattr(cc, "choose_lower_grid", _no_plain)
+    mp.setattr(v1_search, "choose_grid", _no_plain)
+    mp.setattr(v1_search, "choose_lower_grid", _no_plain)
     try:
         out = certify(M, E, TARGET, SIGMA, two_sided=True)
     finally:
@@ -153,13 +153,13 @@ def test_the_method_objects_read_the_band_back_and_refuse_bad_ones():
 
 def test_a_blocks_deficit_is_carried_into_the_epoch_so_many_steps_take_wide_fixed_point():
     """A trim of a block of 2^i steps reaches the epoch sum M/2^i times: at M = 4096 the epoch's deficit is
-    hundreds of times what the trims recorded when they happened (so grids_v1 prices it as carried_deficit,
+    hundreds of times what the trims recorded when they happened (so methods.v1.plan prices it as carried_deficit,
     and takes 128 bits and a trim of 1e-30 where that would cost the budget)."""
     from fractions import Fraction
 
     from certifier.bounds.fixedpoint import Ledger
-    from certifier.bounds.grids_v1 import TRIM, WIDE_BITS, WIDE_TRIM, carried_deficit
     from certifier.bounds.upper_v1 import step_i, step_ii
+    from certifier.methods.v1.plan import TRIM, WIDE_BITS, WIDE_TRIM, carried_deficit
     steps, sigma = 4096, Q("50")
     out = {}
     for F, tr in ((80, "1e-20"), (128, "1e-30")):

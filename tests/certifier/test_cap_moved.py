@@ -10,11 +10,11 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from flint import fmpq
 
-import certifier.bounds.grids_v1 as grids_v1
-from certifier.bounds.grids_v1 import choose_grid
+import certifier.methods.v1.plan as v1_plan
 from certifier.bounds.upper_v1 import UpperV1, make_method, rounding_bound
 from certifier.certificate.envelope import canonical_json, claim_subject, sign_envelope, statement
 from certifier.certify import certify
+from certifier.methods.v1.plan import choose_grid
 from certifier.numerics.exact import exact_tv
 from certifier.params import ParameterError, parse_decimal
 from verifier.core import verify_bytes
@@ -63,7 +63,7 @@ def test_the_method_object_records_the_move_and_reads_it_back():
 @pytest.fixture(scope="module")
 def moved_cert():
     mp = pytest.MonkeyPatch()
-    mp.setattr(grids_v1, "MOVED_GAIN", 10.0)                # take the moved cap whenever it fits
+    mp.setattr(v1_plan, "MOVED_GAIN", 10.0)                # take the moved cap whenever it fits
     try:
         r = certify(5, 2, Q("0.1"), Q("2.589777"), two_sided=True)   # the v1 regime (bench --small)
     finally:

@@ -10,11 +10,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from flint import fmpq
 
 import certifier.bounds.privacy as privacy
-from certifier.bounds.grids_v2 import choose_v2, eps_gaussian, eps_tail
 from certifier.certificate.envelope import canonical_json, claim_subject, sign_envelope, statement
 from certifier.certify import certify
 from certifier.domain import OutsideDomainError, check_cell
 from certifier.errors import NumericsUnreliable
+from certifier.methods.v2.plan import choose_v2, eps_gaussian, eps_tail
 from certifier.params import parse_decimal
 from certifier.resolution import round_up, sigma_resolution, step_up
 from sigmacert.cli import main
@@ -216,8 +216,8 @@ def test_a_margin_below_the_numerics_goes_to_the_next_sigma_step(monkeypatch):
 
 
 def test_finer_grids_exist_where_the_usual_ones_fit_nothing():
-    from certifier.bounds.grids_v1 import FLOORS, _choose_grid, choose_grid
     from certifier.errors import CannotCertify
+    from certifier.methods.v1.plan import FLOORS, _choose_grid, choose_grid
     with pytest.raises(CannotCertify):                      # the usual floors: "no grid fits the margin"
         _choose_grid(100, 10, Q("25.24097"), 3e-11, h=None, eta=None, cap=None, prec=100, floors=FLOORS[0])
     plan = choose_grid(100, 10, Q("25.24097"), 3e-11)

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from certifier.bounds.grids_v1 import choose_grid, choose_lower_grid
-from certifier.bounds.two_scale_plan import with_two_scale
 from certifier.bounds.upper_v1 import BAND_POINTS, CAP_POINTS
-from certifier.certify import planned_upper
 from certifier.claim import RANDOM_ALLOCATION, Claim
 from certifier.errors import CannotCertifyError
+from certifier.methods.auto import planned_upper
+from certifier.methods.v1.plan import choose_grid, choose_lower_grid
+from certifier.methods.v1.two_scale_plan import with_two_scale
 from certifier.params import parse_decimal
 
 # (M, E, exact sigma): cells whose first plan was refused as "grid too fine"
@@ -70,7 +70,7 @@ def test_lower_planner_counts_the_cells_of_its_map_against_the_step_i_limit(monk
     """The lower map's cells of (a) run to its cap, as a v1 step (i)'s to tail_start, so the method refuses more
     than BAND_POINTS of them; the planner said "no grid" only above CAP_POINTS, so a cap between the two limits
     gave a plan the run then refused with "grid too fine"."""
-    import certifier.bounds.grids_v1 as g1
+    import certifier.methods.v1.plan as g1
     from certifier.params import ParameterError
     sigma = parse_decimal("sigma", "1.426215")
     h = float(choose_lower_grid(100, 10, sigma, 1e-8).method.h)

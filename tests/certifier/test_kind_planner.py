@@ -1,4 +1,4 @@
-"""The dp/tpr kinds' own loss model for the v1 planners (grids_v1.KindWeights, numerics.kink_density)
+"""The dp/tpr kinds' own loss model for the v1 planners (methods.v1.plan.KindWeights, numerics.kink_density)
 and the integer hockey-stick of the lower side: densities against closed forms, plans whose bounds
 still bracket the exact values and lose no more than the budget they were planned for."""
 from __future__ import annotations
@@ -12,8 +12,8 @@ from flint import fmpq
 
 from certifier import methods as mt
 from certifier.bounds import lower_kinds as lk
-from certifier.bounds.grids_v1 import budget, choose_grid, choose_lower_grid
 from certifier.claim import RANDOM_ALLOCATION, Claim
+from certifier.methods.v1.plan import budget, choose_grid, choose_lower_grid
 from certifier.numerics.kink_density import f_p, f_q, line
 from certifier.numerics.targets import exact_sigma_dp, exact_sigma_tpr
 from certifier.params import parse_decimal

@@ -206,8 +206,8 @@ def test_an_automatic_grid_the_method_refuses_is_a_skipped_try():
     (single) still raises."""
     from types import SimpleNamespace
 
-    from certifier.certify import Side, prove
     from certifier.errors import ParameterError
+    from certifier.methods.search import Side, prove
 
     def refuse(method, progress):
         raise ParameterError("grid too fine: cap/h must be <= 3e7 and tail_start/h <= 1e7")

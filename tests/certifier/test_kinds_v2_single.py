@@ -8,8 +8,10 @@ import copy
 import pytest
 from helpers import sign_and_verify
 
-from certifier.certify import KIND_UPPER_K_SCALE, _v1_fits, certify
+from certifier.certify import certify
 from certifier.claim import FIXED_BINS, RANDOM_ALLOCATION, Claim, kind_statement
+from certifier.methods.v1.search import v1_fits
+from certifier.methods.v2.search import KIND_UPPER_K_SCALE
 from certifier.numerics.targets import exact_privacy, exact_privacy_scheme
 from certifier.params import parse_decimal
 from certifier.resolution import sigma_resolution
@@ -31,7 +33,7 @@ verify = sign_and_verify
 
 
 def _v1_applies(out) -> bool:
-    return _v1_fits(Claim(RANDOM_ALLOCATION, out.steps, out.epochs, D(out.sigma), D(out.target)), D(out.sigma), False)
+    return v1_fits(Claim(RANDOM_ALLOCATION, out.steps, out.epochs, D(out.sigma), D(out.target)), D(out.sigma), False)
 
 
 def _two_sided_by_v2(out, target):

@@ -13,10 +13,10 @@ from flint import fmpq
 from scipy.stats import norm
 
 from certifier import methods as mt
-from certifier.bounds.grids_v1 import choose_grid, choose_lower_grid
 from certifier.bounds.lower_kinds import delta_pq_lower, delta_qp_lower, dp_lower, exp_upper, tpr_lower
 from certifier.bounds.lower_v1 import replay_slack
 from certifier.claim import RANDOM_ALLOCATION, Claim
+from certifier.methods.v1.plan import choose_grid, choose_lower_grid
 from certifier.numerics.targets import exact_privacy_scheme
 from certifier.targets import kind
 

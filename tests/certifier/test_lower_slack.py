@@ -9,8 +9,8 @@ import dataclasses
 import pytest
 from flint import fmpq
 
-from certifier.bounds.grids_v1 import TRIM, WIDE_SHARE, choose_lower_grid
 from certifier.bounds.lower_v1 import replay_slack
+from certifier.methods.v1.plan import TRIM, WIDE_SHARE, choose_lower_grid
 from certifier.params import parse_decimal
 
 
@@ -50,7 +50,7 @@ def test_wide_fixed_point_takes_a_wide_arb_precision():
     """128-bit masses from balls at prec 100: the floors of the balls' lower ends lost ~1e-21 a step, carried
     M times into the epoch (mass 1 - 1e-15 at M = 10^6), and a replay at its own precision lost 100 times
     more (enclosure-mismatch). Wide grids, upper and lower, take prec >= F + 64."""
-    from certifier.bounds.grids_v1 import choose_grid
+    from certifier.methods.v1.plan import choose_grid
     sigma = parse_decimal("sigma", "0.709636")
     up = choose_grid(10**6, 1, sigma, 5e-11, allow_moved=True).method
     low = choose_lower_grid(10**6, 1, sigma, 2.47e-9).method

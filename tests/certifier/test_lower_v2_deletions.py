@@ -1,5 +1,5 @@
 """The lower method v2 loses every deleted or floored mass in full, amplified by the epoch sum and the E
-epochs (grids_v2.lower_deletions); at (10^4, 10^4, 0.999) trims of 1e-14 per sum lost 2.4e-7 against a
+epochs (methods.v2.plan.lower_deletions); at (10^4, 10^4, 0.999) trims of 1e-14 per sum lost 2.4e-7 against a
 margin of 2.7e-8 and every try failed, whatever its grid."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from dataclasses import replace
 
 from flint import fmpq
 
-from certifier.bounds.grids_v2 import LOWER_TRIM_SHARE, TRIM_MAX, choose_v2, lower_deletions, plan_v2, upper_trim
 from certifier.bounds.lower_v2 import lower_bound_v2
+from certifier.methods.v2.plan import LOWER_TRIM_SHARE, TRIM_MAX, choose_v2, lower_deletions, plan_v2, upper_trim
 from certifier.params import parse_decimal
 
 Q = lambda s: parse_decimal("x", s)  # noqa: E731

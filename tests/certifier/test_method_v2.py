@@ -11,12 +11,12 @@ from scipy import integrate
 from scipy.special import erf, ndtr
 
 import certifier.certify as certify_mod
-from certifier.bounds.grids_v2 import choose_v2
 from certifier.bounds.lower_v2 import lower_bound_v2
 from certifier.bounds.upper_v2 import UpperV2, rounding_bound_v2
 from certifier.certify import certify
 from certifier.claim import FIXED_BINS, Claim
 from certifier.errors import CannotCertifyError, ParameterError
+from certifier.methods.v2.plan import choose_v2
 from certifier.params import parse_decimal
 
 Q = lambda s: parse_decimal("x", s)

@@ -1,19 +1,22 @@
-"""A certificate for a run in stages (certifier.stages_certify): both sides, the merged grid, refusals."""
+"""A certificate for a run in stages (certifier.certify.certify_run, certifier.methods.v2.stages): both sides,
+the merged grid, refusals."""
 from dataclasses import replace
 
 import pytest
 from flint import fmpq
 
-from certifier.bounds.grids_v2 import choose_v2
 from certifier.bounds.lower_v2 import lower_bound_v2
 from certifier.bounds.stages_lower import lower_bound_v2_stages
 from certifier.bounds.stages_v2 import rounding_bound_v2_stages, t2_of
 from certifier.bounds.upper_v2 import rounding_bound_v2
+from certifier.certify import certify_run, refuse_with_stages
 from certifier.errors import ParameterError
+from certifier.methods.v2.plan import choose_v2
+from certifier.methods.v2.stages import plan_stages
 from certifier.numerics.exact import exact_tv
 from certifier.numerics.stages import exact_tv_stages
 from certifier.params import parse_decimal
-from certifier.stages_certify import certify_stages, plan_stages, refuse_with_stages
+from certifier.run import Run
 
 SIGMA = parse_decimal("sigma", "1.2")
 
@@ -81,7 +84,7 @@ def test_stages_refuse_what_they_do_not_cover(kw):
 ])
 def test_bad_stage_lists_and_targets_refused(stages, target, kw):
     with pytest.raises(ParameterError):
-        certify_stages(stages, target, **kw)
+        certify_run(Run.in_stages(stages), target, **kw)
 
 
 def test_every_stage_plan_keeps_the_epoch_sum_on_its_lattice():

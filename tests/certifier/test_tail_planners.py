@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from flint import fmpq
 from scipy.stats import norm
 
-from certifier.bounds.grids_v1 import KIND_RELIABLE_SHARE, _reliable_tail
-from certifier.bounds.grids_v2 import CellModel
 from certifier.bounds.lower_v1 import LowerV1
 from certifier.certify import certify
+from certifier.methods.v1.plan import KIND_RELIABLE_SHARE, _reliable_tail
+from certifier.methods.v2.plan import CellModel
 from certifier.numerics.targets import GaussianLine, exact_privacy_scheme
 from certifier.params import parse_decimal
 from certifier.resolution import sigma_resolution
@@ -87,8 +88,8 @@ def test_the_steps_that_alone_reach_the_kink_get_the_bits():
     # (10^6, 100, eps 2, delta 1e-10) at sigma 0.49964: delta lives in one step Y ~ M (e^2 - 1) per run; the
     # common curvature (~4e-10) gave its octave 2 bits and every grid lost ~3e-12 against a margin of 4e-15.
     # (The weights as the numerics give them there: the bound itself, 3 s, is in docs/two-sided.md section 7.)
-    from certifier.bounds.grids_v1 import KindWeights
-    from certifier.bounds.grids_v2 import choose_v2, kink_weight
+    from certifier.methods.v1.plan import KindWeights
+    from certifier.methods.v2.plan import choose_v2, kink_weight
     M, t2 = 10**6, 1 / D("0.49964") ** 2
     w = KindWeights(3.917e-10, math.exp(2.0), 0.0292452)
     p = choose_v2(M, 100, t2, 2e-15, w.tv, need_eps=5.0, weights=w)
@@ -101,3 +102,27 @@ def test_the_steps_that_alone_reach_the_kink_get_the_bits():
     at = kink_weight(cm, Nh * 2**k, Nh * 2 ** (k + 1), 2.0)
     assert at > 1e6 * kink_weight(cm, Nh * 2 ** (k - 4), Nh * 2 ** (k - 3), 2.0)
     assert p.predicted_loss <= 2e-15 and p.predicted_seconds < 60
+
+
+def test_k_minus_follows_where_the_epoch_values_lie():
+    """Step (iii) deletes L < e^(k_minus eta) only where that Q-mass is negligible: with Pr_P(L < a) <=
+    Pr(Y < M a)^M (L >= Y_i / M) k_minus sits just below the epoch values, not at ln a = ln(share / E) (-66 at
+    (2, 10^4), sigma 64.5: a verifier fenced E (k_top - k_minus) = 1.3e11 and refused the certificate)."""
+    from certifier.methods.v2.plan import plan_v2
+    t2 = 1 / fmpq(645079, 10**4) ** 2
+    p = plan_v2(2, 10**4, t2, 1.2e-18, 0.4163, n=20, eta="0.000005", need_eps=11.0, weights=None)
+    m = p.method
+    assert -2.0 <= m.k_minus * float(m.eta) < 0
+    assert min(m.k_top, 10**4 * m.k_plus) - 10**4 * m.k_minus < 10**11       # the verifier's fence
+    assert p.detail["loss"]["k_minus"] <= 0.02 * 1.2e-18
+
+
+@pytest.mark.parametrize("M, t, a", [(2, 2.0, 0.3), (3, 1.0, 0.5), (10, 2.0, 0.05)])
+def test_the_epoch_value_tail_bound_holds_by_monte_carlo(M, t, a):
+    """Pr_P(L < a) <= Pr(Y < M a)^M for L the mean of M lognormal steps Y = e^(tX - t^2/2) (the k_minus model)."""
+    rng = np.random.default_rng(5)
+    Y = np.exp(t * rng.standard_normal((200_000, M)) - t * t / 2)
+    p = float(np.mean(Y.mean(axis=1) < a))
+    se = math.sqrt(p * (1 - p) / 200_000)
+    bound = norm.cdf((math.log(M * a) + t * t / 2) / t) ** M
+    assert p > 1e-3 and p <= bound + 3 * se

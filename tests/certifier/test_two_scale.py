@@ -10,12 +10,12 @@ import pytest
 from flint import fmpq
 from helpers import sign_and_verify
 
-from certifier.bounds.grids_v1 import Model, choose_grid
 from certifier.bounds.lower_v1 import LowerV1, lower_bound
-from certifier.bounds.two_scale_plan import TAU_MAX, TAU_MIN, two_scale_loss, with_two_scale
 from certifier.bounds.upper_v1 import UpperV1, make_method, rounding_bound
 from certifier.certificate.envelope import PREDICATE_TYPE_V3, predicate_type
 from certifier.certify import certify
+from certifier.methods.v1.plan import Model, choose_grid
+from certifier.methods.v1.two_scale_plan import TAU_MAX, TAU_MIN, two_scale_loss, with_two_scale
 from certifier.numerics.exact import exact_tv
 from certifier.params import ParameterError, parse_decimal
 

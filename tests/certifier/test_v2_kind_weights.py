@@ -1,4 +1,4 @@
-"""The method-v2 planner with a target kind's own loss model (grids_v1.KindWeights) for runs in stages.
+"""The method-v2 planner with a target kind's own loss model (methods.v1.plan.KindWeights) for runs in stages.
 
 Without weights a plan is today's (the identity weights give the same plan: the TV path is untouched);
 with the kink density ratio a dp margin of ~1e-11 fits a grid where the e^eps-divided TV model fits none;
@@ -13,13 +13,16 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from verifier_v3_fixtures import resign_v3
 
-from certifier.bounds.grids_v1 import KindWeights
-from certifier.bounds.grids_v2 import MOVE_SHARE, choose_v2, plan_v2
-from certifier.certificate.stages import stages_claim, t2_runs
+from certifier.certificate.stages import stages_claim
+from certifier.certify import certify_run
+from certifier.claim import t2_runs
 from certifier.errors import CannotCertifyError
+from certifier.methods.v1.plan import KindWeights
+from certifier.methods.v2.plan import MOVE_SHARE, choose_v2, plan_v2
+from certifier.methods.v2.stages import need_eps, plan_stages
 from certifier.numerics.stages_profile import exact_privacy_stages
 from certifier.params import parse_decimal
-from certifier.stages_certify import _need_eps, certify_stages, plan_stages
+from certifier.run import Run
 from certifier.targets import kind
 
 V5 = "https://sigmacert.dev/certificate/v5"
@@ -73,7 +76,7 @@ def test_a_dp_margin_the_tv_model_cannot_plan_fits_with_the_kind_weights():
     value, err = k.numerics(claim, D("2.402087"))
     margin = k.upper_margin(claim.target, value, err)
     assert 0 < margin < 1e-10
-    runs, need = t2_runs(claim, D("2.402087")), _need_eps(k)
+    runs, need = t2_runs(claim, D("2.402087")), need_eps(k)
     with pytest.raises(CannotCertifyError):
         plan_stages(runs, None, 0.6 * margin / k.loss_factor, value, need_eps=need)      # today's model
     p = plan_stages(runs, None, 0.6 * margin, w.tv, need_eps=need, weights=w)
@@ -89,7 +92,7 @@ def test_the_weights_tv_is_the_pairs_tv():
 
 @pytest.fixture(scope="module")
 def dp():
-    return certify_stages(STAGES, D("1e-5"), two_sided=True, kind_name="dp", kind_params={"epsilon": "1"})
+    return certify_run(Run.in_stages(STAGES), D("1e-5"), two_sided=True, kind_name="dp", kind_params={"epsilon": "1"})
 
 
 def test_stages_dp_at_delta_1e5_certifies_two_sided_and_verifies(dp):

@@ -1,11 +1,11 @@
-"""Method v2's per-term calibration for a target kind (certifier.bounds.grids_v2.scales_from, finer_steps):
+"""Method v2's per-term calibration for a target kind (certifier.methods.v2.plan.scales_from, finer_steps):
 step (i)'s share of the loss measured apart by a second coarse run with two more mantissa bits in every
 octave, each part of the model set against its own prediction; y_scale = 1 leaves every plan as it was."""
 from __future__ import annotations
 
 import pytest
 
-from certifier.bounds.grids_v2 import Y_SCALE_MAX, coarse, finer_steps, plan_v2, scales_from
+from certifier.methods.v2.plan import Y_SCALE_MAX, coarse, finer_steps, plan_v2, scales_from
 from certifier.params import parse_decimal
 
 T2 = 1 / parse_decimal("s", "0.8") ** 2

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from certifier.bounds.grids_v2 import ETAS, plan_v2
 from certifier.bounds.lower_v2 import lower_bound_v2
+from certifier.methods.v2.plan import ETAS, plan_v2
 from certifier.params import parse_decimal
 
 Q = lambda s: parse_decimal("x", s)

@@ -7,17 +7,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from certifier.bounds.grids_v1 import choose_grid
-from certifier.certify import (
-    SAFETY,
-    UPPER_V1_CEILING,
-    UPPER_V1_WIDE_CEILING,
-    WIDE_SECONDS,
-    Side,
-    _plain_v1,
-    _plan_within,
-)
 from certifier.errors import CannotCertifyError
+from certifier.methods.search import SAFETY, WIDE_SECONDS, Side, plan_within
+from certifier.methods.v1.plan import choose_grid
+from certifier.methods.v1.search import UPPER_V1_CEILING, UPPER_V1_WIDE_CEILING, plain_v1
 from certifier.params import parse_decimal
 
 
@@ -31,9 +24,9 @@ def _side(margin, seconds_at, wide=UPPER_V1_WIDE_CEILING):
 
 
 def test_a_slow_grid_at_the_ceiling_gives_way_to_a_faster_wider_one():
-    plan, b = _plan_within(_side(4e-7, lambda b: 400.0 if b < 1e-7 else 250.0), 0)
+    plan, b = plan_within(_side(4e-7, lambda b: 400.0 if b < 1e-7 else 250.0), 0)
     assert b == pytest.approx(SAFETY[0] * UPPER_V1_WIDE_CEILING) and plan.predicted_seconds == 250.0
-    plan, b = _plan_within(_side(4e-7, lambda b: 1e-5 / b), 2)       # each try its own safety
+    plan, b = plan_within(_side(4e-7, lambda b: 1e-5 / b), 2)       # each try its own safety
     assert b == pytest.approx(SAFETY[2] * UPPER_V1_WIDE_CEILING) and plan.predicted_seconds < 1e-5 / (
         SAFETY[2] * UPPER_V1_CEILING)
 
@@ -46,17 +39,17 @@ def test_a_slow_grid_at_the_ceiling_gives_way_to_a_faster_wider_one():
     (4e-7, lambda b: 400.0 if b < 1e-7 else 1.0, None),                                # a kind: no wide ceiling
 ])
 def test_the_ceiling_stays_where_the_wider_one_buys_nothing(margin, seconds_at, wide):
-    plan, b = _plan_within(_side(margin, seconds_at, wide), 0)
+    plan, b = plan_within(_side(margin, seconds_at, wide), 0)
     assert b == pytest.approx(SAFETY[0] * min(margin, UPPER_V1_CEILING))
 
 
 def test_at_the_measured_cell_the_planner_predicts_the_wider_grid_faster():
     M, E, s = 10**6, 10**4, parse_decimal("sigma", "0.70886")
     choose = lambda b: choose_grid(M, E, s, b, allow_moved=True)  # noqa: E731
-    side = Side("upper", 4.0e-7, SAFETY, UPPER_V1_CEILING, lambda b: _plain_v1(choose, True, M, E, s, b),
+    side = Side("upper", 4.0e-7, SAFETY, UPPER_V1_CEILING, lambda b: plain_v1(choose, True, M, E, s, b),
                 None, None, None, wide_ceiling=UPPER_V1_WIDE_CEILING)
-    plan, b = _plan_within(side, 0)
-    narrow = _plain_v1(choose, True, M, E, s, SAFETY[0] * UPPER_V1_CEILING)
+    plan, b = plan_within(side, 0)
+    narrow = plain_v1(choose, True, M, E, s, SAFETY[0] * UPPER_V1_CEILING)
     assert narrow.predicted_seconds > WIDE_SECONDS
     assert b > SAFETY[0] * UPPER_V1_CEILING and plan.predicted_seconds < 0.8 * narrow.predicted_seconds
     assert plan.predicted_loss <= b

@@ -26,7 +26,9 @@ def post(srv, body):
     ({**CLAIM, "epsilon": "0.95", "width": "abc"}, "width"),
     ({**CLAIM, "epsilon": "0.95", "source": "x" * 501}, "source"),
     ({**CLAIM, "epsilon": "0.95", "verdict": "HOLDS"}, "unknown field"),
-    ({**CLAIM, "epsilon": "0.95", "stages": "100x5,100x5"}, "stages"),
+    ({**CLAIM, "epsilon": "0.95", "stages": "100x5,100x5"}, "stages replaces steps"),
+    ({"stages": "10000x50,5000x50", "sigma": "3", "target": "0.1"}, "predicted to take"),   # ~2e4 s > 900 s
+    ({"steps": 10000, "epochs": 1000, "sigma": "5", "epsilon": "1", "delta": "0.00001"}, "predicted to take"),
 ])
 def test_bad_audit_requests(svc, body, words):
     r = post(svc, body)
@@ -59,3 +61,23 @@ def test_audits_are_queued_signed_verified_and_listed(svc, tmp_path):
     assert svc.http.get("/v1/audits/nope").status_code == 404
     again = post(svc, {**CLAIM, "epsilon": "0.95", "source": "model card 0.95"})
     assert again.status_code == 200 and again.json()["id"] == jobs["HOLDS"]      # the archived answer
+
+
+def test_an_audit_of_a_run_in_stages(svc, tmp_path):
+    """A claim about a run in stages at one sigma: queued, both sides at that sigma, signed with its stages, and the
+    independent verifier replays it (format v6 with the v5 claim); stages beside steps are refused."""
+    body = {"stages": "50x4,200x2", "sigma": "1.330068", "epsilon": "0.99", "delta": "0.00001", "source": "staged"}
+    r = post(svc, body)
+    assert r.status_code in (200, 202), r.text
+    jid = r.json()["id"]
+    assert wait_done(svc, jid)["status"] == "done"
+    a = svc.http.get(f"/v1/audits/{jid}").json()
+    assert a["verdict"] == "FALSE" and a["quantity"] == "epsilon"
+    lo, hi = map(float, a["interval"])
+    assert lo < 0.99999 < hi and (hi - lo) / hi <= 1e-3       # the numerical eps(1e-5) of the stages at 1.330068
+    cert = tmp_path / f"{jid}.json"
+    cert.write_bytes(svc.http.get(f"/v1/audits/{jid}/envelope").content)
+    out = verify_cli(cert, issuer_pem(svc, tmp_path / "issuer.pem"))
+    assert out.returncode == 0 and "audit FALSE" in out.stdout and "stages 50x4,200x2" in out.stdout, out.stdout
+    bad = post(svc, {**body, "steps": 50})
+    assert bad.status_code == 422 and "stages" in bad.json()["detail"], bad.text

@@ -112,12 +112,12 @@ def test_a_job_predicted_above_the_per_job_limit_is_refused_with_the_prediction(
 def test_admission_prices_the_grid_certify_plans_where_method_v2_has_none(cell):
     """Small targets over many epochs: method v2's planner finds no lattice for the margin (the admission once
     answered 422 "cannot be predicted"), while certify proves them with method v1 and a band around Y = 1 in
-    seconds; the admission now prices that grid (certify.planned_upper)."""
-    from certifier.bounds.grids_v1 import budget
-    from certifier.bounds.grids_v2 import choose_v2
-    from certifier.certify import planned_upper
+    seconds; the admission now prices that grid (methods.auto.planned_upper)."""
     from certifier.claim import Claim
     from certifier.errors import CannotCertifyError
+    from certifier.methods.auto import planned_upper
+    from certifier.methods.v1.plan import budget
+    from certifier.methods.v2.plan import choose_v2
     from certifier.numerics.schemes import closed_form_sigma
     from certifier.params import parse_decimal
     from service.admission import admit, prediction

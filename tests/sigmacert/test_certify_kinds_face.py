@@ -83,16 +83,16 @@ def test_certify_dp_one_sided(tmp_path, capsys, keydir, monkeypatch):
     and the target, and the v4 certificate without a lower side verifies."""
     import certifier.door as door
     seen = {}
-    real = door.certify_block   # certifier.certify.certify, the door's way to one block
+    real = door.certify_run     # certifier.certify.certify_run, the door's way to a run
 
     def spy(*a, **kw):
         seen.update(args=a, kw=kw)
         return real(*a, **kw)
-    monkeypatch.setattr(door, "certify_block", spy)
+    monkeypatch.setattr(door, "certify_run", spy)
     out = tmp_path / "c.json"
     rc, stdout, err = _certify(capsys, keydir, out, *DP_CELL, "--one-sided")
     assert seen["kw"]["kind_name"] == "dp" and seen["kw"]["kind_params"] == {"epsilon": "0.5"}
-    assert str(seen["args"][2]) == "1/10000" and seen["kw"]["two_sided"] is False
+    assert str(seen["args"][1]) == "1/10000" and seen["kw"]["two_sided"] is False
     assert rc == 0 and out.exists(), err
     summary = json.loads(stdout)
     bound, sigma = float(summary["bound"]), summary["sigma"]

@@ -45,7 +45,7 @@ BIN = Path(sys.executable).parent
 
 # ---------------------------------------------------------------- independence --
 def test_verifier_imports_nothing_from_certifier():
-    allowed = {"__future__", "argparse", "base64", "binascii", "dataclasses", "fractions", "hashlib",
+    allowed = {"__future__", "argparse", "base64", "binascii", "typing", "dataclasses", "fractions", "hashlib",
                "faulthandler", "itertools", "json", "math", "os", "re", "resource", "stat", "statistics", "sys",
                "time", "flint", "cryptography",
                "ctypes", "glob",  # replay.arith.release: FLINT's cache and the heap's free pages back between steps

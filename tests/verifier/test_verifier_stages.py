@@ -10,16 +10,17 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from verifier_v3_fixtures import resign_v3
 
 from certifier.certificate.envelope import predicate_type
+from certifier.certify import certify_run
 from certifier.numerics.stages import exact_tv_stages
 from certifier.params import parse_decimal
-from certifier.stages_certify import certify_stages
+from certifier.run import Run
 
 V5 = "https://sigmacert.dev/certificate/v5"
 
 
 @pytest.fixture(scope="module")
 def issued():
-    out = certify_stages([(4, 1), (8, 1)], parse_decimal("target", "0.3"), two_sided=True)
+    out = certify_run(Run.in_stages([(4, 1), (8, 1)]), parse_decimal("target", "0.3"), two_sided=True)
     return out, Ed25519PrivateKey.generate()
 
 

@@ -12,10 +12,11 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from verifier_v3_fixtures import resign_v3
 
+from certifier.certify import certify_run
 from certifier.numerics.stages import exact_tv_stages
 from certifier.numerics.stages_profile import exact_privacy_stages
 from certifier.params import parse_decimal
-from certifier.stages_certify import certify_stages
+from certifier.run import Run
 from verifier import load_public_key, verify_bytes
 
 V5 = "https://sigmacert.dev/certificate/v5"
@@ -30,20 +31,20 @@ def key():
 
 @pytest.fixture(scope="module")
 def dp():
-    return certify_stages(STAGES, parse_decimal("delta", "0.1"), two_sided=True, kind_name="dp",
+    return certify_run(Run.in_stages(STAGES), parse_decimal("delta", "0.1"), two_sided=True, kind_name="dp",
                           kind_params={"epsilon": "0.5"})
 
 
 @pytest.fixture(scope="module")
 def tpr():
-    return certify_stages(STAGES, parse_decimal("tpr", "0.3"), two_sided=True, kind_name="tpr",
+    return certify_run(Run.in_stages(STAGES), parse_decimal("tpr", "0.3"), two_sided=True, kind_name="tpr",
                           kind_params={"fpr": "0.1"})
 
 
 @pytest.fixture(scope="module")
 def own():
     """A sigma per stage, tv: one-sided."""
-    return certify_stages([(4, 1, "1.2"), (8, 1, "1.5")], parse_decimal("target", "0.3"))
+    return certify_run(Run.in_stages([(4, 1, "1.2"), (8, 1, "1.5")]), parse_decimal("target", "0.3"))
 
 
 def verdict(out, key, change=None):
@@ -155,8 +156,8 @@ def test_a_lower_side_beside_per_stage_sigmas_is_refused(own, dp, key):
 
 def test_equal_sigma_per_stage_gives_the_shared_sigma_bound():
     t = parse_decimal("target", "0.3")
-    each = certify_stages([(4, 1, "1.2"), (8, 1, "1.2")], t)
-    shared = certify_stages(STAGES, t, parse_decimal("sigma", "1.2"))
+    each = certify_run(Run.in_stages([(4, 1, "1.2"), (8, 1, "1.2")]), t)
+    shared = certify_run(Run.in_stages(STAGES), t, parse_decimal("sigma", "1.2"))
     assert each.success and shared.success
     assert each.bound == shared.bound and each.predicate["enclosures"] == shared.predicate["enclosures"]
     assert each.predicate["method"] == shared.predicate["method"]

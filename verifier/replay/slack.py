@@ -17,6 +17,17 @@ def slack(M: int, E: int, m: dict, width: fmpq, products: int) -> fmpq:
     return 2 * M * E * products * (m["trim"] + width / fmpq(2) ** m["fixed_point_bits"])
 
 
+def row_slack(tol: fmpq, eps: fmpq) -> fmpq:
+    """How far two correct replays' hockey-stick bounds at eps may differ (docs/two-sided.md §2): tol bounds
+    the difference of their masses weighted by min{1, e^{k eta}} (O's weights), and both bounds weigh the
+    same masses by min{e^{k eta}, e^eps} (Q||P) or min{1, e^{eps + k eta}} (P||Q), each at most e^eps times
+    O's weight for eps >= 0. So tol e^eps: a mass floored differently at Lambda = e^12 moves delta_{Q||P}(12.37)
+    e^12 times as much as it moves O (seen at M=10, E=1, eps 20: 3.8e-23 against tol 5.1e-26)."""
+    if eps <= 0:
+        return tol
+    return tol * upper_end(arb(eps).exp())
+
+
 def compare(rec: dict, mine: dict, tol: fmpq, path="enclosures") -> list:
     """Names whose recorded ball and replayed value differ by more than radii + tol."""
     out = []

@@ -12,12 +12,12 @@ import pytest
 from flint import fmpz_poly
 
 from certifier.bounds.fixedpoint import Poly
-from certifier.bounds.grids_v2 import CellModel, choose_v2, level_bits, level_weights, plan_v2
 from certifier.bounds.lattice import onto_coarser, refine
 from certifier.bounds.lower_v2 import lower_bound_v2, method_json
 from certifier.bounds.upper_v2 import UpperV2, rounding_bound_v2
 from certifier.claim import RANDOM_ALLOCATION, Claim
 from certifier.errors import ParameterError
+from certifier.methods.v2.plan import CellModel, choose_v2, level_bits, level_weights, plan_v2
 from certifier.params import decimal_str, parse_decimal
 from certifier.targets import kind
 

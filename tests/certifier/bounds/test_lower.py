@@ -9,10 +9,10 @@ from scipy.special import erf
 
 from certifier.bounds.fixedpoint import Poly, round_down_sig
 from certifier.bounds.fixedpoint import coarsen_floor as floor_coarsen
-from certifier.bounds.grids_v1 import choose_grid, choose_lower_grid
 from certifier.bounds.lower_v1 import LowerV1, _mix, lower_bound, step_a, step_b
 from certifier.bounds.upper_v1 import rounding_bound
 from certifier.certify import certify
+from certifier.methods.v1.plan import choose_grid, choose_lower_grid
 from certifier.numerics.exact import exact_tv
 from certifier.params import parse_decimal
 

@@ -8,9 +8,9 @@ from flint import arb
 from scipy.optimize import brentq
 from scipy.stats import norm
 
-from certifier.bounds.grids_v1 import choose_grid
 from certifier.bounds.privacy import ALPHAS, DELTAS, Masses, privacy_rows
 from certifier.bounds.upper_v1 import rounding_bound
+from certifier.methods.v1.plan import choose_grid
 from certifier.numerics.tradeoff import epsilon_at_delta, optimal_tpr, pair_density
 from certifier.params import parse_decimal
 

@@ -4,10 +4,10 @@ from dataclasses import replace
 import pytest
 from flint import fmpq
 
-from certifier.bounds.grids_v2 import choose_v2
 from certifier.bounds.stages_v2 import rounding_bound_v2_stages, t2_of
 from certifier.bounds.upper_v2 import rounding_bound_v2
 from certifier.errors import ParameterError
+from certifier.methods.v2.plan import choose_v2
 from certifier.numerics.stages import exact_tv_stages
 from certifier.params import parse_decimal
 

@@ -1,4 +1,4 @@
-"""The Lemma C.5 bound (certifier/bounds/upper_v1.py) and the grid model (certifier/bounds/grids_v1.py)."""
+"""The Lemma C.5 bound (certifier/bounds/upper_v1.py) and the grid model (certifier/methods/v1/plan.py)."""
 from __future__ import annotations
 
 import math
@@ -9,8 +9,8 @@ from scipy.special import erf
 
 from certifier.bounds.fixedpoint import Ledger, Poly, round_up_sig
 from certifier.bounds.fixedpoint import coarsen_two_point as _coarsen
-from certifier.bounds.grids_v1 import Model, choose_grid, lattice_for, lattice_variance
 from certifier.bounds.upper_v1 import UpperV1, make_method, rounding_bound, step_i, step_iii
+from certifier.methods.v1.plan import Model, choose_grid, lattice_for, lattice_variance
 from certifier.numerics.exact import exact_tv
 from certifier.params import ParameterError, parse_decimal
 

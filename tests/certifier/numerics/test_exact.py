@@ -74,9 +74,9 @@ def test_heavy_tails_agree_with_monte_carlo(steps, epochs, sigma, seed):
 @pytest.mark.parametrize("steps,epochs,sigma", [(2, 1, "0.7"), (10, 2, "0.7"), (5, 5, "0.6")])
 def test_heavy_tails_inside_certified_v2_brackets(steps, epochs, sigma):
     """Method v2 (moves instead of deletions) brackets the TV rigorously where v1 cannot."""
-    from certifier.bounds.grids_v2 import choose_v2
     from certifier.bounds.lower_v2 import lower_bound_v2
     from certifier.bounds.upper_v2 import rounding_bound_v2
+    from certifier.methods.v2.plan import choose_v2
     from certifier.params import parse_decimal
     s = parse_decimal("sigma", sigma)
     t2 = 1 / (s * s)

@@ -7,6 +7,7 @@ import mpmath as mp
 import numpy as np
 import pytest
 
+from certifier.numerics.laplace_moments import SECOND
 from certifier.numerics.saddle import C_MAX, Factor, tail_delta, tail_delta_second
 from certifier.numerics.targets import exact_privacy, gaussian_delta
 from certifier.numerics.tilted_moments import tilted_line
@@ -124,3 +125,92 @@ def test_profile_relative_where_the_half_line_was_absolute():
     assert 1e-6 < d.value < 1e-4
     assert d.error < 1e-6 * d.value
     assert math.isfinite(d.value)
+
+
+# ---------------------------------------------------------------- the density line (density_moments)
+
+DENSITY_CELLS = [(10**4, 2.187), (10**7, 18.3), (10, 99.0), (1000, 5.0)]
+
+
+@pytest.mark.parametrize("steps,sigma", DENSITY_CELLS)
+def test_density_moments_integer_moments(steps, sigma):
+    """The density's moments at c = 0, 1, 2, 3 against their closed forms (E L^2 = 1 + v^2, E L^3 =
+    e^{3t^2}/M^2 + 3(1 - 1/M) e^{t^2}/M + (1 - 1/M)(1 - 2/M)) to 1e-12."""
+    from certifier.numerics.density_moments import log_moment
+    t2, m = 1.0 / sigma ** 2, steps
+    assert abs(log_moment(m, sigma, 0.0)) < 1e-12
+    assert abs(log_moment(m, sigma, 1.0)) < 1e-12
+    assert abs(log_moment(m, sigma, 2.0) - math.log1p(math.expm1(t2) / m)) < 1e-12
+    l3 = math.exp(3 * t2) / m ** 2 + 3 * (1 - 1 / m) * math.exp(t2) / m + (1 - 1 / m) * (1 - 2 / m)
+    assert abs(log_moment(m, sigma, 3.0) - math.log(l3)) < 1e-12
+
+
+@pytest.mark.parametrize("steps,sigma", DENSITY_CELLS[:2])
+def test_density_line_against_t_lines(steps, sigma):
+    """F(c + iu) from the density against (T2) at c = 1.7 and (T1) at c = -2.5 (independent quadratures):
+    1e-12 relative to F(c), and the density line's own estimates are below 1e-12."""
+    from certifier.numerics.density_moments import density_line
+    for c in (1.7, -2.5):
+        a, b = density_line(steps, sigma, c, 0.5, 20.0), tilted_line(steps, sigma, c, 0.5, 20.0)
+        fa, fb = np.exp(a.log_f - a.log_f[0].real), np.exp(b.log_f - a.log_f[0].real)
+        assert np.abs(fa - fb).max() < 1e-12
+        assert np.abs(np.exp(a.log_f_coarse_x - a.log_f[0].real) - fa).max() < 1e-12
+        assert a.floor.max() < 1e-12
+
+
+def test_large_c_against_the_t_line_at_its_range_end():
+    """(10^4, 10^3, sigma 2.187, eps 1): the saddle point lies beyond c = 2.9; the density line at its saddle
+    point and (T2) at c = 2.9 (second discretization: no shared quadrature) agree within both estimates,
+    and the density line's estimate is below 1 % of delta ~ 1e-12 (the 1/2-line's error is 1e-10)."""
+    f = [Factor(10**4, 1000, 2.187)]
+    v = tail_delta(f, 1.0, "qp")
+    assert v.c > 3.0 and 1e-13 < v.value < 1e-11
+    assert v.error < 1e-2 * v.value
+    w = tail_delta(f, 1.0, "qp", disc=SECOND, c=2.9, second=True)
+    assert abs(v.value - w.value) <= v.error + w.error
+    assert w.error < 0.2 * w.value
+
+
+def test_small_eps_tiny_delta_corner():
+    """(10^7, 10^4, eps 0.01) near its exact sigma: both directions' saddle points lie in the thousands, the
+    density line gives delta ~ 1e-12 to below 1e-6 of itself, and a second line (c moved by a fifth)
+    agrees within the estimates."""
+    f = [Factor(10**7, 10**4, 18.3232)]
+    for side in ("qp", "pq"):
+        v = tail_delta(f, 0.01, side)
+        assert abs(v.c) > 100.0 and 5e-13 < v.value < 2e-12
+        assert v.error < 1e-6 * v.value
+        w = tail_delta_second(f, 0.01, side)
+        assert abs(v.value - w.value) <= v.error + w.error
+
+
+@pytest.mark.parametrize("sigma,eps", [(2.0, 2.2)])
+def test_m2_e1_direct_density_sum(sigma, eps):
+    """M = 2, E = 1 where the one-epoch density exists: the direct sum on it (density_moments.direct_delta,
+    no u-integral) against the one-dimensional integral, within its estimate (itself below 1e-3 of delta:
+    the density's round-off) and 1e-5 relative (measured 1.4e-6)."""
+    from certifier.numerics.density_moments import direct_delta
+    ref = float(m2_delta_qp(sigma, eps))
+    assert ref < 1e-5
+    value, err = direct_delta(2, sigma, eps, "qp")
+    assert abs(value - ref) <= err + 1e-12 * ref
+    assert err < 1e-3 * ref and abs(value / ref - 1.0) < 1e-5
+    ref_pq = float(m2_delta_pq(sigma, eps))
+    value, err = direct_delta(2, sigma, eps, "pq")
+    assert abs(value - ref_pq) <= err + 1e-12 * ref
+
+
+@pytest.mark.parametrize("alpha,mu", [(1e-8, 0.41), (1e-5, 1.0), (1e-3, 2.5)])
+def test_tilted_tpr_m1(alpha, mu):
+    """1 - T(alpha) as min over s of delta_{Q||P}(s) + e^s alpha on the tilted line, against the closed form
+    1 - Phi(Phi^-1(1 - alpha) - mu): 1e-6 relative, within the estimate."""
+    from scipy.special import ndtri
+
+    from certifier.numerics.profile import Route
+    from certifier.numerics.targets import GaussianLine, gaussian_tpr
+    route = Route("m1", GaussianLine(mu), factors=(Factor(1, 1, 1.0 / mu),))
+    s_star = -mu * float(ndtri(alpha)) - mu * mu / 2.0 + 0.03   # the threshold's ln K, moved a little
+    v = route.tilted_tpr(alpha, s_star)
+    ref = gaussian_tpr(alpha, mu)
+    assert abs(v.value / ref - 1.0) < 1e-6
+    assert abs(v.value - ref) <= v.error + 1e-12 * ref

@@ -1,6 +1,6 @@
 """When step (ii) of method v1 runs with two-scale partial sums, and with which tail factor and split mass.
 
-Loss model (the error model of grids_v1 applied to the tail): every path whose partial sum is in the tail
+Loss model (the error model of methods.v1.plan applied to the tail): every path whose partial sum is in the tail
 is re-rounded onto R g_i h at each of the n + 1 levels (the tail mass of a block of 2^i steps is about
 2^i tau, and M/2^i blocks meet it), a spread of variance <= (R g h)^2/6 of one partial sum, so the loss
 is about K (n + 1) tau (R g_n h)^2 / (6 M). At (250, 10) with R = 32, tau = 1e-6 it predicts 1.1e-10;
@@ -12,8 +12,8 @@ import dataclasses
 
 from flint import fmpq
 
-from certifier.bounds.grids_v1 import Model, Plan
 from certifier.bounds.two_scale import MIN_STEPS, TAIL_FACTOR
+from certifier.methods.v1.plan import Model, Plan
 
 SHARE = 0.15          # share of the grid's budget given to the two-scale tail
 TAU_MAX = 1e-4        # at most this P-mass of a partial sum in its tail

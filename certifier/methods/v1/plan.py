@@ -33,9 +33,10 @@ from dataclasses import dataclass
 from flint import fmpq
 from scipy.special import ndtr
 
+from certifier.bounds.lower_v1 import LowerV1, replay_slack
 from certifier.bounds.upper_v1 import BAND_POINTS, CAP_POINTS, UpperV1, make_method
 from certifier.errors import CannotCertifyError
-from certifier.params import ParameterError
+from certifier.params import ParameterError, parse_decimal
 
 MANTISSAS = (1, 1.2, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 8)
 RHOS = (0.0, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
@@ -65,7 +66,6 @@ def _dec(m, k: int) -> str:
 
 
 def _q(s: str) -> fmpq:
-    from certifier.params import parse_decimal
     return parse_decimal("grid", s)
 
 
@@ -479,7 +479,6 @@ def choose_lower_grid(steps: int, epochs: int, sigma: fmpq, budget: float, prec:
     cell costs the kind LOWER_CAP_FACTOR x `deletion` x its Q-mass E G1(cap) (measured at (100, 10,
     eps = 1): 0.0075 E G1(cap) at cap 166), and the cap stays <= KIND_LOWER_CAP M.
     """
-    from certifier.bounds.lower_v1 import LowerV1, replay_slack
     mod = Model.at(steps, epochs, float(sigma))
     merge_factor = LOWER_CAP_FACTOR if weights is None else LOWER_CAP_FACTOR * weights.deletion
     cap_f = lower_cap(mod, budget, merge_factor)

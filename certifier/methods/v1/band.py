@@ -9,7 +9,7 @@ that much) and Y above the cap deleted as in v1. Everything else is method v1: t
 schedule of step (ii), the log grid of step (iii), the powering of step (iv) (the partial sums'
 supports follow their sd, since masses below 2^-F floor to zero and strip off).
 
-Loss model: grids_v1's (K = E f(1)/2 times the rounding variances), plus the two deletions, plus
+Loss model: methods.v1.plan's (K = E f(1)/2 times the rounding variances), plus the two deletions, plus
 the trims and floors, which a deficit in a block of 2^i steps carries M/2^i times into the epoch
 and E times into Lambda (about 2 M E per trimmed product): hence F = 128 and a trim of 1e-30.
 Cost model: the lengths of the partial sums are 2 Z sd(block)/spacing with Z = 13 (the sd at which a
@@ -23,7 +23,10 @@ import math
 from flint import fmpq
 from scipy.special import ndtri
 
-from certifier.bounds.grids_v1 import (
+from certifier.bounds.lower_v1 import LowerV1
+from certifier.bounds.upper_v1 import make_method
+from certifier.errors import CannotCertifyError
+from certifier.methods.v1.plan import (
     LOWER_CAP_FACTOR,
     LOWER_LOSS_RATIO,
     RHOS,
@@ -36,8 +39,6 @@ from certifier.bounds.grids_v1 import (
     lattice_variance,
     nice_values,
 )
-from certifier.bounds.upper_v1 import make_method
-from certifier.errors import CannotCertifyError
 from certifier.params import parse_decimal
 
 BAND_BITS = 128                # fixed point of a banded grid (the floors are carried ~2 M E times)
@@ -138,8 +139,7 @@ def choose_band_grid(steps: int, epochs: int, sigma: fmpq, budget: float, prec: 
 
 def choose_lower_band_grid(steps: int, epochs: int, sigma: fmpq, budget: float, prec: int = BAND_PREC) -> Plan:
     """A banded grid for lower method v1 (cells from band_low, [0, band_low + h) the first; [cap, inf) the
-    last): the upper planner's grid at the budget scaled by LOWER_LOSS_RATIO, as grids_v1 does."""
-    from certifier.bounds.lower_v1 import LowerV1
+    last): the upper planner's grid at the budget scaled by LOWER_LOSS_RATIO, as methods.v1.plan does."""
     plan = choose_band_grid(steps, epochs, sigma, budget * (1 - BAND_DELETE_SHARE) / LOWER_LOSS_RATIO, prec=prec)
     method = LowerV1.from_v1(plan.method)
     mod = Model.at(steps, epochs, float(sigma))

@@ -17,14 +17,19 @@ and the products of step (iv); `choose_v2` picks the cheapest (n, eta) within th
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import random
+import time
+from dataclasses import dataclass, replace
 
-from flint import fmpq
-from scipy.special import ndtr, ndtri
+import numpy as np
+from flint import fmpq, fmpz_poly
+from scipy.optimize import brentq
+from scipy.special import log_ndtr, ndtr, ndtri
 
-from certifier.bounds.grids_v1 import KindWeights, Plan
+from certifier.bounds.privacy import Masses
 from certifier.bounds.upper_v2 import UpperV2
 from certifier.errors import CannotCertifyError
+from certifier.methods.v1.plan import KindWeights, Plan
 from certifier.params import parse_decimal
 
 C_RHO = 0.3             # relative variance per epoch from the sums, times N^2 (measured 0.16-0.28 at M = 100)
@@ -32,7 +37,8 @@ Y_SHARE = 0.25          # share of the budget for the rounding of the steps them
 MOVE_SHARE = 0.02       # share of the budget for moves (cap, top octave) and deletions (k_minus)
 SMALL_SHARE = 0.05      # share for the absolute lattice of octave 0 (values below N h)
 # Costs in units of REF, the time of one product of fmpz_polys of lengths 2^13 and 2^14 with 80-bit
-# coefficients on this machine now (`ref_seconds`), so predictions follow the machine's load.
+# coefficients on this machine (`ref_seconds`, CPU seconds of this process: the time budget is CPU seconds, and
+# a wall clock at load 11 on 2 cores read it 6x slower, refusing grids that take a fifth of the limit).
 # Measured at M = 1..10^4 (ratios of step times to REF, each within a factor 2 of the model).
 REF_POINT = 1.5e-3      # step (i): two arb erfc per grid point
 REF_OCTAVE = 2.0        # step (ii): one octave product at N = 8192 (scales as N log N)
@@ -97,30 +103,26 @@ class CellModel:
 
 
 _REF: list = []
-REF_IDLE = 0.0098       # ref_seconds() on an idle core of the reference machine (grids_v1's constants are for it)
+REF_IDLE = 0.0098       # ref_seconds() on an idle core of the reference machine (the v1 planner's constants are for it)
 
 
 def idle_seconds(predicted: float) -> float:
-    """A predicted time rescaled to an idle core of the reference machine, comparable with grids_v1's."""
+    """A predicted time rescaled to an idle core of the reference machine, comparable with methods.v1.plan's."""
     return predicted * REF_IDLE / ref_seconds()
 
 
 
 def ref_seconds() -> float:
-    """Seconds of one reference product (fmpz_poly 2^13 x 2^14, 80-bit coefficients) on this machine now."""
+    """CPU seconds of one reference product (fmpz_poly 2^13 x 2^14, 80-bit coefficients) on this machine."""
     if not _REF:
-        import random
-        import time
-
-        from flint import fmpz_poly
         rng = random.Random(0)
         a = fmpz_poly([rng.getrandbits(80) for _ in range(1 << 13)])
         b = fmpz_poly([rng.getrandbits(80) for _ in range(1 << 14)])
         best = math.inf
         for _ in range(3):
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             a * b
-            best = min(best, time.perf_counter() - t0)
+            best = min(best, time.process_time() - t0)
         _REF.append(best)
     return _REF[0]
 
@@ -273,7 +275,7 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     the budget (`lower_deletions`).
 
     k_scale multiplies K (E f(0)/2) where a calibration run measured the loss (see `calibrate`).
-    weights: a target kind's loss model (grids_v1.KindWeights, docs/targets.md §8; budget in the kind's
+    weights: a target kind's loss model (methods.v1.plan.KindWeights, docs/targets.md §8; budget in the kind's
     units, tv the pair's TV): every rounding term (K) scaled by `curvature`, the moves by `deletion`.
     y_scale multiplies step (i)'s term on top of k_scale (a calibration that measured it apart, see
     `calibrate_terms`).
@@ -335,7 +337,7 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     eq = parse_decimal("eta", eta)
     ev = float(eq)
     # L < a deleted: Q-mass <= a per epoch, and e^eps a for the rows up to eps = need_eps
-    k_minus = math.floor((math.log(share / (2 * epochs)) - need_eps) / ev)
+    k_minus = math.floor(_ln_k_minus(cm, share / 2, need_eps) / ev)
     k_plus = math.ceil(math.log(2 ** (top + 1) * Nh / steps) / ev) + 1       # above every partial sum
     mean_rest = (epochs - 1) * s1 * s1 / 2
     k_top = math.ceil(max(mean_rest + 8 * cm.s, need_eps + 8 * cm.s + cm.s**2 / 2, 1.0) / ev)
@@ -368,7 +370,7 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
             "log_grid": cm.K * ev * ev / 6,
             "small": cm.K * steps * h * cm.Gm1(Nh) / S_typ**2,
             "moves": move_cost(2 ** (K_y + 1) * Nh) + move_cost(2 ** (top + 1) * Nh),
-            "k_minus": epochs * math.exp(k_minus * ev + need_eps), **del_loss}
+            "k_minus": _k_minus_loss(cm, k_minus * ev, need_eps), **del_loss}
     points = sum((2 if k == 0 else 1) << b for k, b in enumerate(y_bits))
     n_oct = max(1, top - _octave_of(max(S_typ / 8, Nh), Nh) + 1)
     L_lo = max(math.exp(k_minus * ev), Nh / steps, S_typ / steps * math.exp(-6 * s1))
@@ -383,6 +385,27 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     return Plan(method, sum(loss.values()), sum(secs.values()), budget,
                   {"loss": loss, "seconds": secs, "octaves": n_oct, "points": points, "K": cm.K, "k_scale": k_scale,
                    "y_scale": y_scale})
+
+
+def _ln_k_minus(cm: CellModel, allowed: float, need_eps: float) -> float:
+    """ln of the epoch value a below which step (iii) deletes (or the lower map clamps): the largest a (on a
+    0.25 grid of ln a) whose deleted Q-mass, E e^need_eps a Pr_P(L < a), is at most `allowed`. L >= Y_i / M for
+    every step i, so Pr_P(L < a) <= Pr(Y < M a)^M. The bound a <= allowed / (E e^need_eps) alone put k_minus at
+    ln a = -66 at (2, 10^4, sigma 64.5), where L lies within 1 +- 0.05: a verifier fences the epoch product at
+    E (k_top - k_minus) (10^11 at eta 5e-6: rejected as too expensive) and the planner priced that span."""
+    plain = math.log(allowed / cm.epochs) - need_eps
+    x = 0.0
+    while x > plain:
+        if _k_minus_loss(cm, x, need_eps) <= allowed:
+            return x
+        x -= 0.25
+    return plain
+
+
+def _k_minus_loss(cm: CellModel, x: float, need_eps: float) -> float:
+    """E e^need_eps a Pr(Y < M a)^M at a = e^x: the Q-mass step (iii) deletes below a (see _ln_k_minus)."""
+    ln_pr = cm.steps * float(log_ndtr((math.log(cm.steps) + x + cm.t2 / 2) / cm.t))
+    return math.exp(min(math.log(cm.epochs) + need_eps + x + ln_pr, 700.0))
 
 
 def _sized_trim(want: float) -> fmpq:
@@ -489,7 +512,6 @@ def coarse(plan: Plan, steps: int, epochs: int, t2: fmpq, tv: float | None, drop
 def finer_steps(method: UpperV2, bits: int = 2) -> UpperV2:
     """The same grid with `bits` more mantissa bits in every octave of step (i) (at most the lattice's):
     step (i)'s predicted loss falls 4^bits-fold, every other term stays."""
-    from dataclasses import replace
     ys = tuple(min(b + bits, method.mantissa_bits) for b in method.y_mantissa_bits)
     lb = None if method.level_bits is None else _at_least(method.level_bits, max(ys))
     return replace(method, y_mantissa_bits=ys, level_bits=lb)
@@ -530,7 +552,6 @@ def k_scale_from(coarse_plan: Plan, measured_loss: float) -> float:
 
 def eps_gaussian(tv: float, delta: float = 1e-6) -> float:
     """eps at which the Gaussian pair with the same TV (mu = s) has hockey-stick divergence delta."""
-    from scipy.optimize import brentq
     mu = max(2.0 * float(ndtri(0.5 + 0.5 * tv)), 1e-6)
     d = lambda e: float(ndtr(-e / mu + mu / 2) - math.exp(e) * ndtr(-e / mu - mu / 2)) - delta
     return brentq(d, 0.0, 200.0) if d(0.0) > 0 else 0.0
@@ -546,9 +567,7 @@ def eps_tail(steps: int, epochs: int, t2: float, delta: float = 1e-6) -> float:
 
 def eps_estimate(b, eta: fmpq, F: int, delta: float = 1e-6) -> float:
     """A float estimate of the eps at which both hockey-stick bounds from the masses b reach delta."""
-    import numpy as np
 
-    from certifier.bounds.privacy import Masses
     ms = Masses(b, eta, F)
     eps = np.arange(0.0, 100.0, 0.01)
     vals = np.maximum(ms.dqp_float(eps), ms.dpq_float(eps))
