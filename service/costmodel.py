@@ -1,21 +1,23 @@
 """The calibrated cost of a certification job: CPU seconds and peak resident memory of `certify` (both sides)
-and of the signer's replay (docs/reliability.md).
+and of the signer's replay (docs/reliability.md, "Calibrated cost models").
 
-    p = predict(steps, epochs, target, sigma, scheme)      # Prediction(certify_seconds, certify_memory, ...)
+    p = predict_request(req)                       # Prediction(certify_seconds, certify_memory, replay_...)
+    p = predict(steps, epochs, target, sigma)      # a tv job in random allocation
 
-The feature is the plan `certify` runs first: the exact sigma (when the request names none), the numerics'
-margins target - TV(sigma) and TV(sigma - res) - target, and the seconds the certifier's planner
-(certifier.methods.auto.planned_upper) predicts for a grid that may lose 0.6 of each margin, as certify's first try
-does. Its planner's seconds are off by a factor that depends on the method and the cell (the calibration run,
-the rows, the retries it does not plan), so the prediction is a log-linear model of the planned seconds, log E,
-log M, lambda and the method (v1 / v2), fitted on a recorded grid of cells (benchmarks/data/corner_grid.json:
-certify and the verifier's replay, CPU seconds and peak RSS, measured on the 2-core reference machine), its
-coefficients in service/cost_calibration.json (written by `benchmarks/bench_cost_model.py --fit`). A machine
-faster or slower than the reference is stated as SIGMACERT_MACHINE_SPEED (2: twice as fast; seconds only).
+The feature is the plan certify runs first (service.costplan.Plan: each side's planned seconds and method, M, E,
+the target). The prediction of each quantity (certify and replay CPU seconds, certify and replay peak MB) is a
+log-linear model in the plan's features, fitted by least squares on a recorded grid, plus the recorded cells'
+own residuals interpolated by a Gaussian kernel in (log10 M, log10 E, the target's log-odds): at a recorded cell
+the prediction is close to what was measured there; away from the grid it is the trend (with the nearby cells'
+pull). Two families are fitted apart: "tv" (a tv claim in random allocation, on benchmarks/data/corner_grid.json
+and the tv cells of benchmarks/data/kinds_grid.json) and "other" (dp / tpr kinds, fixed bins, stages, on
+kinds_grid.json, their feature the planner's seconds at a fixed loss budget). Coefficients and residuals are in
+service/cost_calibration.json (written by `benchmarks/bench_cost_model.py --fit`).
 
-What the prediction covers: tv targets of random allocation, as fitted; other kinds, fixed bins and runs in
-stages use the same fit on their planner's seconds (service.admission's plans), uncalibrated. M = 1 is the
-Gaussian shift's closed form: the recorded cells' figures.
+Seconds are CPU seconds (user + sys) of the reference machine (2 cores, python-flint 0.9), divided by the
+machine's speed: SIGMACERT_MACHINE_SPEED when set, else a short probe (the CPU time of one fmpz_poly product,
+best of five, against the reference's, clamped to [0.2, 5]). Memory is not scaled. M = 1 is the Gaussian shift's
+closed form: the recorded cells' median figures.
 """
 from __future__ import annotations
 
@@ -23,10 +25,13 @@ import functools
 import json
 import math
 import os
+import time
 from dataclasses import asdict, dataclass
 
+from service.costplan import Plan, request_plan, tv_plan
+
 CALIBRATION = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cost_calibration.json")
-SAFETY = 0.6          # the share of the margin certify's first try may lose (certifier.certify.SAFETY[0])
+TARGETS = ("certify_cpu", "certify_mb", "verify_cpu", "verify_mb")
 MB = 1e6
 
 
@@ -36,7 +41,7 @@ class Prediction:
     certify_memory: float      # peak resident bytes of the job process
     replay_seconds: float      # the signer's replay (the independent verifier)
     replay_memory: float
-    planned_seconds: float     # the feature: the planner's seconds for both sides at the margins
+    planned_seconds: float     # the feature: the planners' seconds, both sides
 
     @property
     def seconds(self) -> float:
@@ -51,68 +56,114 @@ class Prediction:
                 "memory": round(self.memory)}
 
 
+FEATURES = {
+    "1": lambda p: 1.0,
+    "ln up": lambda p: math.log(p.up + 0.5),
+    "ln lo": lambda p: math.log(p.lo + 0.5),
+    "ln E": lambda p: math.log(p.epochs),
+    "ln M": lambda p: math.log(p.steps),
+    "up v2": lambda p: float(p.up_v2),
+    "lo v2": lambda p: float(p.lo_v2),
+    "up v2 ln E": lambda p: p.up_v2 * math.log(p.epochs),
+    "up v2 ln M": lambda p: p.up_v2 * math.log(p.steps),
+    "lambda": lambda p: p.lam,
+    "up v2 lambda": lambda p: p.up_v2 * p.lam,
+    "ln lambda": lambda p: math.log(max(p.lam, 1e-300)),
+    "E = 1": lambda p: float(p.epochs == 1),
+    "stages": lambda p: float(p.stages),
+    "fixed bins": lambda p: float(p.fixed_bins),
+    "tpr": lambda p: float(p.what == "tpr"),
+}
+FAMILY_FEATURES = {
+    "tv": ("1", "ln up", "ln lo", "ln E", "ln M", "up v2", "lo v2", "up v2 ln E", "up v2 ln M", "lambda",
+           "up v2 lambda", "ln lambda", "E = 1"),
+    "other": ("1", "ln up", "ln E", "ln M"),
+}
+KERNEL = {"h": 0.35, "w0": 0.05}   # the residuals' kernel width (decades) and the trend's weight
+
+
 @functools.lru_cache(maxsize=1)
 def calibration() -> dict:
     with open(CALIBRATION) as f:
         return json.load(f)
 
 
+def probe_seconds() -> float:
+    """CPU seconds of the reference product (fmpz_poly 2^13 x 2^14, 80-bit coefficients), best of five."""
+    import random
+
+    from flint import fmpz_poly
+    rng = random.Random(0)
+    a = fmpz_poly([rng.getrandbits(80) for _ in range(1 << 13)])
+    b = fmpz_poly([rng.getrandbits(80) for _ in range(1 << 14)])
+    best = math.inf
+    for _ in range(5):
+        t0 = time.process_time()
+        a * b
+        best = min(best, time.process_time() - t0)
+    return max(best, 1e-6)
+
+
+@functools.lru_cache(maxsize=1)
+def _probed_speed() -> float:
+    return min(max(calibration()["probe_cpu_seconds"] / probe_seconds(), 0.2), 5.0)
+
+
 def speed() -> float:
-    try:
-        return max(float(os.environ.get("SIGMACERT_MACHINE_SPEED", "1")), 1e-3)
-    except ValueError:
-        return 1.0
+    """The machine's speed against the reference: SIGMACERT_MACHINE_SPEED, else the probe's."""
+    text = os.environ.get("SIGMACERT_MACHINE_SPEED")
+    if text:
+        try:
+            return max(float(text), 1e-3)
+        except ValueError:
+            pass
+    return _probed_speed()
 
 
-def features(planned: float, steps: int, epochs: int, target: float, v2: bool) -> list[float]:
-    """The model's regressors (the order of the coefficients in cost_calibration.json)."""
-    m = 1.0 if v2 else 0.0
-    return [1.0, math.log(planned + 0.5), math.log(epochs), math.log(steps), m, m * math.log(epochs),
-            m * math.log(steps), target, m * target]
+def features(plan: Plan) -> list[float]:
+    """The model's regressors for the plan's family (the order of the coefficients in cost_calibration.json)."""
+    return [FEATURES[n](plan) for n in FAMILY_FEATURES[plan.family]]
 
 
-def from_plan(planned: float, steps: int, epochs: int, target: float, v2: bool) -> Prediction:
-    """The calibrated prediction from the planner's seconds for both sides (the fitted model)."""
-    cal = calibration()
-    if steps == 1:
+def pull(residuals: list, coord: tuple, target: str) -> float:
+    """The recorded residuals (ln actual - ln trend) near coord, kernel-weighted, shrunk towards the trend."""
+    h2, num, den = 2 * KERNEL["h"] ** 2, 0.0, KERNEL["w0"]
+    for r in residuals:
+        if r.get(target) is None:
+            continue
+        d2 = sum((a - b) ** 2 for a, b in zip(coord, r["coord"]))
+        if d2 < 40 * h2:
+            w = math.exp(-d2 / h2)
+            num, den = num + w * r[target], den + w
+    return num / den
+
+
+def log_trend(plan: Plan, target: str, cal: dict | None = None) -> float:
+    fam = (cal or calibration())["families"][plan.family]
+    return sum(a * b for a, b in zip(fam["coefficients"][target], features(plan)))
+
+
+def from_plan(plan: Plan, machine_speed: float | None = None, cal: dict | None = None) -> Prediction:
+    """The calibrated prediction of a plan (seconds at the machine's speed; pass 1.0 for the reference's)."""
+    cal = cal or calibration()
+    sp = speed() if machine_speed is None else machine_speed
+    if plan.family == "gs":
         g = cal["gaussian_shift"]
-        return Prediction(g["certify_cpu"], g["certify_mb"] * MB, g["verify_cpu"], g["verify_mb"] * MB, 0.0)
-    x = features(planned, steps, epochs, target, v2)
-    at = lambda name: math.exp(sum(a * b for a, b in zip(cal["coefficients"][name], x)))  # noqa: E731
-    return Prediction(at("certify_cpu") / speed(), at("certify_mb") * MB, at("verify_cpu") / speed(),
-                      at("verify_mb") * MB, planned)
+        return Prediction(g["certify_cpu"] / sp, g["certify_mb"] * MB, g["verify_cpu"] / sp, g["verify_mb"] * MB, 0.0)
+    fam = cal["families"][plan.family]
+    at = {t: math.exp(log_trend(plan, t, cal) + pull(fam["residuals"], plan.coord, t)) for t in TARGETS}
+    return Prediction(at["certify_cpu"] / sp, at["certify_mb"] * MB, at["verify_cpu"] / sp, at["verify_mb"] * MB,
+                      plan.up + plan.lo)
 
 
 @functools.lru_cache(maxsize=4096)
-def predict(steps: int, epochs: int, target: str, sigma: str | None, scheme: str) -> Prediction:
-    """The calibrated prediction of a tv job."""
-    planned, v2, m, e, lam = plan(steps, epochs, target, sigma, scheme)
-    return from_plan(planned, m, e, lam, v2)
+def predict(steps: int, epochs: int, target: str, sigma: str | None, scheme: str = "random-allocation") -> Prediction:
+    """The calibrated prediction of a tv job (random allocation; fixed bins by the "other" family)."""
+    if scheme != "random-allocation":
+        return predict_request({"steps": steps, "epochs": epochs, "target": target, "sigma": sigma, "scheme": scheme})
+    return from_plan(tv_plan(steps, epochs, target, sigma))
 
 
-def plan(steps: int, epochs: int, target: str, sigma: str | None, scheme: str) -> tuple:
-    """(planned seconds of both sides, upper plan is method v2, M and E of the pair, lambda): the plan certify
-    runs first, at the exact sigma when none is given and at the numerics' margins."""
-    from certifier.door import Claim, resolution_str, round_up
-    from certifier.methods.auto import planned_upper
-    from certifier.methods.v1.plan import budget
-    from certifier.params import parse_decimal
-    from certifier.targets import kind
-    tv = kind("tv")
-    lam = parse_decimal("target", target)
-    probe = Claim(scheme, steps, epochs, parse_decimal("sigma", sigma or "1"), lam)
-    s = parse_decimal("sigma", sigma) if sigma is not None else round_up(tv.exact_sigma(probe, lam))
-    m, e = probe.pair()
-    if m == 1:
-        return 0.0, False, 1, e, float(lam)
-    planned, v2 = 0.0, False
-    low = s - parse_decimal("sigma", resolution_str(s))
-    for side, at in (("upper", s), ("lower", low)):
-        claim = Claim(scheme, steps, epochs, at, lam)
-        value, err = tv.numerics(claim, at)
-        margin = None if value is None else (float(lam) - value if side == "upper" else value - float(lam)) - (
-            err or 0)
-        p = planned_upper(claim, at, budget(margin, SAFETY))
-        planned += p.predicted_seconds
-        v2 = v2 or (side == "upper" and type(p.method).__name__ == "UpperV2")
-    return planned, v2, m, e, float(lam)
+def predict_request(req: dict) -> Prediction:
+    """The calibrated prediction of a service request (service.validate's shape)."""
+    return from_plan(request_plan(req))

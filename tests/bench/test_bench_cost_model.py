@@ -17,11 +17,14 @@ def test_bench_cost_model_small(tmp_path):
                        env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     data = json.loads(out.read_text())
-    cells = {(c["M"], c["E"], c["target"]): c for c in data["cells"]}
-    assert set(cells) == {(2, 1, "0.3"), (3, 2, "0.5"), (1, 1, "0.1")}
+    cells = {c["cell"]: c for c in data["cells"]}
+    assert set(cells) == {"tv:2,1,0.3", "tv:3,2,0.5", "tv:1,1,0.1"}
     for c in cells.values():
-        assert c["verified"] and c["certify_cpu"] > 0 and c["certify_mb"] > 50 and c["verify_mb"] > 20, c
-    assert cells[(2, 1, "0.3")]["planned"] > 0 and cells[(1, 1, "0.1")]["planned"] == 0.0
-    s = data["summary"]["certify_cpu"]
-    assert s["cells"] == 3 and 0 < s["min"] <= s["max"] < 10, s   # measured live: a sanity band, not the goal
-    assert "| M | E | λ |" in r.stdout and "certify_cpu:" in r.stdout
+        assert c["verify_result"] == "ACCEPT" and c["certify_cpu"] > 0, c
+        assert c["certify_mb"] > 50 and c["verify_mb"] > 20, c
+        assert c["predicted"]["certify_cpu"] > 0 and c["predicted"]["verify_mb"] > 20, c
+    assert cells["tv:2,1,0.3"]["plan"]["family"] == "tv" and cells["tv:2,1,0.3"]["plan"]["up"] > 0
+    assert cells["tv:1,1,0.1"]["plan"]["family"] == "gs"
+    s = data["summary"]["tv certify_cpu"]
+    assert s["cells"] == 2 and 0 < s["min"] <= s["max"] < 10, s   # measured live: a sanity band, not the goal
+    assert "| cell | σ |" in r.stdout and "tv certify_cpu:" in r.stdout
