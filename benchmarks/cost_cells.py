@@ -134,14 +134,23 @@ def write_grid(rows: list[dict], path: str, source: str) -> None:
 
 def main(argv_=None) -> int:
     """python benchmarks/cost_cells.py OUT.jsonl CELL ...: measure the cells one after the other, a JSON line each."""
-    args = sys.argv[1:] if argv_ is None else argv_
-    out, cells = args[0], args[1:]
+    import argparse
     import tempfile
+    ap = argparse.ArgumentParser(prog="python benchmarks/cost_cells.py",
+                                 description="Measure cells of the cost models' grids (certify and verify, CPU s "
+                                             "and peak RSS), appending one JSON line per cell to OUT.")
+    ap.add_argument("out", metavar="OUT.jsonl", help="the file the rows are appended to")
+    ap.add_argument("cells", nargs="*", metavar="CELL", help="cells as in this module's docstring (tv:M,E,LAMBDA ...)")
+    ap.add_argument("--small", action="store_true", help="measure one small cell (tv:10,1,0.3) only")
+    args = ap.parse_args(argv_)
+    cells = ["tv:10,1,0.3"] if args.small else args.cells
+    if not cells:
+        ap.error("give at least one CELL (or --small)")
     d = tempfile.mkdtemp(prefix="cost-cells-")
     subprocess.run([sys.executable, "-m", "sigmacert", "keygen", "-o", d + "/k"], check=True, capture_output=True)
     for cell in cells:
         row = measure(cell, d, d + "/k")
-        with open(out, "a") as f:
+        with open(args.out, "a") as f:
             f.write(json.dumps(row) + "\n")
         print(f"{cell}: certify {row['certify_cpu']} CPU s {row['certify_mb']} MB; verify {row.get('verify_cpu')} "
               f"CPU s {row.get('verify_mb')} MB (load {row['load']})", file=sys.stderr, flush=True)
