@@ -92,7 +92,10 @@ def log_moment(steps: int, sigma: float, c: float) -> float:
     d, s, f, _, _, above = _samples(steps, sigma)
     k = _stride(d, s, above, c)
     mx = c * float(s[-1] if c > 0 else s[0])        # s increases: the largest c s is at an end
-    return mx + math.log(float(np.dot(f[::k], np.exp(c * s[::k] - mx))) * d.dx * k)
+    total = float(np.dot(f[::k], np.exp(c * s[::k] - mx))) * d.dx * k
+    if not total > 0.0:
+        raise NumericsUnreliableError(f"the tilted density's moment at c = {c:g} is at its round-off (M={steps})")
+    return mx + math.log(total)
 
 
 _CLOSES: dict = {}

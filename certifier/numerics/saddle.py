@@ -194,13 +194,20 @@ def _log_g(factors, c: float, du: float, u_max: float, disc: Discretization, sec
 
 
 def _log_moment(f, c: float) -> float:
-    """ln F_M(c) at real c: the tilted density's sum where it closes, else (T1)/(T2)."""
+    """ln F_M(c) at real c: the tilted density's sum where it closes, else (T1)/(T2); at -C_MAX <= c < 0
+    (T1) first (the density's round-off is weighted by L^c there, largest where L is small and the density
+    is below its round-off: its sum came out negative at M = 10, sigma = 4.47, c = -3.9)."""
+    t_holds = (c < 0.0 or 1.0 < c < 3.0) and abs(c - 2.0) >= 1e-3   # (T1)/(T2) hold for c < 0 and 1 < c < 3
     dens = density_moments.available(f.steps, f.sigma)
-    if dens and density_moments.closes(f.steps, f.sigma, c):
-        return density_moments.log_moment(f.steps, f.sigma, c)
-    if (c < 0.0 or 1.0 < c < 3.0) and abs(c - 2.0) >= 1e-3 or not dens:
-        return log_moment(f.steps, f.sigma, c)    # (T1)/(T2) hold for every c < 0 and 1 < c < 3
-    return density_moments.log_moment(f.steps, f.sigma, c)
+    if P_RANGE[0] <= c < 0.0 or not dens:
+        return log_moment(f.steps, f.sigma, c)
+    if density_moments.closes(f.steps, f.sigma, c) or not t_holds:
+        try:
+            return density_moments.log_moment(f.steps, f.sigma, c)
+        except NumericsUnreliableError:
+            if not t_holds:
+                raise
+    return log_moment(f.steps, f.sigma, c)
 
 
 def _measured_slope(factors, eps: float, side: str, c: float) -> float:
@@ -257,6 +264,12 @@ def _try(fn):
         return None
 
 
+def _density_used(factors, c: float) -> bool:
+    """Whether the primary line at c sums some factor on its density (else it is (T1)/(T2) already)."""
+    return any(f.steps > 1 and density_moments.available(f.steps, f.sigma)
+               and density_moments.closes(f.steps, f.sigma, c) for f in factors)
+
+
 def _avoid_two(c: float) -> float:
     return 2.0 + math.copysign(0.01, c - 2.0) if abs(c - 2.0) < 0.01 else c
 
@@ -290,13 +303,20 @@ def tail_delta(factors, eps: float, side: str, disc: Discretization = FIRST, c: 
         except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
             v = None
         lo, hi = Q_RANGE if side == "qp" else P_RANGE
-        if (v is None or v.error > FALLBACK * v.value) and not lo <= c <= hi:
-            # beyond (T1)/(T2)'s range the density line's round-off (times E) may exceed what the T-line
-            # loses at its range's end: the better of the two
-            c_end = _avoid_two(min(max(c, lo), hi))
-            w = _try(lambda: tail_delta(factors, eps, side, disc, c_end, u_hint, True))
-            if w is not None and (v is None or w.error < v.error):
-                return w
+        if (v is None or v.error > FALLBACK * v.value) and (not lo <= c <= hi or _density_used(factors, c)):
+            # the density line's round-off (times E, and weighted by L^c: at c < 0 it is amplified where L is
+            # small) may exceed what the T-line loses, at c itself inside (T1)/(T2)'s range or at its end
+            # beyond it: the better of the two. Where the T-line does not close there (its ray needs too many
+            # nodes at c = -4), half a unit and a unit further in (exact for every c; it loses e^{phi(c) - phi(c*)})
+            c_end = min(max(c, lo), hi)
+            inward = 1.0 if c_end < 0.5 * (lo + hi) else -1.0
+            for step in (0.0, 0.5, 1.0):
+                c_try = _avoid_two(min(max(c_end + inward * step, lo), hi))
+                w = _try(lambda c_try=c_try: tail_delta(factors, eps, side, disc, c_try, u_hint, True))
+                if w is not None and (v is None or w.error < v.error):
+                    v = w
+                if v is not None and v.error <= FALLBACK * v.value:
+                    break
         if v is None:
             raise NumericsUnreliableError(f"no tilted line at eps = {eps:g}")
         return v

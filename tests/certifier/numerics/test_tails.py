@@ -184,6 +184,23 @@ def test_small_eps_tiny_delta_corner():
         assert abs(v.value - w.value) <= v.error + w.error
 
 
+@pytest.mark.parametrize("steps,epochs,sigma,eps", [(10, 100, 4.469042180724121, 4.0), (100, 1000, 2.46658, 8.0),
+                                                     (106, 140, 1.76791, 4.41)])
+def test_p_q_saddle_beyond_minus_four(steps, epochs, sigma, eps):
+    """Large sigma, many epochs: delta_{P||Q} is within a few % of delta_{Q||P}, its saddle point lies below
+    c = -4 where the density line's round-off (weighted by L^c) swamps it; the T-line at the range's end or
+    further in gives it to below 1e-6 of itself, and (T1) at c = -2 (an independent u- and r-grid) agrees within
+    both estimates. These cells of the scan were refused before (the 1/2-line's error 3 - 60 % of the target)."""
+    f = [Factor(steps, epochs, sigma)]
+    v = tail_delta(f, eps, "pq")
+    assert v.error < 1e-6 * v.value
+    w = tail_delta(f, eps, "pq", c=-2.0, second=True)
+    assert w.error < 1e-5 * w.value
+    assert abs(v.value - w.value) <= v.error + w.error
+    q = tail_delta(f, eps, "qp")
+    assert 0.5 < v.value / q.value < 1.0
+
+
 @pytest.mark.parametrize("sigma,eps", [(2.0, 2.2)])
 def test_m2_e1_direct_density_sum(sigma, eps):
     """M = 2, E = 1 where the one-epoch density exists: the direct sum on it (density_moments.direct_delta,
