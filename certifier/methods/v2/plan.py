@@ -496,9 +496,12 @@ def choose_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None
               y_scale: float = 1.0, lower: bool = False) -> Plan:
     """The cheapest (by the cost model) method-v2 parameters whose predicted loss is <= budget (weights: a
     target kind's loss model, y_scale step (i)'s own calibration factor, lower the lower method; see plan_v2)."""
-    for etas in (ETAS, ETAS_FINE):
+    passes = [(ETAS, range(6, 23)), (ETAS_FINE, range(6, 23))]
+    if float(t2) <= OCC_T**2:           # a narrow sum (sigma >= 4) where nothing else fits: the format's 23, 24 bits
+        passes.append((ETAS + ETAS_FINE, range(23, 25)))     # (stages at sigma 896: the lower margin 2.6e-12)
+    for etas, ns in passes:
         best = None
-        for n in range(6, 23):
+        for n in ns:
             for eta in etas:
                 for ratio in LEVEL_RATIOS:
                     p = plan_v2(steps, epochs, t2, budget, tv, n=n, eta=eta, need_eps=need_eps, prec=prec,
@@ -507,8 +510,8 @@ def choose_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None
                         best = p
         if best is not None:
             return best
-    raise CannotCertifyError(f"no method-v2 grid fits the margin {budget:.2g} (mantissa up to 22 bits, eta down to "
-                             "1e-7); a larger sigma gives a larger margin")
+    raise CannotCertifyError(f"no method-v2 grid fits the margin {budget:.2g} (mantissa up to "
+                             f"{max(passes[-1][1])} bits, eta down to 1e-7); a larger sigma gives a larger margin")
 
 
 def coarse(plan: Plan, steps: int, epochs: int, t2: fmpq, tv: float | None, drop: int = 2) -> Plan:
