@@ -127,11 +127,28 @@ def ref_seconds() -> float:
     return _REF[0]
 
 
+OCC_Z = 11.0            # a block sum's polys span about +-OCC_Z sd (beyond, the trims delete the masses)
+OCC_MIN = 1.0 / 64      # ... and at least this share of an octave (the model's floor)
+OCC_T = 0.25            # ... where one step is nearly Gaussian (t <= OCC_T, sigma >= 4): a heavier Y's sums reach
+                        # further right than +-OCC_Z sd, and the octave model stands
+
+
+def occupied_share(cm: CellModel, block: int) -> float:
+    """The share of one octave that a sum of `block` steps fills: +-OCC_Z sd (sd sqrt(block Var Y), E Y = 1) of a
+    value between 2^k and 2^(k+1) in octave k, at least OCC_MIN (> 1: more than one octave); inf (the octave
+    model) where one step is heavy-tailed (t > OCC_T)."""
+    if cm.t > OCC_T:
+        return math.inf
+    return max(OCC_Z * 3 * math.sqrt(math.expm1(min(cm.t2, 700.0)) / block), OCC_MIN)
+
+
 def _level_products(cm: CellModel, steps: int, Nh: float, top: int) -> list[float]:
     """Octave products of step (ii) on each level's lattice (method-v2.md §10): the squaring that forms B_i
     (level i >= 1, at the octaves of B_{i-1}) and the two of A (+) B_i at a set bit i but the first; a block of
     2^i steps occupies the octaves from a quarter of its typical value to the top octave or where its tail
-    mass falls below 2^-80."""
+    mass falls below 2^-80, or (a narrow sum, sd sqrt(2^i Var Y) of a value 2^i..2^(i+1) in its octave) the
+    share 3 OCC_Z sqrt(Var Y / 2^i) of one octave: at (2345, 3751, sigma 37.84) the full octaves predicted
+    118 s for a step (ii) that took 2.2 s."""
     z = float(ndtri(1 - 1e-24 / steps))
     x_max = math.exp(min(cm.t * z - cm.t2 / 2, 700.0))         # one step beyond this: mass < 1e-24 / M
     s1 = cm.s / math.sqrt(cm.epochs)
@@ -142,7 +159,8 @@ def _level_products(cm: CellModel, steps: int, Nh: float, top: int) -> list[floa
     def width(i):
         lo = _octave_of(max(Nh, (1 << i) * y_typ / 4), Nh)
         hi = min(top, _octave_of(max(min(x_max * (1 << i), 1e300), Nh), Nh) + 1)
-        return max(1, hi - lo + 1)
+        # a narrow block sum (large sigma) fills only +-OCC_Z sd of one octave: its polys are that long
+        return min(max(1, hi - lo + 1), occupied_share(cm, 1 << i))
     return [(width(i - 1) if i else 0) + 2 * width(i) * bool((steps >> i) & 1 and i != first) for i in range(nbits)]
 
 
@@ -376,6 +394,12 @@ def plan_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None, 
     L_lo = max(math.exp(k_minus * ev), Nh / steps, S_typ / steps * math.exp(-6 * s1))
     cells = max(1.0, math.log(2 ** (top + 1) * Nh / steps / L_lo) / ev)
     span = max(1.0, min(epochs * cells, k_top + (cm.s**2 / 2 + 8 * cm.s) / ev))
+    # a narrow ln Lambda (large sigma) occupies about +-OCC_Z s of the log grid, however far k_top and the top
+    # octave reach (at (2345, 3751, sigma 37.84) k_top priced step (iv) 4x over its 11.4 s); so does one epoch
+    if cm.t <= OCC_T:
+        span = min(span, max(2 * OCC_Z * cm.s / ev, 1.0))
+        cells = min(cells, max(2 * OCC_Z * s1 / ev, 1.0))
+    n_oct = min(n_oct, occupied_share(cm, steps))
     ref = ref_seconds()
     iv = 2 * epochs.bit_length() * span * REF_COEFF * (1 + math.log2(max(span, 2)) / 20)
     sums = LOWER_FACTOR if lower else 1.0        # the lower map forms the P and the Q side (three sums per level)
@@ -472,9 +496,12 @@ def choose_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None
               y_scale: float = 1.0, lower: bool = False) -> Plan:
     """The cheapest (by the cost model) method-v2 parameters whose predicted loss is <= budget (weights: a
     target kind's loss model, y_scale step (i)'s own calibration factor, lower the lower method; see plan_v2)."""
-    for etas in (ETAS, ETAS_FINE):
+    passes = [(ETAS, range(6, 23)), (ETAS_FINE, range(6, 23))]
+    if float(t2) <= OCC_T**2:           # a narrow sum (sigma >= 4) where nothing else fits: the format's 23, 24 bits
+        passes.append((ETAS + ETAS_FINE, range(23, 25)))     # (stages at sigma 896: the lower margin 2.6e-12)
+    for etas, ns in passes:
         best = None
-        for n in range(6, 23):
+        for n in ns:
             for eta in etas:
                 for ratio in LEVEL_RATIOS:
                     p = plan_v2(steps, epochs, t2, budget, tv, n=n, eta=eta, need_eps=need_eps, prec=prec,
@@ -483,8 +510,8 @@ def choose_v2(steps: int, epochs: int, t2: fmpq, budget: float, tv: float | None
                         best = p
         if best is not None:
             return best
-    raise CannotCertifyError(f"no method-v2 grid fits the margin {budget:.2g} (mantissa up to 22 bits, eta down to "
-                             "1e-7); a larger sigma gives a larger margin")
+    raise CannotCertifyError(f"no method-v2 grid fits the margin {budget:.2g} (mantissa up to "
+                             f"{max(passes[-1][1])} bits, eta down to 1e-7); a larger sigma gives a larger margin")
 
 
 def coarse(plan: Plan, steps: int, epochs: int, t2: fmpq, tv: float | None, drop: int = 2) -> Plan:
