@@ -88,8 +88,9 @@ def replay_stages(claim: dict, m: dict) -> ReplayResultV2:
 
 def _epoch_lower(B, BQ, M: int, lat: Lattice) -> tuple[list, list]:
     """Step (b) on one lattice: the P side A and the Q side AQ of M steps, binary powering along the bits
-    of M; each replaced operand leaves the lattice's memo at once (its carries would keep it alive), so
-    the peak holds the current operands and sums, as certify's does."""
+    of M. Each operand is dropped (and leaves the lattice's memo: its carries would keep it alive) as soon as
+    no later sum reads it, and the Q side's average consumes its two sums octave by octave, so the peak holds
+    at most five distributions (A, B, BQ, a sum and the one being formed) as certify's does."""
     A = AQ = None
     done = 0
     for i in range(M.bit_length()):
@@ -97,17 +98,35 @@ def _epoch_lower(B, BQ, M: int, lat: Lattice) -> tuple[list, list]:
             if A is None:
                 A, AQ, done = B, BQ, 1 << i
             else:
-                A0, AQ0 = A, AQ
-                AQ = mix(lat.oplus(AQ0, B), done, lat.oplus(A0, BQ), 1 << i)
-                A, done = lat.oplus(A0, B), done + (1 << i)
-                lat.forget(A0, AQ0)
-                del A0, AQ0
+                X = lat.oplus(AQ, B)
+                lat.forget(AQ)
+                AQ = None
+                X = _mix_consuming(X, done, lat.oplus(A, BQ), 1 << i)
+                A0, A = A, None
+                A, AQ, done = lat.oplus(A0, B), X, done + (1 << i)
+                lat.forget(A0)
+                del A0, X
+                release()
         if i + 1 < M.bit_length():
-            B0, BQ0 = B, BQ
-            BQ, B = lat.oplus(BQ0, B0), lat.oplus(B0, B0)
-            lat.forget(B0, BQ0)
-            del B0, BQ0
+            X = lat.oplus(BQ, B)
+            lat.forget(BQ)
+            BQ = X
+            B0, B = B, None
+            B = lat.oplus(B0, B0)
+            lat.forget(B0)
+            del B0, X
+            release()
     return A, AQ
+
+
+def _mix_consuming(X: list, a: int, Y: list, b: int) -> list:
+    """mix(X, a, Y, b) (lower_v2.mix: floor((a X + b Y)/(a + b)) octave by octave), each octave of X and Y
+    dropped once read: the two sums and the average are never all alive at once."""
+    out = []
+    for k in range(len(X)):
+        out.append(mix([X[k]], a, [Y[k]], b)[0])
+        X[k] = Y[k] = None
+    return out
 
 
 def replay_lower_stages(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
