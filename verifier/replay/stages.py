@@ -19,11 +19,11 @@ import time
 from flint import arb, fmpq, fmpz_poly
 
 from ..format.strict import working_prec
-from .arith import EXTRA_BITS, dyadic
+from .arith import EXTRA_BITS, dyadic, release
 from .epochs import Epochs
 from .lattice import Lattice, Tally, grid_points, place
 from .loggrid import LogCells
-from .lower_v2 import LowerResult, buckets, masses, mix
+from .lower_v2 import LowerResult, aligned, buckets, masses, mix
 from .upper_v2 import ReplayResultV2, epoch, step_i_v2, to_log_grid
 
 
@@ -55,9 +55,11 @@ def replay_stages(claim: dict, m: dict) -> ReplayResultV2:
             steps[t2], tail = place(points, n, T, q)[0], tail + moved
             fixed += 1 - fmpq(sum(q), one)
         for M, t2 in sorted({(M, t2) for M, _, t2 in lines_of(claim)}):   # (ii)-(iii) once per distinct line
-            lat = Lattice(n, T, F, True, int(m["trim"] * one / 4), tally)   # one lattice for every level
+            lat = Lattice(n, T, F, True, int(m["trim"] * one / 4), tally, memo=1)  # one lattice, every level
             A = epoch(steps[t2], M, lambda b, lat=lat: lat, [n] * M.bit_length())
             lg = to_log_grid(A, n, LogCells(M, m["h"], m["eta"], m["prec"]), m["k_minus"], m["k_plus"])
+            del A, lat  # the epoch sum and the lattice's memo: not alive while the next line runs
+            release()
             lines[M, t2] = _poly(lg.r)
             log_grid, k_plus, fixed = log_grid + lg.log_grid, k_plus + lg.k_plus, fixed + fmpq(lg.fixed_point, one)
         t1 = time.perf_counter()
@@ -66,6 +68,7 @@ def replay_stages(claim: dict, m: dict) -> ReplayResultV2:
         for M, E, t2 in lines_of(claim):                       # (iv) each stage's power, then the product
             bs = ep.power(ep.clamp(*lines[M, t2]), E)
             b = bs if b is None else ep.mul(b, bs)
+            del bs  # one stage's power alive at a time beside the running product
         ob, bp = b
         nneg = min(max(-ob, 0), bp.length())
         pos = int(bp.right_shift(nneg)(1))
@@ -83,6 +86,49 @@ def replay_stages(claim: dict, m: dict) -> ReplayResultV2:
                           allowance=fmpq(*ep.allowance.as_integer_ratio()))
 
 
+def _epoch_lower(B, BQ, M: int, lat: Lattice) -> tuple[list, list]:
+    """Step (b) on one lattice: the P side A and the Q side AQ of M steps, binary powering along the bits
+    of M. Each operand is dropped (and leaves the lattice's memo: its carries would keep it alive) as soon as
+    no later sum reads it, and the Q side's average consumes its two sums octave by octave, so the peak holds
+    at most five distributions (A, B, BQ, a sum and the one being formed) as certify's does."""
+    A = AQ = None
+    done = 0
+    for i in range(M.bit_length()):
+        if M >> i & 1:
+            if A is None:
+                A, AQ, done = B, BQ, 1 << i
+            else:
+                X = lat.oplus(AQ, B)
+                lat.forget(AQ)
+                AQ = None
+                X = _mix_consuming(X, done, lat.oplus(A, BQ), 1 << i)
+                A0, A = A, None
+                A, AQ, done = lat.oplus(A0, B), X, done + (1 << i)
+                lat.forget(A0)
+                del A0, X
+                release()
+        if i + 1 < M.bit_length():
+            X = lat.oplus(BQ, B)
+            lat.forget(BQ)
+            BQ = X
+            B0, B = B, None
+            B = lat.oplus(B0, B0)
+            lat.forget(B0)
+            del B0, X
+            release()
+    return A, AQ
+
+
+def _mix_consuming(X: list, a: int, Y: list, b: int) -> list:
+    """mix(X, a, Y, b) (lower_v2.mix: floor((a X + b Y)/(a + b)) octave by octave), each octave of X and Y
+    dropped once read: the two sums and the average are never all alive at once."""
+    out = []
+    for k in range(len(X)):
+        out.append(mix([X[k]], a, [Y[k]], b)[0])
+        X[k] = Y[k] = None
+    return out
+
+
 def replay_lower_stages(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
     t0 = time.perf_counter()
     t2 = 1 / (sigma_low * sigma_low)
@@ -94,19 +140,13 @@ def replay_lower_stages(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
     B0, BQ0 = place(points, n, T, p, q)
     lines = {}
     for M in sorted({M for M, _ in runs(claim)}):              # (b)-(c) once per distinct M
-        lat = Lattice(n, T, F, False, budget, Tally())
-        B, BQ, A, AQ, done = B0, BQ0, None, None, 0
-        for i in range(M.bit_length()):
-            if M >> i & 1:
-                if A is None:
-                    A, AQ, done = B, BQ, 1 << i
-                else:
-                    AQ = mix(lat.oplus(AQ, B), done, lat.oplus(A, BQ), 1 << i)
-                    A, done = lat.oplus(A, B), done + (1 << i)
-            if i + 1 < M.bit_length():
-                BQ, B = lat.oplus(BQ, B), lat.oplus(B, B)
+        A, AQ = _epoch_lower(B0, BQ0, M, Lattice(n, T, F, False, budget, Tally()))
         cells = LogCells(M, m["h"], m["eta"], m["prec"])
         lines[M] = tuple(_poly(buckets(X, n, cells, m["k_minus"], m["k_plus"])) for X in (A, AQ))
+        del A, AQ  # this line's epoch sums: not alive while the next line's are formed
+        release()
+    del B0, BQ0
+    release()
     t1 = time.perf_counter()
     sides = []
     for side in (0, 1):                                        # (d) U = prod u_s^{E_s}, W = prod w_s^{E_s}
@@ -114,12 +154,9 @@ def replay_lower_stages(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
         for M, E in runs(claim):
             x = ep.power(lines[M][side], E)
             acc = x if acc is None else ep.mul(acc, x)
+            del x  # one stage's power alive at a time beside the running product
         sides.append(acc)
-    (ou, Up), (ow, Wp) = sides
-    o = min(ou, ow)
-    uc = [0] * (ou - o) + [int(x) for x in Up.coeffs()]
-    wc = [0] * (ow - o) + [int(x) for x in Wp.coeffs()]
-    uc += [0] * (len(wc) - len(uc))
+    uc, wc = aligned(sides)  # each power read once and released (peak memory)
     wa = ua = 0
     for i, x in enumerate(wc):                                  # (e) A = {k : W_k > U_k}
         if x > uc[i]:
