@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, Stric
 
 from certifier import door
 from certifier.params import ParameterError, decimal_str, parse_count, parse_decimal
+from service.job import request_run, request_target
 
 Number = Union[StrictInt, StrictStr]
 Decimal = Union[StrictStr, StrictInt, StrictFloat]
@@ -250,9 +251,7 @@ def normalise(req: CertificateRequest, limits: Limits) -> dict:
     `kind` key (its key is the one it always had); dp / tpr requests carry theirs."""
     shape = run_of(req.stages, req.steps, req.epochs, req.scheme, req.iterations, limits)
     k = kind_of(req, limits)
-    run = (door.Run.in_stages([(s["steps"], s["epochs"]) for s in shape["stages"]]) if shape.get("stages") else
-           door.Run.block(shape["steps"], shape["epochs"], shape["scheme"], shape["iterations"]))
-    door.check_domain(run, door.from_json(k.get("kind"), k["target"]), certify=True)   # as certify, at once
+    door.check_domain(request_run(shape), request_target(k), certify=True)   # as certify, at once
     return {**shape, **k,
             "sigma": None if req.sigma is None else sigma_of(req.sigma, limits),
             "subject": None if req.subject is None else {"name": req.subject.name, "sha256": req.subject.sha256}}
