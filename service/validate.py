@@ -16,6 +16,7 @@ from flint import fmpq
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, field_validator
 
 from certifier import door
+from certifier.door import parse_stages
 from certifier.params import ParameterError, decimal_str, parse_count, parse_decimal
 from service.job import request_run, request_target
 
@@ -177,7 +178,6 @@ def stages_of(value, limits: Limits) -> tuple:
     parser of the CLI and the API (certifier.numerics.stages.parse_stages), then held to this service's
     bounds: every M_s <= max_steps, the total epochs <= max_epochs. The stages share one sigma (a job's
     `sigma`, or the exact shared sigma): a stage's own @sigma is refused."""
-    from certifier.door import parse_stages
     if isinstance(value, str):
         if len(value) > MAX_STAGES_TEXT:
             raise ParameterError(f"stages is too long (at most {MAX_STAGES_TEXT} characters)")

@@ -7,6 +7,8 @@ that its numbers are the certificate's.
 """
 from __future__ import annotations
 
+from certifier.errors import ParameterError
+
 
 def target_of(claim: dict) -> tuple[str, dict]:
     """(kind, value): tv -> {"lambda"}, dp -> {"epsilon", "delta"}, tpr -> {"fpr", "tpr"}."""
@@ -36,7 +38,6 @@ def model_card(predicate: dict, claim: dict) -> str:
     try:
         from huggingface_hub import ModelCard, ModelCardData
     except ImportError as err:
-        from certifier.errors import ParameterError
         raise ParameterError(f"a model card needs huggingface_hub: pip install 'sigmacert[release]' ({err})") \
             from None
     privacy = {k: v for k, v in privacy_metadata(predicate, claim).items() if v is not None}

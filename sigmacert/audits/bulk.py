@@ -22,6 +22,7 @@ from certifier.door import audit as run_audit
 from certifier.door import build_audit as build
 from certifier.door import key_id, sign
 from certifier.errors import ParameterError, SigmacertError
+from sigmacert.atlas.cluster import dask_client
 from sigmacert.audits.api import stated
 from sigmacert.files import read_regular, write_atomic
 
@@ -132,7 +133,6 @@ def _results(rows: list, width: str, scheduler: str | None):
         return
     from distributed import as_completed
 
-    from sigmacert.atlas.cluster import dask_client
     with dask_client(scheduler, 1) as client:
         futures = {client.submit(audit_row, row, width, pure=False): row for row in rows}
         for fut in as_completed(futures):
