@@ -277,7 +277,7 @@ def describe_errors(errors) -> str:
             field, msg = "body", "not valid JSON"
         elif field in ("steps", "epochs", "iterations"):
             msg = "must be a positive integer"
-        elif field in ("target", "sigma", "epsilon", "delta", "fpr", "tpr"):
+        elif field == "sigma" or field in door.KIND_FIELDS:
             msg = "must be a decimal number (a string like \"0.1\" is read exactly)"
         elif field.startswith("stages"):
             msg = "must be a stage list: \"100x5,400x5\" or [{\"steps\": 100, \"epochs\": 5}, ...]"
