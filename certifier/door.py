@@ -7,6 +7,7 @@ an exact sigma, a numerical value or a certificate out.
   exact_tv(run), value_at(run, target), privacy(run, ...)      numerical values at the run's sigma
   certify(run, target, sigma, ...)              the certify Outcome of a block or a run in stages
   admit(run, target, **options)                 a face's one-line refusal of options the run cannot take
+  plan(run, target, sigma)                      the Plan certify runs first (certifier.plan_cost), no bound computed
   sign(predicate, key, subject)                 the one signing path (certifier.certificate.envelope)
   keygen, load_private, load_envelope, read_unverified, file_subject    keys and envelopes
 
@@ -23,8 +24,13 @@ from __future__ import annotations
 from flint import fmpq
 
 from certifier import __version__
+from certifier.audit import DEFAULT_LIMIT as AUDIT_LIMIT
+from certifier.audit import DEFAULT_WIDTH as AUDIT_WIDTH
+from certifier.audit import Stated, audit
 from certifier.bounds.dominating import DominatingPmf, dominating_pmfs
 from certifier.bounds.privacy import rounded_law
+from certifier.bounds.stages_v2 import rounding_bound_v2_stages, t2_of
+from certifier.certificate.audit import build as build_audit
 from certifier.certificate.envelope import (
     canonical_json,
     claim_subject,
@@ -41,6 +47,7 @@ from certifier.certify import certify_run
 from certifier.claim import FIXED_BINS, RANDOM_ALLOCATION, SCHEMES, Claim
 from certifier.domain import OutsideDomainError, below_floor, check, explain
 from certifier.errors import NumericsUnreliableError
+from certifier.methods.v2.plan import choose_v2, eps_gaussian
 from certifier.numerics import schemes
 from certifier.numerics.closed_form import U, c_E, chi2_tpr_bound, log1p_b_over_m
 from certifier.numerics.closed_form import tv_bound as closed_form_tv_bound
@@ -66,6 +73,8 @@ from certifier.numerics.targets import exact_privacy_scheme
 from certifier.numerics.tradeoff import hockey_stick, optimal_tpr, pair_density
 from certifier.outcome import Outcome
 from certifier.params import parse_sigma
+from certifier.plan_cost import Plan, predicted_seconds, predicted_seconds_stages, tv_plan
+from certifier.plan_cost import plan as plan_of
 from certifier.resolution import resolution_label, resolution_str, round_up
 from certifier.run import Run, privacy
 from certifier.run import exact_sigma as run_exact_sigma
@@ -78,9 +87,9 @@ from certifier.transparency.head import consistency_bundle, proof_bundle, read_h
 from certifier.transparency.merkle import Tree, leaf_hash
 
 __all__ = ["DP", "KINDS", "KIND_FIELDS", "MAX_EPSILON", "NAMES", "ONE_KIND", "RANDOM_ALLOCATION", "TPR", "TV",
-           "Outcome", "OutsideDomainError", "Run", "Target", "admit", "certify", "check_domain", "exact_sigma",
+           "Outcome", "OutsideDomainError", "Plan", "Run", "Target", "admit", "certify", "check_domain", "exact_sigma",
            "exact_tv", "file_subject", "from_json",
-           "keygen", "load_envelope", "load_private", "make", "parse", "privacy", "read_unverified", "sign",
+           "keygen", "load_envelope", "load_private", "make", "parse", "plan", "privacy", "read_unverified", "sign",
            "value_at",
            # re-exported by name (see the module's docstring)
            "__version__", "DominatingPmf", "dominating_pmfs", "rounded_law", "canonical_json", "claim_subject",
@@ -91,7 +100,9 @@ __all__ = ["DP", "KINDS", "KIND_FIELDS", "MAX_EPSILON", "NAMES", "ONE_KIND", "RA
            "Stage", "closed_form_sigma_stages", "exact_tv_stages", "parse_stages", "exact_privacy_stages",
            "stages_route_at", "exact_privacy_scheme", "hockey_stick", "optimal_tpr", "pair_density",
            "resolution_label", "resolution_str", "round_up", "append", "consistency", "entries", "heads",
-           "prove", "log_audit", "consistency_bundle", "proof_bundle", "read_head", "sign_head", "Tree", "leaf_hash"]
+           "prove", "log_audit", "consistency_bundle", "proof_bundle", "read_head", "sign_head", "Tree", "leaf_hash",
+           "predicted_seconds", "predicted_seconds_stages", "tv_plan", "AUDIT_LIMIT", "AUDIT_WIDTH", "Stated", "audit",
+           "build_audit", "rounding_bound_v2_stages", "t2_of", "choose_v2", "eps_gaussian", "schemes"]
 
 
 def check_domain(run: Run, target: Target, certify: bool = False) -> None:
@@ -156,3 +167,9 @@ def sign(predicate: dict, key, subject: dict | None = None) -> tuple[bytes, str]
     """(the signed DSSE envelope, the key id) of a predicate (the one place a certificate is signed)."""
     return sign_certificate(predicate, key, subject), key_id(key.public_key())
 
+
+
+def plan(run: Run, target: Target, sigma: str | None = None) -> Plan:
+    """The Plan certify runs first for the run and target at sigma (exact decimal text; None: the exact sigma),
+    each side's planned seconds and method (certifier.plan_cost; the planners only, no bound computed)."""
+    return plan_of(run, target, sigma, exact_sigma)

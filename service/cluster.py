@@ -32,8 +32,10 @@ import time
 import uuid
 from dataclasses import asdict, dataclass
 
+from certifier.door import __version__
 from certifier.errors import ParameterError
 from service.sandbox import Budget, Outcome, run
+from service.sandbox import run as run_child
 
 CONNECT_TIMEOUT = "20s"
 TICK = 1.0          # seconds between progress reads in the relay
@@ -93,7 +95,6 @@ class Cluster:
 
 
 def worker_version() -> str:
-    from certifier.door import __version__
     return __version__
 
 
@@ -104,7 +105,6 @@ def remote_certify(req_json: str, memory: int, seconds: float, topic: str) -> st
     relay sets the Event `topic`. Returns the Outcome's fields as JSON text (no pickle on the way back)."""
     from distributed import Event, get_worker
 
-    from service.sandbox import run as run_child
     try:
         worker, stop = get_worker(), Event(topic)
         worker.log_event(topic, {"attempt": worker.address})  # the relay counts attempts: a rerun is a lost worker
@@ -124,7 +124,6 @@ def _connect(cluster: Cluster):
         import distributed
     except ImportError as err:
         raise ParameterError(f"--scheduler needs Dask (pip install 'sigmacert[atlas]'): {err}") from None
-    from certifier.door import __version__
     try:
         client = distributed.Client(cluster.address, timeout=CONNECT_TIMEOUT, security=cluster.security())
     except (OSError, ValueError, TypeError) as err:

@@ -25,8 +25,11 @@ import functools
 import json
 import math
 import os
+import random
 import time
 from dataclasses import asdict, dataclass
+
+from flint import fmpz_poly
 
 from service.costplan import Plan, request_plan, tv_plan
 
@@ -90,9 +93,7 @@ def calibration() -> dict:
 
 def probe_seconds() -> float:
     """CPU seconds of the reference product (fmpz_poly 2^13 x 2^14, 80-bit coefficients), best of five."""
-    import random
 
-    from flint import fmpz_poly
     rng = random.Random(0)
     a = fmpz_poly([rng.getrandbits(80) for _ in range(1 << 13)])
     b = fmpz_poly([rng.getrandbits(80) for _ in range(1 << 14)])

@@ -17,6 +17,7 @@ import time
 
 from certifier.door import Tree, consistency_bundle, leaf_hash, proof_bundle, read_head
 from service.errors import ApiError
+from service.sandbox import Budget, run
 from service.views import envelope_file
 
 SCHEMA = """
@@ -28,7 +29,6 @@ CREATE TABLE IF NOT EXISTS log_heads (size INTEGER PRIMARY KEY, envelope TEXT NO
 def sign_tree_head(key_path: str, keyid: str, size: int, root: bytes) -> dict:
     """The signed head, from the signer process (the one small place a head is signed; the key never
     enters this process)."""
-    from service.sandbox import Budget, run
     out = run("head", {"key": key_path, "keyid": keyid, "size": size, "root": root.hex()}, Budget(1 << 30, 60.0),
               entry="service.signer")
     if out.result is None or "head" not in out.result:

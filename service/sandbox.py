@@ -20,6 +20,7 @@ reported as the memory limit.
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
@@ -218,7 +219,6 @@ class _Conversation:
 def die_with_parent(parent: int) -> None:
     """Linux: SIGKILL this process when the parent dies; and exit now if it already has."""
     try:
-        import ctypes
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
@@ -256,7 +256,7 @@ def child(argv: list[str], tasks: dict | None = None) -> int:
     except OSError:
         pass
     payload = json.loads(sys.stdin.buffer.read())
-    if tasks is None:
+    if tasks is None:   # imported under the memory cap: the task's modules count too
         from service.tasks import TASKS as tasks
     try:
         result = tasks[task](payload, _Progress())

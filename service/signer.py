@@ -24,6 +24,18 @@ import base64
 import hashlib
 import sys
 
+from certifier.door import (
+    RANDOM_ALLOCATION,
+    canonical_json,
+    claim_subject,
+    key_id,
+    load_private,
+    sign_head,
+    sign_statement,
+    statement,
+)
+from certifier.errors import SigmacertError
+from certifier.params import parse_decimal
 from service.sandbox import Budget, Outcome, child, run
 
 GRACE = 30.0   # seconds the signer may take beyond its replay's budget (start-up, the signature)
@@ -34,8 +46,6 @@ def matches_request(req: dict, outcome: dict) -> str | None:
 
     The key signs only a claim that is the one requested and a bound that meets the target, read back from
     the predicate itself."""
-    from certifier.door import RANDOM_ALLOCATION
-    from certifier.params import parse_decimal
     pred = outcome.get("predicate")
     if not isinstance(pred, dict) or not isinstance(pred.get("claim"), dict):
         return "no predicate"
@@ -86,7 +96,6 @@ def _stages_differ(stages: list, claim: dict) -> str | None:
 
 def job_statement(req: dict, pred: dict) -> dict:
     """The Statement a job's predicate is signed as: the request's subject, else the claim itself."""
-    from certifier.door import claim_subject, statement
     s = req.get("subject")
     subject = {"name": s["name"], "digest": {"sha256": s["sha256"]}} if s else claim_subject(pred["claim"])
     return statement(subject, pred)
@@ -108,8 +117,6 @@ def sign_job(key_path: str, keyid: str, req: dict, predicate: dict, budget: Budg
 
 def _load_key(path: str, keyid: str):
     """The private key, if it is still the one the server publishes; else a one-line refusal."""
-    from certifier.door import key_id, load_private
-    from certifier.errors import SigmacertError
     try:
         key = load_private(path)
     except SigmacertError as err:
@@ -122,7 +129,6 @@ def _load_key(path: str, keyid: str):
 
 def signer_job(payload: dict, progress) -> dict:
     """Check, replay, then sign one job's predicate (the module docstring's steps 1-3)."""
-    from certifier.door import canonical_json, sign_statement
     req, pred = payload["request"], payload["predicate"]
     why = matches_request(req, {"predicate": pred})
     if why is not None:
@@ -157,7 +163,6 @@ def signer_job(payload: dict, progress) -> dict:
 
 def signer_head(payload: dict, progress) -> dict:
     """Sign the log's tree head (size, root) now (service.log; docs/release.md "The log")."""
-    from certifier.door import sign_head
     key, why = _load_key(payload["key"], payload["keyid"])
     if key is None:
         return {"refused": why}

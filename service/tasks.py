@@ -12,9 +12,11 @@ import inspect
 import time
 
 from certifier import door
-from certifier.door import RANDOM_ALLOCATION, resolution_str
+from certifier.door import Stated, audit, resolution_str
+from certifier.door import build_audit as build
 from certifier.errors import SigmacertError
 from certifier.params import parse_decimal, parse_sigma
+from service.job import request_run, request_target
 from verifier import load_public_key, verify_bytes
 from verifier import replay_statement as replay
 
@@ -22,19 +24,6 @@ from verifier import replay_statement as replay
 def _one_line(err: Exception) -> str:
     text = str(err).splitlines()[0] if str(err) else ""
     return text or type(err).__name__
-
-
-def _run(req: dict) -> door.Run:
-    """The request's run: its stages (a run in stages, format v5) or its block (steps, epochs, scheme)."""
-    if req.get("stages") is not None:
-        return door.Run.in_stages([(s["steps"], s["epochs"]) for s in req["stages"]])
-    return door.Run.block(req["steps"], req["epochs"], req.get("scheme", RANDOM_ALLOCATION), req.get("iterations"))
-
-
-def _target(req: dict):
-    """The request's target: tv requests have no `kind` (target lambda), dp / tpr ones name theirs (target
-    delta / the TPR bound)."""
-    return door.from_json(req.get("kind"), req["target"])
 
 
 def certify_job(req: dict, progress) -> dict:
@@ -47,7 +36,7 @@ def certify_job(req: dict, progress) -> dict:
     predicate is returned unsigned: whoever started this computation holds the key and signs."""
     try:
         sigma = parse_sigma(req["sigma"]) if req.get("sigma") is not None else None
-        res = door.certify(_run(req), _target(req), sigma, two_sided=True, progress=progress)
+        res = door.certify(request_run(req), request_target(req), sigma, two_sided=True, progress=progress)
     except (SigmacertError, ValueError, ArithmeticError, OverflowError) as err:
         return {"error": _one_line(err)}
     return {"success": res.success, "bound": res.bound, "sigma": res.sigma, "target": res.target,
@@ -59,7 +48,7 @@ def exact_sigma(payload: dict, progress) -> dict:
     (1e-6 below 10, six significant digits from 10 on: certifier.resolution)."""
     t0 = time.perf_counter()
     try:
-        s = door.exact_sigma(_run(payload), _target(payload))
+        s = door.exact_sigma(request_run(payload), request_target(payload))
     except (SigmacertError, ValueError, ArithmeticError, OverflowError) as err:
         return {"exact": None, "exact_status": "error", "exact_error": f"{type(err).__name__}: {err}"[:300]}
     return {"exact": s, "exact_status": "done", "exact_seconds": round(time.perf_counter() - t0, 3),
@@ -94,10 +83,8 @@ def audit_job(req: dict, progress) -> dict:
     """A job of POST /v1/audits: both sides at the claimed sigma (certifier.audit) for the request's run (a block
     or stages at the one sigma) and target, the format-v6 predicate returned unsigned (the signer replays it, then
     signs)."""
-    from certifier.audit import Stated, audit
-    from certifier.certificate.audit import build
     try:
-        st = Stated(_run(req), parse_sigma(req["sigma"]), _target(req), req["audit"]["source"])
+        st = Stated(request_run(req), parse_sigma(req["sigma"]), request_target(req), req["audit"]["source"])
         out = audit(st, width=req["audit"]["width"], progress=progress)
     except (SigmacertError, ValueError, ArithmeticError, OverflowError) as err:
         return {"error": _one_line(err)}

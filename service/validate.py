@@ -16,7 +16,9 @@ from flint import fmpq
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, field_validator
 
 from certifier import door
+from certifier.door import parse_stages
 from certifier.params import ParameterError, decimal_str, parse_count, parse_decimal
+from service.job import request_run, request_target
 
 Number = Union[StrictInt, StrictStr]
 Decimal = Union[StrictStr, StrictInt, StrictFloat]
@@ -176,7 +178,6 @@ def stages_of(value, limits: Limits) -> tuple:
     parser of the CLI and the API (certifier.numerics.stages.parse_stages), then held to this service's
     bounds: every M_s <= max_steps, the total epochs <= max_epochs. The stages share one sigma (a job's
     `sigma`, or the exact shared sigma): a stage's own @sigma is refused."""
-    from certifier.door import parse_stages
     if isinstance(value, str):
         if len(value) > MAX_STAGES_TEXT:
             raise ParameterError(f"stages is too long (at most {MAX_STAGES_TEXT} characters)")
@@ -250,9 +251,7 @@ def normalise(req: CertificateRequest, limits: Limits) -> dict:
     `kind` key (its key is the one it always had); dp / tpr requests carry theirs."""
     shape = run_of(req.stages, req.steps, req.epochs, req.scheme, req.iterations, limits)
     k = kind_of(req, limits)
-    run = (door.Run.in_stages([(s["steps"], s["epochs"]) for s in shape["stages"]]) if shape.get("stages") else
-           door.Run.block(shape["steps"], shape["epochs"], shape["scheme"], shape["iterations"]))
-    door.check_domain(run, door.from_json(k.get("kind"), k["target"]), certify=True)   # as certify, at once
+    door.check_domain(request_run(shape), request_target(k), certify=True)   # as certify, at once
     return {**shape, **k,
             "sigma": None if req.sigma is None else sigma_of(req.sigma, limits),
             "subject": None if req.subject is None else {"name": req.subject.name, "sha256": req.subject.sha256}}
@@ -278,7 +277,7 @@ def describe_errors(errors) -> str:
             field, msg = "body", "not valid JSON"
         elif field in ("steps", "epochs", "iterations"):
             msg = "must be a positive integer"
-        elif field in ("target", "sigma", "epsilon", "delta", "fpr", "tpr"):
+        elif field == "sigma" or field in door.KIND_FIELDS:
             msg = "must be a decimal number (a string like \"0.1\" is read exactly)"
         elif field.startswith("stages"):
             msg = "must be a stage list: \"100x5,400x5\" or [{\"steps\": 100, \"epochs\": 5}, ...]"

@@ -27,9 +27,14 @@ import sys
 import threading
 import time
 
-from certifier.errors import ParameterError
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+from certifier.door import key_id, load_private
+from certifier.errors import KeyFileError, ParameterError, SigmacertError
+from service.cluster import Cluster, run_on_cluster
 from service.sandbox import Budget, die_with_parent, run
 from service.signer import sign_job
+from service.store import Store
 
 LEASE = 60.0      # seconds a claim is valid without a heartbeat
 POLL = 0.5        # seconds between queue polls when idle
@@ -39,8 +44,6 @@ RECORD = 30.0     # seconds a worker keeps trying to record an outcome while the
 class Worker:
     def __init__(self, db: str, key_path: str, owner: str, parent: int, budget: Budget, keyid: str | None = None,
                  cluster: dict | None = None):
-        from service.cluster import Cluster
-        from service.store import Store
         self.store, self.owner, self.parent, self.budget = Store(db, create=False), owner, parent, budget
         # jobs go to this Dask cluster through a relay child (service.cluster)
         self.cluster = None if cluster is None else Cluster(**cluster)
@@ -127,7 +130,6 @@ class Worker:
         if self.cluster is None or "audit" in req:    # an audit (routes/audits.py) runs here
             return run("audit" if "audit" in req else "certify", req, self.budget, on_progress=on_progress,
                        keep_going=keep_going)
-        from service.cluster import run_on_cluster
         return run_on_cluster(self.cluster, req, self.budget, on_progress=on_progress, keep_going=keep_going)
 
 
@@ -200,7 +202,6 @@ class WorkerPool:
 def public_of(key_path: str) -> tuple[str, str]:
     """(key id, public PEM) of the private key file, read in a child: the caller never holds the key.
     KeyFileError (one line) when the file is unusable."""
-    from certifier.errors import KeyFileError
     out = subprocess.run([sys.executable, "-m", "service.worker", "--public-of", key_path], stdin=subprocess.DEVNULL,
                          capture_output=True, text=True, timeout=120)
     try:
@@ -213,10 +214,7 @@ def public_of(key_path: str) -> tuple[str, str]:
 
 
 def _print_public(key_path: str) -> int:
-    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-    from certifier.door import key_id, load_private
-    from certifier.errors import SigmacertError
     try:
         pub = load_private(key_path).public_key()
     except SigmacertError as err:

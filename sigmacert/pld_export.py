@@ -17,10 +17,19 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 
 from certifier import door
-from certifier.bounds.stages_v2 import rounding_bound_v2_stages, t2_of
-from certifier.door import DominatingPmf, dominating_pmfs, exact_tv_scheme, exact_tv_stages, parse_stages, rounded_law
+from certifier.door import (
+    DominatingPmf,
+    choose_v2,
+    dominating_pmfs,
+    eps_gaussian,
+    exact_tv_scheme,
+    exact_tv_stages,
+    parse_stages,
+    rounded_law,
+    rounding_bound_v2_stages,
+    t2_of,
+)
 from certifier.errors import CannotCertifyError, ParameterError
-from certifier.methods.v2.plan import choose_v2, eps_gaussian
 from certifier.params import as_decimal_text, decimal_str, parse_epochs, parse_sigma, parse_steps, parse_target
 
 FORMAT = "sigmacert-pld/1"

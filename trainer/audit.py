@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from certifier.errors import ParameterError
+from certifier.numerics.closed_form import tv_bound
+from certifier.numerics.exact import exact_tv
 from trainer.algorithm import clip
 
 DIM = 16
@@ -113,8 +115,6 @@ def audit(sigma, steps: int = 128, epochs: int = 125, trials: int = 300, *, zero
     se = float(per_trial.std(ddof=1) / math.sqrt(trials))
     pair = bound = None
     if with_pair:
-        from certifier.numerics.closed_form import tv_bound
-        from certifier.numerics.exact import exact_tv
         pair = 0.5 + 0.5 * float(exact_tv(steps, epochs, sig).tv)
         bound = 0.5 + 0.5 * float(tv_bound(steps, epochs, sig))
     return AuditResult(sigma=sig, steps=steps, epochs=epochs, trials=trials, zero_target=zero_target,

@@ -7,17 +7,17 @@ that its numbers are the certificate's.
 """
 from __future__ import annotations
 
+from certifier import door
+from certifier.errors import ParameterError
+
 
 def target_of(claim: dict) -> tuple[str, dict]:
     """(kind, value): tv -> {"lambda"}, dp -> {"epsilon", "delta"}, tpr -> {"fpr", "tpr"}."""
     kind = claim.get("kind") if isinstance(claim.get("kind"), dict) else {"name": "tv"}
     name = kind.get("name", "tv")
-    target = claim.get("target")
-    if name == "dp":
-        return name, {"epsilon": kind.get("epsilon"), "delta": target}
-    if name == "tpr":
-        return name, {"fpr": kind.get("fpr"), "tpr": target}
-    return name, {"lambda": target}
+    cls = door.KINDS.get(name, door.TV)                 # the kind's parameter, then its target's index name
+    fields = {} if cls.PARAM is None else {cls.PARAM: kind.get(cls.PARAM)}
+    return name, {**fields, cls.INDEX_NAME: claim.get("target")}
 
 
 def privacy_metadata(predicate: dict, claim: dict) -> dict:
@@ -36,7 +36,6 @@ def model_card(predicate: dict, claim: dict) -> str:
     try:
         from huggingface_hub import ModelCard, ModelCardData
     except ImportError as err:
-        from certifier.errors import ParameterError
         raise ParameterError(f"a model card needs huggingface_hub: pip install 'sigmacert[release]' ({err})") \
             from None
     privacy = {k: v for k, v in privacy_metadata(predicate, claim).items() if v is not None}

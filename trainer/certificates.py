@@ -14,6 +14,7 @@ from decimal import Decimal
 
 from certifier.errors import CertificateRefusedError, ParameterError
 from certifier.numerics.schemes import FIXED_BINS, RANDOM_ALLOCATION, SCHEMES
+from verifier import Reject, load_public_key, read_limited, verify_or_raise
 
 MECHANISMS = {"dp-sgd/random-allocation": RANDOM_ALLOCATION, "dp-sgd/fixed-bins": FIXED_BINS}
 DESCRIPTION = {RANDOM_ALLOCATION: "random allocation (Algorithm 1: a fresh allocation every epoch)",
@@ -55,7 +56,6 @@ def sigma_float(text: str) -> float:
 
 def _verify(certificate, public_key):
     """The verifier's accepted Result (its raising twin), or CertificateRefusedError with its reason."""
-    from verifier import Reject, load_public_key, read_limited, verify_or_raise
     try:
         data = certificate if isinstance(certificate, bytes) else read_limited(os.fspath(certificate))
         if isinstance(public_key, bytes):

@@ -7,14 +7,19 @@ Statement in a DSSE envelope (certifier.certificate.envelope) whose subject is t
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
 import os
 
 import numpy as np
 
+from certifier.certificate.envelope import STATEMENT_TYPE, canonical_json, file_subject, sign_envelope
+from certifier.certificate.keys import load_private
 from certifier.errors import ParameterError, RefusedError
-from trainer.certificates import sigma_float
+from certifier.numerics.schemes import RANDOM_ALLOCATION
+from trainer import algorithm, data, models
+from trainer.certificates import sigma_float, verified_run
 
 MANIFEST_FORMAT = "sigmacert-release/v2"     # v2: run, scheme, sampler, divisor, seed commitment, data digest
 RELEASE_PREDICATE_TYPE = "https://sigmacert.dev/release/v1"
@@ -35,7 +40,6 @@ def sha256_bytes(data: bytes) -> str:
 
 def dataset_digest(X, y) -> str:
     """SHA-256 of the training split as little-endian float64 features then int64 labels (.npy bytes)."""
-    import io
     h = hashlib.sha256()
     for a, dt in ((X, "<f8"), (y, "<i8")):
         buf = io.BytesIO()
@@ -51,7 +55,6 @@ def seed_commitment(seed: int | None) -> tuple[dict, dict | None]:
     never seen) has no commitment."""
     if seed is None:
         return {"scheme": "none", "note": "a secret seed drawn by the sampler and not recorded"}, None
-    from certifier.certificate.envelope import canonical_json
     opening = {"salt": os.urandom(32).hex(), "seed": int(seed)}
     return {"scheme": "sha256(canonical-json{salt,seed})", "sha256": sha256_bytes(canonical_json(opening))}, opening
 
@@ -76,8 +79,6 @@ def run_record(claim: dict, *, scheme: str, sampler: str, n0: int, b0: float, up
 def verified_claim(cert_path: str, public_key_path: str) -> dict:
     """Verify the certificate (random allocation, Algorithm 1); its claim, or CertificateRefusedError
     (a refusal) / ParameterError (an unreadable file)."""
-    from certifier.numerics.schemes import RANDOM_ALLOCATION
-    from trainer.certificates import verified_run
     run = verified_run(cert_path, public_key_path, scheme=RANDOM_ALLOCATION)
     return dict(run.claim, keyid=run.keyid)
 
@@ -94,7 +95,6 @@ def train_release(*, certificate: str, public_key: str, dataset: str, outdir: st
                   sign_key: str | None = None, seed_opening: str | None = None) -> dict:
     """Verify, train with Algorithm 1, write the release; returns the manifest. The seed's opening
     goes to `seed_opening` (default OUTDIR.seed-opening.json, beside the release, never inside it)."""
-    from trainer import algorithm, data, models
     # every argument is checked before the verifier's replay, which can take a while
     try:
         ds = data.load(dataset)
@@ -119,7 +119,6 @@ def train_release(*, certificate: str, public_key: str, dataset: str, outdir: st
         raise ParameterError(f"unknown model {model_name!r} (available: {', '.join(models.MODELS)}, gn-cnn)")
     signer = None
     if sign_key is not None:
-        from certifier.certificate.keys import load_private
         signer = load_private(sign_key)   # fail before training, not after
     claim = verified_claim(certificate, public_key)
     with open(certificate, "rb") as f:
@@ -162,7 +161,6 @@ def write_release(outdir: str, *, theta, cert_bytes: bytes, claim: dict, model: 
     release.json; with `signer` (an Ed25519 private key) also release.dsse.json. Returns the manifest.
 
     `claim` is the verified claim with its `keyid`."""
-    import io
     os.makedirs(outdir, exist_ok=True)
     buf = io.BytesIO()
     np.save(buf, np.asarray(theta).astype("<f8"), allow_pickle=False)
@@ -181,7 +179,6 @@ def write_release(outdir: str, *, theta, cert_bytes: bytes, claim: dict, model: 
     _write(os.path.join(outdir, MANIFEST_FILE),
            (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode("utf-8"))
     if signer is not None:
-        from certifier.certificate.envelope import STATEMENT_TYPE, file_subject, sign_envelope
         stmt = {"_type": STATEMENT_TYPE, "subject": [file_subject(MODEL_FILE, model_bytes)],
                 "predicateType": RELEASE_PREDICATE_TYPE, "predicate": manifest}
         env = sign_envelope(stmt, signer)

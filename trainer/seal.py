@@ -21,8 +21,11 @@ import json
 import os
 import stat
 
+from certifier.certificate.ecdsa import ec_key_id, sign_envelope_ec
 from certifier.certificate.envelope import STATEMENT_TYPE, canonical_json, load_envelope, read_unverified
+from certifier.certificate.keys import load_release_private
 from certifier.errors import ParameterError, RefusedError
+from trainer.card import model_card
 from trainer.release import CERT_FILE, MANIFEST_FILE, SIGNED_FILE, sha256_bytes
 
 TRAINING_PREDICATE_TYPE = "https://sigmacert.dev/training/v1"
@@ -139,8 +142,6 @@ def model_sign(model_dir: str, private_key_path: str) -> None:
 def seal(model_dir: str, *, certificate: str, key: str, card: bool = False) -> dict:
     """Write certificate, signed training manifest, card (optional) and model-signing signature into
     `model_dir`; returns what was written (paths, subjects, key ids)."""
-    from certifier.certificate.ecdsa import ec_key_id, sign_envelope_ec
-    from certifier.certificate.keys import load_release_private
     if not os.path.isdir(model_dir):
         raise ParameterError(f"no such model directory: {model_dir}")
     private = load_release_private(key)
@@ -170,7 +171,6 @@ def seal(model_dir: str, *, certificate: str, key: str, card: bool = False) -> d
     env = sign_envelope_ec(stmt, private)
     _write(os.path.join(model_dir, SIGNED_FILE), (json.dumps(env, indent=2) + "\n").encode("utf-8"))
     if card:
-        from trainer.card import model_card
         _write(os.path.join(model_dir, CARD_FILE), model_card(stmt["predicate"], claim).encode("utf-8"))
     model_sign(model_dir, key)
     return {"directory": os.path.abspath(model_dir), "release_keyid": ec_key_id(private.public_key()),

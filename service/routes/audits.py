@@ -10,6 +10,7 @@ both; GET /v1/audits only audits). Bad input is 4xx with its reason.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from typing import Optional
 
@@ -71,7 +72,6 @@ def audit_view(row: dict, full: bool, viewer_owns: bool) -> dict:
     out = job_view(row, full=full, viewer_owns=viewer_owns)
     out["type"] = "audit"
     if row["status"] == "done" and row.get("envelope"):
-        import base64
         env = json.loads(row["envelope"])
         a = json.loads(base64.b64decode(env["payload"]))["predicate"]["audit"]
         out.update(verdict=a["verdict"], interval=[a["interval"]["lower"], a["interval"]["upper"]],

@@ -2,11 +2,15 @@
 for a run in stages (stages=100x5,400x5) the exact sigma they share and the closed form of the product."""
 from __future__ import annotations
 
+import math
+
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
+from certifier.door import closed_form_sigma_stages, closed_form_sigma_up
 from certifier.errors import NumericsUnreliable
 from service.errors import ApiError
+from service.job import request_run
 from service.state import ServiceState, get_state
 from service.validate import kind_of, run_of
 
@@ -17,14 +21,9 @@ def _closed_form(shape: dict, target: str) -> str:
     """Corollary 3.4 rounded up to 1e-6 (fixed bins: sqrt(E) x); a run in stages: U(c) = lambda for the
     product's chi-square (Theorem 3.3 for any pair), rounded up to 1e-6."""
     try:
-        if shape.get("stages") is not None:
-            import math
-
-            from certifier.door import Stage, closed_form_sigma_stages
-            s = closed_form_sigma_stages([Stage(x["steps"], x["epochs"]) for x in shape["stages"]], float(target))
-            return f"{math.ceil(s * 1e6) / 1e6:.6f}"
-        from certifier.door import closed_form_sigma_up
-        return str(closed_form_sigma_up(shape["steps"], shape["epochs"], target, shape["scheme"]))
+        return request_run(shape).pick(
+            lambda m, e, scheme: str(closed_form_sigma_up(m, e, target, scheme)),
+            lambda stages: f"{math.ceil(closed_form_sigma_stages(stages, float(target)) * 1e6) / 1e6:.6f}")
     except (ValueError, ArithmeticError, OverflowError, NumericsUnreliable) as err:
         raise ApiError(422, f"closed form undefined for this cell: {err}") from None
 

@@ -9,7 +9,9 @@ import logging
 import signal
 import threading
 
+from certifier.door import __version__
 from certifier.errors import ParameterError
+from sigmacert.atlas.work import worker_version
 
 CONNECT_TIMEOUT = "20s"
 # no dashboard; the scheduler's small HTTP server (health, metrics) on a free loopback port, not 8787
@@ -30,8 +32,6 @@ def _dask():
 
 def check_workers(client) -> None:
     """Refuse a cluster whose workers run another certifier version (or cannot import sigmacert)."""
-    from certifier.door import __version__
-    from sigmacert.atlas.work import worker_version
     try:
         versions = client.run(worker_version)
     except Exception as err:  # any failure here means the workers cannot run cells

@@ -19,9 +19,11 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from certifier.door import __version__, key_id, load_envelope, read_unverified, sign
 from sigmacert.atlas.cells import Cell
+from sigmacert.atlas.heatmap import render
 from sigmacert.atlas.index import cell_of, certified_entry, failed_entry, index_document, pending_entry, summary
 from sigmacert.atlas.store import AtlasStore, sha256
 from sigmacert.atlas.work import certify_cell, verify_certificate
+from sigmacert.files import write_atomic
 
 MAX_SUBMISSIONS = 3   # of one cell whose workers keep dying (each submission survives several deaths)
 TICK_SECONDS = 1.0    # the progress bar is redrawn at least this often
@@ -161,6 +163,4 @@ def run_atlas(client, cells: list[Cell], *, scheme: str, key, out_dir: str, prog
 
 
 def _write_heatmap(store: AtlasStore, entries: list[dict], scheme: str) -> None:
-    from sigmacert.atlas.heatmap import render
-    from sigmacert.files import write_atomic
     write_atomic(store.path(HEATMAP), render(entries, scheme))

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import io
 
+import numpy as np
+
 from certifier.params import parse_decimal
+from sigmacert.atlas.index import cell_of
 
 RC = {"font.family": "DejaVu Sans", "font.size": 9, "svg.hashsalt": "sigmacert-atlas", "svg.fonttype": "none",
       "path.simplify": False}
@@ -41,12 +44,10 @@ def render(entries: list[dict], scheme: str) -> bytes:
 def figure(entries: list[dict], scheme: str):
     """The matplotlib Figure of the heatmap (call inside matplotlib.rc_context(RC))."""
     import matplotlib
-    import numpy as np
     from matplotlib.colors import LogNorm
     from matplotlib.figure import Figure
     from matplotlib.ticker import FormatStrFormatter
 
-    from sigmacert.atlas.index import cell_of
     ms, es = _axis(entries, "M"), _axis(entries, "E")
     cells = {id(e): cell_of(e) for e in entries}
     num = lambda t: parse_decimal("target", t)  # noqa: E731

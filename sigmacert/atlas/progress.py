@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 import time
 
+from sigmacert.atlas.index import cell_of
+
 BAR_WIDTH = 24
 
 
@@ -22,7 +24,6 @@ def eta_seconds(counts: dict, elapsed: float) -> float | None:
 
 
 def cell_line(entry: dict) -> str:
-    from sigmacert.atlas.index import cell_of
     head = cell_of(entry).label()
     secs = "" if entry.get("seconds") is None else f" ({entry['seconds']:.1f} s)"
     if entry["status"] == "failed":

@@ -13,12 +13,15 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import Mapping
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from certifier import door
-from certifier.audit import DEFAULT_LIMIT, DEFAULT_WIDTH, Stated
-from certifier.audit import audit as run_audit
-from certifier.certificate.audit import build
-from certifier.errors import ParameterError
-from certifier.numerics import schemes
+from certifier.door import AUDIT_LIMIT as DEFAULT_LIMIT
+from certifier.door import AUDIT_WIDTH as DEFAULT_WIDTH
+from certifier.door import Stated, load_private, schemes
+from certifier.door import audit as run_audit
+from certifier.door import build_audit as build
+from certifier.errors import KeyFileError, ParameterError
 from certifier.params import (
     as_decimal_text,
     decimal_str,
@@ -149,10 +152,6 @@ def audit(steps=None, epochs=None, sigma=None, *, target=None, epsilon=None, del
 
 def private_key(key):
     """An Ed25519 private key from a PKCS#8 PEM path (mode 0600) or the key itself."""
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-    from certifier.certificate.keys import load_private
-    from certifier.errors import KeyFileError
     if isinstance(key, Ed25519PrivateKey):
         return key
     if isinstance(key, (str, os.PathLike)):

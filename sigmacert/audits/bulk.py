@@ -18,8 +18,12 @@ import json
 import os
 import sys
 
-from certifier.certificate.envelope import key_id, sign_certificate
+from certifier.door import audit as run_audit
+from certifier.door import build_audit as build
+from certifier.door import key_id, sign
 from certifier.errors import ParameterError, SigmacertError
+from sigmacert.atlas.cluster import dask_client
+from sigmacert.audits.api import stated
 from sigmacert.files import read_regular, write_atomic
 
 COLUMNS = ("steps", "epochs", "iterations", "stages", "scheme", "sigma", "kind", "target", "epsilon", "delta", "fpr",
@@ -67,9 +71,6 @@ def kind_of(row: dict) -> str:
 
 def audit_row(row: dict, width: str) -> dict:
     """Audit one row (runs on a worker: no key): {"ok": True, "predicate", "summary"} or {"ok": False, "error"}."""
-    from certifier.audit import audit as run_audit
-    from certifier.certificate.audit import build
-    from sigmacert.audits.api import stated
     try:
         kind_of(row)
         stages = row.get("stages")                   # "50x4,200x2" (quoted in the CSV) or "50x4;200x2"
@@ -119,7 +120,7 @@ def _finish(row: dict, result: dict, out_dir: str, key) -> dict:
     entry["certificate"] = None
     if key is not None:
         name = f"row-{row['row']:04d}.json"
-        write_atomic(os.path.join(out_dir, name), sign_certificate(result["predicate"], key) + b"\n", force=True)
+        write_atomic(os.path.join(out_dir, name), sign(result["predicate"], key)[0] + b"\n", force=True)
         entry["certificate"] = name
     return entry
 
@@ -132,7 +133,6 @@ def _results(rows: list, width: str, scheduler: str | None):
         return
     from distributed import as_completed
 
-    from sigmacert.atlas.cluster import dask_client
     with dask_client(scheduler, 1) as client:
         futures = {client.submit(audit_row, row, width, pure=False): row for row in rows}
         for fut in as_completed(futures):

@@ -10,6 +10,8 @@ import json
 import os
 
 from certifier.errors import ParameterError
+from sigmacert.audits.frameworks import audit_jax, audit_opacus
+from sigmacert.cli.core import add_scheme_arguments
 from sigmacert.files import read_regular, refuse_existing
 
 
@@ -86,7 +88,6 @@ def fix_path(args) -> str:
 
 
 def register(sub) -> None:
-    from sigmacert.cli.core import add_scheme_arguments
     from sigmacert.cli.targets import add_kind_arguments
     p = sub.add_parser("audit", help="certify or refute a privacy claim at its sigma: HOLDS / FALSE / TOO CLOSE "
                                      "and a certified interval")
@@ -121,7 +122,6 @@ def register(sub) -> None:
 
 def run_framework(args) -> int:
     """`sigmacert audit --opacus STATE` / `--jax CONFIG.json`: the run from the framework, the claim from the flags."""
-    from sigmacert.audits.frameworks import audit_jax, audit_opacus
     claim = dict(target=args.target, epsilon=args.epsilon, delta=args.delta, fpr=args.fpr, tpr=args.tpr,
                  width=args.width, key=args.key, fix=args.fix)
     if args.steps or args.epochs or args.stages or args.iterations:

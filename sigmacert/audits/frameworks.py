@@ -15,12 +15,14 @@ M, "iterations": T[, "noise_multiplier": sigma]}) is the fixed-bins run (M, E = 
 """
 from __future__ import annotations
 
+import io
 import json
 import math
 
 from certifier.errors import ParameterError
 from certifier.params import as_decimal_text
 from sigmacert.files import read_regular
+from trainer.jax_glue import strategy_run
 
 RANDOM_ALLOCATION = "random_allocation"      # sigmacert.torch's accountant (trainer.opacus_accountant.MECHANISM)
 SAMPLERS = ("random-allocation", "poisson", "shuffle")
@@ -44,7 +46,6 @@ def load_state(path: str) -> dict:
 
 
 def _torch_state(data: bytes, path: str):
-    import io
     try:
         import torch
     except ImportError:
@@ -116,7 +117,6 @@ def jax_run(strategy) -> dict:
                 from None
         sigma = strategy.get("noise_multiplier")
     else:
-        from trainer.jax_glue import strategy_run
         r = strategy_run(strategy)
         m, t, sigma = r.steps, r.iterations, None
     if m < 1 or t < 1:

@@ -5,18 +5,18 @@ from __future__ import annotations
 import json
 import os
 
+from certifier.door import RANDOM_ALLOCATION, SCHEMES, load_private
 from certifier.params import parse_count
+from sigmacert.atlas.cells import grid_cells
+from sigmacert.atlas.cluster import dask_client
+from sigmacert.atlas.engine import run_atlas as run
+from sigmacert.atlas.index import cell_of
+from sigmacert.atlas.progress import Progress
 
 MAX_LOCAL_WORKERS = 256
 
 
 def run_atlas(args) -> int:
-    from certifier.door import load_private
-    from sigmacert.atlas.cells import grid_cells
-    from sigmacert.atlas.cluster import dask_client
-    from sigmacert.atlas.engine import run_atlas as run
-    from sigmacert.atlas.index import cell_of
-    from sigmacert.atlas.progress import Progress
 
     cells = grid_cells(args.steps, args.epochs, args.targets, epsilon=args.epsilon, delta=args.delta, fpr=args.fpr,
                        tpr=args.tpr)
@@ -50,7 +50,6 @@ def run_atlas(args) -> int:
 
 
 def register(sub) -> None:
-    from certifier.door import RANDOM_ALLOCATION, SCHEMES
     p = sub.add_parser("atlas", help="certify every cell of a grid (M, E, target) on a Dask cluster (local by "
                                      "default); one target kind: --targets, --epsilon/--delta or --fpr/--tpr")
     p.add_argument("--steps", "-M", required=True, metavar="LIST", help="steps per epoch M, comma-separated: 50,100")

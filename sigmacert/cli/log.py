@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 
+from certifier.door import append, consistency, entries, heads, load_private, prove, read_head
+from certifier.door import log_audit as audit
 from certifier.errors import ParameterError
 from sigmacert.files import read_regular, write_atomic
+from verifier import Reject, load_public_key
+from verifier.transparency import open_head, verify_consistency_bundle, verify_log_proof
 
 
 def _read_json(path: str) -> dict:
@@ -22,9 +26,7 @@ def _out(obj: dict, path: str | None, force: bool, text: str, as_json: bool) -> 
 
 
 def run_append(args) -> int:
-    from certifier.door import append, load_private
     index, head = append(args.archive, read_regular(args.certificate, "certificate", 4 << 20), load_private(args.key))
-    from certifier.door import read_head
     h = read_head(head)
     _out({"index": index, "head": head}, None, False, f"appended as leaf {index}; signed head: size {h['size']}, "
          f"root {h['root']}", args.json)
@@ -32,7 +34,6 @@ def run_append(args) -> int:
 
 
 def run_proof(args) -> int:
-    from certifier.door import prove
     if (args.index is None) == (args.certificate is None):
         raise ParameterError("give a certificate file or --index N")
     cert = None if args.certificate is None else read_regular(args.certificate, "certificate", 4 << 20)
@@ -43,7 +44,6 @@ def run_proof(args) -> int:
 
 
 def run_consistency(args) -> int:
-    from certifier.door import consistency
     b = consistency(args.archive, _read_json(args.head))
     _out(b, args.output, args.force, f"consistency proof from size {b['from']} to {b['to']}"
          + (f" written to {args.output}" if args.output else ""), args.json)
@@ -53,10 +53,6 @@ def run_consistency(args) -> int:
 def run_verify(args) -> int:
     """Every stored head signed by the key and equal to the entries' tree; each --head (kept by an auditor)
     extended by the latest head (consistency proof); each entry's inclusion proof."""
-    from certifier.door import consistency, entries, heads, prove
-    from certifier.door import log_audit as audit
-    from verifier import Reject, load_public_key
-    from verifier.transparency import open_head, verify_consistency_bundle, verify_log_proof
     key = load_public_key(read_regular(args.key, "public key", 64 * 1024))
     problems = list(audit(args.archive))
     for size, env in sorted(heads(args.archive).items()):

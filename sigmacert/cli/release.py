@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 
+from trainer.seal import seal
+
 
 def print_sealed(out: dict, as_json: bool) -> None:
     if as_json:
@@ -19,7 +21,6 @@ def print_sealed(out: dict, as_json: bool) -> None:
 
 
 def run_release(args) -> int:
-    from trainer.seal import seal
     print_sealed(seal(args.model_dir, certificate=args.certificate, key=args.key, card=args.card), args.json)
     return 0
 

@@ -5,8 +5,12 @@ import json
 import os
 import sys
 
+import verifier
 from certifier.params import ParameterError
 from sigmacert.files import MAX_CERTIFICATE, read_regular, refuse_existing, write_atomic
+from verifier import Reject, load_public_key
+from verifier.release import verify_release
+from verifier.transparency import verify_log_proof
 
 
 def _default_output(cert: str) -> str:
@@ -23,8 +27,6 @@ def _progress(stage: str) -> None:
 
 def _release(args, data: bytes) -> dict:
     """sigmacert-verify --release's verdict on the directory whose certificate is CERT.json."""
-    import verifier
-    from verifier.release import verify_release
     if not args.release_key:
         raise ParameterError("--release needs --release-key PUBLIC.pem (the release's ECDSA key)")
     try:
@@ -41,8 +43,6 @@ def _release(args, data: bytes) -> dict:
 
 def _log(args, data: bytes) -> dict:
     """The --log-proof check for CERT.json."""
-    from verifier import Reject, load_public_key
-    from verifier.transparency import verify_log_proof
     keys = [load_public_key(read_regular(k, "public key", 64 * 1024)) for k in args.key]
     try:
         proof = json.loads(read_regular(args.log_proof, "log proof", MAX_CERTIFICATE))

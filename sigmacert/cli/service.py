@@ -7,18 +7,25 @@ import json
 import logging
 import os
 import re
+import socket
+import sqlite3
 import sys
 
+from certifier.door import key_id, keygen, load_public
 from certifier.params import ParameterError, parse_count
+from service.auth import TokenFileError, Tokens, create_token, digest, load_hashes
+from service.cluster import Cluster, check
+from service.sandbox import Budget
+from service.store import Store
+from service.worker import public_of
+from sigmacert.cli import CliError
 
 
 def _cli_error(msg: str, code: int = 2):
-    from sigmacert.cli import CliError
     return CliError(msg, code)
 
 
 def run_token_create(args) -> int:
-    from service.auth import TokenFileError, create_token
     try:
         token = create_token(args.tokens, args.name, getattr(args, "team", None), getattr(args, "admin", False))
     except TokenFileError as err:
@@ -26,7 +33,6 @@ def run_token_create(args) -> int:
     except OSError as err:
         raise _cli_error(f"cannot write {args.tokens}: {err.strerror}") from None
     if args.json:  # the token is shown this once either way: only its SHA-256 is stored
-        from service.auth import digest, load_hashes
         h = digest(token)
         caller = next(c for d, c in reversed(load_hashes(args.tokens)) if d == h)
         print(json.dumps({"token": token, "name": caller.name, "team": caller.team, "admin": caller.admin,
@@ -38,7 +44,6 @@ def run_token_create(args) -> int:
 
 def _active_keyid(db: str) -> str | None:
     """The active key id this database records (None: no database or no key yet); read only."""
-    import sqlite3
     if not os.path.exists(db):
         return None
     try:
@@ -52,7 +57,6 @@ def _active_keyid(db: str) -> str | None:
 def _default_key(db: str) -> str:
     """DB_DIR/issuer-key/private.pem: created when missing; an existing one is used only when this
     database already records it as its active key (a key in a shared directory is never picked up)."""
-    from certifier.door import key_id, keygen, load_public
     d = os.path.join(os.path.dirname(db), "issuer-key")
     path = os.path.join(d, "private.pem")
     if not os.path.lexists(path):
@@ -79,14 +83,12 @@ def _is_loopback(host: str) -> bool:
 def _budget(memory: str | None, seconds: str | None, kind: str, default):
     """--KIND-memory and --KIND-seconds over the defaults of service.config."""
     from service.config import parse_memory, parse_seconds
-    from service.sandbox import Budget
     return Budget(parse_memory(f"--{kind}-memory", memory) if memory is not None else default.memory,
                   parse_seconds(f"--{kind}-seconds", seconds) if seconds is not None else default.seconds)
 
 
 def _bind(host: str, port: int):
     """The listening socket, bound before anything is created: a busy port is one line, exit 2."""
-    import socket
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -123,17 +125,12 @@ def run_serve(args) -> int:
         import uvicorn
 
         from service.app import create_app
-        from service.auth import TokenFileError, Tokens
         from service.config import JOB, VERIFY, Config
         from service.state import ServiceState, lock_database
-        from service.store import Store
         from service.validate import Limits
-        from service.worker import public_of
     except ImportError as err:
         raise _cli_error(f"the service needs the 'service' extra (pip install 'sigmacert[service]'): {err}") from None
-    import sqlite3
 
-    from certifier.door import load_public
 
     port = int(parse_count("port", args.port, 65535)) if args.port != "0" else 0
     workers = parse_count("workers", args.workers, 64)
@@ -149,7 +146,6 @@ def run_serve(args) -> int:
     quota = parse_count("team-quota", args.team_quota, 10**6)
     cluster = None
     if args.scheduler:
-        from service.cluster import Cluster, check
         cluster = Cluster.parse(args.scheduler, args.scheduler_ca, args.scheduler_cert, args.scheduler_key,
                                 args.insecure_scheduler)
         check(cluster)  # unreachable, refused TLS, or workers of another version: one line, before anything starts

@@ -7,7 +7,9 @@ import math
 
 from certifier.params import parse_sigma
 from sigmacert.cli import CliError
+from sigmacert.cli.release import print_sealed
 from trainer.audit import audit
+from trainer.seal import seal
 
 
 def _cli_error(msg: str, code: int = 2):
@@ -45,7 +47,6 @@ def run_train(args) -> int:
                         seed=_int("--seed", args.seed), model_name=args.model,
                         lr=_positive_float("--lr", args.lr), sign_key=args.sign_key, seed_opening=args.seed_opening)
     if args.release is not None:
-        from trainer.seal import seal
         man["sealed"] = seal(args.output, certificate=args.certificate, key=args.release, card=args.card)
     if args.json:
         print(json.dumps(man, sort_keys=True))
@@ -59,7 +60,6 @@ def run_train(args) -> int:
         if "signed_manifest" in man:
             print(f"  signed manifest: {args.output}/{man['signed_manifest']}")
         if "sealed" in man:
-            from sigmacert.cli.release import print_sealed
             print_sealed(man["sealed"], False)
     return 0
 

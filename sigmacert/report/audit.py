@@ -15,9 +15,8 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from certifier import door
+from certifier.door import exact_privacy_scheme, exact_privacy_stages
 from certifier.errors import NumericsUnreliableError, ParameterError
-from certifier.numerics.stages_profile import exact_privacy_stages
-from certifier.numerics.targets import exact_privacy_scheme
 from sigmacert.report import plots
 from sigmacert.report.facts import Facts
 from sigmacert.report.kinds import ALPHAS, RESOLVED

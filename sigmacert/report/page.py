@@ -10,6 +10,7 @@ import re
 from decimal import Decimal
 from html import escape
 
+from sigmacert.kinds import claim_statement
 from sigmacert.report.facts import Facts
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
@@ -166,7 +167,6 @@ def _stages_block(f: Facts) -> str:
 
 def _claim_kind(f: Facts) -> str:
     """The claim of a dp or tpr certificate (format v4) in words."""
-    from sigmacert.kinds import claim_statement
     c, kind = f.claim, f.kind
     how, _ = SCHEMES.get(f.scheme, ("see the statement below", ""))
     if kind["name"] == "dp":
