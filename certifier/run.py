@@ -12,8 +12,8 @@ from decimal import Decimal
 
 from certifier.claim import RANDOM_ALLOCATION
 from certifier.errors import ParameterError
-from certifier.numerics.stages import Stage, parse_stages
-from certifier.numerics.stages_profile import exact_privacy_stages
+from certifier.numerics.stages import Stage, parse_stage_list
+from certifier.numerics.stages_profile import exact_privacy_product
 from certifier.numerics.targets import exact_privacy_scheme
 from certifier.params import parse_sigma
 from certifier.resolution import issued
@@ -35,9 +35,9 @@ class Run:
         return cls((Stage(steps, epochs, sigma),), scheme, iterations)
 
     @classmethod
-    def in_stages(cls, spec, sigma_per_stage: bool | None = None) -> Run:
+    def composed(cls, spec, sigma_per_stage: bool | None = None) -> Run:
         """A run in stages: '100x5,400x5', '100x5@1.2,...', Stage values or (M, E[, sigma]) tuples."""
-        return cls(parse_stages(spec, sigma_per_stage), staged=True)
+        return cls(parse_stage_list(spec, sigma_per_stage), staged=True)
 
     @property
     def steps(self) -> int:
@@ -78,7 +78,7 @@ class Run:
         at = "each stage's sigma" if self.sigma_per_stage else f"sigma {sigma}"
         return f"{at} (stages {','.join(map(str, self.stages))})"
 
-    def certificate_stages(self) -> tuple:
+    def stages_for_certificate(self) -> tuple:
         """The API Certificate's `stages`: ((M_s, E_s), ...) or ((M_s, E_s, sigma_s), ...); () for a block."""
         if not self.staged:
             return ()
@@ -131,4 +131,4 @@ def privacy(run: Run, *, deltas=(), epsilons=(), fprs=(), check: bool = True):
     with the exact TV (certifier.numerics.targets / stages_profile; numerical, with error estimates)."""
     kw = {"deltas": deltas, "epsilons": epsilons, "fprs": fprs, "check": check}
     return run.pick(lambda m, e, scheme: exact_privacy_scheme(m, e, run.sigma_float(), scheme, **kw),
-                    lambda stages: exact_privacy_stages(stages, **kw))
+                    lambda stages: exact_privacy_product(stages, **kw))

@@ -27,7 +27,7 @@ def _one_line(err: Exception) -> str:
 def _run(req: dict) -> door.Run:
     """The request's run: its stages (a run in stages, format v5) or its block (steps, epochs, scheme)."""
     if req.get("stages") is not None:
-        return door.Run.in_stages([(s["steps"], s["epochs"]) for s in req["stages"]])
+        return door.Run.composed([(s["steps"], s["epochs"]) for s in req["stages"]])
     return door.Run.block(req["steps"], req["epochs"], req.get("scheme", RANDOM_ALLOCATION), req.get("iterations"))
 
 

@@ -173,18 +173,18 @@ MAX_STAGES_TEXT = 2000  # characters of a stage list written as text (64 stages 
 
 def stages_of(value, limits: Limits) -> tuple:
     """The Stage tuple of a run in stages, from "100x5,400x5" or a list of {steps, epochs}, parsed by the one
-    parser of the CLI and the API (certifier.numerics.stages.parse_stages), then held to this service's
+    parser of the CLI and the API (certifier.numerics.stages.parse_stage_list), then held to this service's
     bounds: every M_s <= max_steps, the total epochs <= max_epochs. The stages share one sigma (a job's
     `sigma`, or the exact shared sigma): a stage's own @sigma is refused."""
-    from certifier.door import parse_stages
+    from certifier.door import parse_stage_list
     if isinstance(value, str):
         if len(value) > MAX_STAGES_TEXT:
             raise ParameterError(f"stages is too long (at most {MAX_STAGES_TEXT} characters)")
         if not value.isascii() or not value.isprintable():
             raise ParameterError("stages must be written in ASCII, like 100x5,400x5")
-        run = parse_stages(value, sigma_per_stage=False)
+        run = parse_stage_list(value, sigma_per_stage=False)
     else:
-        run = parse_stages([(parse_count(f"stage {i} steps M", _text("steps M", x.steps), 10**7),
+        run = parse_stage_list([(parse_count(f"stage {i} steps M", _text("steps M", x.steps), 10**7),
                              parse_count(f"stage {i} epochs E", _text("epochs E", x.epochs), 10**5))
                             for i, x in enumerate(value, 1)], sigma_per_stage=False)     # StageIn values
     for i, st in enumerate(run, 1):
@@ -250,7 +250,7 @@ def normalise(req: CertificateRequest, limits: Limits) -> dict:
     `kind` key (its key is the one it always had); dp / tpr requests carry theirs."""
     shape = run_of(req.stages, req.steps, req.epochs, req.scheme, req.iterations, limits)
     k = kind_of(req, limits)
-    run = (door.Run.in_stages([(s["steps"], s["epochs"]) for s in shape["stages"]]) if shape.get("stages") else
+    run = (door.Run.composed([(s["steps"], s["epochs"]) for s in shape["stages"]]) if shape.get("stages") else
            door.Run.block(shape["steps"], shape["epochs"], shape["scheme"], shape["iterations"]))
     door.check_domain(run, door.from_json(k.get("kind"), k["target"]), certify=True)   # as certify, at once
     return {**shape, **k,

@@ -74,7 +74,7 @@ def stages_claim_json(claim: Claim, version: int) -> dict:
             "kind": dict(claim.kind) or {"name": "tv"}}
 
 
-def build_stages(claim: Claim, method_json: dict, res, low: dict | None, rows, tv, tv_err,
+def build_v5(claim: Claim, method_json: dict, res, low: dict | None, rows, tv, tv_err,
                  missing: dict | None = None, kind_upper: dict | None = None) -> dict:
     """The v5 predicate: the v3 layout (v4 for a dp / tpr kind: certifier.certificate.predicate.build) with
     the stages' claim."""

@@ -17,8 +17,8 @@ from certifier.certificate.stages import runs_at
 from certifier.claim import Claim
 from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.methods.v1.plan import KindWeights
-from certifier.numerics.kink_density import f_p, line, line_stages
-from certifier.numerics.stages_profile import exact_privacy_stages
+from certifier.numerics.kink_density import f_p, line
+from certifier.numerics.stages_profile import exact_privacy_product
 from certifier.numerics.targets import exact_privacy_scheme
 from certifier.params import parse_decimal
 
@@ -94,7 +94,7 @@ def profile_numerics(what: str, x: float):
     def numerics(claim: Claim, sigma: fmpq):
         try:
             kw = {"epsilons": (x,)} if what == "dp" else {"fprs": (x,)}
-            p = (exact_privacy_stages(runs_at(claim, sigma), check=False, **kw) if claim.stages else
+            p = (exact_privacy_product(runs_at(claim, sigma), check=False, **kw) if claim.stages else
                  exact_privacy_scheme(claim.steps, claim.epochs, float(sigma), scheme=claim.scheme, check=False,
                                       **kw))
         except (NumericsUnreliableError, ParameterError, OverflowError):
@@ -110,11 +110,8 @@ def plan_weights(kinks, deletion):
     numerics refuse (then loss_factor). The curvature is floored at CURVATURE_FLOOR times the target: an
     absolute floor would price a delta-target of 1e-10 as if its kink held 1e-4 of the bulk's density."""
     def weights(claim: Claim, sigma: fmpq):
-        if claim.stages:
-            ln = line_stages([(m, e, float(s)) for m, e, s in runs_at(claim, sigma)])
-        else:
-            M, E = claim.pair()
-            ln = line(M, E, claim.sigma_of_pair(float(sigma)))
+        ln = line([(m, e, float(s)) for m, e, s in runs_at(claim, sigma)] if claim.stages else
+                  [(*claim.pair(), claim.sigma_of_pair(float(sigma)))])
         if ln is None:
             return None
         f0 = f_p(ln.g, 0.0)

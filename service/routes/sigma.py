@@ -20,8 +20,8 @@ def _closed_form(shape: dict, target: str) -> str:
         if shape.get("stages") is not None:
             import math
 
-            from certifier.door import Stage, closed_form_sigma_stages
-            s = closed_form_sigma_stages([Stage(x["steps"], x["epochs"]) for x in shape["stages"]], float(target))
+            from certifier.door import Stage, closed_form_sigma_product
+            s = closed_form_sigma_product([Stage(x["steps"], x["epochs"]) for x in shape["stages"]], float(target))
             return f"{math.ceil(s * 1e6) / 1e6:.6f}"
         from certifier.door import closed_form_sigma_up
         return str(closed_form_sigma_up(shape["steps"], shape["epochs"], target, shape["scheme"]))

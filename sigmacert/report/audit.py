@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 
 from certifier import door
 from certifier.errors import NumericsUnreliableError, ParameterError
-from certifier.numerics.stages_profile import exact_privacy_stages
+from certifier.numerics.stages_profile import exact_privacy_product
 from certifier.numerics.targets import exact_privacy_scheme
 from sigmacert.report import plots
 from sigmacert.report.facts import Facts
@@ -45,7 +45,7 @@ def _profile_at(claim: dict, sigma: float, **kw):
     numerics refuse."""
     try:
         if is_staged(claim):
-            return exact_privacy_stages([(m, e, repr(s)) for m, e, s in runs_at(claim, repr(sigma))], check=False,
+            return exact_privacy_product([(m, e, repr(s)) for m, e, s in runs_at(claim, repr(sigma))], check=False,
                                         **kw)
         return exact_privacy_scheme(claim["steps"], claim["epochs"], sigma, claim.get("scheme"), check=False, **kw)
     except (NumericsUnreliableError, ParameterError):
