@@ -114,7 +114,7 @@ STAGED = Shape(staged_setup, staged_claim, STAGED_SEARCHES, build_v5)
 
 def shape_of(run: Run) -> Shape:
     """The run's shape (the one place certify asks it)."""
-    return STAGED if run.staged else BLOCK
+    return run.pick(lambda steps, epochs, scheme: BLOCK, lambda stages: STAGED)
 
 
 def run_of(claim: Claim) -> Run:

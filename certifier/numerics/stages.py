@@ -25,10 +25,12 @@ import sys
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import erf
+from scipy.optimize import brentq
+from scipy.special import erf, ndtri
 
 from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.numerics import exact as _exact
+from certifier.numerics.closed_form import c_lambda, log1p_b_over_m
 from certifier.numerics.laplace_moments import FIRST, SECOND, Discretization, moment_line
 from certifier.numerics.log_convolution import MAX_WORK, lattice_step, logconv_work, mean_density, moments
 from certifier.numerics.one_epoch import bulk_sd
@@ -288,14 +290,12 @@ def exact_tv_product(stages, check: bool = True) -> _exact.ExactTV:
 
 def _log1p_chi2(runs) -> float:
     """ln(1 + chi^2) of the product pair = sum_s E_s ln(1 + (e^{1/sigma_s^2} - 1)/M_s) (eq. 9, a product)."""
-    from certifier.numerics.closed_form import log1p_b_over_m
     return sum(e * log1p_b_over_m(s, m) for m, e, s in runs)
 
 
 def closed_form_sigma_product(stages, lam: float) -> float:
     """The shared sigma with U(c) = lambda for the product's chi-square c (Theorem 3.3 holds for any
     pair; 1 + c multiplies over independent stages), by bisection: a feasible sigma, not rounded."""
-    from certifier.numerics.closed_form import c_lambda
     level = math.log1p(c_lambda(lam))
     lo, hi = 1e-3, 1.0
     while _log1p_chi2([(s.steps, s.epochs, hi) for s in stages]) > level:
@@ -311,7 +311,6 @@ def closed_form_sigma_product(stages, lam: float) -> float:
 
 def gdp_limit_sigma_product(stages, lam: float) -> float:
     """The GDP limit (B.3) of the product: mu^2 = sum_s (E_s / M_s)(e^{1/sigma^2} - 1). Not a bound."""
-    from scipy.special import ndtri
     z = float(ndtri(0.5 + 0.5 * lam))
     ratio = sum(s.epochs / s.steps for s in stages)
     return math.log1p(4.0 * z * z / ratio) ** -0.5
@@ -324,7 +323,6 @@ def exact_sigma_product(stages, lam, resolution="1e-6") -> str:
     sigma, C.4), so the search of certifier.numerics.exact applies: bracket from the GDP limit,
     never above the closed form (feasible), Brent, round UP to the grid, check the point below.
     """
-    from scipy.optimize import brentq
     stages = parse_stage_list(stages, sigma_per_stage=False)
     lam = float(lam)
     if not 0.0 < lam < 1.0:

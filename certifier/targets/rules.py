@@ -55,6 +55,8 @@ class TargetKind:
     upper_record: Callable[[UpperResult], dict] | None = None  # format v4's `upper` object (bound, ...)
     plan_weights: Callable[[Claim, fmpq], object] | None = None   # its own loss model for the planners (v1, v2)
     named: tuple = ()                                    # Claim.kind: () for tv, (("name", ...), params...) else
+    tv_functional: bool = False                          # the functional is the TV itself (its bound: 1 - O;
+                                                         # the rows and TV-only methods and screens apply)
 
     @staticmethod
     def upper_margin(target: fmpq, value: float | None, error: float | None) -> float | None:

@@ -42,7 +42,7 @@ def _exact_sigma(claim: Claim, target: fmpq) -> fmpq:
 
 RULE = TargetKind("tv", "TV(P_M^E, Q_M^E)", _numerics, _exact_sigma,
                   lambda r, target: parse_decimal("bound", r.bound) <= target,
-                  lambda r, target: r.exact > target, lower_value=lambda r: r.exact)
+                  lambda r, target: r.exact > target, lower_value=lambda r: r.exact, tv_functional=True)
 
 
 @dataclass(frozen=True)

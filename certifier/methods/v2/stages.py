@@ -171,7 +171,7 @@ def _lower_row(target_kind, plan, L, s_str: str, value: float | None, wts, at: l
     1 - T(alpha); tv: the TV) beside the TV of the processed pair; for a kind planned on its own loss model the
     loss this try measured, which the next try plans with (at[0], the k_scale, scaled up, never down)."""
     row = {"sigma_low": s_str, **row_v2(plan, "tv_lower", L.tv_lower), "tv_exact": value}
-    if target_kind.name == "tv":
+    if target_kind.tv_functional:
         return row
     v = target_kind.lower_value(L)
     row[f"{target_kind.name}_lower"] = None if v is None else round_down_sig(v, 12)
@@ -236,7 +236,7 @@ def prove_lower(ctx: Ctx, low_claim, s_low, value_low, err, meth: UpperV2):
     margin, tv_low, wts = _kind_plan(target_kind, low_claim, s_low, target_kind.lower_margin(target, value_low, err),
                                      value_low)
     at = [V2_LOWER_LOSS_RATIO, 1.0]
-    lower_run = lambda m: lower_bound_v2_product(runs, m, replay_trims=target_kind.name != "tv")  # noqa: E731
+    lower_run = lambda m: lower_bound_v2_product(runs, m, replay_trims=not target_kind.tv_functional)  # noqa: E731
     if wts is not None and margin is not None and margin > 0:
         try:
             first = plan_product(runs, None, budget(margin, LOWER_SAFETY[0], V2_CEILING), tv_low,
