@@ -46,6 +46,13 @@ class Run:
         """A run in stages: '100x5,400x5', '100x5@1.2,...', Stage values or (M, E[, sigma]) tuples."""
         return Run(parse_stage_list(spec, sigma_per_stage), staged=True)
 
+    @classmethod
+    def of_claim(cls, claim) -> Run:
+        """The run a claim names, its sigmas left out: its stages (M_s, E_s), or its block (scheme, iterations)."""
+        if claim.stages:
+            return Run.composed([s[:2] for s in claim.stages])
+        return Run.block(claim.steps, claim.epochs, claim.scheme, claim.iterations)
+
     @property
     def steps(self) -> int:
         return self.stages[0].steps

@@ -119,5 +119,4 @@ def shape_of(run: Run) -> Shape:
 
 def run_of(claim: Claim) -> Run:
     """The run a (stated) claim names: stages at one shared sigma, or a block."""
-    return (Run.composed(claim.stages) if claim.stages else
-            Run.block(claim.steps, claim.epochs, claim.scheme, claim.iterations))
+    return Run.of_claim(claim)

@@ -19,6 +19,7 @@ from certifier.numerics import schemes
 from certifier.numerics.stages_profile import exact_privacy_product, exact_sigma_dp_product
 from certifier.numerics.targets import exact_privacy_scheme, exact_sigma_dp
 from certifier.params import decimal_str, parse_decimal
+from certifier.run import Run
 from certifier.targets.base import Target
 from certifier.targets.rules import (
     KIND_UPPER,
@@ -77,10 +78,10 @@ def dp_kind(epsilon: str, delta: fmpq) -> TargetKind:
     lower = lambda r: dp_lower_value(r, eps)  # noqa: E731
     return TargetKind(
         "dp", f"max(delta_Q||P({epsilon}), delta_P||Q({epsilon}))", profile_numerics("dp", e),
-        lambda claim, target: parse_decimal("sigma", exact_sigma_dp_product(claim.stages, e, float(target)) if
-                                            claim.stages else exact_sigma_dp(claim.steps, claim.epochs, e,
-                                                                             float(target), SEARCH_RESOLUTION,
-                                                                             scheme=claim.scheme)),
+        lambda claim, target: parse_decimal("sigma", Run.of_claim(claim).pick(
+            lambda steps, epochs, scheme: exact_sigma_dp(steps, epochs, e, float(target), SEARCH_RESOLUTION,
+                                                         scheme=scheme),
+            lambda stages: exact_sigma_dp_product(stages, e, float(target)))),
         proves_below(upper), proves_above(lower), (("epsilon", epsilon),), upper, True, math.exp(e),
         lower_value=lower, upper_record=lambda r: {"bound": upper(r)},
         plan_weights=plan_weights(_kinks(e), lambda ln: math.exp(e)),

@@ -18,6 +18,7 @@ from certifier.numerics import schemes
 from certifier.numerics.stages_profile import exact_privacy_product, exact_sigma_tpr_product
 from certifier.numerics.targets import exact_privacy_scheme, exact_sigma_tpr
 from certifier.params import decimal_str, parse_decimal
+from certifier.run import Run
 from certifier.targets.base import Target
 from certifier.targets.dp import masses
 from certifier.targets.rules import (
@@ -73,10 +74,10 @@ def tpr_kind(fpr: str, tpr: fmpq) -> TargetKind:
     lower = lambda r: tpr_lower_value(r, alpha)  # noqa: E731
     return TargetKind(
         "tpr", f"1 - T({fpr})", profile_numerics("tpr", a),
-        lambda claim, target: parse_decimal("sigma", exact_sigma_tpr_product(claim.stages, a, float(target)) if
-                                            claim.stages else exact_sigma_tpr(claim.steps, claim.epochs, a,
-                                                                              float(target), SEARCH_RESOLUTION,
-                                                                              scheme=claim.scheme)),
+        lambda claim, target: parse_decimal("sigma", Run.of_claim(claim).pick(
+            lambda steps, epochs, scheme: exact_sigma_tpr(steps, epochs, a, float(target), SEARCH_RESOLUTION,
+                                                          scheme=scheme),
+            lambda stages: exact_sigma_tpr_product(stages, a, float(target)))),
         proves_below(upper), proves_above(lower), (("fpr", fpr),), upper, True, max(1.0, float(tpr) / a),
         lower_value=lower, upper_record=lambda r: (lambda row: {"bound": row["tpr"], "epsilon": row["epsilon"]})(
             tpr_row(r, alpha)),
