@@ -43,10 +43,10 @@ def claims(m: int, e: int, s: str) -> list[tuple[str, dict]]:
 
 def staged_claims(stages: str, s: str) -> list[tuple[str, dict]]:
     """A run in stages: eps <= 1.01 (holds), 0.5 % below the numerical eps (false), TPR <= 0.0025 at FPR 0.001."""
-    from certifier.numerics.stages import parse_stages
-    from certifier.numerics.stages_profile import exact_privacy_stages
-    run = [st.with_sigma(s) for st in parse_stages(stages)]
-    num = exact_privacy_stages(run, deltas=[1e-5], check=False).epsilon[1e-5].value
+    from certifier.numerics.stages import parse_stage_list
+    from certifier.numerics.stages_profile import exact_privacy_product
+    run = [st.with_sigma(s) for st in parse_stage_list(stages)]
+    num = exact_privacy_product(run, deltas=[1e-5], check=False).epsilon[1e-5].value
     little = f"{int(num * 0.995 * 1e4) / 1e4:.4f}"
     return [("eps <= 1.01", {"epsilon": "1.01", "delta": "1e-5"}),
             (f"eps <= {little} (0.5 % below)", {"epsilon": little, "delta": "1e-5"}),

@@ -50,17 +50,17 @@ def load() -> str:
 
 
 def stages_table(splits, md: bool) -> None:
-    from certifier.numerics.stages import exact_sigma_stages, exact_tv_stages
-    exact_tv_stages([(5, 2, "1"), (7, 2, "1")])  # warm-up: imports and first-call costs out of the ratios
+    from certifier.numerics.stages import exact_sigma_product, exact_tv_product
+    exact_tv_product([(5, 2, "1"), (7, 2, "1")])  # warm-up: imports and first-call costs out of the ratios
     print(load())
     head = ("stages", "S", "exact TV", "error", "method", "TV s", "x 1-stage", "sigma(0.1)", "sigma s", "x 1-stage")
     print("| " + " | ".join(head) + " |\n|" + "---|" * len(head) if md else "  ".join(head))
     base = None
     for name, st in splits.items():
         t0 = time.perf_counter()
-        r = exact_tv_stages([(m, e, SIGMA) for m, e in st])
+        r = exact_tv_product([(m, e, SIGMA) for m, e in st])
         t1 = time.perf_counter()
-        s = exact_sigma_stages(st, 0.1)
+        s = exact_sigma_product(st, 0.1)
         t2 = time.perf_counter()
         if base is None:
             base = (t1 - t0, t2 - t1)
@@ -109,7 +109,7 @@ def certificate_table(splits, target: str, two_sided: bool, md: bool, kinds: dic
         t0 = time.perf_counter()
         kn, kp, tg = (kinds or {}).get(name, ("tv", None, target))
         own = len(st[0]) == 3
-        out = certify_run(Run.in_stages(st), parse_decimal("target", tg), two_sided=two_sided and not own, kind_name=kn,
+        out = certify_run(Run.composed(st), parse_decimal("target", tg), two_sided=two_sided and not own, kind_name=kn,
                              kind_params=kp)
         t1 = time.perf_counter()
         if not out.success:

@@ -178,7 +178,7 @@ def main(argv=None) -> int:
         t = time.perf_counter()
         x = exact_sigma_dp(m, e, eps, 1e-5)
         sec = time.perf_counter() - t
-        rdp = qb.rdp_sigma(m, e, eps, 1e-5, seed=float(x))
+        rdp = qb.rdp_sigma([(m, e)], eps, 1e-5, seed=float(x))
         rows["dp"].append({"M": m, "E": e, "eps": eps, "exact": x, "seconds": sec, "rdp_qp": rdp})
         print(f"| {m} | {e} | {eps} | 1e-5 | {x} | {sec:.2f} | {rdp} | {100 * (float(rdp) / float(x) - 1):.1f} |",
               flush=True)
@@ -188,7 +188,7 @@ def main(argv=None) -> int:
         t = time.perf_counter()
         x = exact_sigma_tpr(m, e, 1e-3, beta)
         sec = time.perf_counter() - t
-        rdp = qb.rdp_tpr_sigma(m, e, 1e-3, beta, seed=float(x))
+        rdp = qb.rdp_tpr_sigma([(m, e)], 1e-3, beta, seed=float(x))
         b2 = qb.tpr_bound_sigma(m, e, 1e-3, beta)
         rows["tpr"].append({"M": m, "E": e, "fpr": 1e-3, "tpr": beta, "exact": x, "seconds": sec, "rdp": rdp,
                             "closed_form": b2})

@@ -205,7 +205,7 @@ def _lower(ctx: Ctx, search, meth, sigmas=None) -> dict | None:
         tv_low, err = ctx.kind.numerics(low_claim, s_low) if search.screen_lower else (None, None)
         s_str = decimal_str(s_low)
         if tv_low is not None and tv_low <= float(claim.target):      # thin margins: TargetKind.lower_margin
-            what = "TV" if ctx.kind.name == "tv" and search.screen_names_tv else "value"
+            what = "TV" if ctx.kind.tv_functional and search.screen_names_tv else "value"
             out.lower_tries.append({"sigma_low": s_str, "skipped": f"numerical {what} {tv_low:.12g} does not exceed "
                                     "the target"})
             continue
@@ -216,7 +216,7 @@ def _lower(ctx: Ctx, search, meth, sigmas=None) -> dict | None:
                 L, lm = found
                 out.lower_result = L
                 low = {"sigma_low": s_str, "method": lower_method.to_json(lm, claim), "enclosures": L.enclosures}
-                if ctx.kind.name == "tv":
+                if ctx.kind.tv_functional:
                     return {**low, "tv_lower": tv_lower_str(L.exact, claim.target)}
                 return {**low, "tv_lower": L.tv_lower,      # TV at sigma_low >= it; the kind's value below
                         "bound_lower": tv_lower_str(ctx.kind.lower_value(L), claim.target)}

@@ -108,11 +108,10 @@ def check_block(steps: int, epochs: int, what: str = "") -> None:
 
 def check_run(run: Run) -> None:
     """A block's M and E, or every stage's of a run in stages (the stated domain's blocks)."""
-    if not run.staged:
-        check_block(run.steps, run.epochs)
-        return
-    for i, st in enumerate(run.stages, 1):
-        check_block(st.steps, st.epochs, f"stage {i}: " if len(run.stages) > 1 else "")
+    def each(stages):
+        for i, st in enumerate(stages, 1):
+            check_block(st.steps, st.epochs, f"stage {i}: " if len(stages) > 1 else "")
+    run.pick(lambda steps, epochs, scheme: check_block(steps, epochs), each)
 
 
 def check(run: Run, target, certify: bool = False) -> None:
@@ -129,15 +128,15 @@ def check(run: Run, target, certify: bool = False) -> None:
 def pair_run(run: Run) -> Run:
     """The run whose sigma is the pair's: a block of random allocation as it is, fixed bins the one-epoch pair
     (M, 1) at sigma/sqrt(E); a run in stages shares its sigma, each stage's pair at it."""
-    if run.staged:
-        return run
-    r = schemes.reduce(run.scheme, run.steps, run.epochs)
-    return Run.block(r.steps, r.epochs) if r.scale2 != 1 else Run.block(run.steps, run.epochs)
+    def block(steps, epochs, scheme):
+        r = schemes.reduce(scheme, steps, epochs)
+        return Run.block(r.steps, r.epochs) if r.scale2 != 1 else Run.block(steps, epochs)
+    return run.pick(block, lambda stages: run)
 
 
 def pair_sigma(run: Run, sigma: fmpq) -> fmpq:
     """The pair's sigma squared is sigma^2 / E for fixed bins: returns sigma^2 of the pair (exact)."""
-    scale2 = 1 if run.staged else schemes.reduce(run.scheme, run.steps, run.epochs).scale2
+    scale2 = run.pick(lambda steps, epochs, scheme: schemes.reduce(scheme, steps, epochs).scale2, lambda stages: 1)
     return sigma * sigma / scale2
 
 

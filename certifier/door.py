@@ -29,7 +29,7 @@ from certifier.audit import DEFAULT_WIDTH as AUDIT_WIDTH
 from certifier.audit import Stated, audit
 from certifier.bounds.dominating import DominatingPmf, dominating_pmfs
 from certifier.bounds.privacy import rounded_law
-from certifier.bounds.stages_v2 import rounding_bound_v2_stages, t2_of
+from certifier.bounds.stages_v2 import rounding_bound_v2_product, t2_of
 from certifier.certificate.audit import build as build_audit
 from certifier.certificate.envelope import (
     canonical_json,
@@ -67,8 +67,8 @@ from certifier.numerics.schemes import (
     tv_bound,
 )
 from certifier.numerics.schemes import exact_tv as exact_tv_scheme
-from certifier.numerics.stages import Stage, closed_form_sigma_stages, exact_tv_stages, parse_stages
-from certifier.numerics.stages_profile import exact_privacy_stages, stages_route_at
+from certifier.numerics.stages import Stage, closed_form_sigma_product, exact_tv_product, parse_stage_list
+from certifier.numerics.stages_profile import exact_privacy_product, product_route_at
 from certifier.numerics.targets import exact_privacy_scheme
 from certifier.numerics.tradeoff import hockey_stick, optimal_tpr, pair_density
 from certifier.outcome import Outcome
@@ -78,7 +78,7 @@ from certifier.plan_cost import plan as plan_of
 from certifier.resolution import resolution_label, resolution_str, round_up
 from certifier.run import Run, privacy
 from certifier.run import exact_sigma as run_exact_sigma
-from certifier.shape import refuse_with_stages
+from certifier.shape import refuse_staged_options
 from certifier.targets import DP, KINDS, NAMES, ONE_KIND, TPR, TV, Target, from_json, make, parse
 from certifier.targets.request import KIND_FIELDS, MAX_EPSILON
 from certifier.transparency.archive import append, consistency, entries, heads, prove
@@ -97,12 +97,12 @@ __all__ = ["DP", "KINDS", "KIND_FIELDS", "MAX_EPSILON", "NAMES", "ONE_KIND", "RA
            "chi2_tpr_bound", "log1p_b_over_m", "closed_form_tv_bound", "ExactTV", "exact_tv_scheme", "monte_carlo_tv",
            "quick_chi2_tpr_bound", "delta_qp_bound", "rdp_tpr_bound", "DEFAULT_SCHEME", "chi2", "closed_form_sigma",
            "closed_form_sigma_up", "gdp_limit_sigma", "parse_scheme", "reduce", "resolve_epochs", "tv_bound",
-           "Stage", "closed_form_sigma_stages", "exact_tv_stages", "parse_stages", "exact_privacy_stages",
-           "stages_route_at", "exact_privacy_scheme", "hockey_stick", "optimal_tpr", "pair_density",
+           "Stage", "closed_form_sigma_product", "exact_tv_product", "parse_stage_list", "exact_privacy_product",
+           "product_route_at", "exact_privacy_scheme", "hockey_stick", "optimal_tpr", "pair_density",
            "resolution_label", "resolution_str", "round_up", "append", "consistency", "entries", "heads",
            "prove", "log_audit", "consistency_bundle", "proof_bundle", "read_head", "sign_head", "Tree", "leaf_hash",
            "predicted_seconds", "predicted_seconds_stages", "tv_plan", "AUDIT_LIMIT", "AUDIT_WIDTH", "Stated", "audit",
-           "build_audit", "rounding_bound_v2_stages", "t2_of", "choose_v2", "eps_gaussian", "schemes"]
+           "build_audit", "rounding_bound_v2_product", "t2_of", "choose_v2", "eps_gaussian", "schemes"]
 
 
 def check_domain(run: Run, target: Target, certify: bool = False) -> None:
@@ -130,7 +130,7 @@ def exact_sigma(run: Run, target: Target, resolution: str = "auto") -> str:
 def exact_tv(run: Run, check: bool = True):
     """d_TV of the run's pair at its sigma(s) (Theorem 4.1; a run in stages: the product; numerical ExactTV)."""
     return run.pick(lambda m, e, scheme: schemes.exact_tv(m, e, run.sigma_float(), scheme, check=check),
-                    lambda stages: exact_tv_stages(stages, check=check))
+                    lambda stages: exact_tv_product(stages, check=check))
 
 
 def value_at(run: Run, target: Target, check: bool = True):
@@ -160,7 +160,7 @@ def admit(run: Run, target: Target, **options) -> None:
     allocation, method v2 and automatic grids only (options: h, eta, cap, prec as the face gave them)."""
     grid = tuple(options.get(k) for k in ("h", "eta", "cap", "prec"))
     run.pick(lambda m, e, scheme: None,
-             lambda stages: refuse_with_stages(None, None, RANDOM_ALLOCATION, "auto", target.name, None, grid))
+             lambda stages: refuse_staged_options(None, None, RANDOM_ALLOCATION, "auto", target.name, None, grid))
 
 
 def sign(predicate: dict, key, subject: dict | None = None) -> tuple[bytes, str]:

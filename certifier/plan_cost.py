@@ -36,9 +36,9 @@ from certifier.methods.v1.search import (
 from certifier.methods.v1.two_scale_plan import with_two_scale
 from certifier.methods.v2.plan import EPS_CEILING, choose_v2, eps_gaussian, eps_tail, idle_seconds
 from certifier.methods.v2.search import V2_CALIBRATION, V2_CEILING, V2_LOWER_LOSS_RATIO
-from certifier.methods.v2.stages import plan_stages
+from certifier.methods.v2.stages import plan_product
 from certifier.numerics.schemes import closed_form_sigma
-from certifier.numerics.stages import Stage, closed_form_sigma_stages
+from certifier.numerics.stages import Stage, closed_form_sigma_product
 from certifier.params import decimal_str, parse_decimal
 from certifier.resolution import resolution_str, round_up
 from certifier.run import Run
@@ -202,16 +202,16 @@ def predicted_seconds(steps: int, epochs: int, target: str, sigma: str | None, s
 @functools.lru_cache(maxsize=1024)
 def predicted_seconds_stages(stages: tuple, target: str, sigma: str | None) -> float:
     """The planner's seconds of a two-sided certificate of a run in stages ((M_s, E_s), ...) at one sigma
-    (certifier.stages_certify.plan_stages: a method-v2 plan per distinct M_s for the total epochs, summed) at the
+    (certifier.stages_certify.plan_product: a method-v2 plan per distinct M_s for the total epochs, summed) at the
     closed-form sigma of the product's chi-square when none is given, both sides."""
     lam = parse_decimal("target", target)
     if sigma is None:
-        s = closed_form_sigma_stages([Stage(m, e) for m, e in stages], float(lam))
+        s = closed_form_sigma_product([Stage(m, e) for m, e in stages], float(lam))
         sigma = f"{math.ceil(s * 1e6) / 1e6:.6f}"
     if all(m == 1 for m, _ in stages):
         return 0.0
     q = parse_decimal("sigma", sigma)
-    return 2.0 * idle(plan_stages(stages, 1 / (q * q), budget(None, 0.5), None))
+    return 2.0 * idle(plan_product(stages, 1 / (q * q), budget(None, 0.5), None))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -226,7 +226,7 @@ def ceiling_plan(pair: tuple, scheme: str, sigma: str, stages: tuple = ()) -> tu
     for at, upper in ((s, True), (low, False)):
         if stages:
             safety = SAFETY[0] if upper else LOWER_SAFETY[0]
-            out.append((idle(plan_stages(stages, 1 / (at * at), budget(1.0, safety, V2_CEILING), None)), True))
+            out.append((idle(plan_product(stages, 1 / (at * at), budget(1.0, safety, V2_CEILING), None)), True))
             continue
         M, E = pair
         t_factor = E if scheme == FIXED_BINS else 1      # fixed bins: the pair (M, 1) at sigma / sqrt(E)
@@ -243,7 +243,7 @@ def plan(run: Run, target: Target, sigma: str | None, exact_sigma: Callable[[Run
     what, lam = target.name, float(target.value)
 
     def job_sigma() -> str:
-        bare = run.pick(lambda m, e, scheme: run, lambda stages: Run.in_stages([(s.steps, s.epochs) for s in stages]))
+        bare = run.pick(lambda m, e, scheme: run, lambda stages: Run.composed([(s.steps, s.epochs) for s in stages]))
         return sigma if sigma is not None else exact_sigma(bare, target)
 
     def staged(stages) -> Plan:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from flint import fmpq
 
-from certifier.params import decimal_str
+from certifier.params import decimal_str, parse_decimal
 
 DIGITS = 6                      # significant digits from sigma = 10 on
 FLOOR = fmpq(1, 10**6)          # the resolution below sigma = 10
@@ -62,5 +62,4 @@ def resolution_label(sigma: fmpq) -> str:
 def issued(sigma_text: str) -> str:
     """A sigma found on the 1e-6 search grid, rounded up to res(sigma): what certify issues and
     `sigmacert sigma`, the API and the service report as the exact sigma."""
-    from certifier.params import parse_decimal
     return decimal_str(round_up(parse_decimal("sigma", sigma_text)))

@@ -10,7 +10,7 @@ from typing import Callable
 from flint import fmpq
 
 from certifier.certificate import predicate as pred_
-from certifier.certificate.stages import build_stages, stages_claim
+from certifier.certificate.stages import build_v5, stages_claim
 from certifier.claim import RANDOM_ALLOCATION, Claim
 from certifier.domain import check_block, check_sigma
 from certifier.errors import ParameterError
@@ -63,7 +63,7 @@ def staged_setup(run: Run, target_kind: TargetKind, target: fmpq, sigma, named, 
     if own and two_sided:
         raise ParameterError("a sigma per stage is certified one-sided only (no single sigma to step down for the "
                              "lower side)")
-    refuse_with_stages(None, None, run.scheme, method, target_kind.name, run.iterations, tuple(grid.values()))
+    refuse_staged_options(None, None, run.scheme, method, target_kind.name, run.iterations, tuple(grid.values()))
     forced = forced_method(method, run.scheme, STAGED_SEARCHES)
     given = sigma is not None
     if sigma is None and not own:
@@ -80,7 +80,7 @@ def stage_tuples(run: Run) -> tuple[tuple, ...]:
                  for s in run.stages)
 
 
-def refuse_with_stages(steps, epochs, scheme, method, kind_name, iterations, grid) -> None:
+def refuse_staged_options(steps, epochs, scheme, method, kind_name, iterations, grid) -> None:
     """For a face that accepts stages beside certify's options: a run in stages has no steps/epochs of its
     own, random allocation, method v2 and automatic grids (any target kind); anything else is a one-line
     refusal."""
@@ -109,15 +109,14 @@ def staged_claim(run: Run, sigma, target, named):
 
 BLOCK = Shape(block_setup, block_claim, SEARCHES, pred_.build)
 
-STAGED = Shape(staged_setup, staged_claim, STAGED_SEARCHES, build_stages)
+STAGED = Shape(staged_setup, staged_claim, STAGED_SEARCHES, build_v5)
 
 
 def shape_of(run: Run) -> Shape:
     """The run's shape (the one place certify asks it)."""
-    return STAGED if run.staged else BLOCK
+    return run.pick(lambda steps, epochs, scheme: BLOCK, lambda stages: STAGED)
 
 
 def run_of(claim: Claim) -> Run:
     """The run a (stated) claim names: stages at one shared sigma, or a block."""
-    return (Run.in_stages(claim.stages) if claim.stages else
-            Run.block(claim.steps, claim.epochs, claim.scheme, claim.iterations))
+    return Run.of_claim(claim)

@@ -8,7 +8,7 @@ from certifier import door
 def request_run(req: dict) -> door.Run:
     """The request's run: its stages (a run in stages, format v5, at one shared sigma) or its block."""
     if req.get("stages") is not None:
-        return door.Run.in_stages([(s["steps"], s["epochs"]) for s in req["stages"]])
+        return door.Run.composed([(s["steps"], s["epochs"]) for s in req["stages"]])
     return door.Run.block(req["steps"], req["epochs"], req.get("scheme", door.RANDOM_ALLOCATION),
                           req.get("iterations"))
 

@@ -16,7 +16,7 @@ from flint import fmpq
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, field_validator
 
 from certifier import door
-from certifier.door import parse_stages
+from certifier.door import parse_stage_list
 from certifier.params import ParameterError, decimal_str, parse_count, parse_decimal
 from service.job import request_run, request_target
 
@@ -175,7 +175,7 @@ MAX_STAGES_TEXT = 2000  # characters of a stage list written as text (64 stages 
 
 def stages_of(value, limits: Limits) -> tuple:
     """The Stage tuple of a run in stages, from "100x5,400x5" or a list of {steps, epochs}, parsed by the one
-    parser of the CLI and the API (certifier.numerics.stages.parse_stages), then held to this service's
+    parser of the CLI and the API (certifier.numerics.stages.parse_stage_list), then held to this service's
     bounds: every M_s <= max_steps, the total epochs <= max_epochs. The stages share one sigma (a job's
     `sigma`, or the exact shared sigma): a stage's own @sigma is refused."""
     if isinstance(value, str):
@@ -183,9 +183,9 @@ def stages_of(value, limits: Limits) -> tuple:
             raise ParameterError(f"stages is too long (at most {MAX_STAGES_TEXT} characters)")
         if not value.isascii() or not value.isprintable():
             raise ParameterError("stages must be written in ASCII, like 100x5,400x5")
-        run = parse_stages(value, sigma_per_stage=False)
+        run = parse_stage_list(value, sigma_per_stage=False)
     else:
-        run = parse_stages([(parse_count(f"stage {i} steps M", _text("steps M", x.steps), 10**7),
+        run = parse_stage_list([(parse_count(f"stage {i} steps M", _text("steps M", x.steps), 10**7),
                              parse_count(f"stage {i} epochs E", _text("epochs E", x.epochs), 10**5))
                             for i, x in enumerate(value, 1)], sigma_per_stage=False)     # StageIn values
     for i, st in enumerate(run, 1):

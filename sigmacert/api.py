@@ -56,7 +56,7 @@ def _stages(stages, steps, epochs, scheme, iterations, sigma_per_stage):
         raise ParameterError("stages= replaces steps, epochs and iterations")
     if door.parse_scheme(scheme) != DEFAULT_SCHEME:
         raise ParameterError("stages are for random allocation (Algorithm 1) only")
-    return door.parse_stages(stages, sigma_per_stage)
+    return door.parse_stage_list(stages, sigma_per_stage)
 
 
 def _stages_at(stages, steps, epochs, scheme, iterations, sigma):
@@ -83,7 +83,7 @@ def exact_tv(steps=None, epochs=None, sigma=None, *, stages=None, scheme=DEFAULT
     """
     if stages is not None:
         run = _stages_at(stages, steps, epochs, scheme, iterations, sigma)
-        return door.exact_tv_stages(run)
+        return door.exact_tv_product(run)
     if steps is None or epochs is None and iterations is None or sigma is None:
         raise ParameterError("give steps, epochs and sigma (or stages=)")
     m, e, scheme, _ = _run(steps, epochs, scheme, iterations)
@@ -274,7 +274,7 @@ def certify(steps=None, epochs=None, target=None, sigma=None, *, stages=None, ep
                        Decimal(res.bound), res.two_sided, dec(res.sigma_low), dec(_lower(res)),
                        MappingProxyType(eps), MappingProxyType(tpr), MappingProxyType(res.predicate),
                        envelope, keyid, run.scheme, run.iterations, kind.name, _kind_params(kind),
-                       run.certificate_stages())
+                       run.stages_for_certificate())
 
 
 def _kind_params(kind) -> Mapping:

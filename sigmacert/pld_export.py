@@ -22,11 +22,11 @@ from certifier.door import (
     choose_v2,
     dominating_pmfs,
     eps_gaussian,
+    exact_tv_product,
     exact_tv_scheme,
-    exact_tv_stages,
-    parse_stages,
+    parse_stage_list,
     rounded_law,
-    rounding_bound_v2_stages,
+    rounding_bound_v2_product,
     t2_of,
 )
 from certifier.errors import CannotCertifyError, ParameterError
@@ -98,7 +98,7 @@ def dominating_stages(stages, sigma=None, *, value_discretization_interval=DEFAU
     the smallest sigma, with a TV margin of MARGIN x the exact TV (a valid grid for any stages: only
     its tightness depends on the choice). Not a certificate: no claim or verifier names stages yet.
     """
-    run = parse_stages(stages)
+    run = parse_stage_list(stages)
     if sigma is not None:
         if run[0].sigma is not None:
             raise ParameterError("the stages carry their sigma already: drop sigma")
@@ -106,14 +106,14 @@ def dominating_stages(stages, sigma=None, *, value_discretization_interval=DEFAU
     elif run[0].sigma is None:
         raise ParameterError("give sigma or a sigma on every stage")
     interval = _interval(value_discretization_interval)
-    tv = exact_tv_stages(run, check=False).tv
+    tv = exact_tv_product(run, check=False).tv
     if tv >= 0.999:
         raise CannotCertifyError("the TV of this run is too close to 1 for a dominating PLD")
     sigmas = [parse_sigma(st.sigma) for st in run]
     top_m, low_s = max(st.steps for st in run), min(sigmas)
     total_e = min(sum(st.epochs for st in run), 10**6)
     plan = choose_v2(top_m, total_e, t2_of(low_s), max(MARGIN * tv, 1e-7), tv, need_eps=2 * eps_gaussian(tv) + 5)
-    res = rounding_bound_v2_stages([(st.steps, st.epochs, t2_of(s)) for st, s in zip(run, sigmas)], plan.method)
+    res = rounding_bound_v2_product([(st.steps, st.epochs, t2_of(s)) for st, s in zip(run, sigmas)], plan.method)
     law = rounded_law(res.b, plan.method.eta, plan.method.fixed_point_bits)
     remove, add = dominating_pmfs(law, interval)
     name = ",".join(map(str, run))

@@ -261,3 +261,21 @@ def test_the_private_attribute_check_sees_a_module_alias(tmp_path):
         "certifier.stages reads _say of certifier.certify (line 4)"]
     (pkg / "stages.py").write_text("from certifier import certify as cf\n\ndef f():\n    return cf.say()\n")
     assert private_attribute_access("certifier", tmp_path) == []
+
+
+def test_the_private_attribute_check_sees_an_imported_module(tmp_path):
+    """`import certifier.certify as m; m._say()` and `import certifier.certify; certifier.certify._say()` are refused
+    as `from ... import certify as cf` is; a private name of the module's own (`_local`) is not (it can fail)."""
+    pkg = tmp_path / "certifier"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "certify.py").write_text("def _say():\n    return 1\n")
+    (pkg / "stages.py").write_text("import certifier.certify as m\n\ndef f():\n    return m._say()\n")
+    assert private_attribute_access("certifier", tmp_path) == [
+        "certifier.stages reads _say of certifier.certify (line 4)"]
+    (pkg / "stages.py").write_text("import certifier.certify\n\ndef f():\n    return certifier.certify._say()\n")
+    assert private_attribute_access("certifier", tmp_path) == [
+        "certifier.stages reads _say of certifier.certify (line 4)"]
+    (pkg / "stages.py").write_text("import certifier.certify as m\n\ndef _local():\n    return 1\n\n"
+                                   "def f():\n    return m.__name__, _local()\n")
+    assert private_attribute_access("certifier", tmp_path) == []

@@ -44,7 +44,7 @@ from certifier import door
 from certifier.domain import DELTA, check_block, refuse, words
 from certifier.errors import NumericsUnreliableError, ParameterError, SigmacertError
 from certifier.numerics.stages import MAX_STAGES
-from certifier.numerics.stages_profile import exact_privacy_stages
+from certifier.numerics.stages_profile import exact_privacy_product
 from certifier.numerics.targets import exact_privacy
 from certifier.params import as_decimal_text, parse_decimal
 from trainer.algorithm import streams
@@ -151,7 +151,7 @@ def epsilon_of_stages(stages, delta: float) -> float:
             return math.inf
         run.append((m, e, f"{k / 10**6:.6f}"))
     try:
-        v = exact_privacy_stages(run, deltas=[delta], check=False).epsilon[delta]
+        v = exact_privacy_product(run, deltas=[delta], check=False).epsilon[delta]
     except NumericsUnreliableError:
         return math.inf
     return v.value + v.error if math.isfinite(v.error) else math.inf

@@ -10,13 +10,19 @@ reason memory-exhausted or time-exhausted."""
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import os
 import re
+import resource
 import sys
 
 from .core import Result, load_inputs, read_limited, verify_bytes
 from .cost import DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS, GiB
+from .format.envelope import load_public_key
+from .format.strict import Reject, load_json
+from .release import verify_release
+from .transparency import verify_log_proof
 
 UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
@@ -53,8 +59,6 @@ def caps(max_memory: int, max_seconds: float) -> tuple[int, int]:
 def run_capped(fn, mem_cap: int, cpu_cap: int) -> Result:
     """fn() -> Result in a child process under RLIMIT_AS and RLIMIT_CPU (FLINT aborts the
     process when an allocation fails, so the caps must apply to a process we can lose)."""
-    import faulthandler
-    import resource
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # child: never returns
@@ -110,9 +114,6 @@ def report(res: Result, as_json: bool):
 
 def log_check(args) -> dict:
     """{"accepted", "reason", "detail", "inclusion"} of --log-proof (usage errors raise ValueError/OSError)."""
-    from .format.envelope import load_public_key
-    from .format.strict import Reject, load_json
-    from .transparency import verify_log_proof
     keys = [load_public_key(read_limited(k)) for k in args.key]
     cert = None if args.certificate is None else read_limited(args.certificate)
     try:
@@ -141,7 +142,6 @@ def log_report(log: dict, res, as_json: bool) -> int:
 
 def release_main(args) -> int:
     """--release: every layer of a sealed release, the certificate's replay under the caps."""
-    from .release import verify_release
 
     def replay(data, keys):
         work = lambda: verify_bytes(data, keys, max_memory=args.max_memory, max_seconds=args.max_seconds)

@@ -392,7 +392,7 @@ def raw_predict(p: dict) -> Cost:
     replay and the privacy / TPR rows while the upper side's b_k stay alive."""
     c, m = p["claim"], p["method"]
     if "stages" in c:  # a run in stages (format v5)
-        return _stages(p)
+        return _product_cost(p)
     if c["steps"] > 10**7 or c["epochs"] > 10**5:  # beyond the range the model was measured on
         return Cost(math.inf, math.inf, {"claim: M <= 10^7, E <= 10^5 only": {"seconds": 1e18, "memory": 1e18}})
     cost = MODELS[(m["name"], m["version"])](c, m)
@@ -408,7 +408,7 @@ def raw_predict(p: dict) -> Cost:
     return cost
 
 
-def _stages(p: dict) -> Cost:
+def _product_cost(p: dict) -> Cost:
     """A run in stages: steps (i)-(iii) (or (a)-(c)) once per distinct M (and sigma), step (iv) ((d)) bounded by the
     total E's power on the widest line -- each distinct M costed as a block of the total epochs (an
     upper estimate: the stages' powers and their products are at most one such power per line)."""

@@ -15,10 +15,12 @@ from statistics import NormalDist
 
 from flint import arb, fmpq
 
+from . import methods
 from .format.stages import where
 from .format.strict import Reject, working_prec
 from .format.v4 import parameter
 from .replay.arith import dyadic
+from .replay.gaussian_shift import delta
 from .replay.slack import upper_end
 
 
@@ -85,12 +87,20 @@ def z_below(alpha: fmpq) -> fmpq:
 def shift_lower(kind: dict, mu: arb) -> fmpq:
     """M = 1, the Gaussian shift mu (a ball): dp: the lower end of delta(eps) (both directions);
     tpr: 1 - T(fpr) = Phi(mu + Phi^-1(fpr)) >= the lower end of Phi(mu + z), z <= Phi^-1(fpr) ((7))."""
-    from .replay.gaussian_shift import delta
     x = parameter(kind)
     with working_prec(200):
-        if kind["name"] == "dp":
-            return _lower_end(delta(mu, x))
-        return _lower_end(_phi(mu + arb(z_below(x))))
+        return _lower_end(SHIFT_VALUE[kind["name"]](mu, x))
+
+
+# the Gaussian shift's value of each kind's functional (a ball; M = 1): dp: delta(eps) (both directions are
+# equal); tpr: Phi(mu + z), z <= Phi^-1(fpr) ((7))
+SHIFT_VALUE = {"dp": lambda mu, x: delta(mu, x), "tpr": lambda mu, x: _phi(mu + arb(z_below(x)))}
+# our upper value of each kind's functional from the deltas' balls: dp: the max of the two directions' upper
+# ends; tpr: e^epsilon fpr + delta_Q||P(epsilon) at the recorded epsilon ((7))
+UPPER_VALUE = {"dp": lambda p, x, deltas_at: max(upper_end(d) for d in deltas_at(x)),
+               "tpr": lambda p, x, deltas_at: upper_end(arb(p["upper"]["epsilon"]).exp() * arb(x)
+                                                        + deltas_at(p["upper"]["epsilon"])[0])}
+LOWER_VALUE = {"dp": dp_lower, "tpr": tpr_lower}     # our lower value at sigma_low from the processed pmfs
 
 
 def upper_value(p: dict, deltas_at) -> fmpq:
@@ -98,17 +108,13 @@ def upper_value(p: dict, deltas_at) -> fmpq:
     kind = p["claim"]["kind"]
     x = parameter(kind)
     with working_prec(max(200, p["method"]["prec"])):
-        if kind["name"] == "dp":
-            return max(upper_end(d) for d in deltas_at(x))
-        g = p["upper"]["epsilon"]
-        return upper_end(arb(g).exp() * arb(x) + deltas_at(g)[0])
+        return UPPER_VALUE[kind["name"]](p, x, deltas_at)
 
 
 def lower_value(p: dict, pmfs: tuple) -> fmpq:
     """Our certified lower value of the kind's functional at sigma_low (exact rational)."""
     kind = p["claim"]["kind"]
-    x = parameter(kind)
-    return dp_lower(pmfs, x) if kind["name"] == "dp" else tpr_lower(pmfs, x)
+    return LOWER_VALUE[kind["name"]](pmfs, parameter(kind))
 
 
 def verify_upper(p: dict, deltas_at, round_up, res) -> None:
@@ -147,7 +153,6 @@ def verify_lower(p: dict, lr, round_up, res) -> None:
 
 def verify(p: dict, raw: dict, res, deltas_at, round_up) -> None:
     """Both sides of a v4 claim's kind (after the upper method's replay and enclosure check)."""
-    from . import methods
     c, kind = p["claim"], raw["claim"]["kind"]
     what = ", ".join(f"{k}={v}" for k, v in kind.items() if k != "name")
     verify_upper(p, deltas_at, round_up, res)

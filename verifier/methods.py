@@ -101,7 +101,7 @@ LOWER = {
 }
 
 
-def _check_stages(slack_of, names):
+def _check_enclosures(slack_of, names):
     """A run in stages (format v5): the recorded enclosures `names` against ours, within the slack."""
     def check(c, m, enc, rp):
         tol = slack_of(c, m)
@@ -112,8 +112,8 @@ def _check_stages(slack_of, names):
 
 
 # format v5 (a run in stages): its methods are v2's, replayed stage by stage (replay/stages.py)
-STAGES_UPPER = Replay(st.replay_stages, _check_stages(st.slack_upper, ("O",)), _rows_from_b)
-STAGES_LOWER = Replay(st.replay_lower_stages, _check_stages(st.slack_lower, ("W_A", "U_A", "deleted_p")))
+STAGES_UPPER = Replay(st.replay_product, _check_enclosures(st.slack_upper, ("O",)), _rows_from_b)
+STAGES_LOWER = Replay(st.replay_lower_product, _check_enclosures(st.slack_lower, ("W_A", "U_A", "deleted_p")))
 
 
 def upper(m: dict, claim: dict | None = None) -> Replay:

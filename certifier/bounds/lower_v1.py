@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from flint import arb, fmpq, fmpz_poly
+from scipy.special import ndtri
 
 from certifier.bounds import two_scale as ts2
 from certifier.bounds.fixedpoint import (
@@ -172,7 +173,6 @@ def first_split(sigma: fmpq, m: LowerV1, t2: fmpq | None = None) -> int:
     """The last fine cell of (a) (units of h, a multiple of R): the least one above which Pr_P(Y) is about
     m.tail_tau (floats only choose it; it is recorded)."""
     R, t = m.tail_factor, math.sqrt(float(1 / (sigma * sigma) if t2 is None else t2))
-    from scipy.special import ndtri
     y = math.exp(-float(ndtri(float(m.tail_tau))) * t - t * t / 2)    # Pr(Y > y) = tau
     K = int(m.cap / m.h)
     return min(-(-math.ceil(y / float(m.h)) // R) * R, (K // R) * R)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from flint import arb, arb_poly, fmpq
+from flint import arb, arb_poly, fmpq, fmpz_poly
 
 from certifier.bounds.fixedpoint import Poly, arb_exact, arb_str, round_up_sig, working_prec
 from certifier.errors import NumericsUnreliableError
@@ -164,7 +164,6 @@ class RoundedLaw:
 
     def privacy_rows(self, prec: int = 128) -> tuple[dict, dict]:
         """The certified (eps, delta) and TPR rows of this law (the certificate's `privacy`, `tpr`)."""
-        from flint import fmpz_poly
         return privacy_rows(Poly(self.off, fmpz_poly(self.masses)), self.eta, self.F, prec)
 
     def p_mass(self) -> fmpq:

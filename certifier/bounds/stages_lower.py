@@ -24,7 +24,7 @@ from certifier.bounds.upper_v2 import UpperV2, clamp_index
 from certifier.errors import NumericsUnreliableError, ParameterError
 
 
-def lower_bound_v2_stages(stages, method: UpperV2, replay_trims: bool = False) -> LowerResult:
+def lower_bound_v2_product(stages, method: UpperV2, replay_trims: bool = False) -> LowerResult:
     """A rigorous lower bound on the TV of the product of (P_{M_s}^{E_s}, Q_{M_s}^{E_s}); stages (M_s, E_s, t_s^2).
     replay_trims: the replay's trim rule (certifier.bounds.lower_v2.lower_bound_v2), for the kinds."""
     method = replace(method, level_bits=None)     # a run in stages: one lattice at every level (no §10)

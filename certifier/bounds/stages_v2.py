@@ -25,7 +25,7 @@ from certifier.bounds.upper_v2 import UpperV2, clamp_index, step_i, step_ii, ste
 from certifier.errors import ParameterError
 
 
-def rounding_bound_v2_stages(stages, method: UpperV2) -> UpperResult:
+def rounding_bound_v2_product(stages, method: UpperV2) -> UpperResult:
     """1 - O >= TV of the product of (P_{M_s}^{E_s}, Q_{M_s}^{E_s}); stages are (M_s, E_s, t_s^2) with t^2 exact."""
     method = replace(method, level_bits=None)     # a run in stages: one lattice at every level (no §10)
     method.validate()

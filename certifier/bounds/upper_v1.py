@@ -15,6 +15,7 @@ O <= E min{1, Lambda} by Lemma C.5, so 1 - O >= TV.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass, field
 from itertools import accumulate
@@ -369,7 +370,6 @@ def b_enclosures(k0: int, k1: int, scale: fmpq, eta: fmpq, prec: int):
 
 def _k_of(value: fmpq, eta: fmpq) -> int:
     """An estimate of the k with e^{k eta} <= value < e^{(k+1) eta} (float; callers check the range)."""
-    import math
     return math.floor(math.log(float(value)) / float(eta))
 
 

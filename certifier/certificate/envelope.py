@@ -11,6 +11,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
+from certifier.certificate.audit import PREDICATE_TYPE_V6
+from certifier.certificate.stages import PREDICATE_TYPE_V5
 from certifier.errors import EnvelopeError
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -69,10 +71,8 @@ def predicate_type(predicate: dict) -> str:
     two-sided additions (docs/two-sided.md); else v1. v5 iff the claim is a run in stages, else v4 iff
     the claim names a target kind."""
     if "audit" in predicate:                      # an audit of a claim (format v6)
-        from certifier.certificate.audit import PREDICATE_TYPE_V6
         return PREDICATE_TYPE_V6
     if "stages" in predicate["claim"]:
-        from certifier.certificate.stages import PREDICATE_TYPE_V5
         return PREDICATE_TYPE_V5
     if "kind" in predicate["claim"]:
         return PREDICATE_TYPE_V4

@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives.serialization import (
     load_pem_public_key,
 )
 
+from certifier.certificate.ecdsa import ec_key_id
 from certifier.certificate.envelope import key_id
 from certifier.errors import KeyFileError
 
@@ -59,7 +60,6 @@ def any_key_id(public_key) -> str:
     (certifier.certificate.ecdsa.ec_key_id)."""
     if isinstance(public_key, Ed25519PublicKey):
         return key_id(public_key)
-    from certifier.certificate.ecdsa import ec_key_id
     return ec_key_id(public_key)
 
 

@@ -14,6 +14,7 @@ from certifier.certificate import predicate as pred_
 from certifier.claim import KIND_TEXT, RANDOM_ALLOCATION, Claim
 from certifier.errors import ParameterError
 from certifier.params import decimal_str
+from certifier.resolution import sigma_resolution
 
 PREDICATE_TYPE_V5 = "https://sigmacert.dev/certificate/v5"
 STAGES_FORMAT = 5
@@ -57,8 +58,9 @@ def runs_at(claim: Claim, sigma) -> list[tuple[int, int, str]]:
 def statement(claim: Claim) -> str:
     """The claim's statement: the kind's text (tv: the stages' TV text) for the stages' pair."""
     named = dict(claim.kind)
-    if named and named["name"] != "tv":
-        return KIND_TEXT[named["name"]].format(pair=STAGES_PAIR[per_stage(claim)], **named)
+    text = KIND_TEXT.get(named.get("name"))                 # a kind other than tv (KIND_TEXT: dp, tpr)
+    if text is not None:
+        return text.format(pair=STAGES_PAIR[per_stage(claim)], **named)
     return STAGES_SIGMA_TEXT if per_stage(claim) else STAGES_TEXT
 
 
@@ -74,7 +76,7 @@ def stages_claim_json(claim: Claim, version: int) -> dict:
             "kind": dict(claim.kind) or {"name": "tv"}}
 
 
-def build_stages(claim: Claim, method_json: dict, res, low: dict | None, rows, tv, tv_err,
+def build_v5(claim: Claim, method_json: dict, res, low: dict | None, rows, tv, tv_err,
                  missing: dict | None = None, kind_upper: dict | None = None) -> dict:
     """The v5 predicate: the v3 layout (v4 for a dp / tpr kind: certifier.certificate.predicate.build) with
     the stages' claim."""
@@ -86,7 +88,6 @@ def build_stages(claim: Claim, method_json: dict, res, low: dict | None, rows, t
     if own:
         pred["numerics"]["search_resolution"] = "n/a"          # no sigma was searched
     if low is not None:
-        from certifier.resolution import sigma_resolution
         pred["lower"]["resolution"] = decimal_str(sigma_resolution(claim.sigma))
     if missing:
         pred["rows_not_certified"] = {"privacy": missing.get("privacy", {}), "tpr": missing.get("tpr", {})}

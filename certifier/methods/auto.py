@@ -50,7 +50,7 @@ def faster_first(ctx: Ctx, candidates: list) -> list:
     V2_SWITCH_SECONDS and method v2's first (its calibration included, rescaled to methods.v1.plan's idle core) at most
     V2_GAIN of that -- then v2 first and v1 after it. (With a lattice per level, method-v2.md §10, v2 is the faster
     at large M and E: 102 s (calibration in) against 272 s at (10^6, 10^4, 0.1), sigma 0.70886.)"""
-    if ctx.kind.name != "tv" or len(candidates) < 2 or candidates[0].method is not UPPER_V1:
+    if not ctx.kind.tv_functional or len(candidates) < 2 or candidates[0].method is not UPPER_V1:
         return candidates
     margin = upper_margin(ctx)
     if margin is None or margin <= 0:
@@ -77,7 +77,7 @@ def step_instead(ctx: Ctx, err: CannotCertifyError, after) -> bool:
     if not isinstance(err, TooSlowError) or ctx.limit >= MAX_PREDICTED_SECONDS or after.method is not UPPER_V2:
         return False
     margin = upper_margin(ctx)
-    if ctx.kind.name != "tv" or margin is None or margin <= 0:
+    if not ctx.kind.tv_functional or margin is None or margin <= 0:
         return False
     try:
         v2 = v2_idle_seconds(ctx, margin)
@@ -94,7 +94,7 @@ def lower_order(ctx: Ctx, search, low_claim, s_low, tv_low, err, meth) -> list:
     if not search.auto_lowers:
         return lowers
     names = [m.label for m, _ in lowers]
-    if ctx.kind.name != "tv" or tv_low is None or not v1_fits(low_claim, s_low, False):
+    if not ctx.kind.tv_functional or tv_low is None or not v1_fits(low_claim, s_low, False):
         return lowers
     if LOWER_V1.label not in names:
         lowers.append((LOWER_V1, lower_v1))

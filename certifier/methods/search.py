@@ -193,7 +193,7 @@ def kind_plan(ctx: Ctx, claim: Claim, sigma: fmpq, value, err, upper: bool):
 def kind_lower_row(target_kind, L) -> dict:
     """A lower try's certified value of the kind's functional (dp: the hockey-sticks at eps, tpr: 1 - T(alpha)),
     recorded beside the TV of the processed pair; {} for tv."""
-    if target_kind.name == "tv":
+    if target_kind.tv_functional:
         return {}
     v = target_kind.lower_value(L)
     return {f"{target_kind.name}_lower": None if v is None else round_down_sig(v, 12)}

@@ -25,6 +25,7 @@ import math
 import sys
 from dataclasses import dataclass
 
+from scipy.optimize import brentq
 from scipy.special import erf
 
 from certifier.errors import NumericsUnreliableError, ParameterError
@@ -259,7 +260,6 @@ def exact_sigma(steps: int, epochs: int, lam, resolution="1e-6") -> str:
     closed form (feasible by Cor. 3.4), solve by Brent, round UP to the grid and check
     that the grid point below misses.
     """
-    from scipy.optimize import brentq  # slow to import: only the search needs it
     lam = float(lam)
     if not 0.0 < lam < 1.0:
         raise ParameterError(f"target lambda must lie strictly between 0 and 1, got {lam!r}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from certifier.errors import NumericsUnreliableError, ParameterError
+from certifier.numerics.stages_profile import product_route_at
 
 D = 1e-3              # the difference step in s = ln K (G is smooth; its error ~1e-12 is far below D^2 f)
 
@@ -25,20 +26,10 @@ def f_p(g, s: float, d: float = D) -> float:
     return math.exp(-s) * f_q(g, s, d)
 
 
-def line(steps: int, epochs: int, sigma: float):
-    """The primary route's line (its g(s) = G(e^s)) of the pair, or None where the numerics refuse."""
-    from certifier.numerics.targets import route_at
+def line(runs):
+    """The primary route's line (its g(s) = G(e^s)) of the pair of a run [(M_s, E_s, sigma_s)] (a block: one
+    stage; a run in stages: the product of the stages' pairs), or None where the numerics refuse."""
     try:
-        return route_at(steps, epochs, sigma, check=False)[0].main
-    except (NumericsUnreliableError, ParameterError, OverflowError, ValueError):
-        return None
-
-
-def line_stages(runs):
-    """The primary route's line of the pair of a run in stages [(M_s, E_s, sigma_s)], or None where the
-    numerics refuse."""
-    from certifier.numerics.stages_profile import stages_route_at
-    try:
-        return stages_route_at(runs, check=False)[0].main
+        return product_route_at(runs, check=False)[0].main
     except (NumericsUnreliableError, ParameterError, OverflowError, ValueError):
         return None

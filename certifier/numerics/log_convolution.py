@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from certifier.numerics.one_epoch import bulk_sd
+from certifier.numerics.tv_laplace import TAIL_LEVEL, formula14
 from certifier.powering import binary_power
 
 EPS_END = 40.0       # beyond D = 40, eps(D) < 1e-17: the shift is below round-off
@@ -135,7 +136,6 @@ def moments(d: LatticeDensity, du: float, n_u: int) -> np.ndarray:
 
 def tv_logconv(steps: int, epochs: int, sigma: float) -> tuple[float, float]:
     """(14) from the lattice density of ln L_M; the estimate is the change from lattice 2h to h."""
-    from certifier.numerics.tv_laplace import TAIL_LEVEL, formula14
     h = lattice_step(steps, sigma)
     values = []
     for step in (2.0 * h, h):

@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import log_ndtr, ndtri
 
 from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.numerics.series import exp_minus_one_plus, log1p_minus
@@ -85,7 +86,6 @@ def bulk_sd(steps: int, sigma: float) -> float:
     the M steps exceeds are dropped. With X <= z, E Y = Phi(z - t), E Y^2 = e^{t^2} Phi(z - 2t)
     (in logs: both underflow at small sigma); the relative variance of L_M is then
     (E Y^2 / (E Y)^2 - 1)/M, and of ln L_M about its log1p."""
-    from scipy.special import log_ndtr, ndtri
     t = 1.0 / sigma
     z = -float(ndtri(1.0 / (steps + 1.0)))
     log_ratio = t * t + log_ndtr(z - 2.0 * t) + log_ndtr(z) - 2.0 * log_ndtr(z - t)  # ln(E Y^2/(E Y)^2)
@@ -95,7 +95,6 @@ def bulk_sd(steps: int, sigma: float) -> float:
 
 def upper_range(steps: int, t: float, v: float, tail: float = 1e-17) -> float:
     """A V beyond which the mass of V is below `tail` (one big Y_j dominates)."""
-    from scipy.special import ndtri
     z = -float(ndtri(tail / steps))  # M Pr(Y > y) <= tail
     y = math.exp(t * z - 0.5 * t * t)
     return max(40.0, (y / steps - 1.0) / v)

@@ -235,34 +235,25 @@ def r3_meets(steps: int, epochs: int, sigma: float, alpha: float, beta: float) -
     return _meets_r3(lambda q: epochs * log_moment(steps, q, sigma), alpha, beta)
 
 
-def _log_f_stages(stages, sigma: float):
-    """ln E_P Lambda^q = sum_s E_s ln F_{M_s}(q) of a run in stages (Theorem 4.1 with a product)."""
+def _log_f(stages, sigma: float):
+    """ln E_P Lambda^q = sum_s E_s ln F_{M_s}(q) of a run [(M_s, E_s)] at one sigma (Theorem 4.1 with a product;
+    a block is one stage)."""
     return lambda q: sum(e * log_moment(m, q, sigma) for m, e in stages)
 
 
-def rdp_sigma_stages(stages, eps: float, delta: float, resolution="1e-6", seed: float = 1.0) -> str:
-    """(R2) for a run in stages [(M, E)] with one sigma: the least grid sigma where it is <= delta
-    (a proven bound on delta_{Q||P}(eps); the sum of convex log-moments is convex in q)."""
-    return _grid_bisect(lambda s: _meets_r2(_log_f_stages(stages, s), eps, delta), seed, resolution)
-
-
-def rdp_tpr_sigma_stages(stages, fpr: float, tpr: float, resolution="1e-6", seed: float = 1.0) -> str:
-    """(R3) for a run in stages [(M, E)] with one sigma: the least grid sigma where it is <= beta."""
-    return _grid_bisect(lambda s: _meets_r3(_log_f_stages(stages, s), fpr, tpr), seed, resolution)
-
-
-def rdp_sigma(steps: int, epochs: int, eps: float, delta: float, resolution="1e-6", seed: float = 1.0,
-              scale2: int = 1) -> str:
-    """The least grid sigma where (R2) <= delta: a proven bound on delta_{Q||P}(eps) only."""
+def rdp_sigma(stages, eps: float, delta: float, resolution="1e-6", seed: float = 1.0, scale2: int = 1) -> str:
+    """The least grid sigma where (R2) <= delta for a run [(M_s, E_s)] at one sigma (a block: one stage; scale2:
+    the scheme's factor of t^2): a proven bound on delta_{Q||P}(eps) only (the sum of convex log-moments is
+    convex in q)."""
     root = math.sqrt(scale2)
-    return _grid_bisect(lambda s: r2_meets(steps, epochs, s / root, eps, delta), seed, resolution)
+    return _grid_bisect(lambda s: _meets_r2(_log_f(stages, s / root), eps, delta), seed, resolution)
 
 
-def rdp_tpr_sigma(steps: int, epochs: int, fpr: float, tpr: float, resolution="1e-6", seed: float = 1.0,
-                  scale2: int = 1) -> str:
-    """The least grid sigma where (R3) <= beta: a proven TPR bound (usually far below Prop. B.2's)."""
+def rdp_tpr_sigma(stages, fpr: float, tpr: float, resolution="1e-6", seed: float = 1.0, scale2: int = 1) -> str:
+    """The least grid sigma where (R3) <= beta for a run [(M_s, E_s)] at one sigma: a proven TPR bound (usually
+    far below Prop. B.2's)."""
     root = math.sqrt(scale2)
-    return _grid_bisect(lambda s: r3_meets(steps, epochs, s / root, fpr, tpr), seed, resolution)
+    return _grid_bisect(lambda s: _meets_r3(_log_f(stages, s / root), fpr, tpr), seed, resolution)
 
 
 def _round_up(ok, sigma: float, resolution) -> str:

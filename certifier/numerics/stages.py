@@ -25,18 +25,20 @@ import sys
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import erf
+from scipy.optimize import brentq
+from scipy.special import erf, ndtri
 
 from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.numerics import exact as _exact
+from certifier.numerics.closed_form import c_lambda, log1p_b_over_m
 from certifier.numerics.laplace_moments import FIRST, SECOND, Discretization, moment_line
 from certifier.numerics.log_convolution import MAX_WORK, lattice_step, logconv_work, mean_density, moments
 from certifier.numerics.one_epoch import bulk_sd
 from certifier.numerics.tv_laplace import ALIASING, DU, MAX_TRIES, TAIL_LEVEL, formula14
 from certifier.params import MAX_EPOCHS, MAX_STEPS, as_decimal_text, decimal_str, parse_positive_decimal, parse_sigma
 
-__all__ = ["Stage", "parse_stages", "exact_tv_stages", "exact_sigma_stages", "tv_m1_stages",
-           "one_minus_tv_bound_stages", "closed_form_sigma_stages", "MAX_STAGES"]
+__all__ = ["Stage", "parse_stage_list", "exact_tv_product", "exact_sigma_product", "tv_m1_product",
+           "one_minus_tv_bound_product", "closed_form_sigma_product", "MAX_STAGES"]
 
 MAX_STAGES = 64
 
@@ -64,7 +66,7 @@ class Stage:
         return f"{self.steps}x{self.epochs}" + ("" if self.sigma is None else f"@{self.sigma}")
 
 
-def parse_stages(spec, sigma_per_stage: bool | None = None) -> tuple[Stage, ...]:
+def parse_stage_list(spec, sigma_per_stage: bool | None = None) -> tuple[Stage, ...]:
     """'100x5,400x5' or '100x5@1.2,400x5@1.5', a Stage list, or (M, E) / (M, E, sigma) tuples.
 
     sigma_per_stage=True requires a sigma on every stage, False forbids them, None accepts either
@@ -114,13 +116,13 @@ def _floats(stages) -> list[tuple[int, int, float]]:
     return [(s.steps, s.epochs, float(parse_sigma(s.sigma))) for s in stages]
 
 
-def tv_m1_stages(runs) -> float:
+def tv_m1_product(runs) -> float:
     """All M_s = 1: the Gaussian pair of mean distance sqrt(sum E_s / sigma_s^2): 2 Phi(mu/2) - 1."""
     mu = math.sqrt(sum(e / (s * s) for _, e, s in runs))
     return float(erf(mu / (2.0 * math.sqrt(2.0))))
 
 
-def one_minus_tv_bound_stages(runs) -> float:
+def one_minus_tv_bound_product(runs) -> float:
     """1 - TV <= E Lambda^{1/2} = prod_s F_s(1/2)^{E_s} <= prod_s (sqrt(M_s) e^{-1/(8 sigma_s^2)})^{E_s}."""
     log_f = sum(e * (0.5 * math.log(m) - 1.0 / (8.0 * s * s)) for m, e, s in runs)
     return math.exp(log_f) if log_f < 0 else 1.0
@@ -176,7 +178,7 @@ class StagesTV:
     parts: dict
 
 
-def tv_laplace_stages(runs, disc: Discretization = FIRST) -> StagesTV:
+def tv_laplace_product(runs, disc: Discretization = FIRST) -> StagesTV:
     """(14) on prod_s F_s^{E_s}, growing u_max until the product has decayed inside it."""
     groups = _groups(runs)
     u_top = _u_guess(runs)
@@ -218,12 +220,12 @@ def tv_laplace_stages(runs, disc: Discretization = FIRST) -> StagesTV:
     return StagesTV(value.tv, sum(parts.values()), parts)
 
 
-def logconv_stages_affordable(runs) -> bool:
+def logconv_product_affordable(runs) -> bool:
     h = min(lattice_step(m, s) for m, _, s in runs if m > 1)
     return sum(logconv_work(m, s, h) for (m, s) in _groups(runs) if m > 1) <= MAX_WORK
 
 
-def tv_logconv_stages(runs) -> tuple[float, float]:
+def tv_logconv_product(runs) -> tuple[float, float]:
     """(14) from the lattice densities of ln L_{M_s} on one lattice; estimate: lattice 2h against h,
     plus sum_s E_s times each density's mass defect."""
     groups = _groups(runs)
@@ -252,16 +254,16 @@ def tv_logconv_stages(runs) -> tuple[float, float]:
     return fine, abs(fine - coarse) + fine_err
 
 
-def exact_tv_stages(stages, check: bool = True) -> _exact.ExactTV:
+def exact_tv_product(stages, check: bool = True) -> _exact.ExactTV:
     """d_TV of the run in stages (Theorem 4.1 with prod_s F_s^{E_s}), each stage with its sigma."""
-    stages = parse_stages(stages, sigma_per_stage=True)
+    stages = parse_stage_list(stages, sigma_per_stage=True)
     runs = _floats(stages)
     if len(runs) == 1:
         m, e, s = runs[0]
         return _exact.exact_tv(m, e, s, check=check)
     if all(m == 1 for m, _, _ in runs):
-        return _exact.ExactTV(tv_m1_stages(runs), 1e-15, "closed-form M=1")
-    gap = one_minus_tv_bound_stages(runs)
+        return _exact.ExactTV(tv_m1_product(runs), 1e-15, "closed-form M=1")
+    gap = one_minus_tv_bound_product(runs)
     if gap <= _exact.ONE_LEVEL:
         return _exact.ExactTV(1.0, max(gap, sys.float_info.min),
                               "bound 1 - TV <= prod_s (sqrt(M_s) e^{-1/(8 sigma_s^2)})^{E_s}")
@@ -269,14 +271,14 @@ def exact_tv_stages(stages, check: bool = True) -> _exact.ExactTV:
     if low < _exact.MIN_SIGMA:
         raise NumericsUnreliableError(f"the exact TV is computed for sigma >= {_exact.MIN_SIGMA}; a stage has "
                                       f"sigma = {low:g} and 1 - TV <= {gap:.1e}")
-    first = tv_laplace_stages(runs)
+    first = tv_laplace_product(runs)
     error, method = first.error, "laplace"
     if check:
-        if logconv_stages_affordable(runs):
-            tv2, err2 = tv_logconv_stages(runs)
+        if logconv_product_affordable(runs):
+            tv2, err2 = tv_logconv_product(runs)
             method += "+logconv"
         else:
-            other = tv_laplace_stages(runs, SECOND)
+            other = tv_laplace_product(runs, SECOND)
             tv2, err2 = other.tv, other.error
             method += "+laplace'"
         error += max(0.0, abs(first.tv - tv2) - first.error - err2)
@@ -288,14 +290,12 @@ def exact_tv_stages(stages, check: bool = True) -> _exact.ExactTV:
 
 def _log1p_chi2(runs) -> float:
     """ln(1 + chi^2) of the product pair = sum_s E_s ln(1 + (e^{1/sigma_s^2} - 1)/M_s) (eq. 9, a product)."""
-    from certifier.numerics.closed_form import log1p_b_over_m
     return sum(e * log1p_b_over_m(s, m) for m, e, s in runs)
 
 
-def closed_form_sigma_stages(stages, lam: float) -> float:
+def closed_form_sigma_product(stages, lam: float) -> float:
     """The shared sigma with U(c) = lambda for the product's chi-square c (Theorem 3.3 holds for any
     pair; 1 + c multiplies over independent stages), by bisection: a feasible sigma, not rounded."""
-    from certifier.numerics.closed_form import c_lambda
     level = math.log1p(c_lambda(lam))
     lo, hi = 1e-3, 1.0
     while _log1p_chi2([(s.steps, s.epochs, hi) for s in stages]) > level:
@@ -309,23 +309,21 @@ def closed_form_sigma_stages(stages, lam: float) -> float:
     return hi
 
 
-def gdp_limit_sigma_stages(stages, lam: float) -> float:
+def gdp_limit_sigma_product(stages, lam: float) -> float:
     """The GDP limit (B.3) of the product: mu^2 = sum_s (E_s / M_s)(e^{1/sigma^2} - 1). Not a bound."""
-    from scipy.special import ndtri
     z = float(ndtri(0.5 + 0.5 * lam))
     ratio = sum(s.epochs / s.steps for s in stages)
     return math.log1p(4.0 * z * z / ratio) ** -0.5
 
 
-def exact_sigma_stages(stages, lam, resolution="1e-6") -> str:
+def exact_sigma_product(stages, lam, resolution="1e-6") -> str:
     """Least sigma on the resolution grid, shared by every stage, whose exact TV is <= lambda.
 
     TV decreases in the shared sigma (each factor's pair is a garbling of the one at smaller
     sigma, C.4), so the search of certifier.numerics.exact applies: bracket from the GDP limit,
     never above the closed form (feasible), Brent, round UP to the grid, check the point below.
     """
-    from scipy.optimize import brentq
-    stages = parse_stages(stages, sigma_per_stage=False)
+    stages = parse_stage_list(stages, sigma_per_stage=False)
     lam = float(lam)
     if not 0.0 < lam < 1.0:
         raise ParameterError(f"target lambda must lie strictly between 0 and 1, got {lam!r}")
@@ -339,13 +337,13 @@ def exact_sigma_stages(stages, lam, resolution="1e-6") -> str:
         if sigma not in memo:
             runs = [(s.steps, s.epochs, sigma) for s in stages]
             if all(m == 1 for m, _, _ in runs):
-                tv = tv_m1_stages(runs)
-            elif one_minus_tv_bound_stages(runs) <= _exact.ONE_LEVEL:
+                tv = tv_m1_product(runs)
+            elif one_minus_tv_bound_product(runs) <= _exact.ONE_LEVEL:
                 tv = 1.0
             else:
                 if sigma < _exact.MIN_SIGMA:
                     raise NumericsUnreliableError(f"the exact sigma lies below {_exact.MIN_SIGMA}")
-                r = tv_laplace_stages(runs)
+                r = tv_laplace_product(runs)
                 if r.error > _exact.MAX_ERROR:
                     raise NumericsUnreliableError(f"the exact TV at sigma={sigma:g} is not reliable "
                                                   f"(error estimate {r.error:.1e})")
@@ -353,8 +351,8 @@ def exact_sigma_stages(stages, lam, resolution="1e-6") -> str:
             memo[sigma] = tv - lam
         return memo[sigma]
 
-    closed = closed_form_sigma_stages(stages, lam) * (1 + 1e-12)
-    lo, hi = _exact.bracket(f, min(gdp_limit_sigma_stages(stages, lam), closed), closed)
+    closed = closed_form_sigma_product(stages, lam) * (1 + 1e-12)
+    lo, hi = _exact.bracket(f, min(gdp_limit_sigma_product(stages, lam), closed), closed)
     root = brentq(f, lo, hi, xtol=0.05 * step, rtol=1e-15)
     k = math.ceil(root / step)
     while f(step * (k - 1)) <= 0:
@@ -365,4 +363,4 @@ def exact_sigma_stages(stages, lam, resolution="1e-6") -> str:
 
 
 # the pieces of the product line, shared with certifier.numerics.stages_profile (dp and tpr of stages)
-line_groups, stage_line, line_product, u_guess_stages = _groups, _line, _product, _u_guess
+line_groups, stage_line, line_product, u_guess_product = _groups, _line, _product, _u_guess

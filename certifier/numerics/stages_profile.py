@@ -52,11 +52,11 @@ from certifier.numerics.targets import (
 from certifier.numerics.tv_laplace import DU, MAX_TRIES, TAIL_LEVEL, next_u
 from certifier.params import parse_sigma
 
-__all__ = ["StagesProfile", "exact_privacy_stages", "exact_sigma_dp_stages", "exact_sigma_tpr_stages",
-           "stages_route_at", "gaussian_mu_stages"]
+__all__ = ["StagesProfile", "exact_privacy_product", "exact_sigma_dp_product", "exact_sigma_tpr_product",
+           "product_route_at", "gaussian_mu_product"]
 
 
-def gaussian_mu_stages(runs) -> float:
+def gaussian_mu_product(runs) -> float:
     """All M_s = 1: the product of Gaussian shifts sqrt(E_s)/sigma_s is one shift, mu^2 = sum E_s/sigma_s^2."""
     return math.sqrt(sum(e / (s * s) for _, e, s in runs))
 
@@ -65,7 +65,7 @@ def _decayed_lines(runs, u_hint: float | None, disc: Discretization):
     """The stages' lines on one u-grid, grown until the product has decayed (or met a round-off floor)."""
     groups = _st.line_groups(runs)
     total_e = sum(e for _, e, _ in runs)
-    u_top = u_hint or _st.u_guess_stages(runs)
+    u_top = u_hint or _st.u_guess_product(runs)
     for _ in range(MAX_TRIES):
         lines = {key: _st.stage_line(key[0], key[1], u_top, disc) for key in groups}
         n_all = min(ln.f.size for ln in lines.values())
@@ -85,7 +85,7 @@ def _decayed_lines(runs, u_hint: float | None, disc: Discretization):
     raise NumericsUnreliableError(f"the product of the stages' moments has not decayed by u = {u_top:.0f}")
 
 
-def laplace_route_stages(runs, u_hint: float | None = None, disc: Discretization = FIRST) -> Route:
+def laplace_route_product(runs, u_hint: float | None = None, disc: Discretization = FIRST) -> Route:
     lines, groups, n = _decayed_lines(runs, u_hint, disc)
     mags = {key: np.maximum(np.abs(lines[key].f[:n]), 1e-300) for key in groups}
     log_total = sum(sum(ep) * np.log(mags[key]) for key, ep in groups.items())
@@ -123,31 +123,31 @@ def _logconv_line(runs, step: float) -> MomentLineE:
     return MomentLineE(du, prod, defect=defect, tail=float(abs(prod[-1])))
 
 
-def logconv_route_stages(runs) -> Route:
+def logconv_route_product(runs) -> Route:
     h = min(lattice_step(m, s) for m, _, s in runs if m > 1)
     return Route("logconv", _logconv_line(runs, h), (_logconv_line(runs, 2.0 * h),),
                  factors=tuple(Factor(m, e, s) for m, e, s in runs), second_tails=True)
 
 
-def stages_route_at(runs, check: bool = True, u_hint: float | None = None) -> tuple[Route, Route | None]:
+def product_route_at(runs, check: bool = True, u_hint: float | None = None) -> tuple[Route, Route | None]:
     """The primary route and (check=True) the second one for the pair of the stages [(M, E, sigma)]."""
     if len(runs) == 1:
         return route_at(*runs[0], check=check, u_hint=u_hint)
     if all(m == 1 for m, _, _ in runs):
-        return Route("closed-form M=1", GaussianLine(gaussian_mu_stages(runs))), None
-    b = _st.one_minus_tv_bound_stages(runs)
+        return Route("closed-form M=1", GaussianLine(gaussian_mu_product(runs))), None
+    b = _st.one_minus_tv_bound_product(runs)
     low = min(s for m, _, s in runs if m > 1)
     if low < MIN_SIGMA:
         raise NumericsUnreliableError(f"the exact privacy profile is computed for sigma >= {MIN_SIGMA}; a stage has "
                                       f"sigma = {low:g} and E Lambda^(1/2) <= {b:.1e}")
     if b <= ONE_LEVEL:
         return Route("bound E Lambda^{1/2} <= prod_s (sqrt(M_s) e^{-1/(8 sigma_s^2)})^{E_s}", OneLine(b)), None
-    first = laplace_route_stages(runs, u_hint)
+    first = laplace_route_product(runs, u_hint)
     if not check:
         return first, None
-    if _st.logconv_stages_affordable(runs):
-        return first, logconv_route_stages(runs)
-    return first, laplace_route_stages(runs, None if first.u_max is None else 1.1 * first.u_max, SECOND)
+    if _st.logconv_product_affordable(runs):
+        return first, logconv_route_product(runs)
+    return first, laplace_route_product(runs, None if first.u_max is None else 1.1 * first.u_max, SECOND)
 
 
 @dataclass(frozen=True)
@@ -165,15 +165,15 @@ def _runs(stages) -> list[tuple[int, int, float]]:
     return [(s.steps, s.epochs, float(parse_sigma(s.sigma))) for s in stages]
 
 
-def exact_privacy_stages(stages, *, deltas=(), epsilons=(), fprs=(), check: bool = True) -> StagesProfile:
+def exact_privacy_product(stages, *, deltas=(), epsilons=(), fprs=(), check: bool = True) -> StagesProfile:
     """eps at each delta, delta at each eps and the TPR at each FPR of the run in stages (each stage
     its sigma), with error estimates; with check=True the second route widens each estimate by any
     disagreement beyond both (certifier.numerics.exact's rule)."""
-    stages = _st.parse_stages(stages, sigma_per_stage=True)
+    stages = _st.parse_stage_list(stages, sigma_per_stage=True)
     deltas = [check_unit("delta", d) for d in deltas]
     epsilons = [check_eps(e) for e in epsilons]
     fprs = [check_unit("false-positive rate", a) for a in fprs]
-    first, other = stages_route_at(_runs(stages), check)
+    first, other = product_route_at(_runs(stages), check)
     method = first.name + ("+" + other.name if other is not None else "") + (" (stages)" if len(stages) > 1 else "")
     tv = checked(first.tv(), other.tv() if other else None)
     eps_at = {d: checked(first.epsilon(d), other.epsilon(d) if other else None) for d in deltas}
@@ -203,7 +203,7 @@ class StagesCurve(Curve):
         runs = [(s.steps, s.epochs, sigma) for s in self.stages]
         if sigma < MIN_SIGMA and any(m > 1 for m, _, _ in runs):
             raise NumericsUnreliableError(f"the exact sigma for {self.what} lies below {MIN_SIGMA}")
-        return stages_route_at(runs, check=False, u_hint=u_hint)[0]
+        return product_route_at(runs, check=False, u_hint=u_hint)[0]
 
 
 def _seed(stages, mu: float) -> float:
@@ -213,13 +213,13 @@ def _seed(stages, mu: float) -> float:
 
 
 def _shared(stages, resolution):
-    stages = _st.parse_stages(stages, sigma_per_stage=False)
+    stages = _st.parse_stage_list(stages, sigma_per_stage=False)
     if resolution is None:
         resolution = "1e-6"
     return stages, resolution
 
 
-def exact_sigma_dp_stages(stages, epsilon, delta, resolution="1e-6") -> str:
+def exact_sigma_dp_product(stages, epsilon, delta, resolution="1e-6") -> str:
     """Least sigma on the resolution grid, shared by every stage, with both hockey-sticks at eps <= delta.
 
     Each stage's pair at a larger sigma is a post-processing of the one at a smaller sigma (C.4), so is
@@ -231,7 +231,7 @@ def exact_sigma_dp_stages(stages, epsilon, delta, resolution="1e-6") -> str:
     return grid_search(f, _seed(stages, gdp_mu_for_delta(eps, dlt)), resolution)
 
 
-def exact_sigma_tpr_stages(stages, fpr, tpr, resolution="1e-6") -> str:
+def exact_sigma_tpr_product(stages, fpr, tpr, resolution="1e-6") -> str:
     """Least sigma on the resolution grid, shared by every stage, with 1 - T(alpha) <= beta."""
     stages, resolution = _shared(stages, resolution)
     alpha, beta = check_unit("false-positive rate", fpr), check_unit("true-positive rate", tpr)

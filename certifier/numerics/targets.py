@@ -25,6 +25,8 @@ from certifier.numerics import pair_routes
 from certifier.numerics.exact import MIN_SIGMA, one_minus_tv_bound, validate_cell
 from certifier.numerics.laplace_moments import Discretization
 from certifier.numerics.profile import Route, Value
+from certifier.numerics.schemes import reduce
+from certifier.numerics.tv_laplace import u_guess
 from certifier.params import decimal_str, parse_positive_decimal
 
 MAX_ERROR = 1e-7        # an evaluation whose estimate exceeds this (and 1 % of the value) is refused
@@ -280,7 +282,6 @@ class Curve:
         twice, a longer one costs in proportion). None until a laplace line was computed."""
         if not self.u_seen or self.steps < 2:   # M = 1: closed form; stages (steps 0): their own hint
             return self.u_hint
-        from certifier.numerics.tv_laplace import u_guess
         near = min(self.u_seen, key=lambda x: abs(math.log(x / s)))
         try:
             ratio = u_guess(self.steps, self.epochs, s) / u_guess(self.steps, self.epochs, near)
@@ -446,7 +447,6 @@ def _secant_index(sigma_at, p0: tuple, p1: tuple, step: float) -> int | None:
 
 
 def _reduce(steps: int, epochs: int, scheme: str | None) -> tuple[int, int, int]:
-    from certifier.numerics.schemes import reduce
     r = reduce(scheme or "random-allocation", steps, epochs)
     return r.steps, r.epochs, r.scale2
 

@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.interpolate import CubicSpline
 
 from certifier.errors import NumericsUnreliableError
 from certifier.numerics.one_epoch import EpochDensity, epoch_density, upper_range
@@ -38,7 +39,6 @@ def _log_grid(dens: EpochDensity, epochs: int, points: int) -> tuple[np.ndarray,
     period = log_period(dens.steps, epochs, 1.0 / dens.t)
     h = period / points
     s = -period / 2 + h * np.arange(points)  # s = 0 is a grid point
-    from scipy.interpolate import CubicSpline  # slow to import (0.1 s): only the V-density routes need it
     spline = CubicSpline(dens.x(), dens.f, extrapolate=False)
     x = np.expm1(s) / v  # V at these s
     fv = spline(x)

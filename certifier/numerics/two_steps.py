@@ -33,6 +33,7 @@ from scipy.special import erf, ndtr
 
 from certifier.errors import NumericsUnreliableError
 from certifier.numerics.series import exp_minus_one_plus, log1p_minus
+from certifier.numerics.tv_vfft import LogLambdaDensity
 
 MIN_SIGMA = 100.0        # the routes' domain at M = 2 (the series' ratio t/2 <= 0.005)
 SERIES_NODES = 160       # Gauss-Hermite nodes in D (the estimate compares with half of them)
@@ -229,7 +230,6 @@ def tv_lattice(epochs: int, sigma: float) -> tuple[float, float]:
 
 def log_lambda_lattice(epochs: int, sigma: float, points: int = LATTICE_POINTS):
     """The density of ln Lambda under P on the lattice of route "m2-lattice" (a LogLambdaDensity)."""
-    from certifier.numerics.tv_vfft import LogLambdaDensity
     t = _check(sigma)
     period = lattice_period(epochs, t)
     phi, _ = _phi_line(epochs, t, 2.0 * math.pi / period, LATTICE_NODES)

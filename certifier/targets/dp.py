@@ -16,9 +16,10 @@ from certifier.domain import DELTA, EPSILON
 from certifier.errors import ParameterError
 from certifier.numerics import quick_bounds as qb
 from certifier.numerics import schemes
-from certifier.numerics.stages_profile import exact_privacy_stages, exact_sigma_dp_stages
+from certifier.numerics.stages_profile import exact_privacy_product, exact_sigma_dp_product
 from certifier.numerics.targets import exact_privacy_scheme, exact_sigma_dp
 from certifier.params import decimal_str, parse_decimal
+from certifier.run import Run
 from certifier.targets.base import Target
 from certifier.targets.rules import (
     KIND_UPPER,
@@ -77,10 +78,10 @@ def dp_kind(epsilon: str, delta: fmpq) -> TargetKind:
     lower = lambda r: dp_lower_value(r, eps)  # noqa: E731
     return TargetKind(
         "dp", f"max(delta_Q||P({epsilon}), delta_P||Q({epsilon}))", profile_numerics("dp", e),
-        lambda claim, target: parse_decimal("sigma", exact_sigma_dp_stages(claim.stages, e, float(target)) if
-                                            claim.stages else exact_sigma_dp(claim.steps, claim.epochs, e,
-                                                                             float(target), SEARCH_RESOLUTION,
-                                                                             scheme=claim.scheme)),
+        lambda claim, target: parse_decimal("sigma", Run.of_claim(claim).pick(
+            lambda steps, epochs, scheme: exact_sigma_dp(steps, epochs, e, float(target), SEARCH_RESOLUTION,
+                                                         scheme=scheme),
+            lambda stages: exact_sigma_dp_product(stages, e, float(target)))),
         proves_below(upper), proves_above(lower), (("epsilon", epsilon),), upper, True, math.exp(e),
         lower_value=lower, upper_record=lambda r: {"bound": upper(r)},
         plan_weights=plan_weights(_kinks(e), lambda ln: math.exp(e)),
@@ -152,13 +153,13 @@ class DP(Target):
     def search(self, run, resolution: str) -> str:
         e, d = self.f("epsilon"), self.f("delta")
         return run.pick(lambda m, n, scheme: exact_sigma_dp(m, n, e, d, resolution, scheme),
-                        lambda stages: exact_sigma_dp_stages(stages, e, d, resolution))
+                        lambda stages: exact_sigma_dp_product(stages, e, d, resolution))
 
     def value_at(self, run, check: bool = True):
         e = self.f("epsilon")
         return run.pick(lambda m, n, scheme: exact_privacy_scheme(m, n, run.sigma_float(), scheme, epsilons=[e],
                                                                   check=check),
-                        lambda stages: exact_privacy_stages(stages, epsilons=[e], check=check)).delta[e]
+                        lambda stages: exact_privacy_product(stages, epsilons=[e], check=check)).delta[e]
 
     def quick_bounds(self, run, exact: str) -> dict:
         """(R2): name -> a thunk computing the proven quick bound on sigma as decimal text (its own search may
@@ -166,8 +167,8 @@ class DP(Target):
         e, d = self.f("epsilon"), self.f("delta")
         def block(m, n, scheme):
             r = schemes.reduce(scheme, m, n)
-            return lambda: qb.rdp_sigma(r.steps, r.epochs, e, d, seed=float(exact), scale2=r.scale2)
-        return {"rdp_qp": run.pick(block, lambda stages: lambda: qb.rdp_sigma_stages(
+            return lambda: qb.rdp_sigma([(r.steps, r.epochs)], e, d, seed=float(exact), scale2=r.scale2)
+        return {"rdp_qp": run.pick(block, lambda stages: lambda: qb.rdp_sigma(
             [(s.steps, s.epochs) for s in stages], e, d, seed=float(exact)))}
 
     def rule(self) -> TargetKind:
@@ -185,7 +186,7 @@ class DP(Target):
         d = self.f("delta")
         return run.pick(lambda m, n, scheme: exact_privacy_scheme(m, n, run.sigma_float(), scheme, deltas=[d],
                                                                   check=False),
-                        lambda stages: exact_privacy_stages(stages, deltas=[d], check=False)).epsilon[d]
+                        lambda stages: exact_privacy_product(stages, deltas=[d], check=False)).epsilon[d]
 
     def audit_words(self) -> str:
         d = decimal_str(self.value)

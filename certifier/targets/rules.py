@@ -17,10 +17,11 @@ from certifier.certificate.stages import runs_at
 from certifier.claim import Claim
 from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.methods.v1.plan import KindWeights
-from certifier.numerics.kink_density import f_p, line, line_stages
-from certifier.numerics.stages_profile import exact_privacy_stages
+from certifier.numerics.kink_density import f_p, line
+from certifier.numerics.stages_profile import exact_privacy_product
 from certifier.numerics.targets import exact_privacy_scheme
 from certifier.params import parse_decimal
+from certifier.run import Run
 
 SEARCH_RESOLUTION = "1e-6"
 CURVATURE_FLOOR = 1e-4   # the kinds' curvature ratio is never taken below this times the target (the noise)
@@ -55,6 +56,8 @@ class TargetKind:
     upper_record: Callable[[UpperResult], dict] | None = None  # format v4's `upper` object (bound, ...)
     plan_weights: Callable[[Claim, fmpq], object] | None = None   # its own loss model for the planners (v1, v2)
     named: tuple = ()                                    # Claim.kind: () for tv, (("name", ...), params...) else
+    tv_functional: bool = False                          # the functional is the TV itself (its bound: 1 - O;
+                                                         # the rows and TV-only methods and screens apply)
 
     @staticmethod
     def upper_margin(target: fmpq, value: float | None, error: float | None) -> float | None:
@@ -94,9 +97,10 @@ def profile_numerics(what: str, x: float):
     def numerics(claim: Claim, sigma: fmpq):
         try:
             kw = {"epsilons": (x,)} if what == "dp" else {"fprs": (x,)}
-            p = (exact_privacy_stages(runs_at(claim, sigma), check=False, **kw) if claim.stages else
-                 exact_privacy_scheme(claim.steps, claim.epochs, float(sigma), scheme=claim.scheme, check=False,
-                                      **kw))
+            p = Run.of_claim(claim).pick(
+                lambda steps, epochs, scheme: exact_privacy_scheme(steps, epochs, float(sigma), scheme=scheme,
+                                                                   check=False, **kw),
+                lambda stages: exact_privacy_product(runs_at(claim, sigma), check=False, **kw))
         except (NumericsUnreliableError, ParameterError, OverflowError):
             return None, None
         v = (p.delta if what == "dp" else p.tpr)[x]
@@ -110,11 +114,9 @@ def plan_weights(kinks, deletion):
     numerics refuse (then loss_factor). The curvature is floored at CURVATURE_FLOOR times the target: an
     absolute floor would price a delta-target of 1e-10 as if its kink held 1e-4 of the bulk's density."""
     def weights(claim: Claim, sigma: fmpq):
-        if claim.stages:
-            ln = line_stages([(m, e, float(s)) for m, e, s in runs_at(claim, sigma)])
-        else:
-            M, E = claim.pair()
-            ln = line(M, E, claim.sigma_of_pair(float(sigma)))
+        ln = line(Run.of_claim(claim).pick(lambda steps, epochs, scheme: [(*claim.pair(),
+                                                                          claim.sigma_of_pair(float(sigma)))],
+                                           lambda stages: [(m, e, float(s)) for m, e, s in runs_at(claim, sigma)]))
         if ln is None:
             return None
         f0 = f_p(ln.g, 0.0)

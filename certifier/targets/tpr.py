@@ -15,9 +15,10 @@ from certifier.domain import FPR, Interval, tpr_interval
 from certifier.errors import ParameterError
 from certifier.numerics import quick_bounds as qb
 from certifier.numerics import schemes
-from certifier.numerics.stages_profile import exact_privacy_stages, exact_sigma_tpr_stages
+from certifier.numerics.stages_profile import exact_privacy_product, exact_sigma_tpr_product
 from certifier.numerics.targets import exact_privacy_scheme, exact_sigma_tpr
 from certifier.params import decimal_str, parse_decimal
+from certifier.run import Run
 from certifier.targets.base import Target
 from certifier.targets.dp import masses
 from certifier.targets.rules import (
@@ -73,10 +74,10 @@ def tpr_kind(fpr: str, tpr: fmpq) -> TargetKind:
     lower = lambda r: tpr_lower_value(r, alpha)  # noqa: E731
     return TargetKind(
         "tpr", f"1 - T({fpr})", profile_numerics("tpr", a),
-        lambda claim, target: parse_decimal("sigma", exact_sigma_tpr_stages(claim.stages, a, float(target)) if
-                                            claim.stages else exact_sigma_tpr(claim.steps, claim.epochs, a,
-                                                                              float(target), SEARCH_RESOLUTION,
-                                                                              scheme=claim.scheme)),
+        lambda claim, target: parse_decimal("sigma", Run.of_claim(claim).pick(
+            lambda steps, epochs, scheme: exact_sigma_tpr(steps, epochs, a, float(target), SEARCH_RESOLUTION,
+                                                          scheme=scheme),
+            lambda stages: exact_sigma_tpr_product(stages, a, float(target)))),
         proves_below(upper), proves_above(lower), (("fpr", fpr),), upper, True, max(1.0, float(tpr) / a),
         lower_value=lower, upper_record=lambda r: (lambda row: {"bound": row["tpr"], "epsilon": row["epsilon"]})(
             tpr_row(r, alpha)),
@@ -153,13 +154,13 @@ class TPR(Target):
     def search(self, run, resolution: str) -> str:
         a, b = self.f("fpr"), self.f("tpr")
         return run.pick(lambda m, e, scheme: exact_sigma_tpr(m, e, a, b, resolution, scheme),
-                        lambda stages: exact_sigma_tpr_stages(stages, a, b, resolution))
+                        lambda stages: exact_sigma_tpr_product(stages, a, b, resolution))
 
     def value_at(self, run, check: bool = True):
         a = self.f("fpr")
         return run.pick(lambda m, e, scheme: exact_privacy_scheme(m, e, run.sigma_float(), scheme, fprs=[a],
                                                                   check=check),
-                        lambda stages: exact_privacy_stages(stages, fprs=[a], check=check)).tpr[a]
+                        lambda stages: exact_privacy_product(stages, fprs=[a], check=check)).tpr[a]
 
     def quick_bounds(self, run, exact: str) -> dict:
         """(R3) and, at FPR <= 1/2, Proposition B.2: name -> a thunk computing the proven quick bound on sigma as
@@ -167,11 +168,11 @@ class TPR(Target):
         a, b = self.f("fpr"), self.f("tpr")
         def block(m, e, scheme):
             r = schemes.reduce(scheme, m, e)
-            out = {"rdp": lambda: qb.rdp_tpr_sigma(r.steps, r.epochs, a, b, seed=float(exact), scale2=r.scale2)}
+            out = {"rdp": lambda: qb.rdp_tpr_sigma([(r.steps, r.epochs)], a, b, seed=float(exact), scale2=r.scale2)}
             if a <= 0.5:
                 out["closed_form"] = lambda: qb.tpr_bound_sigma(r.steps, r.epochs, a, b, scale2=r.scale2)
             return out
-        return run.pick(block, lambda stages: {"rdp": lambda: qb.rdp_tpr_sigma_stages(
+        return run.pick(block, lambda stages: {"rdp": lambda: qb.rdp_tpr_sigma(
             [(s.steps, s.epochs) for s in stages], a, b, seed=float(exact))})
 
     def rule(self) -> TargetKind:

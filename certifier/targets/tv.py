@@ -12,10 +12,11 @@ from certifier.domain import LAMBDA
 from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.numerics import schemes
 from certifier.numerics.exact import exact_tv
-from certifier.numerics.stages import exact_sigma_stages, exact_tv_stages
-from certifier.numerics.stages_profile import exact_privacy_stages
+from certifier.numerics.stages import exact_sigma_product, exact_tv_product
+from certifier.numerics.stages_profile import exact_privacy_product
 from certifier.numerics.targets import exact_privacy_scheme
 from certifier.params import decimal_str, parse_decimal, parse_target
+from certifier.run import Run
 from certifier.targets.base import Target
 from certifier.targets.rules import SEARCH_RESOLUTION, TargetKind
 
@@ -25,8 +26,9 @@ def _numerics(claim: Claim, sigma: fmpq) -> tuple[float | None, float | None]:
     estimate, or (None, None) if unavailable."""
     M, E = claim.pair()
     try:
-        r = (exact_tv_stages(runs_at(claim, sigma)) if claim.stages else
-             exact_tv(M, E, claim.sigma_of_pair(float(sigma)), check=False))
+        r = Run.of_claim(claim).pick(lambda steps, epochs, scheme: exact_tv(M, E, claim.sigma_of_pair(float(sigma)),
+                                                                            check=False),
+                                     lambda stages: exact_tv_product(runs_at(claim, sigma)))
         return float(r.tv), float(r.error)
     except (NumericsUnreliableError, ParameterError, OverflowError):
         return None, None
@@ -34,15 +36,15 @@ def _numerics(claim: Claim, sigma: fmpq) -> tuple[float | None, float | None]:
 
 def _exact_sigma(claim: Claim, target: fmpq) -> fmpq:
     """The exact sigma on the 1e-6 grid for the claim's scheme (Theorem 4.1, numerical)."""
-    if claim.stages:                                     # one sigma shared by the stages
-        return parse_decimal("sigma", exact_sigma_stages(claim.stages, float(target)))
-    return parse_decimal("sigma", schemes.exact_sigma(claim.steps, claim.epochs, target, scheme=claim.scheme,
-                                                      resolution=SEARCH_RESOLUTION))
+    return parse_decimal("sigma", Run.of_claim(claim).pick(
+        lambda steps, epochs, scheme: schemes.exact_sigma(steps, epochs, target, scheme=scheme,
+                                                          resolution=SEARCH_RESOLUTION),
+        lambda stages: exact_sigma_product(stages, float(target))))      # one sigma shared by the stages
 
 
 RULE = TargetKind("tv", "TV(P_M^E, Q_M^E)", _numerics, _exact_sigma,
                   lambda r, target: parse_decimal("bound", r.bound) <= target,
-                  lambda r, target: r.exact > target, lower_value=lambda r: r.exact)
+                  lambda r, target: r.exact > target, lower_value=lambda r: r.exact, tv_functional=True)
 
 
 @dataclass(frozen=True)
@@ -99,11 +101,11 @@ class TV(Target):
 
     def search(self, run, resolution: str) -> str:
         return run.pick(lambda m, e, scheme: schemes.exact_sigma(m, e, self.value, scheme, resolution=resolution),
-                        lambda stages: exact_sigma_stages(stages, self.value, resolution=resolution))
+                        lambda stages: exact_sigma_product(stages, self.value, resolution=resolution))
 
     def value_at(self, run, check: bool = True):
         return run.pick(lambda m, e, scheme: exact_privacy_scheme(m, e, run.sigma_float(), scheme, check=check),
-                        lambda stages: exact_privacy_stages(stages, check=check)).tv
+                        lambda stages: exact_privacy_product(stages, check=check)).tv
 
     def quick_bounds(self, run, exact: str) -> dict:
         return {}

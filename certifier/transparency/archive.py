@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 
+from certifier.certificate.envelope import key_id
 from certifier.errors import ParameterError
 from certifier.transparency.head import consistency_bundle, proof_bundle, read_head, sign_head
 from certifier.transparency.merkle import Tree, leaf_hash
@@ -68,7 +69,6 @@ def _write_new(path: str, data: bytes) -> None:
 
 def append(archive: str, certificate: bytes, private_key) -> tuple[int, dict]:
     """Archive `certificate` as the next leaf, sign the new head; (index, head envelope)."""
-    from certifier.certificate.envelope import key_id
     if len(certificate) > MAX_ENTRY:
         raise ParameterError("a certificate is at most 4 MiB")
     t = tree(archive)

@@ -7,6 +7,7 @@ whose key lives in another process passes its own `sign(message) -> signature`.
 from __future__ import annotations
 
 import base64
+import json
 import time
 from typing import Callable
 
@@ -27,7 +28,6 @@ def sign_head(size: int, root: bytes, sign: Callable[[bytes], bytes], keyid: str
 
 def read_head(env: dict) -> dict:
     """The head's fields WITHOUT verifying the signature (for the log's own bookkeeping)."""
-    import json
     return json.loads(base64.b64decode(env["payload"]))
 
 

@@ -7,7 +7,7 @@ import math
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
-from certifier.door import closed_form_sigma_stages, closed_form_sigma_up
+from certifier.door import closed_form_sigma_product, closed_form_sigma_up
 from certifier.errors import NumericsUnreliable
 from service.errors import ApiError
 from service.job import request_run
@@ -23,7 +23,7 @@ def _closed_form(shape: dict, target: str) -> str:
     try:
         return request_run(shape).pick(
             lambda m, e, scheme: str(closed_form_sigma_up(m, e, target, scheme)),
-            lambda stages: f"{math.ceil(closed_form_sigma_stages(stages, float(target)) * 1e6) / 1e6:.6f}")
+            lambda stages: f"{math.ceil(closed_form_sigma_product(stages, float(target)) * 1e6) / 1e6:.6f}")
     except (ValueError, ArithmeticError, OverflowError, NumericsUnreliable) as err:
         raise ApiError(422, f"closed form undefined for this cell: {err}") from None
 

@@ -99,7 +99,7 @@ def stated(steps, epochs, sigma, *, target=None, epsilon=None, delta=None, fpr=N
             raise ParameterError("give either stages or steps and epochs, not both")
         if schemes.parse_scheme(scheme) != schemes.DEFAULT_SCHEME:
             raise ParameterError("a run in stages is audited for random allocation only (not fixed bins)")
-        run = door.Run.in_stages(stages, sigma_per_stage=False)
+        run = door.Run.composed(stages, sigma_per_stage=False)
     else:
         scheme = schemes.parse_scheme(scheme)
         if steps is None or (epochs is None and iterations is None):

@@ -10,7 +10,7 @@ from decimal import ROUND_CEILING, Decimal
 from flint import fmpq
 
 from certifier import door
-from certifier.door import ONE_KIND, Run, closed_form_sigma_stages, monte_carlo_tv, parse_stages, resolution_label
+from certifier.door import ONE_KIND, Run, closed_form_sigma_product, monte_carlo_tv, parse_stage_list, resolution_label
 from certifier.params import (
     ParameterError,
     decimal_str,
@@ -73,7 +73,7 @@ def stages_of(args, per_stage):
         raise ParameterError("--stages replaces --steps, --epochs and --iterations")
     if args.scheme != door.DEFAULT_SCHEME:
         raise ParameterError("--stages is for random allocation (Algorithm 1) only")
-    return parse_stages(args.stages, per_stage)
+    return parse_stage_list(args.stages, per_stage)
 
 
 def run_of(args, per_stage) -> Run:
@@ -111,7 +111,7 @@ def _closed_forms(run: Run, lam_q: fmpq, exact: str) -> tuple[dict, list, float]
             f"  GDP-limit sigma (App. B.3, a limit, NOT a bound): {gdp:.6f}"], tv_x
 
     def product(stages):
-        closed = closed_form_sigma_stages(stages, float(lam_q))
+        closed = closed_form_sigma_product(stages, float(lam_q))
         return {"closed_form_estimate": closed}, [
             f"  chi-square sigma (Thm 3.3 on the product's chi-square, float)  : {closed:.6f}"], \
             door.exact_tv(run.at(exact), check=False).tv

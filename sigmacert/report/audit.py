@@ -15,7 +15,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from certifier import door
-from certifier.door import exact_privacy_scheme, exact_privacy_stages
+from certifier.door import exact_privacy_product, exact_privacy_scheme
 from certifier.errors import NumericsUnreliableError, ParameterError
 from sigmacert.report import plots
 from sigmacert.report.facts import Facts
@@ -44,7 +44,7 @@ def _profile_at(claim: dict, sigma: float, **kw):
     numerics refuse."""
     try:
         if is_staged(claim):
-            return exact_privacy_stages([(m, e, repr(s)) for m, e, s in runs_at(claim, repr(sigma))], check=False,
+            return exact_privacy_product([(m, e, repr(s)) for m, e, s in runs_at(claim, repr(sigma))], check=False,
                                         **kw)
         return exact_privacy_scheme(claim["steps"], claim["epochs"], sigma, claim.get("scheme"), check=False, **kw)
     except (NumericsUnreliableError, ParameterError):

@@ -14,7 +14,7 @@ import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 
-from certifier.door import exact_privacy_scheme, exact_privacy_stages
+from certifier.door import exact_privacy_product, exact_privacy_scheme
 from certifier.errors import NumericsUnreliableError, ParameterError
 from sigmacert.report import plots
 from sigmacert.report.facts import Facts
@@ -28,11 +28,11 @@ RESOLVED = 10.0                        # a profile point is drawn when its value
 
 
 def _profile(claim: dict, sigma: float, **kw):
-    """exact_privacy_scheme at the claim's run and sigma (a run in stages: exact_privacy_stages, every stage
+    """exact_privacy_scheme at the claim's run and sigma (a run in stages: exact_privacy_product, every stage
     at sigma unless it carries its own), or None when the numerics refuse."""
     try:
         if is_staged(claim):
-            return exact_privacy_stages([(m, e, repr(s)) for m, e, s in runs_at(claim, repr(sigma))], check=False,
+            return exact_privacy_product([(m, e, repr(s)) for m, e, s in runs_at(claim, repr(sigma))], check=False,
                                         **kw)
         return exact_privacy_scheme(claim["steps"], claim["epochs"], sigma, claim.get("scheme"), check=False, **kw)
     except (NumericsUnreliableError, ParameterError):

@@ -12,7 +12,7 @@ from decimal import ROUND_CEILING, Decimal
 
 import numpy as np
 
-from certifier.door import Stage, U, closed_form_sigma_stages, exact_tv_stages, log1p_b_over_m, stages_route_at
+from certifier.door import Stage, U, closed_form_sigma_product, exact_tv_product, log1p_b_over_m, product_route_at
 from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.params import parse_sigma
 from sigmacert.report import curves, plots
@@ -48,7 +48,7 @@ class StagesPair:
     """The product pair's optimal TPR and hockey-stick curve (the primary route of stages_profile)."""
 
     def __init__(self, runs):
-        self.route = stages_route_at(runs, check=False)[0]
+        self.route = product_route_at(runs, check=False)[0]
 
     def tpr(self, alpha: float) -> float:
         return self.route.tpr(alpha).value
@@ -70,7 +70,7 @@ def tv_curves(claim: dict, sigma: float, sigma_low: float | None) -> curves.TVCu
     for any pair) and the exact TV of the stages at a few points, sigma and sigma_low included."""
     lam = float(claim["target"])
     shape = [(m, e) for m, e, _ in stage_list(claim)]
-    closed_f = closed_form_sigma_stages([Stage(m, e) for m, e in shape], lam)
+    closed_f = closed_form_sigma_product([Stage(m, e) for m, e in shape], lam)
     closed = Decimal(repr(closed_f)).quantize(Decimal("1e-6"), rounding=ROUND_CEILING)
     lo, hi = 0.92 * min(sigma, float(closed)), 1.06 * max(sigma, float(closed))
     grid = np.linspace(lo, hi, 241)
@@ -79,7 +79,7 @@ def tv_curves(claim: dict, sigma: float, sigma_low: float | None) -> curves.TVCu
     exact, refused = {}, []
     for s in sorted(points):
         try:
-            exact[s] = exact_tv_stages([(m, e, repr(s)) for m, e in shape], check=False).tv
+            exact[s] = exact_tv_product([(m, e, repr(s)) for m, e in shape], check=False).tv
         except (NumericsUnreliableError, ParameterError):
             refused.append(s)
     return curves.TVCurves(grid, bound, exact, tuple(refused), closed)

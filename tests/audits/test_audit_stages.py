@@ -11,7 +11,7 @@ import sigmacert
 from certifier.certificate.envelope import sign_certificate
 from certifier.errors import ParameterError
 from certifier.numerics.stages import Stage
-from certifier.numerics.stages_profile import exact_privacy_stages
+from certifier.numerics.stages_profile import exact_privacy_product
 from sigmacert.audits.bulk import run_bulk
 from verifier.core import verify_bytes
 
@@ -20,7 +20,7 @@ KEY = Ed25519PrivateKey.generate()
 
 
 def _numerics(**kw):
-    return exact_privacy_stages([Stage(50, 4, SIGMA), Stage(200, 2, SIGMA)], check=False, **kw)
+    return exact_privacy_product([Stage(50, 4, SIGMA), Stage(200, 2, SIGMA)], check=False, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,7 @@ def test_tpr_interval_and_a_small_tv_run():
     assert t.verdict == "HOLDS" and float(t.interval[0]) <= val <= float(t.interval[1])
     assert verify_bytes(t.envelope, [KEY.public_key()]).accepted
     tv = sigmacert.audit(stages="4x2,8x1", sigma="2", target="0.2")
-    num = exact_privacy_stages([Stage(4, 2, "2"), Stage(8, 1, "2")], check=False).tv.value
+    num = exact_privacy_product([Stage(4, 2, "2"), Stage(8, 1, "2")], check=False).tv.value
     assert float(tv.interval[0]) <= num <= float(tv.interval[1])
     assert tv.verdict == ("HOLDS" if num < 0.2 else "FALSE")
     low = sigmacert.audit(stages="4x2,8x1", sigma="2", target=f"{num * 0.95:.6f}")

@@ -31,14 +31,14 @@ def _phi(x: float) -> float:
 def test_kink_densities_match_the_gaussian_shift(s):
     # M = 1: ln Lambda ~ N(-mu^2/2, mu^2) under P and N(mu^2/2, mu^2) under Q, mu = sqrt(E)/sigma
     mu = math.sqrt(4) / 2.0
-    g = line(1, 4, 2.0).g
+    g = line([(1, 4, 2.0)]).g
     assert f_p(g, s) == pytest.approx(_phi((s + mu * mu / 2) / mu) / mu, rel=1e-5)
     assert f_q(g, s) == pytest.approx(_phi((s - mu * mu / 2) / mu) / mu, rel=1e-5)
 
 
 def test_kink_densities_are_densities_at_m_10():
     # not Gaussian: both integrate to 1, and the P-mass above 0 is G'(0) (= P(Lambda > 1))
-    g = line(10, 2, 1.5).g
+    g = line([(10, 2, 1.5)]).g
     s = np.linspace(-4.0, 6.0, 2001)
     fp = np.array([f_p(g, x) for x in s])
     fq = np.array([f_q(g, x) for x in s])

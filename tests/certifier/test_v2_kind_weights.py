@@ -19,8 +19,8 @@ from certifier.claim import t2_runs
 from certifier.errors import CannotCertifyError
 from certifier.methods.v1.plan import KindWeights
 from certifier.methods.v2.plan import MOVE_SHARE, choose_v2, plan_v2
-from certifier.methods.v2.stages import need_eps, plan_stages
-from certifier.numerics.stages_profile import exact_privacy_stages
+from certifier.methods.v2.stages import need_eps, plan_product
+from certifier.numerics.stages_profile import exact_privacy_product
 from certifier.params import parse_decimal
 from certifier.run import Run
 from certifier.targets import kind
@@ -78,29 +78,29 @@ def test_a_dp_margin_the_tv_model_cannot_plan_fits_with_the_kind_weights():
     assert 0 < margin < 1e-10
     runs, need = t2_runs(claim, D("2.402087")), need_eps(k)
     with pytest.raises(CannotCertifyError):
-        plan_stages(runs, None, 0.6 * margin / k.loss_factor, value, need_eps=need)      # today's model
-    p = plan_stages(runs, None, 0.6 * margin, w.tv, need_eps=need, weights=w)
+        plan_product(runs, None, 0.6 * margin / k.loss_factor, value, need_eps=need)      # today's model
+    p = plan_product(runs, None, 0.6 * margin, w.tv, need_eps=need, weights=w)
     assert p.predicted_loss <= 0.6 * margin and p.predicted_seconds < 120
 
 
 def test_the_weights_tv_is_the_pairs_tv():
-    from certifier.numerics.stages import exact_tv_stages
+    from certifier.numerics.stages import exact_tv_product
     _, _, w = _claim_and_weights("1", "1e-5", "2.402087")
-    tv = exact_tv_stages([(m, e, "2.402087") for m, e in STAGES])
+    tv = exact_tv_product([(m, e, "2.402087") for m, e in STAGES])
     assert w.tv == pytest.approx(float(tv.tv), abs=1e-8)
 
 
 @pytest.fixture(scope="module")
 def dp():
-    return certify_run(Run.in_stages(STAGES), D("1e-5"), two_sided=True, kind_name="dp", kind_params={"epsilon": "1"})
+    return certify_run(Run.composed(STAGES), D("1e-5"), two_sided=True, kind_name="dp", kind_params={"epsilon": "1"})
 
 
 def test_stages_dp_at_delta_1e5_certifies_two_sided_and_verifies(dp):
     assert dp.success and dp.two_sided and dp.kind == "dp"
     up, lo = dp.predicate["upper"], dp.predicate["lower"]
     runs = lambda s: [(m, e, s) for m, e in STAGES]
-    hi = exact_privacy_stages(runs(dp.sigma), epsilons=[1.0]).delta[1.0]
-    low = exact_privacy_stages(runs(dp.sigma_low), epsilons=[1.0]).delta[1.0]
+    hi = exact_privacy_product(runs(dp.sigma), epsilons=[1.0]).delta[1.0]
+    low = exact_privacy_product(runs(dp.sigma_low), epsilons=[1.0]).delta[1.0]
     assert hi.value + hi.error <= float(up["bound"]) <= 1e-5            # above the numerical delta, meets it
     assert 1e-5 < float(lo["bound_lower"]) <= low.value + low.error     # below it at sigma_low, misses it
     r = resign_v3(dp.predicate, Ed25519PrivateKey.generate(), None, V5)
@@ -122,7 +122,7 @@ def test_stages_dp_lower_tries_bound_delta_not_tv(dp):
     # certified lower value (below the numerical delta there) beside the processed pair's TV, and plans on the
     # kind's margin (its budget a share of delta(sigma_low) - error - target, not of a TV margin)
     runs = [(m, e, dp.sigma_low) for m, e in STAGES]
-    low = exact_privacy_stages(runs, epsilons=[1.0]).delta[1.0]
+    low = exact_privacy_product(runs, epsilons=[1.0]).delta[1.0]
     tries = [t for t in dp.lower_tries if t.get("sigma_low") == dp.sigma_low and "budget" in t]
     assert tries and all("dp_lower" in t and "value_exact" in t and "tv_exact" not in t for t in tries)
     for t in tries:

@@ -12,7 +12,7 @@ import pytest
 from service_fixtures import issuer_pem, serving, verify_cli, wait_done, wait_for
 
 import sigmacert
-from certifier.numerics.stages import closed_form_sigma_stages, exact_tv_stages
+from certifier.numerics.stages import closed_form_sigma_product, exact_tv_product
 from service.admission import predicted_seconds, predicted_seconds_stages
 from service.validate import Limits
 
@@ -104,7 +104,7 @@ def test_a_staged_job_is_certified_in_v5_verified_listed_and_reported(svc, tmp_p
     assert stmt["predicateType"] == V5 and claim["stages"] == AS_LIST["stages"] and "steps" not in claim
     assert "lower" in stmt["predicate"]                               # two-sided, as every job
     sigma, low = claim["sigma"], stmt["predicate"]["lower"]["sigma_low"]
-    assert exact_tv_stages([(4, 2, sigma), (8, 1, sigma)]).tv <= 0.3 < exact_tv_stages([(4, 2, low), (8, 1, low)]).tv
+    assert exact_tv_product([(4, 2, sigma), (8, 1, sigma)]).tv <= 0.3 < exact_tv_product([(4, 2, low), (8, 1, low)]).tv
     cert = tmp_path / "c.json"
     cert.write_text(json.dumps(job["envelope"]))
     assert verify_cli(cert, issuer_pem(svc, tmp_path / "k.pem")).returncode == 0
@@ -133,7 +133,7 @@ def test_sigma_with_stages_is_the_exact_shared_sigma_of_the_api(svc):
     o = r.json()
     assert o["exact"] == str(sigmacert.exact_sigma(stages=run, target="0.3")) and o["exact_status"] == "done"
     assert o["stages"] == AS_LIST["stages"] and o["epochs"] == 3 and "steps" not in o
-    assert float(o["closed_form"]) >= closed_form_sigma_stages([sigmacert.Stage(4, 2), sigmacert.Stage(8, 1)], 0.3)
+    assert float(o["closed_form"]) >= closed_form_sigma_product([sigmacert.Stage(4, 2), sigmacert.Stage(8, 1)], 0.3)
     assert float(o["closed_form"]) > float(o["exact"])
     block = svc.http.get("/v1/sigma", params={"steps": 4, "epochs": 2, "target": "0.3"}, timeout=120).json()
     assert block["exact"] != o["exact"]                                 # not the cache entry of a block

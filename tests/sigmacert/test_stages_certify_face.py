@@ -11,7 +11,7 @@ import pytest
 
 import sigmacert
 from certifier.certificate.keys import keygen
-from certifier.numerics.stages import exact_tv_stages
+from certifier.numerics.stages import exact_tv_product
 from sigmacert.cli import main
 
 
@@ -27,7 +27,7 @@ def test_api_certify_with_a_sigma_per_stage_is_one_sided_and_verifies(keys):
     cert = sigmacert.certify(stages=[sigmacert.Stage(4, 1, sigma="1.2"), (8, 1, "1.5")], target="0.3", key=private)
     assert not cert.two_sided and cert.sigma is None and cert.sigma_low is None and cert.steps is None
     assert [tuple(map(str, s)) for s in cert.stages] == [("4", "1", "1.2"), ("8", "1", "1.5")]
-    exact = exact_tv_stages([(4, 1, "1.2"), (8, 1, "1.5")])
+    exact = exact_tv_product([(4, 1, "1.2"), (8, 1, "1.5")])
     assert exact.tv + exact.error <= float(cert.bound) <= 0.3 and cert.epochs == 2
     v = sigmacert.verify(cert, public)
     assert v.accepted, (v.reason, v.detail)

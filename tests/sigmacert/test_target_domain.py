@@ -119,7 +119,7 @@ def test_outside_m_is_refused_by_every_face():
 
 @pytest.mark.parametrize("run,target", INSIDE)
 def test_every_face_takes_just_inside(run, target):
-    r = Run.in_stages(run["stages"]) if "stages" in run else Run.block(run["steps"], run["epochs"])
+    r = Run.composed(run["stages"]) if "stages" in run else Run.block(run["steps"], run["epochs"])
     t = DP(target["epsilon"], target["delta"]) if "epsilon" in target else TPR(target["fpr"], target["tpr"])
     domain.check(r, t, certify=True)                        # no exception: the one check every face asks
     assert t.nearest_in_domain() == t

@@ -15,7 +15,7 @@ from torch.utils.data import DataLoader, TensorDataset
 import sigmacert
 import sigmacert.torch as st
 from certifier.errors import ParameterError
-from certifier.numerics.stages_profile import exact_privacy_stages
+from certifier.numerics.stages_profile import exact_privacy_product
 from certifier.numerics.targets import exact_privacy
 
 
@@ -75,7 +75,7 @@ def test_epsilon_reads_sigma_at_the_grid_point_below_and_is_monotone():
 
 
 def _stages_eps(run, delta=1e-5):
-    v = exact_privacy_stages(run, deltas=[delta], check=False).epsilon[delta]
+    v = exact_privacy_product(run, deltas=[delta], check=False).epsilon[delta]
     return v.value + v.error
 
 

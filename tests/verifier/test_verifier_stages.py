@@ -11,7 +11,7 @@ from verifier_v3_fixtures import resign_v3
 
 from certifier.certificate.envelope import predicate_type
 from certifier.certify import certify_run
-from certifier.numerics.stages import exact_tv_stages
+from certifier.numerics.stages import exact_tv_product
 from certifier.params import parse_decimal
 from certifier.run import Run
 
@@ -20,7 +20,7 @@ V5 = "https://sigmacert.dev/certificate/v5"
 
 @pytest.fixture(scope="module")
 def issued():
-    out = certify_run(Run.in_stages([(4, 1), (8, 1)]), parse_decimal("target", "0.3"), two_sided=True)
+    out = certify_run(Run.composed([(4, 1), (8, 1)]), parse_decimal("target", "0.3"), two_sided=True)
     return out, Ed25519PrivateKey.generate()
 
 
@@ -35,8 +35,8 @@ def test_two_stage_certificate_is_two_sided_and_verifies(issued):
     claim = out.predicate["claim"]
     assert claim["stages"] == [{"steps": 4, "epochs": 1}, {"steps": 8, "epochs": 1}]
     assert "steps" not in claim and "epochs" not in claim and claim["kind"] == {"name": "tv"}
-    exact = exact_tv_stages([(4, 1, out.sigma), (8, 1, out.sigma)])
-    low = exact_tv_stages([(4, 1, out.sigma_low), (8, 1, out.sigma_low)])
+    exact = exact_tv_product([(4, 1, out.sigma), (8, 1, out.sigma)])
+    low = exact_tv_product([(4, 1, out.sigma_low), (8, 1, out.sigma_low)])
     assert float(out.bound) <= 0.3 and exact.tv + exact.error < float(out.bound)
     assert 0.3 < float(out.tv_lower) < low.tv - low.error
     r = verdict(issued)

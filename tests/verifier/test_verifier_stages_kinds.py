@@ -13,8 +13,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from verifier_v3_fixtures import resign_v3
 
 from certifier.certify import certify_run
-from certifier.numerics.stages import exact_tv_stages
-from certifier.numerics.stages_profile import exact_privacy_stages
+from certifier.numerics.stages import exact_tv_product
+from certifier.numerics.stages_profile import exact_privacy_product
 from certifier.params import parse_decimal
 from certifier.run import Run
 from verifier import load_public_key, verify_bytes
@@ -31,20 +31,20 @@ def key():
 
 @pytest.fixture(scope="module")
 def dp():
-    return certify_run(Run.in_stages(STAGES), parse_decimal("delta", "0.1"), two_sided=True, kind_name="dp",
+    return certify_run(Run.composed(STAGES), parse_decimal("delta", "0.1"), two_sided=True, kind_name="dp",
                           kind_params={"epsilon": "0.5"})
 
 
 @pytest.fixture(scope="module")
 def tpr():
-    return certify_run(Run.in_stages(STAGES), parse_decimal("tpr", "0.3"), two_sided=True, kind_name="tpr",
+    return certify_run(Run.composed(STAGES), parse_decimal("tpr", "0.3"), two_sided=True, kind_name="tpr",
                           kind_params={"fpr": "0.1"})
 
 
 @pytest.fixture(scope="module")
 def own():
     """A sigma per stage, tv: one-sided."""
-    return certify_run(Run.in_stages([(4, 1, "1.2"), (8, 1, "1.5")]), parse_decimal("target", "0.3"))
+    return certify_run(Run.composed([(4, 1, "1.2"), (8, 1, "1.5")]), parse_decimal("target", "0.3"))
 
 
 def verdict(out, key, change=None):
@@ -52,7 +52,7 @@ def verdict(out, key, change=None):
 
 
 def _profile(stages, sigma, **kw):
-    return exact_privacy_stages([(m, e, sigma) for m, e in stages], **kw)
+    return exact_privacy_product([(m, e, sigma) for m, e in stages], **kw)
 
 
 def test_dp_stages_certificate_is_two_sided_and_verifies(dp, key):
@@ -124,7 +124,7 @@ def test_per_stage_sigma_certificate_verifies_and_bounds_the_exact_tv(own, key):
     c = own.predicate["claim"]
     assert c["stages"] == [{"steps": 4, "epochs": 1, "sigma": "1.2"}, {"steps": 8, "epochs": 1, "sigma": "1.5"}]
     assert "sigma" not in c and "each at its own sigma" in c["statement"] and "lower" not in own.predicate
-    exact = exact_tv_stages([(4, 1, "1.2"), (8, 1, "1.5")])
+    exact = exact_tv_product([(4, 1, "1.2"), (8, 1, "1.5")])
     won = next(t for t in own.tries if t.get("certified"))
     # rigorous: above the exact TV; tight: within the loss its grid was given (the try's budget)
     assert exact.tv + exact.error <= float(own.bound) <= exact.tv + won["budget"]
@@ -156,8 +156,8 @@ def test_a_lower_side_beside_per_stage_sigmas_is_refused(own, dp, key):
 
 def test_equal_sigma_per_stage_gives_the_shared_sigma_bound():
     t = parse_decimal("target", "0.3")
-    each = certify_run(Run.in_stages([(4, 1, "1.2"), (8, 1, "1.2")]), t)
-    shared = certify_run(Run.in_stages(STAGES), t, parse_decimal("sigma", "1.2"))
+    each = certify_run(Run.composed([(4, 1, "1.2"), (8, 1, "1.2")]), t)
+    shared = certify_run(Run.composed(STAGES), t, parse_decimal("sigma", "1.2"))
     assert each.success and shared.success
     assert each.bound == shared.bound and each.predicate["enclosures"] == shared.predicate["enclosures"]
     assert each.predicate["method"] == shared.predicate["method"]

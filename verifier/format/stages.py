@@ -100,9 +100,9 @@ def block(c: dict) -> dict:
 def statement(c: dict) -> str:
     """The statement a claim in stages must carry: its kind's, for the stages' pair."""
     own, kind = own_sigma(c), c["kind"]
-    if kind["name"] == "tv":
-        return STATEMENT_STAGES_SIGMA if own else STATEMENT_STAGES
-    return v4.KIND_TEXT[kind["name"]].format(pair=PAIR_STAGES[own], **kind)
+    if kind["name"] in v4.KIND_TEXT:
+        return v4.KIND_TEXT[kind["name"]].format(pair=PAIR_STAGES[own], **kind)
+    return STATEMENT_STAGES_SIGMA if own else STATEMENT_STAGES
 
 
 def where(claim: dict) -> str:
@@ -118,7 +118,7 @@ def check_claim(c: dict) -> None:
     if c["mechanism"] != MECHANISM or c["adjacency"] != ADJACENCY:
         raise Reject("claim-mechanism", f"mechanism/adjacency {c['mechanism']!r}/{c['adjacency']!r} are not "
                      f"{MECHANISM!r}/{ADJACENCY!r}")
-    if c["kind"]["name"] != "tv":
+    if c["kind"]["name"] in v4.KINDS:
         v4.check_parameter(c["kind"])
     elif c["kind"] != {"name": "tv"}:
         raise Reject("claim-kind", f"claim.kind {c['kind']!r} is not a kind of a run in stages")

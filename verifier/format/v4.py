@@ -27,6 +27,9 @@ KIND_TEXT = {
             "<= {fpr} has true-positive rate <= target ((7))"),
 }
 KINDS = {"dp": {"name": S, "epsilon": S}, "tpr": {"name": S, "fpr": S}}  # known kinds; parameters: exact decimal text
+# each kind's parameter (its key in claim.kind), the range it must lie in, and the words of a refusal
+PARAMETER = {"dp": ("epsilon", lambda x: 0 <= x <= 100, "is outside [0, 100]"),
+             "tpr": ("fpr", lambda x: 0 < x < 1, "is not strictly between 0 and 1")}
 UPPER = {"dp": {"bound": D}, "tpr": {"bound": D, "epsilon": SD}}           # tpr's epsilon may be negative
 # the b_k of step (iv), or the closed form of the Gaussian shift (M = 1)
 KIND_UPPER_METHODS = {("lemma-c5-rounding", 1), ("lemma-c5-rounding", 2), ("gaussian-shift", 1)}
@@ -75,17 +78,15 @@ def statement(kind: dict, scheme: str) -> str:
 
 def parameter(kind: dict) -> fmpq:
     """The kind's parameter (dp: epsilon, tpr: fpr) as an exact rational."""
-    key = "epsilon" if kind["name"] == "dp" else "fpr"
+    key = PARAMETER[kind["name"]][0]
     return decimal(kind[key], f"claim.kind.{key}")
 
 
 def check_parameter(kind: dict) -> None:
     """The kind's parameter lies in its range (dp: epsilon in [0, 100], tpr: fpr in (0, 1))."""
-    x = parameter(kind)
-    if kind["name"] == "dp" and not 0 <= x <= 100:
-        raise Reject("claim-kind-invalid", f"epsilon {kind['epsilon']} is outside [0, 100]")
-    if kind["name"] == "tpr" and not 0 < x < 1:
-        raise Reject("claim-kind-invalid", f"fpr {kind['fpr']} is not strictly between 0 and 1")
+    key, inside, outside = PARAMETER[kind["name"]]
+    if not inside(parameter(kind)):
+        raise Reject("claim-kind-invalid", f"{key} {kind[key]} {outside}")
 
 
 def check_v4(p: dict) -> None:

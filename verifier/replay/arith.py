@@ -3,8 +3,11 @@ exact fixed-point polynomial products that record what they delete, and binary p
 from __future__ import annotations
 
 import ctypes
+import glob
+import os
 from dataclasses import dataclass, field
 
+import flint
 from flint import arb, fmpq, fmpz, fmpz_poly
 
 EXTRA_BITS = 4  # our scale is 2^-(fixed_point_bits + 4): finer than the certifier's
@@ -21,10 +24,7 @@ def dyadic(x: arb, up: bool, w: int) -> int:
 
 def _libs() -> list:
     """FLINT (python-flint's bundled library, else the system's) and the C library, by ctypes; [] where absent."""
-    import glob
-    import os
 
-    import flint
     here = os.path.dirname(os.path.dirname(flint.__file__))
     found = []
     for pattern, fn in ((os.path.join(here, "python_flint.libs", "libflint*.so*"), "flint_cleanup"),

@@ -42,7 +42,7 @@ def lines_of(claim: dict) -> list[tuple[int, int, fmpq]]:
             for x in [s.get("sigma", claim.get("sigma"))]]
 
 
-def replay_stages(claim: dict, m: dict) -> ReplayResultV2:
+def replay_product(claim: dict, m: dict) -> ReplayResultV2:
     t0 = time.perf_counter()
     n, T, F = m["mantissa_bits"], m["top_octave"], m["fixed_point_bits"] + EXTRA_BITS
     one = 2**F
@@ -129,7 +129,7 @@ def _mix_consuming(X: list, a: int, Y: list, b: int) -> list:
     return out
 
 
-def replay_lower_stages(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
+def replay_lower_product(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
     t0 = time.perf_counter()
     t2 = 1 / (sigma_low * sigma_low)
     n, T, F = m["mantissa_bits"], m["top_octave"], m["fixed_point_bits"] + EXTRA_BITS

@@ -47,7 +47,7 @@ def v1_fits(claim: Claim, sigma: fmpq, user_grid: bool) -> bool:
 
 def band_allowed(ctx: Ctx, claim: Claim) -> bool:
     """Method v1 with a band (docs/method-v2.md §8, format v3): a TV claim in random allocation, automatic grids."""
-    return ctx.kind.name == "tv" and claim.scheme == RANDOM_ALLOCATION and not ctx.grid
+    return ctx.kind.tv_functional and claim.scheme == RANDOM_ALLOCATION and not ctx.grid
 
 
 def plain_v1(choose, two_scale: bool, M: int, E: int, s_pair, budget: float):

@@ -89,7 +89,7 @@ def upper_v2(ctx: Ctx):
     M, E = claim.pair()
     t2 = claim.t2_at(sigma)
     run = lambda m, prog: UPPER_V2.run(claim, sigma, m, progress=prog)
-    if ctx.kind.name == "tv":
+    if ctx.kind.tv_functional:
         margin, tv, wts, need = upper_margin(ctx), ctx.tv, None, 0.0
         lost = lambda r: float(r.bound) - tv
     else:
@@ -103,7 +103,7 @@ def upper_v2(ctx: Ctx):
     def row(plan, r):
         out.bound = r.bound
         kb = {} if ctx.kind.upper_bound is None else {f"{ctx.kind.name}_bound": ctx.kind.upper_bound(r)}
-        if ctx.kind.name != "tv":                 # a kind: the next try plans with the loss this one measured
+        if not ctx.kind.tv_functional:                 # a kind: the next try plans with the loss this one measured
             kb["measured_loss"] = lost(r)
             out.k_scale = relearn(out.k_scale, plan, kb["measured_loss"])
         return {**row_v2(plan, "bound", r.bound), **kb}          # bound: the grid's TV
@@ -168,7 +168,7 @@ def lower_v2(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
     scale = out.k_scale * V2_LOWER_LOSS_RATIO
     # the eps range matters to a kind's lower value only: TV's lower side reads no rows (they come from the
     # upper side), and the range would cost it fixed-point bits, k_top and a finer octave 0
-    need = out.need_eps if ctx.kind.name != "tv" else 0.0
+    need = out.need_eps if not ctx.kind.tv_functional else 0.0
     lost = lambda L: None if value_low is None else (value_low - float(ctx.kind.lower_value(L) or 0)) / per
     if margin is not None and margin > 0:
         try:

@@ -16,8 +16,8 @@ from flint import fmpq
 
 from certifier.bounds.fixedpoint import round_down_sig
 from certifier.bounds.privacy import privacy_rows_partial
-from certifier.bounds.stages_lower import lower_bound_v2_stages
-from certifier.bounds.stages_v2 import rounding_bound_v2_stages
+from certifier.bounds.stages_lower import lower_bound_v2_product
+from certifier.bounds.stages_v2 import rounding_bound_v2_product
 from certifier.bounds.upper_v2 import METHOD_NAME, METHOD_VERSION, UpperV2
 from certifier.claim import t2_runs
 from certifier.errors import CannotCertifyError
@@ -80,7 +80,7 @@ def merge(methods: list[UpperV2], steps: list[int]) -> UpperV2:
     return out
 
 
-def plan_stages(stages, t2: fmpq | None, loss_budget: float, tv: float, k_scale: float = 1.0, prec: int = 100,
+def plan_product(stages, t2: fmpq | None, loss_budget: float, tv: float, k_scale: float = 1.0, prec: int = 100,
                 need_eps: float = 0.0, weights=None, y_scale: float = 1.0, lower: bool = False) -> Plan:
     """One grid for every stage: the cheapest plan per distinct line (M_s, t_s^2; a stage (M, E) is at t2, a
     stage (M, E, t_s^2) at its own) for the total epochs, on a common mantissa and eta, merged. Predicted
@@ -171,7 +171,7 @@ def _lower_row(target_kind, plan, L, s_str: str, value: float | None, wts, at: l
     1 - T(alpha); tv: the TV) beside the TV of the processed pair; for a kind planned on its own loss model the
     loss this try measured, which the next try plans with (at[0], the k_scale, scaled up, never down)."""
     row = {"sigma_low": s_str, **row_v2(plan, "tv_lower", L.tv_lower), "tv_exact": value}
-    if target_kind.name == "tv":
+    if target_kind.tv_functional:
         return row
     v = target_kind.lower_value(L)
     row[f"{target_kind.name}_lower"] = None if v is None else round_down_sig(v, 12)
@@ -194,10 +194,10 @@ def prove_upper(ctx: Ctx):
     margin, tv, wts = _kind_plan(target_kind, claim, sigma, margin, value)
     at = [1.0 if wts is None else KIND_UPPER_K_SCALE, 1.0]
     if wts is not None and margin is not None and margin > 0:
-        first = plan_stages(runs, None, budget(margin, SAFETY[0], V2_CEILING), tv, prec=ctx.prec or 100,
+        first = plan_product(runs, None, budget(margin, SAFETY[0], V2_CEILING), tv, prec=ctx.prec or 100,
                             need_eps=need, weights=wts, k_scale=at[0])
         refuse_if_slow(first, margin, limit)
-        at[:] = _calibrate(first, lambda m: _with_method(rounding_bound_v2_stages(runs, m), m),
+        at[:] = _calibrate(first, lambda m: _with_method(rounding_bound_v2_product(runs, m), m),
                            lambda r: _kind_loss(target_kind.upper_bound(r), value), out, "upper")
 
     def row(plan, r):
@@ -208,9 +208,9 @@ def prove_upper(ctx: Ctx):
             at[0] = relearn(at[0], plan, kb["measured_loss"])
         return {**row_v2(plan, "bound", r.bound), **kb}          # bound: the grid's TV
     side = Side("upper", margin, SAFETY, V2_CEILING,
-                lambda b: plan_stages(runs, None, b, tv, prec=ctx.prec or 100, need_eps=need, weights=wts,
+                lambda b: plan_product(runs, None, b, tv, prec=ctx.prec or 100, need_eps=need, weights=wts,
                                       k_scale=at[0], y_scale=at[1]),
-                lambda m, prog: rounding_bound_v2_stages(runs, m),
+                lambda m, prog: rounding_bound_v2_product(runs, m),
                 lambda r: target_kind.upper_proves(r, target), row, limit)
     return prove(side, ctx.max_tries, out.tries, ctx.say)
 
@@ -236,10 +236,10 @@ def prove_lower(ctx: Ctx, low_claim, s_low, value_low, err, meth: UpperV2):
     margin, tv_low, wts = _kind_plan(target_kind, low_claim, s_low, target_kind.lower_margin(target, value_low, err),
                                      value_low)
     at = [V2_LOWER_LOSS_RATIO, 1.0]
-    lower_run = lambda m: lower_bound_v2_stages(runs, m, replay_trims=target_kind.name != "tv")  # noqa: E731
+    lower_run = lambda m: lower_bound_v2_product(runs, m, replay_trims=not target_kind.tv_functional)  # noqa: E731
     if wts is not None and margin is not None and margin > 0:
         try:
-            first = plan_stages(runs, None, budget(margin, LOWER_SAFETY[0], V2_CEILING), tv_low,
+            first = plan_product(runs, None, budget(margin, LOWER_SAFETY[0], V2_CEILING), tv_low,
                                 k_scale=at[0], prec=meth.prec, need_eps=need, weights=wts, lower=True)
             at[:] = _calibrate(first, lower_run,
                                lambda L: _kind_loss(target_kind.lower_value(L), value_low, lower=True), out, "lower")
@@ -247,7 +247,7 @@ def prove_lower(ctx: Ctx, low_claim, s_low, value_low, err, meth: UpperV2):
             out.lower_tries.append({"sigma_low": s_str, "skipped": str(e)})
             return None
     side = Side("lower", margin, LOWER_SAFETY, V2_CEILING,
-                lambda b: plan_stages(runs, None, b, tv_low, k_scale=at[0], prec=meth.prec, need_eps=need,
+                lambda b: plan_product(runs, None, b, tv_low, k_scale=at[0], prec=meth.prec, need_eps=need,
                                       weights=wts, y_scale=at[1], lower=True),
                 lambda m, prog: lower_run(m),
                 lambda L: target_kind.lower_proves(L, target),

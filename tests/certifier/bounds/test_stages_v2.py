@@ -4,11 +4,11 @@ from dataclasses import replace
 import pytest
 from flint import fmpq
 
-from certifier.bounds.stages_v2 import rounding_bound_v2_stages, t2_of
+from certifier.bounds.stages_v2 import rounding_bound_v2_product, t2_of
 from certifier.bounds.upper_v2 import rounding_bound_v2
 from certifier.errors import ParameterError
 from certifier.methods.v2.plan import choose_v2
-from certifier.numerics.stages import exact_tv_stages
+from certifier.numerics.stages import exact_tv_product
 from certifier.params import parse_decimal
 
 
@@ -20,7 +20,7 @@ def test_two_stages_of_one_block_give_the_blocks_bound_on_the_same_grid():
     t2 = t2_of(_sigma("1.426215"))
     m = replace(choose_v2(100, 10, t2, 1e-6, 0.0999999).method, level_bits=None)  # stages: one lattice a level
     block = rounding_bound_v2(100, 10, t2, m)
-    split = rounding_bound_v2_stages([(100, 3, t2), (100, 7, t2)], m)
+    split = rounding_bound_v2_product([(100, 3, t2), (100, 7, t2)], m)
     assert abs(float(split.ball.mid()) - float(block.ball.mid())) <= 1e-9
     assert float(split.bound) <= 0.1 + 1e-6 and split.stats["lines"] == 1
 
@@ -28,8 +28,8 @@ def test_two_stages_of_one_block_give_the_blocks_bound_on_the_same_grid():
 def test_heterogeneous_stages_bound_the_exact_tv_closely():
     s1, s2 = _sigma("1.2"), _sigma("1.5")
     m = choose_v2(400, 10, t2_of(s1), 1e-6, 0.09).method
-    r = rounding_bound_v2_stages([(100, 5, t2_of(s1)), (400, 5, t2_of(s2))], m)
-    exact = exact_tv_stages([(100, 5, "1.2"), (400, 5, "1.5")])
+    r = rounding_bound_v2_product([(100, 5, t2_of(s1)), (400, 5, t2_of(s2))], m)
+    exact = exact_tv_product([(100, 5, "1.2"), (400, 5, "1.5")])
     assert exact.tv + exact.error <= float(r.ball.lower())        # a bound, not an estimate
     assert float(r.bound) - exact.tv <= 1e-5                        # and a close one
     assert r.stats["lines"] == 2
@@ -38,8 +38,8 @@ def test_heterogeneous_stages_bound_the_exact_tv_closely():
 def test_order_of_stages_changes_only_the_roundings():
     s1, s2 = t2_of(_sigma("1.2")), t2_of(_sigma("1.5"))
     m = choose_v2(400, 10, s1, 1e-6, 0.09).method
-    a = rounding_bound_v2_stages([(100, 5, s1), (400, 5, s2)], m)
-    b = rounding_bound_v2_stages([(400, 5, s2), (100, 5, s1)], m)
+    a = rounding_bound_v2_product([(100, 5, s1), (400, 5, s2)], m)
+    b = rounding_bound_v2_product([(400, 5, s2), (100, 5, s1)], m)
     assert abs(float(a.bound) - float(b.bound)) <= 1e-6
 
 
@@ -47,4 +47,4 @@ def test_order_of_stages_changes_only_the_roundings():
 def test_bad_stages_refused(stages):
     m = choose_v2(10, 2, fmpq(1), 1e-5, 0.2).method
     with pytest.raises(ParameterError):
-        rounding_bound_v2_stages(stages, m)
+        rounding_bound_v2_product(stages, m)

@@ -66,7 +66,7 @@ def test_m1_rdp_bound_is_the_gaussian_conversion():
 
 @pytest.mark.parametrize("steps,epochs,eps", [(100, 10, 1.0), (1000, 1, 1.0), (1, 10, 1.0)])
 def test_rdp_sigma_is_above_the_exact_sigma_and_meets_its_bound(steps, epochs, eps):
-    s = float(qb.rdp_sigma(steps, epochs, eps, 1e-5, seed=1.0))
+    s = float(qb.rdp_sigma([(steps, epochs)], eps, 1e-5, seed=1.0))
     assert qb.delta_qp_bound(steps, epochs, s, eps)[0] <= 1e-5 < qb.delta_qp_bound(steps, epochs, s - 1e-6, eps)[0]
     # measured: delta_{P||Q} <= delta_{Q||P} at these cells, so the one-direction bound lies above the exact sigma
     assert s >= float(exact_sigma_dp(steps, epochs, eps, 1e-5))
@@ -76,7 +76,7 @@ def test_rdp_sigma_is_above_the_exact_sigma_and_meets_its_bound(steps, epochs, e
 def test_tpr_sigmas_are_above_the_exact_sigma(steps, epochs, alpha, beta):
     exact = float(exact_sigma_tpr(steps, epochs, alpha, beta))
     b2 = float(qb.tpr_bound_sigma(steps, epochs, alpha, beta))
-    rdp = float(qb.rdp_tpr_sigma(steps, epochs, alpha, beta, seed=exact))
+    rdp = float(qb.rdp_tpr_sigma([(steps, epochs)], alpha, beta, seed=exact))
     assert exact <= rdp and exact <= b2
     assert qb.chi2_tpr_bound(steps, epochs, b2, alpha) <= beta < qb.chi2_tpr_bound(steps, epochs, b2 - 1e-6, alpha)
     assert qb.rdp_tpr_bound(steps, epochs, rdp, alpha) <= beta < qb.rdp_tpr_bound(steps, epochs, rdp - 1e-6, alpha)

@@ -10,7 +10,7 @@ import pytest
 
 import sigmacert
 from certifier.certificate.keys import keygen
-from certifier.numerics.stages import exact_tv_stages
+from certifier.numerics.stages import exact_tv_product
 from sigmacert.cli import main
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -34,8 +34,8 @@ def test_certify_stages_two_sided_v5_verifies(tmp_path, capsys, keydir):
     s = json.loads(stdout)
     assert s["certified"] and s["two_sided"] and s["stages"] == [{"steps": 4, "epochs": 1},
                                                                    {"steps": 8, "epochs": 1}]
-    exact = exact_tv_stages([(4, 1, s["sigma"]), (8, 1, s["sigma"])])
-    low = exact_tv_stages([(4, 1, s["sigma_low"]), (8, 1, s["sigma_low"])])
+    exact = exact_tv_product([(4, 1, s["sigma"]), (8, 1, s["sigma"])])
+    low = exact_tv_product([(4, 1, s["sigma_low"]), (8, 1, s["sigma_low"])])
     assert exact.tv + exact.error <= float(s["bound"]) <= 0.3 < float(s["tv_lower_at_sigma_low"]) <= low.tv
     stmt = json.loads(base64.b64decode(json.loads(out.read_text())["payload"]))
     assert stmt["predicateType"] == V5 and "steps" not in stmt["predicate"]["claim"]

@@ -20,8 +20,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 import sigmacert
 from certifier.certificate.keys import keygen
 from certifier.numerics import closed_form as cf
-from certifier.numerics.stages import exact_tv_stages
-from certifier.numerics.stages_profile import exact_privacy_stages
+from certifier.numerics.stages import exact_tv_product
+from certifier.numerics.stages_profile import exact_privacy_product
 from certifier.run import Run
 from sigmacert import kinds
 from sigmacert.report import _comparisons, _plots, render
@@ -105,7 +105,7 @@ def test_staged_trade_off_and_comparisons_use_the_product_pair(v5):
     _, _, c = v5
     f = _facts(_statement(c.envelope))
     pair = rs.stages_pair(rs.runs_at(f.claim))
-    ref = exact_privacy_stages([(4, 2, c.sigma), (8, 1, c.sigma)], fprs=[1e-3, 1e-2], check=False)
+    ref = exact_privacy_product([(4, 2, c.sigma), (8, 1, c.sigma)], fprs=[1e-3, 1e-2], check=False)
     for a in (1e-3, 1e-2):
         assert pair.tpr(a) == pytest.approx(ref.tpr[a].value, rel=1e-9)
     cmp = _comparisons(f)
@@ -128,7 +128,7 @@ def test_a_sigma_per_stage_is_shown_and_used(v5):
     svgs, notes = _plots(f)
     assert set(svgs) == {"tradeoff", "epsilon"} and "own sigma" in notes["plots"]
     pair = rs.stages_pair(rs.runs_at(f.claim))
-    ref = exact_privacy_stages([(4, 2, "1.1"), (8, 1, "1.3")], epsilons=[1.0], check=False)
+    ref = exact_privacy_product([(4, 2, "1.1"), (8, 1, "1.3")], epsilons=[1.0], check=False)
     assert pair.delta(1.0) == pytest.approx(ref.delta[1.0].value, rel=1e-9)
     h = page(f, svgs, notes, _comparisons(f), {})
     cells = re.findall(r"<td class=num>([^<]*)</td>", re.search(r'<table id="stages">(.*?)</table>', h).group(1))
@@ -142,9 +142,9 @@ def dp_v5(v5):
     _, _, c = v5
     k = kinds.parse_kind(epsilon="1", delta="0.01")
     run = sigmacert.Stage(4, 2), sigmacert.Stage(8, 1)
-    sigma = kinds.exact_sigma(Run.in_stages(run), k)
+    sigma = kinds.exact_sigma(Run.composed(run), k)
     low = str(Decimal(sigma) - Decimal("1e-6"))
-    hi, lo = (exact_privacy_stages([(4, 2, s), (8, 1, s)], epsilons=[1.0]).delta[1.0].value for s in (sigma, low))
+    hi, lo = (exact_privacy_product([(4, 2, s), (8, 1, s)], epsilons=[1.0]).delta[1.0].value for s in (sigma, low))
     assert hi <= 0.01 < lo
     stmt = _statement(c.envelope)
     p = copy.deepcopy(stmt["predicate"])
@@ -162,7 +162,7 @@ def test_a_dp_kind_v5_certificate_gets_its_profile_with_the_certified_points(dp_
     svgs, notes = _plots(f)
     assert set(svgs) == {"profile"} and notes["profile"] == ""      # both curves computed, none refused
     rows = rk.numerical_rows(f)
-    ref = exact_privacy_stages([(4, 2, f.claim["sigma"]), (8, 1, f.claim["sigma"])], fprs=[1e-3], check=False)
+    ref = exact_privacy_product([(4, 2, f.claim["sigma"]), (8, 1, f.claim["sigma"])], fprs=[1e-3], check=False)
     assert rows[0][0] == "exact TV" and f"{ref.tv.value:.6g}" in rows[0][1]
     assert f"{ref.tpr[1e-3].value:.6g}" in rows[1][1]
     h = page(f, svgs, notes, _comparisons(f), {}, rows)
@@ -186,10 +186,10 @@ def test_the_staged_epsilon_curve_lies_below_the_certified_rows(v5):
     _, _, c = v5
     f = _facts(_statement(c.envelope))
     pair = rs.stages_pair(rs.runs_at(f.claim))
-    ref = exact_privacy_stages([(4, 2, c.sigma), (8, 1, c.sigma)], deltas=[float(d) for d, _ in f.epsilon_rows])
+    ref = exact_privacy_product([(4, 2, c.sigma), (8, 1, c.sigma)], deltas=[float(d) for d, _ in f.epsilon_rows])
     assert len(f.epsilon_rows) == 2
     for d, row in f.epsilon_rows:
         eps, exact = float(row["epsilon"]), ref.epsilon[float(d)].value
         assert pair.delta(eps) <= float(d) and exact <= eps <= 1.1 * exact
         assert pair.delta(0.99 * exact) > float(d)
-    assert np.isfinite(exact_tv_stages([(4, 2, c.sigma), (8, 1, c.sigma)]).tv)
+    assert np.isfinite(exact_tv_product([(4, 2, c.sigma), (8, 1, c.sigma)]).tv)
