@@ -439,7 +439,7 @@ def _product_cost(p: dict) -> Cost:
 
 def check_budget(cost: Cost, max_memory: float, max_seconds: float):
     mem = BASE_MEMORY + cost.memory
-    if mem > max_memory or cost.seconds > max_seconds:
+    if not (mem <= max_memory and cost.seconds <= max_seconds):  # NaN (a broken model) refuses too
         top = sorted(cost.steps.items(), key=lambda kv: -kv[1]["seconds"])[:3]
         raise Reject("cost-exceeds-limit", f"predicted peak memory {mem / GiB:.3g} GiB (limit "
                      f"{max_memory / GiB:.3g} GiB), predicted time {cost.seconds:.3g} s (limit {max_seconds:.3g} s); "

@@ -3,10 +3,19 @@ distributions on the exponents j of the log grid (Λ = e^{j eta}), by binary pow
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 from flint import fmpq, fmpz_poly
 
 from .arith import binary_power, release
+
+
+def _weighted_at_most(w: float, mass: int, budget: int) -> bool:
+    """w * mass <= budget; exactly once the mass is beyond a float (units 2^-F, F up to 1028)."""
+    try:
+        return w * float(mass) <= budget
+    except OverflowError:
+        return Fraction(w) * mass <= budget
 
 
 class Epochs:
@@ -46,7 +55,7 @@ class Epochs:
         """Delete the lowest n coefficients, n the largest with w_{off+n-1} * (their mass) <=
         budget (an upper bound on their weighted mass: w is increasing)."""
         L = p.length()
-        ok = lambda n: n == 0 or self._weight(off + n - 1) * float(int(p.truncate(n)(1))) <= self.budget
+        ok = lambda n: n == 0 or _weighted_at_most(self._weight(off + n - 1), int(p.truncate(n)(1)), self.budget)
         lo, hi = 0, 1
         while hi <= L and ok(hi):
             lo, hi = hi, 2 * hi

@@ -437,10 +437,11 @@ REAL_MUTATIONS = {
         lambda p: lo2(p).update(eta=dec(8 * Fr(lo2(p)["eta"])), k_minus=lo2(p)["k_minus"] // 8,
                                 k_plus=lo2(p)["k_plus"] // 8, k_top=lo2(p)["k_top"] // 8),
         "lower-replay-not-above-target"),
-    # inside every static limit of method v2, but hours of 1024-bit products: the cost model refuses
+    # inside every static limit of method v2, but an hour of 1024-bit products (predicted ~3700 s, 12 GiB,
+    # twice the default limits): the cost model refuses
     ("random_allocation_two_sided", "cost-bomb"): (
-        lambda p: m2(p).update(mantissa_bits=18, y_mantissa_bits=[18] * 12, top_octave=90,
-                               h=dec(Fr(m2(p)["cap"]) / 2**30), fixed_point_bits=1024, prec=4096),
+        lambda p: m2(p).update(mantissa_bits=20, y_mantissa_bits=[20] * 12, top_octave=90,
+                               h=dec(Fr(m2(p)["cap"]) / 2**32), fixed_point_bits=1024, prec=4096),
         "cost-exceeds-limit"),
 }
 
