@@ -84,7 +84,7 @@ def bodies(rng: random.Random, n: int) -> list[tuple[str, dict]]:
                                        {"steps": 2, "epochs": 1, "target": "1.5"},
                                        {"steps": 2, "epochs": 1, "target": "0.3", "colour": "red"}]),
         "over-limit": lambda: rng.choice([{"steps": 20000, "epochs": 1, "target": "0.3"},     # above --max-steps
-                                          {"stages": "10000x50,5000x50", "target": "0.1"}]),  # predicted > 600 s
+                                          {"stages": "10000x50,5000x50", "target": "0.1"}]),  # predicted ~80 s > 40 s
     }
     weights = {"tv": 4, "dp": 2, "tpr": 2, "stages": 2, "fixed-bins": 2, "cancel": 2, "invalid": 1, "over-limit": 1}
     kinds = [k for k, w in weights.items() for _ in range(w)]
@@ -118,7 +118,7 @@ class Service:
             self.proc = subprocess.Popen(
                 [PY, "-m", "sigmacert", "serve", "--port", str(self.port), "--db", os.path.join(self.data, "archive.db"),
                  "--key", self.key, "--tokens", self.tokens, "--workers", str(self.workers), "--job-seconds", "120",
-                 "--max-predicted-seconds", "600", "--team-quota", "6", "--max-queued", "30", "--no-access-log",
+                 "--max-predicted-seconds", "40", "--team-quota", "6", "--max-queued", "30", "--no-access-log",
                  "--log-level", "warning"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True)
         deadline = time.monotonic() + timeout

@@ -7,6 +7,10 @@ import pytest
 from service_fixtures import issuer_pem, serving, verify_cli, wait_done
 
 CLAIM = {"steps": 100, "epochs": 10, "sigma": "1.426215", "delta": "0.00001"}
+# runs of 30 (40) stages of M near 10^4, each its own lattice: at the service's limits on M and the total E, and
+# above its 900 s per job by the calibrated model (one plan per distinct M, summed)
+LINES_30 = ",".join(f"{10000 - 7 * i}x33" for i in range(30))
+LINES_40 = ",".join(f"{10000 - 7 * i}x25" for i in range(40))
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +31,8 @@ def post(srv, body):
     ({**CLAIM, "epsilon": "0.95", "source": "x" * 501}, "source"),
     ({**CLAIM, "epsilon": "0.95", "verdict": "HOLDS"}, "unknown field"),
     ({**CLAIM, "epsilon": "0.95", "stages": "100x5,100x5"}, "stages replaces steps"),
-    ({"stages": "10000x50,5000x50", "sigma": "3", "target": "0.1"}, "predicted to take"),   # ~2e4 s > 900 s
-    ({"steps": 10000, "epochs": 1000, "sigma": "5", "epsilon": "1", "delta": "0.00001"}, "predicted to take"),
+    ({"stages": LINES_30, "sigma": "3", "target": "0.1"}, "predicted to take"),          # ~1400 s > 900 s
+    ({"stages": LINES_40, "sigma": "3", "epsilon": "1", "delta": "0.00001"}, "predicted to take"),  # ~1700 s
 ])
 def test_bad_audit_requests(svc, body, words):
     r = post(svc, body)
