@@ -111,8 +111,8 @@ def test_a_job_predicted_above_the_per_job_limit_is_refused_with_the_prediction(
 @pytest.mark.parametrize("cell", [(3, 100, "0.0001"), (100, 1000, "0.0001"), (1000, 1000, "0.001")])
 def test_admission_prices_the_grid_certify_plans_where_method_v2_has_none(cell):
     """Small targets over many epochs: method v2's planner finds no lattice for the margin below 23 bits (the
-    admission once answered 422 "cannot be predicted"), while certify proves them with method v1 and a band around Y = 1 in
-    seconds; the admission now prices that grid (methods.auto.planned_upper)."""
+    admission once answered 422 "cannot be predicted"), while certify proves them with method v1 and a band around
+    Y = 1 in seconds; the admission now prices that grid (methods.auto.planned_upper)."""
     from certifier.claim import Claim
     from certifier.errors import CannotCertifyError
     from certifier.methods.auto import planned_upper
