@@ -236,33 +236,41 @@ class Soak:
                 self.health.append((t, None, None, None, None))
 
     def inject(self) -> None:
-        order = ["worker", "disk", "server"] if self.disk else ["worker", "server"]
+        """A fault every `fault_every` s (±30 %) in turn; when the stream ends, each kind not yet injected once
+        (a slow machine may not reach the last kind within a short stream)."""
+        order = ["worker", "server", "disk"] if self.disk else ["worker", "server"]
         i = 0
         while not self.stop.wait(self.fault_every * self.rng.uniform(0.7, 1.3)):
-            kind = order[i % len(order)]
-            i += 1
-            start = time.monotonic() - self.t0
-            if kind == "worker":
-                pids = self.svc.worker_pids()
-                if not pids:
-                    continue
-                os.kill(self.rng.choice(pids), signal.SIGKILL)
-            elif kind == "server":
-                self.svc.kill()
-                time.sleep(1.0)
-                self.svc.start()
-            else:
-                filler = os.path.join(self.svc.data, "filler")
-                with open(filler, "wb") as f:
-                    try:
-                        while True:
-                            f.write(b"\0" * (1 << 20))
-                            f.flush()
-                    except OSError:
-                        pass
-                time.sleep(DISK_FULL)
-                os.unlink(filler)
-            self.faults.append({"kind": kind, "start": start, "end": time.monotonic() - self.t0})
+            i += self.fault(order[i % len(order)])
+        for kind in order:
+            if not any(f["kind"] == kind for f in self.faults):
+                self.fault(kind)
+
+    def fault(self, kind: str) -> bool:
+        """Inject one fault of `kind` (False: no worker to kill yet)."""
+        start = time.monotonic() - self.t0
+        if kind == "worker":
+            pids = self.svc.worker_pids()
+            if not pids:
+                return False
+            os.kill(self.rng.choice(pids), signal.SIGKILL)
+        elif kind == "server":
+            self.svc.kill()
+            time.sleep(1.0)
+            self.svc.start()
+        else:
+            filler = os.path.join(self.svc.data, "filler")
+            with open(filler, "wb") as f:
+                try:
+                    while True:
+                        f.write(b"\0" * (1 << 20))
+                        f.flush()
+                except OSError:
+                    pass
+            time.sleep(DISK_FULL)
+            os.unlink(filler)
+        self.faults.append({"kind": kind, "start": start, "end": time.monotonic() - self.t0})
+        return True
 
     def run(self) -> None:
         pool = bodies(self.rng, 10_000)
@@ -284,7 +292,7 @@ class Soak:
             time.sleep(self.rng.uniform(0.3, 1.2))
         self.stop.set()
         for t in threads:
-            t.join(60)
+            t.join(120)
         if self.svc.proc.poll() is not None:
             self.svc.start()
         while self.pending:  # every request whose answer was lost, once more
