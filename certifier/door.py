@@ -73,7 +73,7 @@ from certifier.numerics.targets import exact_privacy_scheme
 from certifier.numerics.tradeoff import hockey_stick, optimal_tpr, pair_density
 from certifier.outcome import Outcome
 from certifier.params import parse_sigma
-from certifier.plan_cost import Plan, predicted_seconds, predicted_seconds_stages, tv_plan
+from certifier.plan_cost import Plan, predicted_seconds, predicted_seconds_product, tv_plan
 from certifier.plan_cost import plan as plan_of
 from certifier.resolution import resolution_label, resolution_str, round_up
 from certifier.run import Run, privacy
@@ -101,7 +101,7 @@ __all__ = ["DP", "KINDS", "KIND_FIELDS", "MAX_EPSILON", "NAMES", "ONE_KIND", "RA
            "product_route_at", "exact_privacy_scheme", "hockey_stick", "optimal_tpr", "pair_density",
            "resolution_label", "resolution_str", "round_up", "append", "consistency", "entries", "heads",
            "prove", "log_audit", "consistency_bundle", "proof_bundle", "read_head", "sign_head", "Tree", "leaf_hash",
-           "predicted_seconds", "predicted_seconds_stages", "tv_plan", "AUDIT_LIMIT", "AUDIT_WIDTH", "Stated", "audit",
+           "predicted_seconds", "predicted_seconds_product", "tv_plan", "AUDIT_LIMIT", "AUDIT_WIDTH", "Stated", "audit",
            "build_audit", "rounding_bound_v2_product", "t2_of", "choose_v2", "eps_gaussian", "schemes"]
 
 

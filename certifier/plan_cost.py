@@ -11,7 +11,7 @@ side; method v1 (plain, two-scale or banded, the wider ceiling where the first i
 takes at most V2_GAIN of it. Method v2's seconds are rescaled to the reference idle core (idle_seconds): its
 planner prices on a product timed now, under whatever load. Other requests keep the former admission's feature,
 the planner's seconds for both sides at a fixed small loss budget (`predicted_seconds`,
-`predicted_seconds_stages`), fitted on a grid of their own.
+`predicted_seconds_product`), fitted on a grid of their own.
 """
 from __future__ import annotations
 
@@ -200,7 +200,7 @@ def predicted_seconds(steps: int, epochs: int, target: str, sigma: str | None, s
 
 
 @functools.lru_cache(maxsize=1024)
-def predicted_seconds_stages(stages: tuple, target: str, sigma: str | None) -> float:
+def predicted_seconds_product(stages: tuple, target: str, sigma: str | None) -> float:
     """The planner's seconds of a two-sided certificate of a run in stages ((M_s, E_s), ...) at one sigma
     (certifier.stages_certify.plan_product: a method-v2 plan per distinct M_s for the total epochs, summed) at the
     closed-form sigma of the product's chi-square when none is given, both sides."""

@@ -3,7 +3,7 @@
 The prediction that decides (`admit`, `prediction`) is the calibrated model of service.costmodel: CPU seconds
 and peak memory of certify (both sides) and of the signer's replay, from the plan certify runs first
 (service.costplan), calibrated on recorded grids (tv in random allocation; dp / tpr kinds, fixed bins and runs
-in stages apart). `predicted_seconds` and `predicted_seconds_stages` (service.costplan) are the planners' own
+in stages apart). `predicted_seconds` and `predicted_seconds_product` (service.costplan) are the planners' own
 seconds at a fixed loss budget: the former admission (1-88x too high for tv), now the "other" family's feature.
 Above the service's per-job limits (seconds, or memory) the request is refused with the prediction (422), so no
 worker is held by a job that cannot finish.
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from certifier.errors import ParameterError, SigmacertError
 from service.costmodel import Prediction, predict_request
-from service.costplan import kind_key, predicted_seconds, predicted_seconds_stages
+from service.costplan import kind_key, predicted_seconds, predicted_seconds_product
 
-__all__ = ["MEMORY_TOLERANCE", "admit", "kind_key", "predicted_seconds", "predicted_seconds_stages", "prediction"]
+__all__ = ["MEMORY_TOLERANCE", "admit", "kind_key", "predicted_seconds", "predicted_seconds_product", "prediction"]
 
 
 def prediction(req: dict) -> Prediction:

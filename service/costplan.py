@@ -6,10 +6,10 @@ door), and the former admission's keys.
 from __future__ import annotations
 
 from certifier import door
-from certifier.door import Plan, predicted_seconds, predicted_seconds_stages, tv_plan
+from certifier.door import Plan, predicted_seconds, predicted_seconds_product, tv_plan
 from service.job import request_run, request_target
 
-__all__ = ["Plan", "kind_key", "predicted_seconds", "predicted_seconds_stages", "request_plan", "tv_plan"]
+__all__ = ["Plan", "kind_key", "predicted_seconds", "predicted_seconds_product", "request_plan", "tv_plan"]
 
 
 def kind_key(req: dict) -> tuple:

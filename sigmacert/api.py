@@ -50,7 +50,7 @@ def closed_form_sigma(steps, epochs, target, *, scheme=DEFAULT_SCHEME, iteration
     return door.closed_form_sigma_up(m, e, lam, scheme)
 
 
-def _stages(stages, steps, epochs, scheme, iterations, sigma_per_stage):
+def _stage_list(stages, steps, epochs, scheme, iterations, sigma_per_stage):
     """The Stage tuple of a run in stages; refuses a mixture with steps/epochs/iterations/scheme."""
     if steps is not None or epochs is not None or iterations is not None:
         raise ParameterError("stages= replaces steps, epochs and iterations")
@@ -61,7 +61,7 @@ def _stages(stages, steps, epochs, scheme, iterations, sigma_per_stage):
 
 def _stages_at(stages, steps, epochs, scheme, iterations, sigma):
     """The stages with a sigma each: their own, or `sigma` shared (never both, never neither)."""
-    run = _stages(stages, steps, epochs, scheme, iterations, None)
+    run = _stage_list(stages, steps, epochs, scheme, iterations, None)
     if sigma is not None:
         if run[0].sigma is not None:
             raise ParameterError("the stages carry their sigma already: drop sigma=")
@@ -121,7 +121,7 @@ def _run_of(steps, epochs, stages, scheme, iterations, sigma=None, sigma_per_sta
     at sigma when given)."""
     if stages is not None:
         if sigma_per_stage is False:
-            return Run(_stages(stages, steps, epochs, scheme, iterations, False), staged=True)
+            return Run(_stage_list(stages, steps, epochs, scheme, iterations, False), staged=True)
         return Run(_stages_at(stages, steps, epochs, scheme, iterations, sigma), staged=True)
     if steps is None or epochs is None and iterations is None or sigma is None and sigma_per_stage is None:
         raise ParameterError("give steps, epochs and sigma (or stages=)" if sigma_per_stage is None else
@@ -253,7 +253,7 @@ def certify(steps=None, epochs=None, target=None, sigma=None, *, stages=None, ep
     """
     if stages is None and steps is None:
         raise ParameterError("give steps and epochs (or stages=)")
-    run = (Run(_stages(stages, steps, epochs, scheme, iterations, None), staged=True) if stages is not None else
+    run = (Run(_stage_list(stages, steps, epochs, scheme, iterations, None), staged=True) if stages is not None else
            Run.block(*_run(steps, epochs, scheme, iterations)))
     kind = kinds.parse_kind(target, epsilon=epsilon, delta=delta, fpr=fpr, tpr=tpr)
     if run.sigma_per_stage and sigma is not None:

@@ -91,7 +91,7 @@ def dominating_run(steps, epochs, sigma, *, target=None, value_discretization_in
     return DominatingRun(m, e, decimal_str(s), text, out.bound, out.method, remove, add, privacy)
 
 
-def dominating_stages(stages, sigma=None, *, value_discretization_interval=DEFAULT_INTERVAL) -> DominatingRun:
+def dominating_product(stages, sigma=None, *, value_discretization_interval=DEFAULT_INTERVAL) -> DominatingRun:
     """The dominating pair of a run in stages, from certifier.bounds.stages_v2 (method v2, one eta grid).
 
     The grid is the one certify would choose for one block of the total epochs at the largest M and
@@ -156,7 +156,7 @@ def pld(steps=None, epochs=None, sigma=None, *, stages=None, target=None,
     if stages is not None:
         if steps is not None or epochs is not None or target is not None:
             raise ParameterError("stages= replaces steps, epochs and target")
-        return to_dp_accounting(dominating_stages(stages, sigma,
+        return to_dp_accounting(dominating_product(stages, sigma,
                                                   value_discretization_interval=value_discretization_interval))
     if steps is None or epochs is None or sigma is None:
         raise ParameterError("give steps, epochs and sigma (or stages=)")

@@ -114,7 +114,7 @@ def get_noise_multiplier(*, target_epsilon, target_delta, sample_rate: float, ep
     return s if parse_decimal("sigma", repr(s)) >= parse_decimal("sigma", exact) else math.nextafter(s, math.inf)
 
 
-def history_stages(history) -> list[tuple[int, int, float]]:
+def history_blocks(history) -> list[tuple[int, int, float]]:
     """[(M, E, sigma)] of a history [(sigma, sample_rate, steps)]: one stage per entry with E = ceil(steps/M),
     an entry joined to the last stage of its sample rate when that stage ended inside an epoch (at the
     smaller sigma, the epochs added; module docstring)."""
@@ -138,7 +138,7 @@ def history_stages(history) -> list[tuple[int, int, float]]:
     return [(m, e, s) for m, e, s, _ in stages]
 
 
-def epsilon_of_stages(stages, delta: float) -> float:
+def epsilon_of_product(stages, delta: float) -> float:
     """eps(delta) of the run in stages [(M, E, sigma)] at each sigma's grid point at or below it, plus its
     error estimate (eps decreases in each stage's sigma); inf where the numerics give no value."""
     if len(stages) == 1:
@@ -174,7 +174,7 @@ class RandomAllocationAccountant(IAccountant):
         check_delta(delta)
         if not self.history:
             return 0.0
-        return epsilon_of_stages(history_stages(self.history), float(delta))
+        return epsilon_of_product(history_blocks(self.history), float(delta))
 
     def __len__(self) -> int:
         return sum(n for _, _, n in self.history)

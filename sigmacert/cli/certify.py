@@ -249,7 +249,7 @@ def _show_kind(f: dict) -> None:
     print(f"            for DP-SGD, zero-out, {run}, sigma={f['sigma']}")
 
 
-def _show_stages(f: dict) -> None:
+def _show_staged(f: dict) -> None:
     """The claim lines of a run in stages (format v5): the claim's own statement and its stage list."""
     own = any("sigma" in s for s in f["stages"])
     listed = ",".join(f"{s['steps']}x{s['epochs']}" + (f"@{s['sigma']}" if own else "") for s in f["stages"])
@@ -277,7 +277,7 @@ def run_show(args) -> int:
     fixed = f["scheme"] == "fixed-bins"
     print("sigmacert certificate (NOT verified by `show`; run the verifier for that)")
     if f["stages"] is not None:
-        _show_stages(f)
+        _show_staged(f)
     elif f["kind"]["name"] != "tv":
         _show_kind(f)
     elif fixed:

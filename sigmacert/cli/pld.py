@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from certifier.params import ParameterError
-from sigmacert.pld_export import dominating_run, dominating_stages, to_dp_accounting, write_pld
+from sigmacert.pld_export import dominating_product, dominating_run, to_dp_accounting, write_pld
 
 
 def run_pld(args) -> int:
@@ -15,7 +15,7 @@ def run_pld(args) -> int:
     if args.stages is not None:
         if args.steps is not None or args.epochs is not None or args.target is not None:
             raise ParameterError("--stages replaces --steps, --epochs and --target")
-        run = dominating_stages(args.stages, args.sigma, value_discretization_interval=interval)
+        run = dominating_product(args.stages, args.sigma, value_discretization_interval=interval)
     elif args.steps is None or args.epochs is None or args.sigma is None:
         raise ParameterError("give --steps, --epochs and --sigma (or --stages)")
     else:

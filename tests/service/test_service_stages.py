@@ -13,7 +13,7 @@ from service_fixtures import issuer_pem, serving, verify_cli, wait_done, wait_fo
 
 import sigmacert
 from certifier.numerics.stages import closed_form_sigma_product, exact_tv_product
-from service.admission import predicted_seconds, predicted_seconds_stages
+from service.admission import predicted_seconds, predicted_seconds_product
 from service.validate import Limits
 
 RUN = {"stages": "4x2,8x1", "target": "0.3"}
@@ -148,11 +148,11 @@ def test_sigma_with_stages_is_the_exact_shared_sigma_of_the_api(svc):
 def test_admission_prices_stages_by_the_certifiers_plan():
     """Stages of one M cost what the block costs (one method-v2 plan, format v5); a second distinct M adds its
     plan; the M = 1 runs are closed forms (0 s)."""
-    block = predicted_seconds_stages(((100, 10),), "0.1", None)
+    block = predicted_seconds_product(((100, 10),), "0.1", None)
     assert block > 0 and predicted_seconds(100, 10, "0.1", None, "random-allocation") > 0
-    assert predicted_seconds_stages(((100, 5), (100, 5)), "0.1", None) == pytest.approx(block, rel=1e-9)
-    assert predicted_seconds_stages(((100, 5), (400, 5)), "0.1", None) > block
-    assert predicted_seconds_stages(((1, 5), (1, 3)), "0.1", None) == 0.0
+    assert predicted_seconds_product(((100, 5), (100, 5)), "0.1", None) == pytest.approx(block, rel=1e-9)
+    assert predicted_seconds_product(((100, 5), (400, 5)), "0.1", None) > block
+    assert predicted_seconds_product(((1, 5), (1, 3)), "0.1", None) == 0.0
     assert Limits().max_steps == 10_000
 
 

@@ -146,15 +146,15 @@ def _numerical_profile_stages(runs, eps: np.ndarray) -> tuple[np.ndarray, np.nda
 
 
 def test_stages_pld_of_a_split_is_the_blocks(run):
-    from sigmacert.pld_export import dominating_stages
-    split = to_dp_accounting(dominating_stages([(100, 3), (100, 7)], SIGMA)).get_epsilon_for_delta(1e-5)
+    from sigmacert.pld_export import dominating_product
+    split = to_dp_accounting(dominating_product([(100, 3), (100, 7)], SIGMA)).get_epsilon_for_delta(1e-5)
     block = to_dp_accounting(run).get_epsilon_for_delta(1e-5)
     assert block - 1e-4 <= split <= block * 1.01  # a coarser grid (margin 1e-3 x TV) than the certificate's
 
 
 def test_stages_pld_dominates_the_numerical_profile_and_composes():
-    from sigmacert.pld_export import dominating_stages
-    r = dominating_stages("100x5@1.2,400x5@1.5")
+    from sigmacert.pld_export import dominating_product
+    r = dominating_product("100x5@1.2,400x5@1.5")
     p = to_dp_accounting(r)
     eps = p.get_epsilon_for_delta(1e-5)
     grid = np.arange(0.80, 1.00, 1e-5)

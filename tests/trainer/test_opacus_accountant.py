@@ -103,8 +103,8 @@ def test_heterogeneous_history_is_composed_as_stages():
 
 
 def st_history(acc):
-    from trainer.opacus_accountant import history_stages
-    return history_stages(acc.history)
+    from trainer.opacus_accountant import history_blocks
+    return history_blocks(acc.history)
 
 
 def test_refusals():
