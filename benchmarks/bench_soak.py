@@ -185,7 +185,8 @@ class Soak:
         self.health: list[tuple] = []           # (t, status, ok, workers)
         self.pending: list[tuple] = []          # (kind, body, team): no answer seen, sent again later
         self.storage_503: list[float] = []      # when an API write answered "storage unavailable"
-        self.stop = threading.Event()
+        self.stop = threading.Event()            # the end of the health poll
+        self.stream_over = threading.Event()     # the end of the stream: the injector's last faults
         self.t0 = time.monotonic()
 
     def call(self, method: str, path: str, **kw):
@@ -238,9 +239,9 @@ class Soak:
     def inject(self) -> None:
         """A fault every `fault_every` s (±30 %) in turn; when the stream ends, each kind not yet injected once
         (a slow machine may not reach the last kind within a short stream)."""
-        order = ["worker", "server", "disk"] if self.disk else ["worker", "server"]
+        order = ["worker", "disk", "server"] if self.disk else ["worker", "server"]
         i = 0
-        while not self.stop.wait(self.fault_every * self.rng.uniform(0.7, 1.3)):
+        while not self.stream_over.wait(self.fault_every * self.rng.uniform(0.7, 1.3)):
             i += self.fault(order[i % len(order)])
         for kind in order:
             if not any(f["kind"] == kind for f in self.faults):
@@ -290,9 +291,10 @@ class Soak:
             for jid in self.rng.sample(list(self.accepted), min(3, len(self.accepted))):
                 self.call("GET", f"/v1/certificates/{jid}")
             time.sleep(self.rng.uniform(0.3, 1.2))
+        self.stream_over.set()
+        threads[1].join(120)   # the injector's last faults, while /healthz is still polled
         self.stop.set()
-        for t in threads:
-            t.join(120)
+        threads[0].join(60)
         if self.svc.proc.poll() is not None:
             self.svc.start()
         while self.pending:  # every request whose answer was lost, once more

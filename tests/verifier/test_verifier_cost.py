@@ -154,3 +154,14 @@ def test_the_calibrated_prediction_against_recorded_replays():
         inside = [cell for r, cell in ratios if r <= 2]
         assert len(inside) >= 0.85 * len(ratios), sorted(ratios)[-5:]
     assert max(secs)[1] == "tv:2,1,0.0001" and max(secs)[0] < 25
+
+
+def test_the_gate_refuses_a_prediction_it_cannot_compare():
+    """A NaN prediction (a broken step model) is no licence to replay: cost-exceeds-limit, like one above the limits."""
+    from verifier.cost import Cost, check_budget
+    from verifier.format.strict import Reject
+    check_budget(Cost(1.0, 1.0), 8 << 30, 1800.0)
+    for cost in (Cost(float("nan"), 1.0), Cost(1.0, float("nan")), Cost(1801.0, 1.0)):
+        with pytest.raises(Reject) as err:
+            check_budget(cost, 8 << 30, 1800.0)
+        assert err.value.reason == "cost-exceeds-limit"
