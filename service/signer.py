@@ -12,7 +12,10 @@ predicate its job returned, computed here or on a Dask cluster alike. The signer
 2. builds the Statement and has the independent verifier replay it (verifier.replay_statement, in a limited
    child of its own: service.tasks.replay_statement, under the job's budget and the verifier's cost model),
 3. only when the replay ACCEPTs, reads the key, checks it is the key the server publishes, and signs the
-   Statement it replayed, byte for byte.
+   Statement it replayed, byte for byte,
+4. spools the envelope (service.spool) before it says a word of it: a job is signed once. A job with a
+   spooled envelope (its first run was signed, then the server died before the database heard of it) gets
+   that envelope back, and nothing is signed again.
 
 The replay runs in a grandchild so that the predicate's arithmetic never shares an address space with the
 key; the key is read only after the replay accepted. A signer killed by its worker (job cancelled or lost)
@@ -23,6 +26,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import sys
+import time
 
 from certifier.door import (
     RANDOM_ALLOCATION,
@@ -36,9 +40,11 @@ from certifier.door import (
 )
 from certifier.errors import SigmacertError
 from certifier.params import parse_decimal
+from service import spool
 from service.sandbox import Budget, Outcome, child, run
 
-GRACE = 30.0   # seconds the signer may take beyond its replay's budget (start-up, the signature)
+GRACE = 30.0   # seconds the signer may take beyond its replay's budget (start-up, the signature, the spool)
+SPOOL_TRIES = 20.0   # seconds the signer keeps trying to spool an envelope while the disk refuses
 
 
 def matches_request(req: dict, outcome: dict) -> str | None:
@@ -104,11 +110,15 @@ def job_statement(req: dict, pred: dict) -> dict:
 # ----------------------------------------------------------------------------- in the worker (no key)
 
 def sign_job(key_path: str, keyid: str, req: dict, predicate: dict, budget: Budget, *, keep_going=None,
-             on_progress=None, job: str | None = None) -> Outcome:
+             on_progress=None, job: str | None = None, spool_dir: str | None = None,
+             record: dict | None = None) -> Outcome:
     """Have a signer process replay and sign a job's predicate: an Outcome whose result is {"envelope",
-    "keyid"} or {"refused": reason}. The replay gets `budget`; the signer GRACE seconds more."""
+    "keyid"} or {"refused": reason}. The replay gets `budget`; the signer GRACE seconds more. With a
+    `spool_dir` and a `job` id the envelope is spooled, with `record` (the fields the worker records), before
+    it is returned, and a job already spooled gets its spooled envelope."""
     payload = {"key": key_path, "keyid": keyid, "request": req, "predicate": predicate,
-               "memory": budget.memory, "seconds": budget.seconds, "job": job}
+               "memory": budget.memory, "seconds": budget.seconds, "job": job, "spool": spool_dir,
+               "record": record or {}}
     return run("job", payload, Budget(budget.memory, budget.seconds + GRACE), entry="service.signer",
                keep_going=keep_going, on_progress=on_progress)
 
@@ -138,6 +148,9 @@ def signer_job(payload: dict, progress) -> dict:
         body = canonical_json(stmt)
     except (KeyError, TypeError, ValueError, RecursionError) as err:
         return {"refused": f"not signed: malformed predicate ({type(err).__name__})"}
+    spooled = _spooled(payload)
+    if spooled is not None:
+        return spooled
     progress("replaying", 0.0, 0.0)
     budget = Budget(payload["memory"], payload["seconds"])
     out = run("replay", {"statement": base64.b64encode(body).decode(), "max_memory": budget.memory,
@@ -153,12 +166,46 @@ def signer_job(payload: dict, progress) -> dict:
     if key is None:
         return {"refused": f"not signed: {why}"}
     envelope = sign_statement(stmt, key)   # the canonical bytes of `stmt` are `body`, the bytes replayed
+    why = _spool(payload, envelope.decode("utf-8"))
+    if why is not None:
+        return {"refused": f"not signed: {why}"}
     # the operator's audit line (the server's log): what was signed, after which replay
     digest = hashlib.sha256(envelope).hexdigest()
     print(f"sigmacert signer: signed job={payload.get('job', '-')} envelope sha256={digest} after the replay "
           f"accepted it ({out.seconds:.2f} s)", file=sys.stderr, flush=True)
     return {"envelope": envelope.decode("utf-8"), "keyid": payload["keyid"],
             "replay_seconds": round(out.seconds, 3)}
+
+
+def _spooled(payload: dict) -> dict | None:
+    """The answer for a job whose envelope is spooled already (signed once, by this key), else None."""
+    if not payload.get("spool") or not payload.get("job"):
+        return None
+    prior = spool.get(payload["spool"], payload["job"], payload["request"])
+    if prior is None or prior.get("keyid") != payload["keyid"]:
+        return None
+    digest = hashlib.sha256(prior["envelope"].encode()).hexdigest()
+    print(f"sigmacert signer: job={payload['job']} was signed before (envelope sha256={digest}); its spooled "
+          "envelope is returned, nothing is signed again", file=sys.stderr, flush=True)
+    return {"envelope": prior["envelope"], "keyid": prior["keyid"], "spooled": True}
+
+
+def _spool(payload: dict, envelope: str) -> str | None:
+    """Spool the job's envelope durably, trying for SPOOL_TRIES seconds while the disk refuses; why not, or
+    None. An envelope that cannot be spooled is not handed out: it is as if it had never been made."""
+    if not payload.get("spool") or not payload.get("job"):
+        return None
+    entry = {**payload.get("record", {}), "envelope": envelope, "keyid": payload["keyid"],
+             "request": spool.request_digest(payload["request"])}
+    deadline = time.monotonic() + SPOOL_TRIES
+    while True:
+        try:
+            spool.put(payload["spool"], payload["job"], entry)
+            return None
+        except (OSError, ValueError) as err:
+            if time.monotonic() > deadline or isinstance(err, ValueError):
+                return f"the signature could not be spooled ({err}); it was not issued"
+            time.sleep(0.5)
 
 
 def signer_head(payload: dict, progress) -> dict:

@@ -31,6 +31,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from certifier.door import key_id, load_private
 from certifier.errors import KeyFileError, ParameterError, SigmacertError
+from service import spool
 from service.cluster import Cluster, run_on_cluster
 from service.sandbox import Budget, die_with_parent, run
 from service.signer import sign_job
@@ -49,6 +50,7 @@ class Worker:
         self.cluster = None if cluster is None else Cluster(**cluster)
         # the key's path and the id the server publishes: only the signer process reads the key (service.signer)
         self.key_path, self.keyid = key_path, keyid
+        self.spool = spool.spool_of(db)   # the signer's spool: a job is signed once (service.spool)
         signal.signal(signal.SIGTERM, lambda signum, frame: os._exit(0))  # the child dies with us;
         # the supervisor puts our job back in the queue (WorkerPool.stop / _monitor)
 
@@ -80,6 +82,8 @@ class Worker:
                       file=sys.stderr, flush=True)
             return ok
 
+        if self.record_spooled(jid, req):
+            return
         out = self.compute(req, on_progress=lambda **p: progress.update(p), keep_going=heartbeat)
         finish = lambda status, **kw: self.record(jid, status, elapsed=out.seconds, **kw)  # noqa: E731
         if out.failure == "stopped":
@@ -98,6 +102,19 @@ class Worker:
         else:
             self.sign(jid, req, res, finish, progress, heartbeat)
 
+    def record_spooled(self, jid: str, req: dict) -> bool:
+        """Record the envelope the signer spooled for this job on an earlier run (the server died before the
+        database heard of it), instead of computing and signing the job again; False when there is none."""
+        prior = spool.get(self.spool, jid, req)
+        if prior is None or prior.get("keyid") != self.keyid:
+            return False
+        print(f"sigmacert worker {self.owner}: job {jid} was signed on an earlier run; recording its spooled "
+              "envelope", file=sys.stderr, flush=True)
+        if self.record(jid, "done", bound=prior.get("bound"), sigma=prior.get("sigma"), keyid=prior["keyid"],
+                       envelope=prior["envelope"]):
+            spool.drop(self.spool, jid)
+        return True
+
     def record(self, jid: str, status: str, **kw) -> bool:
         """Store the outcome (fenced on our lease), trying again for RECORD seconds while the database fails:
         a disk full for a moment must not cost a computed and signed job its run (it would be run again)."""
@@ -113,12 +130,14 @@ class Worker:
     def sign(self, jid: str, req: dict, res: dict, finish, progress: dict, heartbeat) -> None:
         """Hand the predicate to a signer process (service.signer): replayed, then signed, or refused."""
         out = sign_job(self.key_path, self.keyid, req, res["predicate"], self.budget, keep_going=heartbeat,
-                       on_progress=lambda **p: progress.update(p), job=jid)
+                       on_progress=lambda **p: progress.update(p), job=jid, spool_dir=self.spool,
+                       record={"bound": res["bound"], "sigma": res["sigma"]})
         if out.failure == "stopped":
             return
         r = out.result or {}
         if "envelope" in r:
-            finish("done", bound=res["bound"], sigma=res["sigma"], keyid=r["keyid"], envelope=r["envelope"])
+            if finish("done", bound=res["bound"], sigma=res["sigma"], keyid=r["keyid"], envelope=r["envelope"]):
+                spool.drop(self.spool, jid)
             return
         why = r.get("refused") or f"not signed: the signer failed: {out.reason}"
         print(f"sigmacert worker {self.owner}: {why}", file=sys.stderr, flush=True)
@@ -158,9 +177,24 @@ class WorkerPool:
         self.procs[slot] = (p, owner, time.monotonic())
 
     def start(self) -> None:
+        self.prune_spool()
         for slot in range(self.n):
             self._spawn(slot)
         self._thread.start()
+
+    def prune_spool(self) -> int:
+        """Drop the spooled envelopes of jobs that are over (or unknown): only a queued or running job can
+        still need its own. The number dropped."""
+        d, n = spool.spool_of(self.db), 0
+        for jid in spool.jobs(d):
+            try:
+                row = self.store.get(jid)
+            except Exception:   # the database fails: keep them all, the next start prunes
+                return n
+            if row is None or row["status"] not in ("queued", "running"):
+                spool.drop(d, jid)
+                n += 1
+        return n
 
     def alive(self) -> int:
         return sum(p.poll() is None for p, _, _ in self.procs.values())

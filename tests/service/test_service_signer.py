@@ -116,3 +116,61 @@ def test_the_worker_never_reads_the_key_and_its_local_job_is_replayed(issuer, tm
     done = store.get(job["id"])
     assert done["status"] == "done", done["reason"]
     assert done["keyid"] == kid and verify(done["envelope"], public).accepted
+
+
+def test_a_job_is_signed_once_its_envelope_spooled_before_it_is_returned(honest, issuer, tmp_path):
+    from service import spool
+    key, kid, public = issuer
+    d = str(tmp_path / "jobs.db.signed")
+    first = sign_job(key, kid, REQ, honest["predicate"], BUDGET, job="c0123", spool_dir=d,
+                     record={"bound": honest["bound"], "sigma": honest["sigma"]})
+    assert "envelope" in first.result, first.result
+    entry = spool.get(d, "c0123", REQ)
+    assert entry["envelope"] == first.result["envelope"] and entry["bound"] == honest["bound"]
+    assert oct(os.stat(d).st_mode & 0o777) == "0o700"
+    # the same job again (its worker died before the database heard of it): the spooled envelope, no new signature
+    stages = []
+    again = sign_job(key, kid, REQ, honest["predicate"], BUDGET, job="c0123", spool_dir=d,
+                     on_progress=lambda **p: stages.append(p["stage"]))
+    assert again.result == {"envelope": first.result["envelope"], "keyid": kid, "spooled": True}
+    assert "replaying" not in stages
+    # another request under that id is not given the entry; a malformed id is refused, nothing handed out
+    other = sign_job(key, kid, {**REQ, "target": "0.3"}, honest["predicate"], BUDGET, job="c0123", spool_dir=d)
+    assert "envelope" not in other.result and "target" in other.result["refused"]
+    bad = sign_job(key, kid, REQ, honest["predicate"], BUDGET, job="../x", spool_dir=d)
+    assert "envelope" not in bad.result and "could not be spooled" in bad.result["refused"], bad.result
+
+
+def test_a_worker_records_a_spooled_envelope_instead_of_signing_again(honest, issuer, tmp_path, monkeypatch):
+    from service import spool
+    from service.store import Store
+    from service.worker import Worker, WorkerPool
+    key, kid, public = issuer
+    db = str(tmp_path / "jobs.db")
+    store = Store(db)
+    job, _ = store.submit(dict(REQ), "alice")
+    claimed = store.claim("first-owner", 60.0)
+    # the first run: signed and spooled, then the server was killed before the worker recorded it
+    first = sign_job(key, kid, json.loads(claimed["request"]), honest["predicate"], BUDGET, job=job["id"],
+                     spool_dir=spool.spool_of(db), record={"bound": honest["bound"], "sigma": honest["sigma"]})
+    assert "envelope" in first.result
+    assert store.requeue() == 1                          # what the restarted server does
+
+    def no_compute(*a, **k):
+        raise AssertionError("the job was computed again")
+    monkeypatch.setattr(Worker, "compute", no_compute)
+    before = signal.getsignal(signal.SIGTERM)
+    try:
+        Worker(db, key, "second-owner", os.getppid(), BUDGET, kid).run(store.claim("second-owner", 60.0))
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    done = store.get(job["id"])
+    assert done["status"] == "done" and done["envelope"] == first.result["envelope"], done["reason"]
+    assert done["bound"] == honest["bound"] and verify(done["envelope"], public).accepted
+    assert spool.jobs(spool.spool_of(db)) == []          # dropped once recorded
+    # a pool starting over drops the entries of jobs that are over, keeps a queued job's
+    queued, _ = store.submit({**REQ, "target": "0.3"}, "alice")
+    for jid in (job["id"], queued["id"], "cdeadbeef"):
+        spool.put(spool.spool_of(db), jid, {"envelope": "{}", "keyid": kid})
+    assert WorkerPool(store, db, key, 0, kid, BUDGET).prune_spool() == 2
+    assert spool.jobs(spool.spool_of(db)) == [queued["id"]]
