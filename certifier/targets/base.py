@@ -28,6 +28,8 @@ class Target:
     FUNCTIONAL_WORDS: ClassVar[str]  # the lower side's sigma in words ("sigma_lambda", ...)
     EXACT_SIGMA_DOMAIN: ClassVar[bool] = True  # the exact sigma is held to the stated domain (tv: certify only)
     FLOOR_ADVICE: ClassVar[str] = ""  # what gives a larger exact sigma when no target of the domain does
+    CURVE: ClassVar[str | None] = None  # the privacy curve the target is a point of ("profile": delta(eps),
+    #                                     "tradeoff": TPR at FPR); None: a number (TV), the report's own pages
 
     @property
     def param(self) -> str | None:

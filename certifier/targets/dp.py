@@ -98,6 +98,7 @@ class DP(Target):
     PARAM: ClassVar[str | None] = "epsilon"
     FIELDS: ClassVar[tuple] = ("epsilon", "delta")
     INDEX_NAME: ClassVar[str] = "delta"
+    CURVE: ClassVar[str | None] = "profile"
     FLOOR_ADVICE: ClassVar[str] = "a smaller epsilon gives a larger sigma"
 
     @property

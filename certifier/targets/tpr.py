@@ -95,6 +95,7 @@ class TPR(Target):
     PARAM: ClassVar[str | None] = "fpr"
     FIELDS: ClassVar[tuple] = ("fpr", "tpr")
     INDEX_NAME: ClassVar[str] = "tpr"
+    CURVE: ClassVar[str | None] = "tradeoff"
     FLOOR_ADVICE: ClassVar[str] = "a smaller tpr or a larger fpr gives a larger sigma"
 
     @property

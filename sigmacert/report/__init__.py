@@ -85,7 +85,7 @@ def gaussian_pair_of(claim: dict) -> tuple[int, int, float] | None:
 
 def _plots(f: Facts) -> tuple[dict, dict]:
     """The three figures of an accepted certificate, and a remark per figure (points the numerics refused)."""
-    if f.kind["name"] != "tv":                        # dp / tpr (format v4): the certified target on its curve
+    if f.curve is not None:                           # dp / tpr (format v4): the certified target on its curve
         from sigmacert.report.kinds import kind_plots
         return kind_plots(f)
     if stages.is_staged(f.claim):                     # format v5: the product pair of the stages
@@ -153,7 +153,7 @@ def render(envelope_bytes: bytes, public_keys, *, subject=None,
         return Report(html, f.verdict, f.reason, f.detail, f.sha256, MappingProxyType(svgs))
     svgs, notes = _plots(f) if f.accepted else ({}, {})
     numerical = []
-    if f.accepted and f.kind["name"] != "tv":
+    if f.accepted and f.curve is not None:
         from sigmacert.report.kinds import numerical_rows
         numerical = numerical_rows(f)
     from sigmacert.report.binding import log_section, release_section

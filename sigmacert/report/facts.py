@@ -10,7 +10,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-from certifier.door import load_envelope, read_unverified
+from certifier.door import KINDS, load_envelope, read_unverified
 from certifier.errors import EnvelopeError
 from sigmacert.kinds import certified_sides, claim_kind
 
@@ -60,6 +60,12 @@ class Facts:
     def kind(self) -> dict:
         """The claim's target kind ({"name": "tv"} for formats v1-v3; sigmacert.kinds.claim_kind)."""
         return claim_kind(self.claim)
+
+    @property
+    def curve(self) -> str | None:
+        """The privacy curve the claim's target is a point of (certifier.targets: "profile", "tradeoff"), None
+        for a TV claim (or a kind this version does not know)."""
+        return getattr(KINDS.get(self.kind.get("name")), "CURVE", None)
 
     @property
     def sides(self) -> dict:

@@ -9,6 +9,7 @@ numerics refuse leaves its curve out, with a note. The other two quantities are 
 from __future__ import annotations
 
 import math
+from typing import Callable, NamedTuple
 
 import matplotlib
 import numpy as np
@@ -114,17 +115,11 @@ def tpr_figure(f: Facts) -> tuple[Figure, str]:
 def numerical_rows(f: Facts) -> list[tuple[str, str]]:
     """The other two quantities at sigma, numerical (label, value): the exact TV, and the TPR at a few FPRs
     (dp) or eps at a few deltas (tpr). Empty when the numerics refuse."""
-    kind = f.kind["name"]
-    kw = {"fprs": list(ROW_FPRS)} if kind == "dp" else {"deltas": list(ROW_DELTAS)}
-    p = _profile(f.claim, float(f.claim["sigma"]), **kw)
+    other = OTHER_ROWS[f.curve]
+    p = _profile(f.claim, float(f.claim["sigma"]), **other.numerics)
     if p is None:
         return []
-    rows = [("exact TV", _fmt(p.tv))]
-    if kind == "dp":
-        rows += [(f"TPR of the best test at FPR {a:g}", _fmt(p.tpr[a])) for a in ROW_FPRS]
-    else:
-        rows += [(f"&epsilon; at &delta; = {d:g}, both directions", _fmt(p.epsilon[d])) for d in ROW_DELTAS]
-    return rows
+    return [("exact TV", _fmt(p.tv)), *other.rows(p)]
 
 
 def _fmt(v) -> str:
@@ -133,6 +128,22 @@ def _fmt(v) -> str:
 
 def kind_plots(f: Facts) -> tuple[dict, dict]:
     """The figure of a dp or tpr certificate: name -> SVG, name -> remark."""
-    name, draw = ("profile", dp_figure) if f.kind["name"] == "dp" else ("tradeoff-kind", tpr_figure)
+    name, draw = FIGURES[f.curve]
     fig, note = draw(f)
     return {name: plots.svg(fig, name)}, {name: note}
+
+
+class _Rows(NamedTuple):
+    """The numerical rows of the other curve: what to ask the numerics, and the rows of its answer."""
+    numerics: dict
+    rows: Callable
+
+
+OTHER_ROWS = {  # a point on the privacy profile (dp) shows the trade-off's rows, and the other way round
+    "profile": _Rows({"fprs": list(ROW_FPRS)},
+                     lambda p: [(f"TPR of the best test at FPR {a:g}", _fmt(p.tpr[a])) for a in ROW_FPRS]),
+    "tradeoff": _Rows({"deltas": list(ROW_DELTAS)},
+                      lambda p: [(f"&epsilon; at &delta; = {d:g}, both directions", _fmt(p.epsilon[d]))
+                                 for d in ROW_DELTAS]),
+}
+FIGURES = {"profile": ("profile", dp_figure), "tradeoff": ("tradeoff-kind", tpr_figure)}  # name, drawing

@@ -165,20 +165,24 @@ def _stages_block(f: Facts) -> str:
             "<sup>E<sub>s</sub></sup>, which the closed-form curves below use for c<sub>E</sub>.</p>")
 
 
+MEANINGS = {  # what a point on each privacy curve means, in words (the kind's parameters, the target)
+    "profile": lambda kind, target: (
+        f"(&epsilon;, &delta;)-differential privacy with &epsilon; = {_t(kind['epsilon'])} and &delta; = "
+        f"{_t(target)}, in both directions (adding or removing the record): for every set S of outputs, "
+        "Pr[S with the record] &le; e<sup>&epsilon;</sup> Pr[S without] + &delta;, and the other way round."),
+    "tradeoff": lambda kind, target: (
+        f"an attacker who must say whether one target record was in the training data, and who may wrongly say "
+        f"<q>in</q> for at most a fraction {_t(kind['fpr'])} of the records that were out (FPR &le; "
+        f"{_t(kind['fpr'])}), finds at most a fraction {_t(target)} of the records that were in (TPR), whatever "
+        "test it uses and whatever else it knows."),
+}
+
+
 def _claim_kind(f: Facts) -> str:
     """The claim of a dp or tpr certificate (format v4) in words."""
     c, kind = f.claim, f.kind
     how, _ = SCHEMES.get(f.scheme, ("see the statement below", ""))
-    if kind["name"] == "dp":
-        meaning = (f"(&epsilon;, &delta;)-differential privacy with &epsilon; = {_t(kind['epsilon'])} and &delta; = "
-                   f"{_t(c['target'])}, in both directions (adding or removing the record): for every set S of "
-                   "outputs, Pr[S with the record] &le; e<sup>&epsilon;</sup> Pr[S without] + &delta;, and the "
-                   "other way round.")
-    else:
-        meaning = (f"an attacker who must say whether one target record was in the training data, and who may "
-                   f"wrongly say <q>in</q> for at most a fraction {_t(kind['fpr'])} of the records that were out "
-                   f"(FPR &le; {_t(kind['fpr'])}), finds at most a fraction {_t(c['target'])} of the records that "
-                   "were in (TPR), whatever test it uses and whatever else it knows.")
+    meaning = MEANINGS[f.curve](kind, c["target"])
     return f"""<section id="claim"><h2>The claim</h2>
 <p>Training by DP-SGD with <b>{_t(f.scheme)}</b> sampling ({how}), \
 {_run(f)} (noise N(0, &sigma;<sup>2</sup>C<sup>2</sup>I) at
@@ -190,7 +194,7 @@ Gaussian pair of Section 2, which dominates every run of that training. The cert
 
 
 def _claim(f: Facts) -> str:
-    if f.kind["name"] != "tv":
+    if f.curve is not None:
         return _claim_kind(f)
     c = f.claim
     lam = _t(c["target"])
@@ -238,7 +242,7 @@ def _kind_rows(f: Facts, numerical) -> list[str]:
 
 def _certified(f: Facts, comparisons: dict, numerical=()) -> str:
     p, c, r = f.predicate, f.claim, f.replayed_rows
-    tv = f.kind["name"] == "tv"
+    tv = f.curve is None
     rows = [f"<tr><td>upper bound at &sigma; = {_t(c['sigma'])}</td><td class=num>TV &le; {_t(p['bound'])} "
             f"&le; &lambda; = {_t(c['target'])}</td><td class=num>{_t(f.replayed_bound)}</td></tr>"] if tv else \
         _kind_rows(f, numerical)
@@ -273,10 +277,13 @@ def _certified(f: Facts, comparisons: dict, numerical=()) -> str:
     return f'<section id="certified"><h2>What is certified</h2>{table}</section>'
 
 
+TV_FIGURE = "tv"   # the figure of TV against sigma (a TV certificate's first)
+
+
 def _figures(svgs: dict, notes: dict, two_sided: bool) -> str:
     out = []
     for name, text in svgs.items():
-        caption = CAPTIONS[name] + (ZOOM if name == "tv" and two_sided and "tv" in svgs else "")
+        caption = CAPTIONS[name] + (ZOOM if name == TV_FIGURE and two_sided else "")
         note = f" <span class=note>{escape(notes[name])}</span>" if notes.get(name) else ""
         out.append(f'<figure id="plot-{name}">{inline_svg(text)}<figcaption>{caption}{note}'
                    "</figcaption></figure>")
@@ -358,7 +365,7 @@ def page(f: Facts, svgs: dict, notes: dict, comparisons: dict, versions: dict, n
     else:
         body.append(_claimed(f))
     trust = TRUST
-    if f.accepted and f.kind["name"] != "tv":
+    if f.accepted and f.curve is not None:
         trust = TRUST.replace("the upper bound on TV at", "the upper bound on "
                               + KIND_FUNCTIONAL[f.kind["name"]][0](f.kind) + " at")
     body += [_provenance(f, versions), f'<section id="trust"><h2>What is trusted, what is not</h2>{trust}</section>']
