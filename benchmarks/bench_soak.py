@@ -239,7 +239,7 @@ class Soak:
     def inject(self) -> None:
         """A fault every `fault_every` s (±30 %) in turn; when the stream ends, each kind not yet injected once
         (a slow machine may not reach the last kind within a short stream)."""
-        order = ["worker", "disk", "server"] if self.disk else ["worker", "server"]
+        order = ["worker", "server", "disk"] if self.disk else ["worker", "server"]
         i = 0
         while not self.stream_over.wait(self.fault_every * self.rng.uniform(0.7, 1.3)):
             i += self.fault(order[i % len(order)])
@@ -360,6 +360,8 @@ def check(soak: Soak, jobs: dict) -> dict:
             "jobs signed twice": {j: jobs.get(j, {}).get("attempts") for j, v in signed.items() if len(v) > 1},
             "unreplayed signatures": unreplayed, "not verified": not_verified,
             "jobs run more than once": attempts_over_1,
+            "re-runs recorded from the spool": len(set(re.findall(r"job (\S+) was signed on an earlier run", log))
+                                                   | set(re.findall(r"signer: job=(\S+) was signed before", log))),
             "healthz answers": len(up), "healthz 503": sum(h[1] == 503 for h in up),
             "healthz lies": lies, "healthz false alarms": alarms,
             "api calls": len(soak.lat), "p50 ms": round(1000 * percentile(soak.lat, 50), 1),
