@@ -279,3 +279,53 @@ def test_the_private_attribute_check_sees_an_imported_module(tmp_path):
     (pkg / "stages.py").write_text("import certifier.certify as m\n\ndef _local():\n    return 1\n\n"
                                    "def f():\n    return m.__name__, _local()\n")
     assert private_attribute_access("certifier", tmp_path) == []
+
+
+def _structure_counts():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("structure_counts", ROOT / "tools" / "structure_counts.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# an import inside a function that loads no optional extra, and why it is there
+INNER_IMPORT_EXCEPTIONS = {
+    "service/sandbox.py": "a job child imports its tasks after setrlimit: their modules count against its limit",
+}
+
+
+def inner_plain_imports(sc) -> list[str]:
+    """Imports inside functions (project-wide) that load no optional extra: "path:line"."""
+    optional = frozenset(sc.optional_modules())
+    out = []
+    for path in sc.files():
+        tree = ast.parse(path.read_text())
+
+        def walk(node, inside, rel=str(path.relative_to(sc.ROOT))):
+            for ch in ast.iter_child_nodes(node):
+                if isinstance(ch, (ast.Import, ast.ImportFrom)) and inside:
+                    mods = [a.name for a in ch.names] if isinstance(ch, ast.Import) else \
+                        [ch.module or ""] + [f"{ch.module}.{a.name}" for a in ch.names]
+                    if not any(sc._is_optional(m, optional) for m in mods):
+                        out.append(f"{rel}:{ch.lineno}")
+                walk(ch, inside or isinstance(ch, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+        walk(tree, False)
+    return out
+
+
+def test_imports_inside_functions_load_only_optional_extras():
+    found = inner_plain_imports(_structure_counts())
+    assert sorted({f.split(":")[0] for f in found}) == sorted(INNER_IMPORT_EXCEPTIONS), found
+
+
+def test_the_inner_import_check_sees_a_plain_import(tmp_path, monkeypatch):
+    sc = _structure_counts()
+    pkg = tmp_path / "sigmacert"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "m.py").write_text("def f():\n    import json\n    import torch\n    return json, torch\n")
+    monkeypatch.setattr(sc, "ROOT", tmp_path)
+    monkeypatch.setattr(sc, "PACKAGES", ("sigmacert",))
+    monkeypatch.setattr(sc, "files", lambda packages=("sigmacert",): sorted((tmp_path / "sigmacert").rglob("*.py")))
+    assert inner_plain_imports(sc) == ["sigmacert/m.py:2"]     # json is plain; torch an optional extra

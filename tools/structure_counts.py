@@ -26,7 +26,7 @@ STAGE_NAMES = {"stages", "staged", "sigma_per_stage"}
 # the optional extras of pyproject.toml (a module of the project that needs one at import time is optional too)
 OPTIONAL = {"torch", "opacus", "jax", "jaxlib", "jax_privacy", "dask", "distributed", "matplotlib", "fastapi",
             "uvicorn", "httptools", "uvloop", "httpx", "swagger_ui_bundle", "sklearn", "dp_accounting", "selenium",
-            "PLD_accounting",
+            "PLD_accounting", "pydantic",  # pydantic: FastAPI's, installed by the service extra
             "model_signing", "huggingface_hub", "pymerkle", "OpenSSL"}
 
 
@@ -64,12 +64,23 @@ def reads_stages(test) -> bool:
     return False
 
 
+def _module_level(body):
+    """The statements run at import time: the module's own, and those inside its top-level try / if blocks
+    (`try: import torch` loads the extra when it is installed)."""
+    for node in body:
+        yield node
+        if isinstance(node, (ast.Try, ast.If)):
+            for part in (node.body, node.orelse, getattr(node, "finalbody", []),
+                         *(h.body for h in getattr(node, "handlers", []))):
+                yield from _module_level(part)
+
+
 def top_imports(path: Path, tree) -> set[str]:
     """Modules imported at module level (not inside a function)."""
     mod = module_name(path)
     here = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
     out = set()
-    for node in tree.body:
+    for node in _module_level(tree.body):
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):

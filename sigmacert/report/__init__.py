@@ -27,6 +27,7 @@ from certifier.errors import ParameterError
 from certifier.params import parse_decimal
 from sigmacert.files import read_regular, sha256_regular
 from sigmacert.report import curves, plots, stages
+from sigmacert.report.binding import log_section, release_section
 from sigmacert.report.facts import Facts, read_facts
 from sigmacert.report.page import page
 
@@ -156,7 +157,6 @@ def render(envelope_bytes: bytes, public_keys, *, subject=None,
     if f.accepted and f.curve is not None:
         from sigmacert.report.kinds import numerical_rows
         numerical = numerical_rows(f)
-    from sigmacert.report.binding import log_section, release_section
     extra = ([release_section(release)] if release else []) + ([log_section(log)] if log else [])
     html = page(f, svgs, notes, _comparisons(f) if f.accepted else {}, versions, numerical, extra)
     verdict, reason, detail = f.verdict, f.reason, f.detail
