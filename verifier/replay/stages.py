@@ -31,9 +31,19 @@ def runs(claim: dict) -> list[tuple[int, int]]:
     return [(s["steps"], s["epochs"]) for s in claim["stages"]]
 
 
-def _poly(r: dict) -> tuple:
-    lo = min(r, default=0)
-    return lo, fmpz_poly([r.get(j, 0) for j in range(lo, max(r, default=-1) + 1)])
+def _packed(r: dict) -> tuple:
+    """A line's masses {j: mass} as (lo, count, width, bytes): each mass of j = lo .. lo + count - 1 in `width`
+    bytes, little-endian. A line waits for step (iv) / (d) while the next line's epoch sum is formed; packed it
+    weighs its bits (about 11 bytes for an 80-bit mass), as an fmpz_poly about 50."""
+    lo, hi = min(r, default=0), max(r, default=-1)
+    w = max((v.bit_length() for v in r.values()), default=0) // 8 + 1
+    return lo, hi - lo + 1, w, b"".join(r.get(j, 0).to_bytes(w, "little", signed=True) for j in range(lo, hi + 1))
+
+
+def _unpacked(line: tuple) -> tuple:
+    """(lo, the fmpz_poly of the masses) of a _packed line."""
+    lo, count, w, blob = line
+    return lo, fmpz_poly([int.from_bytes(blob[i * w:(i + 1) * w], "little", signed=True) for i in range(count)])
 
 
 def lines_of(claim: dict) -> list[tuple[int, int, fmpq]]:
@@ -60,13 +70,15 @@ def replay_product(claim: dict, m: dict) -> ReplayResultV2:
             lg = to_log_grid(A, n, LogCells(M, m["h"], m["eta"], m["prec"]), m["k_minus"], m["k_plus"])
             del A, lat  # the epoch sum and the lattice's memo: not alive while the next line runs
             release()
-            lines[M, t2] = _poly(lg.r)
+            lines[M, t2] = _packed(lg.r)
             log_grid, k_plus, fixed = log_grid + lg.log_grid, k_plus + lg.k_plus, fixed + fmpq(lg.fixed_point, one)
+            del lg  # its masses as Python integers: packed above, not alive while the next line runs
+            release()
         t1 = time.perf_counter()
         ep = Epochs(F, m["eta"], m["k_top"], int(m["trim"] * one / 2), m["trim_shift"])
         b = None
         for M, E, t2 in lines_of(claim):                       # (iv) each stage's power, then the product
-            bs = ep.power(ep.clamp(*lines[M, t2]), E)
+            bs = ep.power(ep.clamp(*_unpacked(lines[M, t2])), E)
             b = bs if b is None else ep.mul(b, bs)
             del bs  # one stage's power alive at a time beside the running product
         ob, bp = b
@@ -86,11 +98,16 @@ def replay_product(claim: dict, m: dict) -> ReplayResultV2:
                           allowance=fmpq(*ep.allowance.as_integer_ratio()))
 
 
-def _epoch_lower(B, BQ, M: int, lat: Lattice) -> tuple[list, list]:
+def _epoch_lower(placed: list, M: int, lat: Lattice, consume: bool) -> tuple[list, list]:
     """Step (b) on one lattice: the P side A and the Q side AQ of M steps, binary powering along the bits
-    of M. Each operand is dropped (and leaves the lattice's memo: its carries would keep it alive) as soon as
-    no later sum reads it, and the Q side's average consumes its two sums octave by octave, so the peak holds
-    at most five distributions (A, B, BQ, a sum and the one being formed) as certify's does."""
+    of M, from placed = [(B, BQ)] (step (a)'s images; `consume`: the list is emptied, so that the images are
+    released at the first squaring -- the last line's). Each operand is dropped (and leaves the lattice's
+    memo: its carries would keep it alive) as soon as no later sum reads it, and the Q side's average consumes
+    its two sums octave by octave, so the peak holds at most five distributions (A, B, BQ, a sum and the one
+    being formed) as certify's does."""
+    B, BQ = placed[0]
+    if consume:
+        placed.clear()
     A = AQ = None
     done = 0
     for i in range(M.bit_length()):
@@ -137,22 +154,22 @@ def replay_lower_product(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
     with working_prec(m["prec"]):
         points = grid_points(n, m["y_mantissa_bits"])
         p, q = masses(t2, m["h"], points, F)                    # (a) once: one sigma for every stage
-    B0, BQ0 = place(points, n, T, p, q)
-    lines = {}
-    for M in sorted({M for M, _ in runs(claim)}):              # (b)-(c) once per distinct M
-        A, AQ = _epoch_lower(B0, BQ0, M, Lattice(n, T, F, False, budget, Tally()))
+    placed = [place(points, n, T, p, q)]                       # (B, BQ), read by every line
+    lines, Ms = {}, sorted({M for M, _ in runs(claim)})
+    for i, M in enumerate(Ms):                                 # (b)-(c) once per distinct M
+        A, AQ = _epoch_lower(placed, M, Lattice(n, T, F, False, budget, Tally()), consume=i + 1 == len(Ms))
         cells = LogCells(M, m["h"], m["eta"], m["prec"])
-        lines[M] = tuple(_poly(buckets(X, n, cells, m["k_minus"], m["k_plus"])) for X in (A, AQ))
-        del A, AQ  # this line's epoch sums: not alive while the next line's are formed
+        lines[M] = tuple(_packed(buckets(X, n, cells, m["k_minus"], m["k_plus"])) for X in (A, AQ))
+        del A, AQ, cells  # this line's epoch sums and cell edges: not alive while the next line's are formed
         release()
-    del B0, BQ0
+    del placed
     release()
     t1 = time.perf_counter()
     sides = []
     for side in (0, 1):                                        # (d) U = prod u_s^{E_s}, W = prod w_s^{E_s}
         ep, acc = Epochs(F, m["eta"], m["k_top"], budget, None, budget), None
         for M, E in runs(claim):
-            x = ep.power(lines[M][side], E)
+            x = ep.power(_unpacked(lines[M][side]), E)
             acc = x if acc is None else ep.mul(acc, x)
             del x  # one stage's power alive at a time beside the running product
         sides.append(acc)
