@@ -160,14 +160,17 @@ def replay_lower_v2(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
     cells = LogCells(M, m["h"], m["eta"], m["prec"])
     u = buckets(A, n, cells, m["k_minus"], m["k_plus"])
     w = buckets(AQ, n, cells, m["k_minus"], m["k_plus"])
-    del A, AQ, B, BQ, B0, BQ0, A0, AQ0, lats  # the epoch sums, operands, memo: not alive while (d) runs
+    # the epoch sums, operands, memo, the cell edges and the masses as Python integers: not alive while (d) runs
+    lines = [(min(d, default=0), fmpz_poly([d.get(j, 0) for j in range(min(d, default=0), max(d, default=-1) + 1)]))
+             for d in (u, w)]
+    del A, AQ, B, BQ, B0, BQ0, A0, AQ0, lats, cells, u, w
     release()
     t3 = time.perf_counter()
     # (d) E epochs: cells added, partial sums above k_top clamped (our trim: raw mass, low end)
     sides = []
-    for d in (u, w):
-        lo, ep = min(d, default=0), Epochs(F, m["eta"], m["k_top"], budget, None, budget)
-        sides.append(ep.power((lo, fmpz_poly([d.get(j, 0) for j in range(lo, max(d, default=-1) + 1)])), E))
+    while lines:
+        ep = Epochs(F, m["eta"], m["k_top"], budget, None, budget)
+        sides.append(ep.power(lines.pop(0), E))   # each line released once its power is formed
     uc, wc = aligned(sides)
     wa = ua = 0
     for i, x in enumerate(wc):  # (e) A = {k : W_k > U_k}
