@@ -6,7 +6,7 @@ import os
 import sys
 
 from certifier import door
-from certifier.door import keygen, load_envelope, load_private, read_unverified
+from certifier.door import KINDS, keygen, load_envelope, load_private, read_unverified
 from certifier.errors import EnvelopeError
 from certifier.params import ParameterError, parse_decimal, parse_sigma
 from sigmacert import kinds
@@ -275,10 +275,11 @@ def run_show(args) -> int:
         return 0
     f = flat
     fixed = f["scheme"] == "fixed-bins"
+    curve = getattr(KINDS.get(f["kind"].get("name")), "CURVE", None)   # None: a TV claim
     print("sigmacert certificate (NOT verified by `show`; run the verifier for that)")
     if f["stages"] is not None:
         _show_staged(f)
-    elif f["kind"]["name"] != "tv":
+    elif curve is not None:
         _show_kind(f)
     elif fixed:
         print(f"  claim   : TV <= {f['target']} for DP-SGD with fixed bins (each record in one bin for the "
@@ -288,10 +289,10 @@ def run_show(args) -> int:
     else:
         print(f"  claim   : TV(P_M^E, Q_M^E) <= {f['target']} for DP-SGD with random allocation, zero-out")
         print(f"            M={f['steps']} steps/epoch, E={f['epochs']} epochs, sigma={f['sigma']}")
-    if f["kind"]["name"] == "tv" and f["stages"] is None:
+    if curve is None and f["stages"] is None:
         print(f"            so every membership-inference test has accuracy <= 1/2 + {f['target']}/2")
     print(f"  bound   : {f['bound']}  ({f['method']})")
-    if f["sigma_low"] is not None and f["kind"]["name"] != "tv":
+    if f["sigma_low"] is not None and curve is not None:
         print(f"  lower   : {f['bound_lower_at_sigma_low']} > {f['target']} at sigma_low={f['sigma_low']} "
               f"({f['lower_method']})")
         print(f"  interval: {f['sigma_low']} < the least sigma meeting the target <= {f['sigma']}")
