@@ -243,9 +243,7 @@ def main(argv=None) -> int:
             with open(KINDS) as f:
                 data = json.load(f)
             data["cells"] += measured
-            with open(KINDS, "w") as f:
-                json.dump(data, f, indent=1)
-                f.write("\n")
+            cost_cells.write_grid(data["cells"], KINDS, data["source"])   # a cell a line, as recorded
         cells = with_plans([c for c in measured if c.get("certify_exit") == 0], say)
     else:
         cells = with_plans(recorded(), say, stored_plans() if args.stored_plans else None)
