@@ -79,7 +79,7 @@ from certifier.resolution import resolution_label, resolution_str, round_up
 from certifier.run import Run, privacy
 from certifier.run import exact_sigma as run_exact_sigma
 from certifier.shape import refuse_staged_options
-from certifier.targets import DP, KINDS, NAMES, ONE_KIND, TPR, TV, Target, from_json, make, parse
+from certifier.targets import DP, KINDS, NAMES, ONE_KIND, TPR, TV, Target, curve_of, from_json, make, parse
 from certifier.targets.request import KIND_FIELDS, MAX_EPSILON
 from certifier.transparency.archive import append, consistency, entries, heads, prove
 from certifier.transparency.archive import audit as log_audit
@@ -88,7 +88,7 @@ from certifier.transparency.merkle import Tree, leaf_hash
 
 __all__ = ["DP", "KINDS", "KIND_FIELDS", "MAX_EPSILON", "NAMES", "ONE_KIND", "RANDOM_ALLOCATION", "TPR", "TV",
            "Outcome", "OutsideDomainError", "Plan", "Run", "Target", "admit", "certify", "check_domain", "exact_sigma",
-           "exact_tv", "file_subject", "from_json",
+           "exact_tv", "file_subject", "curve_of", "from_json",
            "keygen", "load_envelope", "load_private", "make", "parse", "plan", "privacy", "read_unverified", "sign",
            "value_at",
            # re-exported by name (see the module's docstring)

@@ -42,6 +42,7 @@ from certifier.errors import SigmacertError
 from certifier.params import parse_decimal
 from service import spool
 from service.sandbox import Budget, Outcome, child, run
+from service.store import request_key
 
 GRACE = 30.0   # seconds the signer may take beyond its replay's budget (start-up, the signature, the spool)
 SPOOL_TRIES = 20.0   # seconds the signer keeps trying to spool an envelope while the disk refuses
@@ -148,6 +149,8 @@ def signer_job(payload: dict, progress) -> dict:
         body = canonical_json(stmt)
     except (KeyError, TypeError, ValueError, RecursionError) as err:
         return {"refused": f"not signed: malformed predicate ({type(err).__name__})"}
+    if payload.get("spool") and not spool.job_ok(payload.get("job")):   # before any replay: nothing is signed
+        return {"refused": f"not signed: the signature could not be spooled (not a job id: {payload.get('job')!r})"}
     spooled = _spooled(payload)
     if spooled is not None:
         return spooled
@@ -179,7 +182,7 @@ def signer_job(payload: dict, progress) -> dict:
 
 def _spooled(payload: dict) -> dict | None:
     """The answer for a job whose envelope is spooled already (signed once, by this key), else None."""
-    if not payload.get("spool") or not payload.get("job"):
+    if not payload.get("spool"):   # no spool (a direct call): nothing to look up or write
         return None
     prior = spool.get(payload["spool"], payload["job"], payload["request"])
     if prior is None or prior.get("keyid") != payload["keyid"]:
@@ -193,17 +196,17 @@ def _spooled(payload: dict) -> dict | None:
 def _spool(payload: dict, envelope: str) -> str | None:
     """Spool the job's envelope durably, trying for SPOOL_TRIES seconds while the disk refuses; why not, or
     None. An envelope that cannot be spooled is not handed out: it is as if it had never been made."""
-    if not payload.get("spool") or not payload.get("job"):
+    if not payload.get("spool"):   # no spool (a direct call): nothing to look up or write
         return None
     entry = {**payload.get("record", {}), "envelope": envelope, "keyid": payload["keyid"],
-             "request": spool.request_digest(payload["request"])}
+             "request": request_key(payload["request"])}
     deadline = time.monotonic() + SPOOL_TRIES
     while True:
         try:
             spool.put(payload["spool"], payload["job"], entry)
             return None
-        except (OSError, ValueError) as err:
-            if time.monotonic() > deadline or isinstance(err, ValueError):
+        except OSError as err:
+            if time.monotonic() > deadline:
                 return f"the signature could not be spooled ({err}); it was not issued"
             time.sleep(0.5)
 

@@ -8,16 +8,17 @@ A job is signed once. The signer (service.signer) spools the envelope it made fo
 its audit line and answers its worker; a worker that claims a job first looks here, and records a spooled
 envelope instead of computing and signing the job again. So a server killed between the signature and the
 database write (the job is re-queued when it restarts) costs no second, different certificate for the
-same job: the re-run records the first. An entry names its request by digest; one for another request
-under the same id (a database replaced under the server) is ignored. The worker drops the entry once the
-job's outcome is recorded; the pool drops the entries of finished jobs at start-up.
+same job: the re-run records the first. An entry names its request by its key (service.store.request_key);
+one for another request under the same id (a database replaced under the server) is ignored. The worker
+drops the entry once the job's outcome is recorded; the pool drops the entries of finished jobs at start-up.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
+
+from service.store import request_key
 
 _JOB = re.compile(r"[A-Za-z0-9_-]{1,64}")
 MAX_ENTRY = 16 << 20   # bytes: an entry is an envelope and a few fields
@@ -28,12 +29,13 @@ def spool_of(db: str) -> str:
     return db + ".signed"
 
 
-def request_digest(req: dict) -> str:
-    return hashlib.sha256(json.dumps(req, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+def job_ok(job) -> bool:
+    """Whether `job` can name a spool entry (the store's ids do: "c" and hex digits)."""
+    return isinstance(job, str) and _JOB.fullmatch(job) is not None
 
 
 def _path(spool: str, job: str) -> str:
-    if not _JOB.fullmatch(job or ""):
+    if not job_ok(job):
         raise ValueError(f"not a job id: {job!r}")
     return os.path.join(spool, job + ".json")
 
@@ -76,7 +78,7 @@ def get(spool: str, job: str, req: dict | None = None) -> dict | None:
         return None
     if not isinstance(entry, dict) or not isinstance(entry.get("envelope"), str):
         return None
-    if req is not None and entry.get("request") != request_digest(req):
+    if req is not None and entry.get("request") != request_key(req):
         return None
     return entry
 

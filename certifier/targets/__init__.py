@@ -23,8 +23,15 @@ KINDS = {k.name: k for k in (TV, DP, TPR)}
 NAMES = tuple(KINDS)
 FACTORIES = {"dp": (dp_kind, "epsilon"), "tpr": (tpr_kind, "fpr")}
 
-__all__ = ["DP", "KINDS", "NAMES", "ONE_KIND", "TPR", "TV", "Target", "TargetKind", "from_json", "kind", "make",
-           "of_kind", "parse"]
+__all__ = ["DP", "KINDS", "NAMES", "ONE_KIND", "TPR", "TV", "Target", "TargetKind", "curve_of", "from_json", "kind",
+           "make", "of_kind", "parse"]
+
+
+def curve_of(kind: dict | None) -> str | None:
+    """The privacy curve (Target.CURVE) of a claim's `kind` object: None for tv, no kind, or a kind this version
+    does not know."""
+    name = kind.get("name") if isinstance(kind, dict) else None
+    return getattr(KINDS.get(name), "CURVE", None)
 
 
 def parse(given: dict, rule: Callable[[str, object], str]) -> Target:

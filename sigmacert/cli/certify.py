@@ -6,7 +6,7 @@ import os
 import sys
 
 from certifier import door
-from certifier.door import KINDS, keygen, load_envelope, load_private, read_unverified
+from certifier.door import curve_of, keygen, load_envelope, load_private, read_unverified
 from certifier.errors import EnvelopeError
 from certifier.params import ParameterError, parse_decimal, parse_sigma
 from sigmacert import kinds
@@ -275,7 +275,7 @@ def run_show(args) -> int:
         return 0
     f = flat
     fixed = f["scheme"] == "fixed-bins"
-    curve = getattr(KINDS.get(f["kind"].get("name")), "CURVE", None)   # None: a TV claim
+    curve = curve_of(f["kind"])   # None: a TV claim
     print("sigmacert certificate (NOT verified by `show`; run the verifier for that)")
     if f["stages"] is not None:
         _show_staged(f)

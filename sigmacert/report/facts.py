@@ -10,7 +10,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-from certifier.door import KINDS, load_envelope, read_unverified
+from certifier.door import curve_of, load_envelope, read_unverified
 from certifier.errors import EnvelopeError
 from sigmacert.kinds import certified_sides, claim_kind
 
@@ -65,7 +65,7 @@ class Facts:
     def curve(self) -> str | None:
         """The privacy curve the claim's target is a point of (certifier.targets: "profile", "tradeoff"), None
         for a TV claim (or a kind this version does not know)."""
-        return getattr(KINDS.get(self.kind.get("name")), "CURVE", None)
+        return curve_of(self.kind)
 
     @property
     def sides(self) -> dict:

@@ -137,8 +137,11 @@ def test_a_job_is_signed_once_its_envelope_spooled_before_it_is_returned(honest,
     # another request under that id is not given the entry; a malformed id is refused, nothing handed out
     other = sign_job(key, kid, {**REQ, "target": "0.3"}, honest["predicate"], BUDGET, job="c0123", spool_dir=d)
     assert "envelope" not in other.result and "target" in other.result["refused"]
-    bad = sign_job(key, kid, REQ, honest["predicate"], BUDGET, job="../x", spool_dir=d)
+    seen = []
+    bad = sign_job(key, kid, REQ, honest["predicate"], BUDGET, job="../x", spool_dir=d,
+                   on_progress=lambda **p: seen.append(p["stage"]))
     assert "envelope" not in bad.result and "could not be spooled" in bad.result["refused"], bad.result
+    assert "replaying" not in seen                       # refused before the replay: nothing was signed
 
 
 def test_a_worker_records_a_spooled_envelope_instead_of_signing_again(honest, issuer, tmp_path, monkeypatch):
