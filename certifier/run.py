@@ -17,7 +17,7 @@ from certifier.numerics.stages import Stage, parse_stage_list
 from certifier.numerics.stages_profile import exact_privacy_product
 from certifier.numerics.targets import exact_privacy_scheme
 from certifier.params import parse_sigma
-from certifier.resolution import issued
+from certifier.resolution import AUTO, issued
 
 
 @dataclass(frozen=True)
@@ -167,8 +167,8 @@ class Staged(Run):
 def exact_sigma(run: Run, target, resolution: str = "auto") -> str:
     """The least sigma on the grid meeting the target for the run (numerical), as a decimal. "auto":
     res(sigma) of certifier.resolution (1e-6 below 10, six significant digits above), what certify issues."""
-    if resolution == "auto":
-        return issued(target.search(run, "1e-6"))
+    if resolution == AUTO:
+        return issued(target.search(run, AUTO))
     return target.search(run, resolution)
 
 

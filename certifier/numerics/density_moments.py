@@ -27,6 +27,7 @@ from certifier.numerics.tilted_moments import TiltedLine
 MAX_POINTS = 1 << 18       # a density grid beyond this is not formed here (heavy tail: the T-lines serve)
 END_LEVEL = math.log(1e-17)  # the tilted integrand at the grid's ends, below this share of its sum
 MAX_WORK = 3e7             # sub-grid points x u-nodes
+ROUNDOFF_SHARE = 1e-9      # the samples' round-off weighed by (1 + vx)^c: at most this share of the tilted sum
 
 _DENSITY: dict = {}
 DENSITY_CACHE = 4
@@ -105,7 +106,8 @@ def closes(steps: int, sigma: float, c: float) -> bool:
     """Whether the tilted integrand f(x)(1 + vx)^c has fallen at both ends of the grid: the samples there
     above 20 times the round-off level weigh below END_LEVEL of the sum, and the mass beyond the grid
     (below 1e-17: one_epoch.upper_range) weighted by (1 + vx)^c at the ends stays below 1e-13 of it
-    (at the lower end only where the grid stops above L = 0)."""
+    (at the lower end only where the grid stops above L = 0), and the samples' round-off weighed likewise
+    (10 (sum w^2)^{1/2}, as density_line's floor) stays below ROUNDOFF_SHARE of it."""
     key = (steps, float(sigma), float(c))
     if key in _CLOSES:
         return _CLOSES[key]
@@ -117,9 +119,13 @@ def closes(steps: int, sigma: float, c: float) -> bool:
         return False
     mx = c * float(s[-1] if c > 0 else s[0])
     k = _stride(d, s, above, c)
-    total = float(np.dot(absf[::k], np.exp(c * s[::k] - mx))) * k
+    w = np.exp(c * s[::k] - mx)
+    total = float(np.dot(absf[::k], w)) * k
     ok = False
-    if total > 0:
+    # the samples' round-off is independent from node to node; weighed by (1 + vx)^c it can outgrow the sum
+    # where c < 0 and L is small (at M = 10, sigma = 7.5, c = -3: 4.5e-5 of F off, the T-line exact)
+    rounded = 10.0 * noise * math.sqrt(float(np.dot(w, w))) * k
+    if total > 0 and rounded <= ROUNDOFF_SHARE * total:
         edge = max(1, s.size // 100)
         lo_w, hi_w = np.exp(c * s[:edge] - mx), np.exp(c * s[-edge:] - mx)
         loud = max(float((above[:edge] * lo_w).max()), float((above[-edge:] * hi_w).max())) \

@@ -36,7 +36,8 @@ from certifier.numerics.log_convolution import logconv_affordable, tv_logconv
 from certifier.numerics.tv_laplace import tv_laplace, tv_laplace_second, u_guess
 from certifier.numerics.tv_vfft import MIN_SIGMA as VFFT_MIN_SIGMA
 from certifier.numerics.tv_vfft import LogLambdaDensity, density_for, log_lambda_density, tv_vfft, v_grid_points
-from certifier.params import decimal_str, parse_positive_decimal
+from certifier.params import decimal_str
+from certifier.resolution import search_step
 
 __all__ = ["ExactTV", "exact_tv", "exact_sigma", "tv_m1", "LogLambdaDensity", "density_for",
            "log_lambda_density", "MIN_SIGMA", "MAX_ERROR", "one_minus_tv_bound"]
@@ -263,11 +264,12 @@ def exact_sigma(steps: int, epochs: int, lam, resolution="1e-6") -> str:
     lam = float(lam)
     if not 0.0 < lam < 1.0:
         raise ParameterError(f"target lambda must lie strictly between 0 and 1, got {lam!r}")
-    res = parse_positive_decimal("resolution", resolution)
-    step = float(res)
+    search_step(resolution, 1.0)            # a bad resolution is refused before any evaluation
     f = _TvCurve(steps, epochs, lam)
     closed = closed_form_sigma(steps, epochs, lam)  # feasible: TV <= U(c_E) = lambda
     lo, hi = _bracket(f, min(gdp_limit_sigma(steps, epochs, lam), closed), closed)
+    res = search_step(resolution, lo)
+    step = float(res)
     root = brentq(f, lo, hi, xtol=0.05 * step, rtol=1e-15)
     k = math.ceil(root / step)
     while f(step * (k - 1)) <= 0:  # round up: the grid point below must miss

@@ -48,7 +48,7 @@ def laplace_route(steps: int, epochs: int, sigma: float, u_hint: float | None = 
                        tail=float(np.abs(f[-1]) ** epochs))
     variants = tuple(MomentLineE(DU, g[:n] ** epochs) for g in (line.f_coarse_r, line.f_coarse_x))
     return Route("laplace" if disc is FIRST else "laplace'", main, variants, float(line.u[n - 1]),
-                 factors=(Factor(steps, epochs, sigma),), second_tails=disc is not FIRST)
+                 factors=(Factor(steps, epochs, sigma),), second_tails=disc is SECOND)   # the check's tails
 
 
 def _logconv_line(steps: int, epochs: int, sigma: float, step: float) -> MomentLineE:

@@ -45,6 +45,7 @@ D_MAX = 1e6                  # the density line (certifier.numerics.density_mome
 LOG_TAIL = math.log(1e-16)   # the u-sum stops where the integrand is below this share of its peak
 MAX_TRIES = 5
 FALLBACK = 1e-6              # a density line's estimate above this share of delta: the T-line is tried too
+MAX_U_NODES = 1 << 17       # a line needing more u-nodes than this is refused before it is formed
 DIRECT_ENOUGH = 1e-3        # one epoch: the direct sum is kept within this share (the line's u-range is long)
 
 
@@ -174,6 +175,8 @@ def _factor_line(f, c: float, du: float, u_max: float, disc: Discretization, n: 
 def _log_g(factors, c: float, du: float, u_max: float, disc: Discretization, second: bool = False):
     """ln G(c + i u_j) and its variants (coarse r, coarse x), and the floor of G / G(c) per node."""
     n = int(math.ceil(u_max / du)) + 1
+    if n > MAX_U_NODES:   # a step this fine means a phase rate no saddle-point line has: its slope is off
+        raise NumericsUnreliableError(f"the tilted line at c = {c:g} would need {n} u-nodes (du = {du:.2g})")
     u = du * np.arange(n)
     z = c + 1j * u
     total = [np.zeros(n, dtype=complex) for _ in range(3)]

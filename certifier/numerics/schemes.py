@@ -30,6 +30,7 @@ from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.numerics import closed_form as cf
 from certifier.numerics import exact as _exact
 from certifier.params import decimal_str, parse_positive_decimal
+from certifier.resolution import search_step
 
 DEFAULT_SCHEME = RANDOM_ALLOCATION
 SIGMA_GRID = Decimal("0.000001")  # the grid every printed noise multiplier lies on
@@ -154,7 +155,7 @@ def exact_sigma(steps: int, epochs: int, lam, scheme: str = DEFAULT_SCHEME, reso
     r = reduce(scheme, steps, epochs)
     if r.scale2 == 1:
         return _exact.exact_sigma(steps, epochs, lam, resolution=resolution)
-    res = parse_positive_decimal("resolution", resolution)
+    res = search_step(resolution, 0.0)     # AUTO: the finest grid, 1e-6 (issued rounds the answer up)
     s1 = parse_positive_decimal("sigma", _exact.exact_sigma(r.steps, 1, lam, resolution=decimal_str(res)))
     root, lam_f = math.sqrt(r.scale2), float(lam)
     memo: dict[int, bool] = {}

@@ -35,7 +35,8 @@ from certifier.numerics.laplace_moments import FIRST, SECOND, Discretization, mo
 from certifier.numerics.log_convolution import MAX_WORK, lattice_step, logconv_work, mean_density, moments
 from certifier.numerics.one_epoch import bulk_sd
 from certifier.numerics.tv_laplace import ALIASING, DU, MAX_TRIES, TAIL_LEVEL, formula14
-from certifier.params import MAX_EPOCHS, MAX_STEPS, as_decimal_text, decimal_str, parse_positive_decimal, parse_sigma
+from certifier.params import MAX_EPOCHS, MAX_STEPS, as_decimal_text, decimal_str, parse_sigma
+from certifier.resolution import search_step
 
 __all__ = ["Stage", "parse_stage_list", "exact_tv_product", "exact_sigma_product", "tv_m1_product",
            "one_minus_tv_bound_product", "closed_form_sigma_product", "MAX_STAGES"]
@@ -327,8 +328,7 @@ def exact_sigma_product(stages, lam, resolution="1e-6") -> str:
     lam = float(lam)
     if not 0.0 < lam < 1.0:
         raise ParameterError(f"target lambda must lie strictly between 0 and 1, got {lam!r}")
-    res = parse_positive_decimal("resolution", resolution)
-    step = float(res)
+    search_step(resolution, 1.0)            # a bad resolution is refused before any evaluation
     if len(stages) == 1:
         return _exact.exact_sigma(stages[0].steps, stages[0].epochs, lam, resolution=resolution)
     memo: dict[float, float] = {}
@@ -353,6 +353,8 @@ def exact_sigma_product(stages, lam, resolution="1e-6") -> str:
 
     closed = closed_form_sigma_product(stages, lam) * (1 + 1e-12)
     lo, hi = _exact.bracket(f, min(gdp_limit_sigma_product(stages, lam), closed), closed)
+    res = search_step(resolution, lo)
+    step = float(res)
     root = brentq(f, lo, hi, xtol=0.05 * step, rtol=1e-15)
     k = math.ceil(root / step)
     while f(step * (k - 1)) <= 0:

@@ -27,7 +27,8 @@ from certifier.numerics.laplace_moments import Discretization
 from certifier.numerics.profile import Route, Value
 from certifier.numerics.schemes import reduce
 from certifier.numerics.tv_laplace import u_guess
-from certifier.params import decimal_str, parse_positive_decimal
+from certifier.params import decimal_str
+from certifier.resolution import search_step
 
 MAX_ERROR = 1e-7        # an evaluation whose estimate exceeds this (and 1 % of the value) is refused
 ONE_LEVEL = 1e-17       # E_P Lambda^{1/2} below this: every quantity is 1 within it
@@ -390,10 +391,11 @@ def grid_search(f: Curve, seed: float, resolution) -> str:
     evaluations are usually the answer and the point below it (no separate walk). An end kept twice
     has its g halved (Illinois); after four steps that did not halve the bracket comes a bisection
     step. An evaluation that contradicts an end implied by monotonicity moves the bracket (a walk)."""
-    res = parse_positive_decimal("resolution", resolution)
-    step = float(res)
+    search_step(resolution, 1.0)            # a bad resolution is refused before any evaluation
     coord, sigma_at, gap, _ = _steering(f)
     lo, hi = _bracket(f, seed)
+    res = search_step(resolution, lo)
+    step = float(res)
     b = max(1, math.ceil(hi / step))
     a = min(max(0, math.floor(lo / step)), b - 1)
     pts = {"lo": (coord(lo), gap(lo)), "hi": (coord(hi), gap(hi))}

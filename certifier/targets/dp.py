@@ -81,7 +81,7 @@ def dp_kind(epsilon: str, delta: fmpq) -> TargetKind:
         lambda claim, target: parse_decimal("sigma", Run.of_claim(claim).pick(
             lambda steps, epochs, scheme: exact_sigma_dp(steps, epochs, e, float(target), SEARCH_RESOLUTION,
                                                          scheme=scheme),
-            lambda stages: exact_sigma_dp_product(stages, e, float(target)))),
+            lambda stages: exact_sigma_dp_product(stages, e, float(target), SEARCH_RESOLUTION))),
         proves_below(upper), proves_above(lower), (("epsilon", epsilon),), upper, True, math.exp(e),
         lower_value=lower, upper_record=lambda r: {"bound": upper(r)},
         plan_weights=plan_weights(_kinks(e), lambda ln: math.exp(e)),

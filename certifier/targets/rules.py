@@ -21,9 +21,10 @@ from certifier.numerics.kink_density import f_p, line
 from certifier.numerics.stages_profile import exact_privacy_product
 from certifier.numerics.targets import exact_privacy_scheme
 from certifier.params import parse_decimal
+from certifier.resolution import AUTO
 from certifier.run import Run
 
-SEARCH_RESOLUTION = "1e-6"
+SEARCH_RESOLUTION = AUTO   # res(sigma) where the answer lies; every caller rounds the answer up to it
 CURVATURE_FLOOR = 1e-4   # the kinds' curvature ratio is never taken below this times the target (the noise)
 KINK_STEP = 0.01         # the difference step in eps of the densities read off the profile itself
 

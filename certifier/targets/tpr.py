@@ -77,7 +77,7 @@ def tpr_kind(fpr: str, tpr: fmpq) -> TargetKind:
         lambda claim, target: parse_decimal("sigma", Run.of_claim(claim).pick(
             lambda steps, epochs, scheme: exact_sigma_tpr(steps, epochs, a, float(target), SEARCH_RESOLUTION,
                                                           scheme=scheme),
-            lambda stages: exact_sigma_tpr_product(stages, a, float(target)))),
+            lambda stages: exact_sigma_tpr_product(stages, a, float(target), SEARCH_RESOLUTION))),
         proves_below(upper), proves_above(lower), (("fpr", fpr),), upper, True, max(1.0, float(tpr) / a),
         lower_value=lower, upper_record=lambda r: (lambda row: {"bound": row["tpr"], "epsilon": row["epsilon"]})(
             tpr_row(r, alpha)),

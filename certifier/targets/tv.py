@@ -35,11 +35,11 @@ def _numerics(claim: Claim, sigma: fmpq) -> tuple[float | None, float | None]:
 
 
 def _exact_sigma(claim: Claim, target: fmpq) -> fmpq:
-    """The exact sigma on the 1e-6 grid for the claim's scheme (Theorem 4.1, numerical)."""
+    """The exact sigma for the claim's scheme (Theorem 4.1, numerical), on a grid res(sigma) divides."""
     return parse_decimal("sigma", Run.of_claim(claim).pick(
         lambda steps, epochs, scheme: schemes.exact_sigma(steps, epochs, target, scheme=scheme,
                                                           resolution=SEARCH_RESOLUTION),
-        lambda stages: exact_sigma_product(stages, float(target))))      # one sigma shared by the stages
+        lambda stages: exact_sigma_product(stages, float(target), SEARCH_RESOLUTION)))   # one sigma, every stage
 
 
 RULE = TargetKind("tv", "TV(P_M^E, Q_M^E)", _numerics, _exact_sigma,

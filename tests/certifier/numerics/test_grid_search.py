@@ -56,6 +56,27 @@ def test_grid_search_is_the_least_grid_point_with_both_neighbours_evaluated(r, s
     assert len(set(f.calls)) <= 14
 
 
+@pytest.mark.parametrize("r,seed", [(1529.80789, 1400.0), (68.1141513, 60.0), (9.99999951, 9.0), (10.0000004, 9.5),
+                                    (1.36919017, 1.2)])
+def test_auto_resolution_is_the_fine_answer_rounded_up_in_fewer_evaluations(r, seed):
+    """AUTO walks res(sigma) at the bracket's lower end (certifier.resolution.search_step): rounded up to
+    res(answer) (`issued`), the same point as the 1e-6 search rounded up, also where the bracket straddles
+    sigma = 10, in no more evaluations (on a real curve near sigma ~ 1500, 4 against 15: its value is noisy at
+    the 1e-6 grid's scale)."""
+    from certifier.resolution import AUTO, issued
+    fine, coarse = Synthetic(r, 3.0), Synthetic(r, 3.0)
+    want = issued(grid_search(fine, seed, "1e-6"))
+    assert issued(grid_search(coarse, seed, AUTO)) == want
+    assert len(set(coarse.calls)) <= len(set(fine.calls))
+
+
+@pytest.mark.parametrize("m,e,eps,delta", [(1, 1000, "0.05", "1e-10"), (1, 3, "0.5", "1e-6")])
+def test_auto_resolution_on_the_gaussian_mechanism(m, e, eps, delta):
+    from certifier.numerics.targets import exact_sigma_dp
+    from certifier.resolution import AUTO, issued
+    assert issued(exact_sigma_dp(m, e, eps, delta, AUTO)) == issued(exact_sigma_dp(m, e, eps, delta, "1e-6"))
+
+
 def test_grid_search_walks_past_a_contradicting_evaluation():
     f = Synthetic(1.36919017)
     k = _least(f)

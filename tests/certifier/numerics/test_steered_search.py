@@ -10,6 +10,7 @@ import pytest
 
 from certifier.numerics import targets as nt
 from certifier.numerics.profile import Route
+from certifier.params import parse_positive_decimal
 
 
 def _gdp_mu(steps, epochs, s):
@@ -77,7 +78,7 @@ def test_steered_search_on_an_exact_gdp_pair_is_the_least_grid_point_in_few_eval
     got = nt.grid_search(f, 0.8 * seed, "1e-6")     # a seed 20 % low, as at E = 1
     brute = GdpCurve(m, e, scale2, kind, x, target, steered=False)
     k = _least(brute, start=math.ceil(seed / 1e-6) + 2)
-    assert got == nt.decimal_str(nt.parse_positive_decimal("r", "1e-6") * k)
+    assert got == nt.decimal_str(parse_positive_decimal("r", "1e-6") * k)
     # on a pair where the coordinates are exactly a line of slope 1/2: the seed, one step, the answer
     # and the point below it (plus at most two steps where ceil lands one grid point off)
     assert len(f.values) <= 6

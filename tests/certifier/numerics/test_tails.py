@@ -158,6 +158,45 @@ def test_density_line_against_t_lines(steps, sigma):
         assert a.floor.max() < 1e-12
 
 
+@pytest.mark.parametrize("steps,sigma", [(10, 7.513956), (10, 4.47), (100, 4.46), (1000, 1.0)])
+def test_density_closes_only_where_its_round_off_is_small(steps, sigma):
+    """Where closes() holds at c < 0 the density's moment agrees with (T1) (an independent quadrature) to
+    1e-10 relative; where the samples' round-off weighed by L^c is large it does not hold (at M = 10,
+    sigma 7.514, c = -3 the density's F was 4.5e-5 off and closes() held: a wrong slope of phi made a
+    line of 3e7 u-nodes)."""
+    from certifier.numerics.density_moments import closes, log_moment
+    from certifier.numerics.tilted_moments import log_moment as t_moment
+    held = 0
+    for c in (-4.0001, -3.0, -2.0, -1.0, -0.5):
+        if closes(steps, sigma, c):
+            held += 1
+            assert abs(math.expm1(log_moment(steps, sigma, c) - t_moment(steps, sigma, c))) < 1e-10
+    assert held >= (0 if steps == 1000 else 2)
+    if steps in (10, 1000):   # a light density at M = 10, a heavy left end at (1000, 1): L^c swamps it
+        assert not closes(steps, sigma, -3.0) and not closes(steps, sigma, -4.0001)
+
+
+def test_a_line_too_fine_is_refused_before_it_is_formed():
+    """A u-step that would need more than MAX_U_NODES nodes is refused at once (no 30-million-node arrays)."""
+    import time
+
+    from certifier.errors import NumericsUnreliableError
+    from certifier.numerics.laplace_moments import FIRST
+    from certifier.numerics.saddle import MAX_U_NODES, _log_g
+    t = time.process_time()
+    with pytest.raises(NumericsUnreliableError, match="u-nodes"):
+        _log_g([Factor(10, 1000, 7.5)], -4.0, 6.0 / (4 * MAX_U_NODES), 6.0, FIRST)
+    assert time.process_time() - t < 0.5
+
+
+def test_measured_slope_at_the_p_q_range_end():
+    """phi'(c) at c = -4 (the P||Q range's end: its central difference reaches c = -4.0001) agrees with the
+    GDP model's to 1 %: both moments come from (T1) there, not one from a density swamped by round-off."""
+    from certifier.numerics.saddle import _measured_slope, _slope
+    f = [Factor(10, 1000, 7.513956)]
+    assert abs(_measured_slope(f, 8.0, "pq", -4.0) / _slope(f, 8.0, "pq", -4.0) - 1.0) < 0.01
+
+
 def test_large_c_against_the_t_line_at_its_range_end():
     """(10^4, 10^3, sigma 2.187, eps 1): the saddle point lies beyond c = 2.9; the density line at its saddle
     point and (T2) at c = 2.9 (second discretization: no shared quadrature) agree within both estimates,
@@ -231,3 +270,13 @@ def test_tilted_tpr_m1(alpha, mu):
     ref = gaussian_tpr(alpha, mu)
     assert abs(v.value / ref - 1.0) < 1e-6
     assert abs(v.value - ref) <= v.error + 1e-12 * ref
+
+
+def test_the_search_steering_line_takes_the_primary_tails():
+    """The search's quick line (far from the target, steering only) takes the primary tilted line (one epoch:
+    the direct sum on the density), not the check's second line: at (100, 1, eps 0.5, delta 1e-8) that
+    second line cost 1.3 s of a 1.5 s search. The check's route keeps the second tails."""
+    from certifier.numerics.pair_routes import laplace_route
+    from certifier.numerics.targets import QUICK
+    assert not laplace_route(100, 1, 1.37, None, QUICK).second_tails
+    assert laplace_route(100, 1, 1.37, None, SECOND).second_tails
