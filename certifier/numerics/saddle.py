@@ -313,13 +313,14 @@ def tail_delta(factors, eps: float, side: str, disc: Discretization = FIRST, c: 
             # nodes at c = -4), half a unit and a unit further in (exact for every c; it loses e^{phi(c) - phi(c*)})
             c_end = min(max(c, lo), hi)
             inward = 1.0 if c_end < 0.5 * (lo + hi) else -1.0
-            # Q||P: (T2)'s line closes or not at its range's end alike further in (its u-range, not its ray)
+            # (a line that closed at the range's end is the best of them: further in it loses more; and Q||P's
+            # (T2) line closes or not alike further in: its u-range, not its ray, decides)
             for step in (0.0, 0.5, 1.0) if side == "pq" else (0.0,):
                 c_try = _avoid_two(min(max(c_end + inward * step, lo), hi))
                 w = _try(lambda c_try=c_try: tail_delta(factors, eps, side, disc, c_try, u_hint, True))
                 if w is not None and (v is None or w.error < v.error):
                     v = w
-                if v is not None and v.error <= FALLBACK * v.value:
+                if w is not None or v is not None and v.error <= FALLBACK * v.value:
                     break
         if v is None:
             raise NumericsUnreliableError(f"no tilted line at eps = {eps:g}")
