@@ -158,10 +158,13 @@ class Route:
     second_tails: bool = False
     _cache: dict = field(default_factory=dict)
 
-    def _tail(self, side: str, eps: float, line: Value) -> Value:
+    def _tail(self, side: str, eps: float, line: Value, decide: float | None = None) -> Value:
+        """decide: a search's target (saddle.tail_delta: no fallback line where the tilted line decides the side)."""
         if self.factors is None or line.error <= TAIL_SWITCH * abs(line.value):
             return line
         key = ("tail", side, eps)
+        if decide is not None and key not in self._cache:
+            key = ("tail", side, eps, decide)
         if key not in self._cache:
             try:
                 if self.second_tails:
@@ -169,7 +172,8 @@ class Route:
                 else:
                     # the Q||P line follows the 1/2-line's reach in u (a light bulk decays late); the P||Q
                     # line cannot afford a long u-range (its ray turns less), it grows from its own width
-                    t = tail_delta(self.factors, eps, side, u_hint=self.u_max if side == "qp" else None)
+                    t = tail_delta(self.factors, eps, side, u_hint=self.u_max if side == "qp" else None,
+                                   decide=decide)
                 v = Value(t.value, t.error)
             except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
                 v = line
@@ -186,14 +190,14 @@ class Route:
             self._cache[key] = Value(v, err)
         return self._cache[key]
 
-    def delta_qp(self, eps: float) -> Value:
-        return self._tail("qp", eps, self._combine(("qp", eps), lambda x: x.dqp(eps), lambda v: eps))
+    def delta_qp(self, eps: float, decide: float | None = None) -> Value:
+        return self._tail("qp", eps, self._combine(("qp", eps), lambda x: x.dqp(eps), lambda v: eps), decide)
 
-    def delta_pq(self, eps: float) -> Value:
+    def delta_pq(self, eps: float, decide: float | None = None) -> Value:
         # 1 - e^eps G(e^-eps): the error of G at -eps times e^eps
         v = self._combine(("pq", eps), lambda x: x.dpq(eps), lambda v: -eps)
         extra = 0.0 if hasattr(self.main, "delta_error") else (math.exp(eps) - 1.0) * self.main.floor_error(-eps)
-        return self._tail("pq", eps, Value(v.value, v.error + extra))
+        return self._tail("pq", eps, Value(v.value, v.error + extra), decide)
 
     def delta_pq_line(self, eps: float) -> Value:
         """delta_{P||Q}(eps) on this line only (no tilted line)."""
@@ -211,16 +215,17 @@ class Route:
         err = max(a.error, b.error)
         if err <= 0.01 * target and abs(hi - target) > 3.0 * err:
             return Value(min(1.0, max(0.0, hi)), err)
-        return self.delta(eps)
+        return self.delta(eps, target)
 
-    def delta(self, eps: float) -> Value:
+    def delta(self, eps: float, decide: float | None = None) -> Value:
         """max of the two directions (both-ways (eps, delta)-DP), its error the half-width of the interval
         the true max lies in; the smaller direction is not taken to the tilted line where its 1/2-line
-        upper end is below the other's lower end."""
-        a = self.delta_qp(eps)
+        upper end is below the other's lower end. decide: a search's target (each side's tilted line is then
+        as accurate as deciding its side of the target needs: the max is decided when both sides are)."""
+        a = self.delta_qp(eps, decide)
         b = self.delta_pq_line(eps)
         if b.value + b.error > a.value - a.error:
-            b = self.delta_pq(eps)
+            b = self.delta_pq(eps, decide)
         value = max(a.value, b.value)
         # the true max lies in [max(a - e_a, b - e_b), max(a + e_a, b + e_b)]
         err = max(max(a.value + a.error, b.value + b.error) - value, value - max(a.value - a.error, b.value - b.error))
@@ -236,16 +241,19 @@ class Route:
             self._cache[key] = (Value(v, err), s)
         return self._cache[key]
 
-    def tpr(self, alpha: float) -> Value:
+    def tpr(self, alpha: float, decide: float | None = None) -> Value:
         """1 - T(alpha): the largest TPR of a test with FPR alpha. Where the line's error exceeds TAIL_SWITCH
-        of it, min over s of delta_{Q||P}(s) + e^s alpha with delta on the tilted line (tilted_tpr)."""
+        of it, min over s of delta_{Q||P}(s) + e^s alpha with delta on the tilted line (tilted_tpr).
+        decide: a search's target (tilted_tpr stops once its value's side of it is decided)."""
         line, s = self.tpr_line(alpha)
         if self.factors is None or line.error <= TAIL_SWITCH * abs(line.value) or not math.isfinite(s):
             return line
         key = ("tpr-tail", alpha)
+        if decide is not None and key not in self._cache:
+            key = ("tpr-tail", alpha, decide)
         if key not in self._cache:
             try:
-                v = self.tilted_tpr(alpha, s)
+                v = self.tilted_tpr(alpha, s, decide=decide)
             except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
                 v = line
             self._cache[key] = v if v.error < line.error else line
@@ -256,25 +264,38 @@ class Route:
         line, _ = self.tpr_line(alpha)
         if line.error <= 0.01 * target and abs(line.value - target) > 3.0 * line.error:
             return line
-        return self.tpr(alpha)
+        return self.tpr(alpha, target)
 
-    def tilted_tpr(self, alpha: float, s0: float, step: float = 0.05, rounds: int = 6) -> Value:
+    def tilted_tpr(self, alpha: float, s0: float, step: float = 0.05, rounds: int = 6,
+                   decide: float | None = None) -> Value:
         """min over s of h(s) = delta_{Q||P}(s) + e^s alpha (Neyman-Pearson), delta on the tilted line: a
         parabola through h at s and s +- step, a move to its vertex (at most 2 steps), the step shrunk 4-fold
         once the vertex lies within it; until the parabola's minimum is within 1e-7 of the least value.
         Any s gives an upper end (h >= 1 - T(alpha)); the estimate adds the tilted line's error there and
-        the gap between the least value and the last parabola's minimum (what a better s could gain)."""
+        the gap between the least value and the last parabola's minimum (what a better s could gain).
+        decide: a search's target: each delta's line as accurate as deciding h's side needs (tail_delta), and
+        the walk stops once the value's side of the target lies beyond 3 times its estimate (Curve's rule)."""
         tails = {}
 
         def h(x: float) -> float:
             if x not in tails:
                 t = tail_delta_second(self.factors, x, "qp") if self.second_tails else \
-                    tail_delta(self.factors, x, "qp")
+                    tail_delta(self.factors, x, "qp", decide=None if decide is None else decide - math.exp(x) * alpha)
                 tails[x] = (t.value + math.exp(x) * alpha, t.error)
             return tails[x][0]
 
+        def result(low: float) -> Value:
+            best = min(tails, key=lambda x: tails[x][0])
+            value, err = tails[best]
+            gap = value - low if math.isfinite(low) else value
+            return Value(min(1.0, value), err + max(0.0, gap, 1e-7 * value))   # 1e-7: the stopping rule
+
         s, low = s0, -math.inf
         for _ in range(rounds):
+            if decide is not None and tails:
+                v = result(low)
+                if abs(v.value - decide) > 3.0 * v.error:
+                    return v
             ys = [h(s - step), h(s), h(s + step)]
             den = ys[0] - 2.0 * ys[1] + ys[2]
             if not den > 0:   # not convex at this scale: walk downhill
@@ -291,10 +312,7 @@ class Route:
                 s, step = s + move, step / 4.0
             else:
                 s = s + math.copysign(2.0 * step, move)
-        best = min(tails, key=lambda x: tails[x][0])
-        value, err = tails[best]
-        gap = value - low if math.isfinite(low) else value
-        return Value(min(1.0, value), err + max(0.0, gap, 1e-7 * value))   # 1e-7: the stopping rule
+        return result(low)
 
     def tv(self) -> Value:
         return self.delta_qp(0.0)

@@ -278,11 +278,14 @@ def _avoid_two(c: float) -> float:
 
 
 def tail_delta(factors, eps: float, side: str, disc: Discretization = FIRST, c: float | None = None,
-               u_hint: float | None = None, second: bool = False, curv: float | None = None) -> TailValue:
+               u_hint: float | None = None, second: bool = False, curv: float | None = None,
+               decide: float | None = None) -> TailValue:
     """delta_{Q||P}(eps) (side "qp") or delta_{P||Q}(eps) (side "pq") on the tilted line, with an
     a-posteriori error estimate relative to the value. One epoch of one block (E = 1) is first summed
     directly on its density where it has one (density_moments.direct_delta: no u-integral, whose range
-    is long for one epoch); the line is tried only where that sum's estimate exceeds DIRECT_ENOUGH of it."""
+    is long for one epoch); the line is tried only where that sum's estimate exceeds DIRECT_ENOUGH of it.
+    decide: a search's target; the fallback to (T1)/(T2) is then not tried where the first line's value lies
+    beyond 3 times its estimate from it (a better estimate would decide the same side)."""
     direct = None
     if len(factors) == 1 and factors[0].epochs == 1 and factors[0].steps > 1 and not second and c is None \
             and density_moments.available(factors[0].steps, factors[0].sigma):
@@ -306,7 +309,9 @@ def tail_delta(factors, eps: float, side: str, disc: Discretization = FIRST, c: 
         except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
             v = None
         lo, hi = Q_RANGE if side == "qp" else P_RANGE
-        if (v is None or v.error > FALLBACK * v.value) and (not lo <= c <= hi or _density_used(factors, c)):
+        decided = v is not None and decide is not None and abs(v.value - decide) > 3.0 * v.error
+        if (v is None or v.error > FALLBACK * v.value) and not decided and \
+                (not lo <= c <= hi or _density_used(factors, c)):
             # the density line's round-off (times E, and weighted by L^c: at c < 0 it is amplified where L is
             # small) may exceed what the T-line loses, at c itself inside (T1)/(T2)'s range or at its end
             # beyond it: the better of the two. Where the T-line does not close there (its ray needs too many

@@ -280,3 +280,26 @@ def test_the_search_steering_line_takes_the_primary_tails():
     from certifier.numerics.targets import QUICK
     assert not laplace_route(100, 1, 1.37, None, QUICK).second_tails
     assert laplace_route(100, 1, 1.37, None, SECOND).second_tails
+
+
+def test_a_search_skips_the_fallback_line_where_the_first_line_decides(monkeypatch):
+    """With decide (a search's target), the fallback to (T2) at the range's end is not formed where the density
+    line's value lies beyond 3 estimates from the target; where it does not, it is tried as without decide.
+    (11, 99, sigma 126.8236, eps 0.133): the Q||P saddle point c ~ 48, delta ~ 4e-11, estimate ~ 2e-14."""
+    from certifier.numerics import saddle
+    factors = (Factor(11, 99, 126.8236),)
+    original = saddle.tail_delta
+    fallbacks = []
+
+    def spy(*args, **kw):
+        fallbacks.append(kw.get("second", args[6] if len(args) > 6 else False))
+        return original(*args, **kw)
+
+    monkeypatch.setattr(saddle, "tail_delta", spy)
+    full = original(factors, 0.133, "qp")
+    assert full.c > 10 and full.error > saddle.FALLBACK * full.value and fallbacks.count(True) == 1
+    fallbacks.clear()
+    decided = original(factors, 0.133, "qp", decide=1.01 * full.value + 3.0 * full.error)
+    assert fallbacks.count(True) == 0 and (decided.value, decided.error) == (full.value, full.error)
+    undecided = original(factors, 0.133, "qp", decide=full.value + full.error)
+    assert fallbacks.count(True) == 1 and undecided.value == full.value
