@@ -214,26 +214,35 @@ def predicted_seconds_product(stages: tuple, target: str, sigma: str | None) -> 
     return 2.0 * idle(plan_product(stages, 1 / (q * q), budget(None, 0.5), None))
 
 
-@functools.lru_cache(maxsize=1024)
-def ceiling_plan(pair: tuple, scheme: str, sigma: str, stages: tuple = ()) -> tuple[float, float, bool, bool]:
-    """(upper s, lower s, v2, v2) of a job other than a tv block in random allocation: the planners at the job's
-    sigma and at sigma - res(sigma) with the margin at the methods' ceilings (a kind's margin, in its own units
-    and weights, is not the TV's: what the pair's grid costs at the usual budget is the feature), method v2 for
-    stages (one plan per distinct M for the total epochs)."""
+def _at_sigma_and_below(sigma: str) -> tuple:
+    """((sigma, upper side), (sigma - res(sigma), lower side)): where the two sides of a certificate are planned."""
     s = parse_decimal("sigma", sigma)
-    low = s - parse_decimal("sigma", resolution_str(s))
+    return (s, True), (s - parse_decimal("sigma", resolution_str(s)), False)
+
+
+@functools.lru_cache(maxsize=1024)
+def ceiling_plan(pair: tuple, scheme: str, sigma: str) -> tuple[float, float, bool, bool]:
+    """(upper s, lower s, v2, v2) of a block job other than a tv block in random allocation: the planners at the
+    job's sigma and at sigma - res(sigma) with the margin at the methods' ceilings (a kind's margin, in its own
+    units and weights, is not the TV's: what the pair's grid costs at the usual budget is the feature)."""
     out = []
-    for at, upper in ((s, True), (low, False)):
-        if stages:
-            safety = SAFETY[0] if upper else LOWER_SAFETY[0]
-            out.append((idle(plan_product(stages, 1 / (at * at), budget(1.0, safety, V2_CEILING), None)), True))
-            continue
+    for at, upper in _at_sigma_and_below(sigma):
         M, E = pair
         t_factor = E if scheme == FIXED_BINS else 1      # fixed bins: the pair (M, 1) at sigma / sqrt(E)
         s_pair = at if t_factor == 1 else parse_decimal("sigma", repr(float(at) / t_factor ** 0.5))
         out.append(side(M, 1 if t_factor > 1 else E, s_pair, 0.0, None, None, upper, margin=1.0))
     (up, up_v2), (lo, lo_v2) = out
     return up, lo, up_v2, lo_v2
+
+
+@functools.lru_cache(maxsize=1024)
+def ceiling_plan_product(pairs: tuple, sigma: str) -> tuple[float, float, bool, bool]:
+    """ceiling_plan of a run in stages: method v2, one plan per distinct M_s for the total epochs, at the
+    methods' ceilings, at sigma and at sigma - res(sigma)."""
+    up, lo = (idle(plan_product(pairs, 1 / (at * at),
+                                budget(1.0, (SAFETY if upper else LOWER_SAFETY)[0], V2_CEILING), None))
+              for at, upper in _at_sigma_and_below(sigma))
+    return up, lo, True, True
 
 
 def plan(run: Run, target: Target, sigma: str | None, exact_sigma: Callable[[Run, Target], str]) -> Plan:
@@ -251,7 +260,7 @@ def plan(run: Run, target: Target, sigma: str | None, exact_sigma: Callable[[Run
         m, e = max(m for m, _ in pairs), sum(e for _, e in pairs)
         if m == 1:
             return Plan("gs", 0.0, 0.0, False, False, 1, e, lam, what, stages=True)
-        up, lo, u2, l2 = ceiling_plan((m, e), run.scheme, job_sigma(), pairs)
+        up, lo, u2, l2 = ceiling_plan_product(pairs, job_sigma())
         return Plan("other", up, lo, u2, l2, m, e, lam, what, stages=True)
 
     def block(steps: int, epochs: int, scheme: str) -> Plan:
