@@ -111,17 +111,17 @@ def statement(c: dict) -> str:
     return STATEMENT_STAGES_SIGMA if own else STATEMENT_STAGES
 
 
-def _where_block(claim: dict) -> str:
+def _block_where(claim: dict) -> str:
     return f"at sigma {claim['sigma']}, M={claim['steps']}, E={claim['epochs']}"
 
 
-def _where_stages(claim: dict) -> str:
+def _stages_where(claim: dict) -> str:
     run = ",".join(f"{s['steps']}x{s['epochs']}" + (f"@{s['sigma']}" if "sigma" in s else "")
                    for s in claim["stages"])
     return (f"at sigma {claim['sigma']}, " if "sigma" in claim else "at each stage's own sigma, ") + f"stages {run}"
 
 
-WHERE = {"block": _where_block, "stages": _where_stages}
+WHERE = {"block": _block_where, "stages": _stages_where}
 
 
 def where(claim: dict) -> str:
