@@ -15,6 +15,7 @@ import time
 
 from certifier.door import RANDOM_ALLOCATION
 from certifier.errors import SigmacertError
+from service.job import request_run
 from service.sandbox import Budget, run
 
 
@@ -135,9 +136,9 @@ class SigmaService:
     async def exact(self, steps: int | None, epochs: int, target: str, scheme: str = RANDOM_ALLOCATION,
                     kind: dict | None = None, stages: list | None = None) -> dict:
         """stages: a run in stages ([{"steps", "epochs"}, ...], steps None): the exact sigma they share."""
-        cell = f"{steps}/{epochs}/{target}" + ("" if scheme == RANDOM_ALLOCATION else f"/{scheme}")
-        if stages is not None:        # e.g. stages:100x5,400x5/0.1
-            cell = "stages:" + ",".join(f"{s['steps']}x{s['epochs']}" for s in stages) + f"/{target}"
+        asked = request_run({"steps": steps, "epochs": epochs, "scheme": scheme, "stages": stages})
+        cell = asked.pick(lambda m, e, sch: f"{m}/{e}/{target}" + ("" if sch == RANDOM_ALLOCATION else f"/{sch}"),
+                          lambda st: "stages:" + ",".join(map(str, st)) + f"/{target}")   # stages:100x5,400x5/0.1
         if kind is not None:          # a dp / tpr target: its own cache entry, e.g. 100/10/0.00001/dp:1
             cell += f"/{kind['name']}:{kind.get('epsilon', kind.get('fpr'))}"
         hit = self.cached(cell)
@@ -150,9 +151,10 @@ class SigmaService:
         with self._lock:
             fut = self.inflight.get(cell)
             if fut is None:
+                # the run's JSON: a block's steps, epochs and scheme (as given), a run in stages' list as well
                 fut = self.lane.sandboxed("sigma", {"steps": steps, "epochs": epochs, "target": target,
                                                     "scheme": scheme, **({"kind": kind} if kind else {}),
-                                                    **({"stages": stages} if stages is not None else {})},
+                                                    **asked.to_json()},
                                           self.budget)
                 self.inflight[cell] = fut
                 fut.add_done_callback(lambda f, c=cell: self._landed(c, f))

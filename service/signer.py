@@ -41,6 +41,7 @@ from certifier.door import (
 from certifier.errors import SigmacertError
 from certifier.params import parse_decimal
 from service import spool
+from service.job import request_run
 from service.sandbox import Budget, Outcome, child, run
 from service.store import request_key
 
@@ -58,13 +59,13 @@ def matches_request(req: dict, outcome: dict) -> str | None:
         return "no predicate"
     claim = dict(pred["claim"])
     claim.setdefault("scheme", RANDOM_ALLOCATION)  # formats v1 and v2 name no scheme: random allocation
-    want = {"steps": req["steps"], "epochs": req["epochs"], "target": req["target"],
-            "scheme": req.get("scheme", RANDOM_ALLOCATION)}
-    if req.get("stages") is not None:  # format v5: the claim lists the stages in order and has no steps/epochs
-        want = {"steps": None, "epochs": None, "target": req["target"], "scheme": RANDOM_ALLOCATION}
-        why = _stages_differ(req["stages"], claim)
-        if why:
-            return why
+    run = request_run(req)   # format v5 (a run in stages): the claim lists the stages in order, no steps/epochs
+    why = run.pick(lambda steps, epochs, scheme: None, lambda stages: _stages_differ(req["stages"], claim))
+    if why:
+        return why
+    want = run.pick(lambda steps, epochs, scheme: {"steps": steps, "epochs": epochs},
+                    lambda stages: {"steps": None, "epochs": None})
+    want.update(target=req["target"], scheme=run.scheme)
     for k in ("sigma", "iterations"):
         if req.get(k) is not None:
             want[k] = req[k]

@@ -20,6 +20,7 @@ import urllib.parse
 
 from certifier.door import canonical_json
 from certifier.errors import RefusedError
+from service.job import request_run
 
 MAX_ATTEMPTS = 5  # a job whose worker died this many times fails instead of looping forever
 ACTIVE = ("queued", "running")
@@ -72,7 +73,7 @@ _LIST_COLUMNS = ("id, status, steps, epochs, target, sigma, bound, keyid, reason
 
 def _steps_column(req: dict) -> int:
     """The jobs table's steps M: a run in stages has none (steps is NOT NULL in older archives: 0)."""
-    return 0 if req.get("stages") is not None else req["steps"]
+    return request_run(req).pick(lambda steps, epochs, scheme: steps, lambda stages: 0)
 
 
 def request_key(req: dict) -> str:

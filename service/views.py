@@ -4,6 +4,8 @@ from __future__ import annotations
 import datetime as _dt
 import json
 
+from service.job import request_run
+
 
 def iso(t: float | None) -> str | None:
     """A UNIX time as `YYYY-MM-DDTHH:MM:SSZ` (UTC, whole seconds)."""
@@ -19,8 +21,9 @@ def job_view(row: dict, full: bool = True, viewer_owns: bool = False) -> dict:
     req = json.loads(row["request"])
     if not viewer_owns and isinstance(req.get("subject"), dict):
         req["subject"] = {"sha256": req["subject"].get("sha256")}
-    staged = req.get("stages") is not None      # a run in stages (format v5): no single M, epochs the total
-    out = {"id": row["id"], "status": row["status"], "request": req, "steps": None if staged else row["steps"],
+    run = request_run(req)                      # a run in stages (format v5): no single M, epochs the total
+    out = {"id": row["id"], "status": row["status"], "request": req,
+           "steps": run.pick(lambda steps, epochs, scheme: row["steps"], lambda stages: None),
            "epochs": row["epochs"], "scheme": req.get("scheme", "random-allocation"),
            "kind": req.get("kind", {"name": "tv"}), "target": row["target"], "sigma": row["sigma"],
            "created_at": iso(row["created_at"]), "finished_at": iso(row["finished_at"])}
@@ -28,8 +31,7 @@ def job_view(row: dict, full: bool = True, viewer_owns: bool = False) -> dict:
         out["iterations"] = req["iterations"]
     if "audit" in req:                          # an audit of a claim (routes/audits.py): `bound` is its verdict
         out["type"] = "audit"
-    if staged:
-        out["stages"] = req["stages"]
+    out.update(run.pick(lambda steps, epochs, scheme: {}, lambda stages: {"stages": req["stages"]}))
     if row.get("bound") is not None:
         out["bound"] = row["bound"]
     if row.get("keyid"):

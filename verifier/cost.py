@@ -20,6 +20,7 @@ from statistics import NormalDist
 
 from flint import fmpq
 
+from .format.stages import shape
 from .format.strict import Reject
 
 GiB = 1 << 30
@@ -367,10 +368,12 @@ MODELS = {("lemma-c5-rounding", 1): upper, ("data-processing-lower", 1): lower,
 CALIBRATION = {"v1": (3.49, 1.96), "v2": (2.58, 1.82), "stages": (3.84, 1.74)}   # (seconds, peak) divided by these
 
 
+CALIBRATION_KEY = {"block": lambda p: "v1" if p["method"]["version"] == 1 else "v2", "stages": lambda p: "stages"}
+
+
 def calibration_key(p: dict) -> str:
-    if "stages" in p["claim"]:
-        return "stages"
-    return "v1" if p["method"]["version"] == 1 else "v2"
+    """The CALIBRATION group of a typed predicate: a block's by its method version, a run in stages apart."""
+    return CALIBRATION_KEY[shape(p["claim"])](p)
 
 
 def predict(p: dict) -> Cost:
@@ -390,9 +393,12 @@ def predict(p: dict) -> Cost:
 def raw_predict(p: dict) -> Cost:
     """The whole verification of a typed predicate by the step models: upper replay, then (format v2) the lower
     replay and the privacy / TPR rows while the upper side's b_k stay alive."""
+    return RAW_PREDICT[shape(p["claim"])](p)
+
+
+def _block_cost(p: dict) -> Cost:
+    """One block: its method's model, its lower method's, the rows."""
     c, m = p["claim"], p["method"]
-    if "stages" in c:  # a run in stages (format v5)
-        return _product_cost(p)
     if c["steps"] > 10**7 or c["epochs"] > 10**5:  # beyond the range the model was measured on
         return Cost(math.inf, math.inf, {"claim: M <= 10^7, E <= 10^5 only": {"seconds": 1e18, "memory": 1e18}})
     cost = MODELS[(m["name"], m["version"])](c, m)
@@ -435,6 +441,9 @@ def _product_cost(p: dict) -> Cost:
         cost.add("rows", 14 * cost.b_length * (FLINT_COEF + EVAL_COEF * max(1.0, m["prec"] / 200)),
                  2 * cost.b_bytes, cost.b_bytes)
     return cost
+
+
+RAW_PREDICT = {"block": _block_cost, "stages": _product_cost}   # by the claim's shape (format/stages.py)
 
 
 def check_budget(cost: Cost, max_memory: float, max_seconds: float):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from flint import fmpq
 
 from .format.gaussian_shift import NAME as GAUSSIAN_SHIFT
+from .format.stages import shape
 from .format.strict import working_prec
 from .replay import gaussian_shift as gs
 from .replay import stages as st
@@ -116,13 +117,15 @@ STAGES_UPPER = Replay(st.replay_product, _check_enclosures(st.slack_upper, ("O",
 STAGES_LOWER = Replay(st.replay_lower_product, _check_enclosures(st.slack_lower, ("W_A", "U_A", "deleted_p")))
 
 
+# the replay by the claim's shape (format/stages.py `shape`): a block's by its method (the format's schema admitted
+# only these), a run in stages' by format v5's (its schema admits only lemma-c5-rounding v2, data-processing-lower v2)
+UPPER_BY_SHAPE = {"block": lambda m: UPPER[(m["name"], m["version"])], "stages": lambda m: STAGES_UPPER}
+LOWER_BY_SHAPE = {"block": lambda m: LOWER[(m["name"], m["version"])], "stages": lambda m: STAGES_LOWER}
+
+
 def upper(m: dict, claim: dict | None = None) -> Replay:
-    if claim is not None and "stages" in claim:
-        return STAGES_UPPER
-    return UPPER[(m["name"], m["version"])]  # the format's schema admitted only these
+    return UPPER_BY_SHAPE[shape(claim)](m)
 
 
 def lower(m: dict, claim: dict | None = None) -> Replay:
-    if claim is not None and "stages" in claim:
-        return STAGES_LOWER
-    return LOWER[(m["name"], m["version"])]
+    return LOWER_BY_SHAPE[shape(claim)](m)

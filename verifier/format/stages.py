@@ -33,6 +33,12 @@ UPPER, LOWER = ("lemma-c5-rounding", 2), ("data-processing-lower", 2)
 MAX_STAGES, MAX_STEPS, MAX_EPOCHS = 64, 10**7, 10**5   # the epochs limit is on the run's total
 
 
+def shape(claim) -> str:
+    """The one reading of a claim's shape (the raw or typed claim, or None): "stages" for a run in stages (it lists
+    `stages`), else "block". Schemas, replays and cost models are tables keyed by it."""
+    return "stages" if isinstance(claim, dict) and "stages" in claim else "block"
+
+
 def _name(obj) -> tuple:
     return (obj.get("name"), obj.get("version")) if isinstance(obj, dict) else (None, None)
 
@@ -105,13 +111,22 @@ def statement(c: dict) -> str:
     return STATEMENT_STAGES_SIGMA if own else STATEMENT_STAGES
 
 
-def where(claim: dict) -> str:
-    """'at sigma S, M=.., E=..' of one block, or the stages' run (each stage's sigma when it has one)."""
-    if "stages" not in claim:
-        return f"at sigma {claim['sigma']}, M={claim['steps']}, E={claim['epochs']}"
+def _block_where(claim: dict) -> str:
+    return f"at sigma {claim['sigma']}, M={claim['steps']}, E={claim['epochs']}"
+
+
+def _stages_where(claim: dict) -> str:
     run = ",".join(f"{s['steps']}x{s['epochs']}" + (f"@{s['sigma']}" if "sigma" in s else "")
                    for s in claim["stages"])
     return (f"at sigma {claim['sigma']}, " if "sigma" in claim else "at each stage's own sigma, ") + f"stages {run}"
+
+
+WHERE = {"block": _block_where, "stages": _stages_where}
+
+
+def where(claim: dict) -> str:
+    """'at sigma S, M=.., E=..' of one block, or the stages' run (each stage's sigma when it has one)."""
+    return WHERE[shape(claim)](claim)
 
 
 def check_claim(c: dict) -> None:

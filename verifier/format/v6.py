@@ -65,17 +65,26 @@ def _get(obj, key):
     return obj.get(key) if isinstance(obj, dict) else None
 
 
-def _sides(raw, claim) -> dict:
-    """The schemas of the claim, the methods and their enclosures: v3's for a block, v5's for a run in stages."""
-    view = {"claim": {k: v for k, v in claim.items() if k not in ("kind", "source")}, "method": raw.get("method"),
-            "lower": {"method": _get(raw["lower"], "method")}}
-    if "stages" not in claim:
-        return v3.schema(view)
+def _block_sides(view: dict, claim: dict) -> dict:
+    return v3.schema(view)
+
+
+def _stages_sides(view: dict, claim: dict) -> dict:
     if stages.own_sigma(claim):
         raise Reject("claim-stages-sigma", "an audit states one sigma: a run with a sigma per stage is not audited")
     sch = stages.schema({**view, "claim": {**view["claim"], "kind": claim.get("kind")}})
     sch["claim"] = {k: v for k, v in sch["claim"].items() if k != "kind"}
     return sch
+
+
+SIDES = {"block": _block_sides, "stages": _stages_sides}
+
+
+def _sides(raw, claim) -> dict:
+    """The schemas of the claim, the methods and their enclosures: v3's for a block, v5's for a run in stages."""
+    view = {"claim": {k: v for k, v in claim.items() if k not in ("kind", "source")}, "method": raw.get("method"),
+            "lower": {"method": _get(raw["lower"], "method")}}
+    return SIDES[stages.shape(claim)](view, claim)
 
 
 def schema(raw) -> dict:
@@ -151,6 +160,9 @@ def _stages_methods(p: dict) -> None:
     v3.check_method_v2(p["lower"]["method"], c, "lower-method-invalid")
 
 
+RULES = {"block": (_block_claim, _block_methods), "stages": (_stages_claim, _stages_methods)}   # (claim, methods)
+
+
 def check(p: dict) -> None:
     """Static checks of a typed v6 predicate (before any replay)."""
     c, a, kind = p["claim"], p["audit"], p["claim"]["kind"]
@@ -158,15 +170,15 @@ def check(p: dict) -> None:
     rule.check(kind)
     if len(c["source"]) > 500:
         raise Reject("claim-invalid", "claim.source is longer than 500 characters")
-    staged = "stages" in c
-    (_stages_claim if staged else _block_claim)(p)
+    claim_rules, method_rules = RULES[stages.shape(c)]
+    claim_rules(p)
     m, lm = p["method"], p["lower"]["method"]
     if not rule.upper_method(m):
         raise Reject("method-kind", f"method {m['name']!r} v{m['version']} does not certify kind {kind['name']!r}")
     if not rule.lower_method(lm):
         raise Reject("lower-method-kind", f"lower method {lm['name']!r} v{lm['version']} does not certify kind "
                      f"{kind['name']!r}")
-    (_stages_methods if staged else _block_methods)(p)
+    method_rules(p)
     if a["verdict"] not in VERDICTS:
         raise Reject("audit-verdict-unknown", f"audit.verdict {a['verdict']!r} is not one of {list(VERDICTS)}")
     if a["quantity"] != rule.quantity:
