@@ -81,14 +81,7 @@ def exact_tv(steps=None, epochs=None, sigma=None, *, stages=None, scheme=DEFAULT
     Numerical, not certified (use `certify` for a proof). Raises ParameterError for bad
     input and NumericsUnreliableError when the value cannot be computed to its accuracy.
     """
-    if stages is not None:
-        run = _stages_at(stages, steps, epochs, scheme, iterations, sigma)
-        return door.exact_tv_product(run)
-    if steps is None or epochs is None and iterations is None or sigma is None:
-        raise ParameterError("give steps, epochs and sigma (or stages=)")
-    m, e, scheme, _ = _run(steps, epochs, scheme, iterations)
-    s = parse_sigma(as_decimal_text("sigma", sigma))
-    return door.exact_tv_scheme(m, e, float(s), scheme)
+    return door.exact_tv(_run_of(steps, epochs, stages, scheme, iterations, sigma, needs=AT_SIGMA))
 
 
 def exact_sigma(steps=None, epochs=None, target=None, *, stages=None, epsilon=None, delta=None, fpr=None, tpr=None,
@@ -110,21 +103,27 @@ def exact_sigma(steps=None, epochs=None, target=None, *, stages=None, epsilon=No
     stages=[(100, 5), (400, 5)]: the least sigma, shared by the stages, on the same grid, for any
     kind (the pair is the product of the stages' pairs; docs/compose.md, docs/targets.md).
     """
-    run = _run_of(steps, epochs, stages, scheme, iterations, sigma_per_stage=False)
+    run = _run_of(steps, epochs, stages, scheme, iterations, per_stage=False, needs=("steps", "epochs"))
     kind = kinds.parse_kind(target, epsilon=epsilon, delta=delta, fpr=fpr, tpr=tpr)
     res = resolution if resolution == "auto" else as_decimal_text("resolution", resolution)
     return Decimal(kinds.exact_sigma(run, kind, res))
 
 
-def _run_of(steps, epochs, stages, scheme, iterations, sigma=None, sigma_per_stage=None) -> Run:
-    """The run of a call: stages= (a run in stages; with sigma= shared when given) or steps and epochs (a block,
-    at sigma when given)."""
+AT_SIGMA = ("steps", "epochs", "sigma")   # a call that computes at sigma: a block needs all three
+
+
+def _run_of(steps, epochs, stages, scheme, iterations, sigma=None, *, per_stage=None, needs=("steps",)) -> Run:
+    """The run of a call, the one place the API reads which form it was given in: stages= (a run in stages, per_stage
+    as parse_stage_list; a call at sigma takes sigma= shared or the stages' own) or steps with epochs / iterations (a
+    block, at sigma when given). needs: the block's arguments the call must give (epochs: or iterations), refused in
+    one line before any parsing."""
     if stages is not None:
-        if sigma_per_stage is False:
-            return Run(_stage_list(stages, steps, epochs, scheme, iterations, False), staged=True)
-        return Run(_stages_at(stages, steps, epochs, scheme, iterations, sigma), staged=True)
-    if steps is None or epochs is None and iterations is None or sigma is None and sigma_per_stage is None:
-        raise ParameterError("give steps, epochs and sigma (or stages=)" if sigma_per_stage is None else
+        listed = (_stages_at(stages, steps, epochs, scheme, iterations, sigma) if needs == AT_SIGMA else
+                  _stage_list(stages, steps, epochs, scheme, iterations, per_stage))
+        return Run(listed, staged=True)
+    given = {"steps": steps, "epochs": iterations if epochs is None else epochs, "sigma": sigma}
+    if any(given[k] is None for k in needs):
+        raise ParameterError("give steps, epochs and sigma (or stages=)" if needs == AT_SIGMA else
                              "give steps and epochs (or stages=)")
     m, e, scheme, t = _run(steps, epochs, scheme, iterations)
     return Run.block(m, e, scheme, t, None if sigma is None else as_decimal_text("sigma", sigma))
@@ -140,7 +139,7 @@ def exact_privacy(steps=None, epochs=None, sigma=None, *, stages=None, delta=(),
     stages=[(100, 5, "1.2"), (400, 5, "1.5")] (or [(100, 5), (400, 5)] with sigma= shared): the run in
     stages, E Lambda^q = prod_s F_{M_s, sigma_s}(q)^{E_s}; a StagesProfile with the same dicts."""
     many = lambda x: list(x) if isinstance(x, (list, tuple)) else [x]  # noqa: E731
-    run = _run_of(steps, epochs, stages, scheme, iterations, sigma)
+    run = _run_of(steps, epochs, stages, scheme, iterations, sigma, needs=AT_SIGMA)
     return kinds.privacy_at(run, deltas=many(delta), epsilons=many(epsilon), fprs=many(fpr))
 
 
@@ -251,18 +250,14 @@ def certify(steps=None, epochs=None, target=None, sigma=None, *, stages=None, ep
     there is no single sigma to step down), whatever two_sided says.
     Raises ParameterError (bad input), CannotCertifyError (no certificate; the message says why).
     """
-    if stages is None and steps is None:
-        raise ParameterError("give steps and epochs (or stages=)")
-    run = (Run(_stage_list(stages, steps, epochs, scheme, iterations, None), staged=True) if stages is not None else
-           Run.block(*_run(steps, epochs, scheme, iterations)))
+    run = _run_of(steps, epochs, stages, scheme, iterations)
     kind = kinds.parse_kind(target, epsilon=epsilon, delta=delta, fpr=fpr, tpr=tpr)
-    if run.sigma_per_stage and sigma is not None:
-        raise ParameterError("the stages carry their sigma already: drop sigma=")
+    run.refuse_shared(sigma, "sigma=")
     s = None if sigma is None else parse_sigma(as_decimal_text("sigma", sigma))
     priv = None if key is None else _private_key(key)  # fail early, before the long computation
     subj = _subject(subject)
     issued = issue(run, kind, s, key=priv, subject=subj, progress=progress,
-                   two_sided=two_sided and not run.sigma_per_stage)
+                   two_sided=two_sided and not run.one_sided_reason)
     res, envelope, keyid = issued.outcome, issued.envelope, issued.keyid
     if not res.success:
         raise CannotCertifyError(f"not certified: the bound reached, {kinds.bound_reached(res, kind)}, exceeds the "
@@ -270,8 +265,9 @@ def certify(steps=None, epochs=None, target=None, sigma=None, *, stages=None, ep
     eps = {d: Decimal(r["epsilon"]) for d, r in (res.privacy or {}).get("epsilon_at_delta", {}).items()}
     tpr = {a: Decimal(r["tpr"]) for a, r in (res.tpr or {}).items()}
     dec = lambda x: None if x is None else Decimal(x)  # noqa: E731
-    return Certificate(None if run.staged else run.steps, run.epochs, Decimal(res.target), dec(res.sigma),
-                       Decimal(res.bound), res.two_sided, dec(res.sigma_low), dec(_lower(res)),
+    steps = run.pick(lambda m, e, scheme: m, lambda stages: None)   # a run in stages has no one M
+    return Certificate(steps, run.epochs, Decimal(res.target), dec(res.sigma), Decimal(res.bound),
+                       res.two_sided, dec(res.sigma_low), dec(_lower(res)),
                        MappingProxyType(eps), MappingProxyType(tpr), MappingProxyType(res.predicate),
                        envelope, keyid, run.scheme, run.iterations, kind.name, _kind_params(kind),
                        run.stages_for_certificate())

@@ -216,13 +216,8 @@ def _flat(env: dict, stmt: dict) -> dict:
                                     "k_minus", "k_plus", "fixed_point_bits", "trim", "mantissa_bits",
                                     "top_octave", "k_top")}
     sides = certified_sides(p)
-    stages = c.get("stages")  # format v5: a run in stages, no steps/epochs (a stage may carry its own sigma)
-    if stages is not None:
-        stages = [{"steps": int(s["steps"]), "epochs": int(s["epochs"]), **({"sigma": str(s["sigma"])}
-                   if "sigma" in s else {})} for s in stages]
-    return {"steps": c["steps"] if stages is None else None,
-            "epochs": c["epochs"] if stages is None else sum(s["epochs"] for s in stages),
-            "stages": stages, "statement": c.get("statement"), "sigma": c.get("sigma") if stages else c["sigma"],
+    steps, epochs, stages, sigma = _shape(c.get("stages")).run(c)
+    return {"steps": steps, "epochs": epochs, "stages": stages, "statement": c.get("statement"), "sigma": sigma,
             "target": c["target"],
             "kind": sides["kind"], "scheme": c.get("scheme", "random-allocation"), "iterations": c.get("iterations"),
             "bound": sides["upper"], **grid, "method": f"{mth['name']} v{mth['version']}", "method_object": mth,
@@ -249,13 +244,54 @@ def _show_kind(f: dict) -> None:
     print(f"            for DP-SGD, zero-out, {run}, sigma={f['sigma']}")
 
 
-def _show_staged(f: dict) -> None:
-    """The claim lines of a run in stages (format v5): the claim's own statement and its stage list."""
-    own = any("sigma" in s for s in f["stages"])
-    listed = ",".join(f"{s['steps']}x{s['epochs']}" + (f"@{s['sigma']}" if own else "") for s in f["stages"])
-    print(f"  claim   : {f['statement']}")
-    print(f"            target {f['target']}, stages {listed} (M x E" + (" @ sigma" if own else "")
-          + ", random allocation)" + ("" if own else f", sigma={f['sigma']}"))
+class _Block:
+    """`show` of a block's claim (formats v1-v4): M, E and sigma."""
+
+    @staticmethod
+    def run(c: dict) -> tuple:
+        """(steps, epochs, stages, sigma) of the flat form."""
+        return c["steps"], c["epochs"], None, c["sigma"]
+
+    @staticmethod
+    def claim(f: dict, curve) -> None:
+        """The claim lines: a dp or tpr claim on its curve, or a TV claim and what it means for an attacker."""
+        if curve is not None:
+            _show_kind(f)
+            return
+        if f["scheme"] == "fixed-bins":
+            print(f"  claim   : TV <= {f['target']} for DP-SGD with fixed bins (each record in one bin for the "
+                  "whole run), zero-out")
+            print(f"            M={f['steps']} bins, E={f['epochs']} rounds per bin ({f['iterations']} iterations), "
+                  f"sigma={f['sigma']}: the one-epoch pair at sigma/sqrt(E)")
+        else:
+            print(f"  claim   : TV(P_M^E, Q_M^E) <= {f['target']} for DP-SGD with random allocation, zero-out")
+            print(f"            M={f['steps']} steps/epoch, E={f['epochs']} epochs, sigma={f['sigma']}")
+        print(f"            so every membership-inference test has accuracy <= 1/2 + {f['target']}/2")
+
+
+class _Staged:
+    """`show` of a run in stages (format v5): no steps/epochs of its own, a stage may carry its own sigma."""
+
+    @staticmethod
+    def run(c: dict) -> tuple:
+        """(steps, epochs, stages, sigma) of the flat form: no steps, the total epochs, the stage list."""
+        stages = [{"steps": int(s["steps"]), "epochs": int(s["epochs"]), **({"sigma": str(s["sigma"])}
+                   if "sigma" in s else {})} for s in c["stages"]]
+        return None, sum(s["epochs"] for s in stages), stages, c.get("sigma") if stages else c["sigma"]
+
+    @staticmethod
+    def claim(f: dict, curve) -> None:
+        """The claim lines: the claim's own statement and its stage list."""
+        own = any("sigma" in s for s in f["stages"])
+        listed = ",".join(f"{s['steps']}x{s['epochs']}" + (f"@{s['sigma']}" if own else "") for s in f["stages"])
+        print(f"  claim   : {f['statement']}")
+        print(f"            target {f['target']}, stages {listed} (M x E" + (" @ sigma" if own else "")
+              + ", random allocation)" + ("" if own else f", sigma={f['sigma']}"))
+
+
+def _shape(stages):
+    """How `show` reads and words a claim's run, from its stage list (None: a block); the one place it asks."""
+    return _Block if stages is None else _Staged
 
 
 def run_show(args) -> int:
@@ -274,23 +310,9 @@ def run_show(args) -> int:
         print(json.dumps(flat))
         return 0
     f = flat
-    fixed = f["scheme"] == "fixed-bins"
     curve = curve_of(f["kind"])   # None: a TV claim
     print("sigmacert certificate (NOT verified by `show`; run the verifier for that)")
-    if f["stages"] is not None:
-        _show_staged(f)
-    elif curve is not None:
-        _show_kind(f)
-    elif fixed:
-        print(f"  claim   : TV <= {f['target']} for DP-SGD with fixed bins (each record in one bin for the "
-              "whole run), zero-out")
-        print(f"            M={f['steps']} bins, E={f['epochs']} rounds per bin ({f['iterations']} iterations), "
-              f"sigma={f['sigma']}: the one-epoch pair at sigma/sqrt(E)")
-    else:
-        print(f"  claim   : TV(P_M^E, Q_M^E) <= {f['target']} for DP-SGD with random allocation, zero-out")
-        print(f"            M={f['steps']} steps/epoch, E={f['epochs']} epochs, sigma={f['sigma']}")
-    if curve is None and f["stages"] is None:
-        print(f"            so every membership-inference test has accuracy <= 1/2 + {f['target']}/2")
+    _shape(f["stages"]).claim(f, curve)
     print(f"  bound   : {f['bound']}  ({f['method']})")
     if f["sigma_low"] is not None and curve is not None:
         print(f"  lower   : {f['bound_lower_at_sigma_low']} > {f['target']} at sigma_low={f['sigma_low']} "

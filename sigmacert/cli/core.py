@@ -63,24 +63,19 @@ def _tv_text(tv: float, places: int) -> str:
     return f"{tv:.{places}f}" if tv >= 1e-3 else f"{tv:.{places - 2}e}"
 
 
-def stages_of(args, per_stage):
-    """The --stages list, or None; refuses --stages together with --steps/--epochs/--iterations/--scheme."""
+def run_of(args, per_stage) -> Run:
+    """The run the arguments name, the one place the command line reads which form it was given in: --stages (a run
+    in stages; per_stage: True a sigma on every stage, False none, None either) or --steps with --epochs /
+    --iterations and --scheme (a block). Refuses --stages together with --steps/--epochs/--iterations/--scheme."""
     if args.stages is None:
         if args.steps is None:
             raise ParameterError("give --steps (with --epochs) or --stages")
-        return None
+        return Run.block(*run_shape(args))
     if args.steps is not None or args.epochs is not None or args.iterations is not None:
         raise ParameterError("--stages replaces --steps, --epochs and --iterations")
     if args.scheme != door.DEFAULT_SCHEME:
         raise ParameterError("--stages is for random allocation (Algorithm 1) only")
-    return parse_stage_list(args.stages, per_stage)
-
-
-def run_of(args, per_stage) -> Run:
-    """The run the arguments name: --stages (a run in stages; per_stage: True a sigma on every stage, False none,
-    None either) or --steps with --epochs / --iterations and --scheme (a block)."""
-    stages = stages_of(args, per_stage)
-    return Run.block(*run_shape(args)) if stages is None else Run(stages, staged=True)
+    return Run(parse_stage_list(args.stages, per_stage), staged=True)
 
 
 def stages_json(stages) -> list:

@@ -7,20 +7,27 @@ from certifier.params import ParameterError
 from sigmacert.pld_export import dominating_product, dominating_run, to_dp_accounting, write_pld
 
 
+def _dominating(args, interval: float):
+    """The dominating PLD of the run the arguments name and the run in words (the one place `pld` reads which form
+    it was given in): --stages (at --sigma shared or the stages' own) or --steps, --epochs and --sigma."""
+    if args.stages is not None:
+        if args.steps is not None or args.epochs is not None or args.target is not None:
+            raise ParameterError("--stages replaces --steps, --epochs and --target")
+        run = dominating_product(args.stages, args.sigma, value_discretization_interval=interval)
+        return run, f"stages {run.stages}"
+    if args.steps is None or args.epochs is None or args.sigma is None:
+        raise ParameterError("give --steps, --epochs and --sigma (or --stages)")
+    run = dominating_run(args.steps, args.epochs, args.sigma, target=args.target,
+                         value_discretization_interval=interval)
+    return run, f"M={run.steps} E={run.epochs} sigma={run.sigma}"
+
+
 def run_pld(args) -> int:
     try:
         interval = float(args.interval)
     except ValueError:
         raise ParameterError(f"--interval must be a number, got {args.interval!r}") from None
-    if args.stages is not None:
-        if args.steps is not None or args.epochs is not None or args.target is not None:
-            raise ParameterError("--stages replaces --steps, --epochs and --target")
-        run = dominating_product(args.stages, args.sigma, value_discretization_interval=interval)
-    elif args.steps is None or args.epochs is None or args.sigma is None:
-        raise ParameterError("give --steps, --epochs and --sigma (or --stages)")
-    else:
-        run = dominating_run(args.steps, args.epochs, args.sigma, target=args.target,
-                             value_discretization_interval=interval)
+    run, name = _dominating(args, interval)
     write_pld(run, args.output)
     eps = {}
     try:
@@ -36,7 +43,6 @@ def run_pld(args) -> int:
     if args.json:
         print(json.dumps(obj, indent=2))
         return 0
-    name = f"stages {run.stages}" if args.stages is not None else f"M={run.steps} E={run.epochs} sigma={run.sigma}"
     print(f"{name}: dominating PLD (both directions) -> {args.output}")
     print(f"  from the certified bound TV <= {run.bound} ({run.method}, target {run.target}); loss grid {interval:g}")
     print(f"  mass at +inf: remove {run.remove.infinity_mass:.3g}, add {run.add.infinity_mass:.3g}")

@@ -70,12 +70,9 @@ def _subject_digest(subject) -> str | None:
     return sha256_regular(subject)
 
 
-def gaussian_pair_of(claim: dict) -> tuple[int, int, float] | None:
-    """(M, E, scale): the claim's scheme reduces to the pair (P_M^E, Q_M^E) at sigma / scale (Section 2;
-    docs/method-v2.md §3), or None for a scheme this version does not know (and for a run in stages,
-    whose pair is a product: sigmacert.report.stages)."""
-    if stages.is_staged(claim):
-        return None
+def _block_pair(claim: dict) -> tuple[int, int, float] | None:
+    """(M, E, scale) of a block's claim: its scheme reduces to the pair (P_M^E, Q_M^E) at sigma / scale (Section 2;
+    docs/method-v2.md §3), or None for a scheme this version does not know."""
     try:
         c = Claim(claim.get("scheme", RANDOM_ALLOCATION), claim["steps"], claim["epochs"],
                   parse_decimal("sigma", claim["sigma"]), parse_decimal("target", claim["target"]))
@@ -84,15 +81,10 @@ def gaussian_pair_of(claim: dict) -> tuple[int, int, float] | None:
     return (*c.pair(), 1.0 / c.sigma_of_pair(1.0))
 
 
-def _plots(f: Facts) -> tuple[dict, dict]:
-    """The three figures of an accepted certificate, and a remark per figure (points the numerics refused)."""
-    if f.curve is not None:                           # dp / tpr (format v4): the certified target on its curve
-        from sigmacert.report.kinds import kind_plots
-        return kind_plots(f)
-    if stages.is_staged(f.claim):                     # format v5: the product pair of the stages
-        return stages.stages_plots(f)
+def _block_plots(f: Facts) -> tuple[dict, dict]:
+    """The three figures of a block's TV certificate (its scheme's Gaussian pair), and a remark per figure."""
     c, p = f.claim, f.predicate
-    pair_of = gaussian_pair_of(c)
+    pair_of = _block_pair(c)
     if pair_of is None:
         return {}, {"plots": f"No plots: this version has no reference curves for the scheme {f.scheme!r}."}
     (m, e, scale), sigma, lam = pair_of, float(c["sigma"]), float(c["target"])
@@ -115,17 +107,55 @@ def _plots(f: Facts) -> tuple[dict, dict]:
     return svgs, notes
 
 
-def _comparisons(f: Facts) -> dict:
-    """FPR -> (chi-square bound of Prop. B.2, alpha + lambda), floats, for the TPR table."""
-    c, pair_of = f.claim, gaussian_pair_of(f.claim)
-    if stages.is_staged(c):
-        chi2 = stages.chi2(stages.runs_at(c))
-        return {a: (chi2_tpr_bound(float(a), chi2), min(1.0, float(a) + float(c["target"]))) for a, _ in f.tpr_rows}
+def _block_chi2(claim: dict) -> float | None:
+    """The chi-square c_E (eq. 9) of a block's pair at its sigma, None for a scheme this version does not know."""
+    pair_of = _block_pair(claim)
     if pair_of is None:
-        return {a: (math.nan, min(1.0, float(a) + float(c["target"]))) for a, _ in f.tpr_rows}
+        return None
     m, e, scale = pair_of
-    chi2 = c_E(m, e, float(c["sigma"]) / scale)
-    return {a: (chi2_tpr_bound(float(a), chi2), min(1.0, float(a) + float(c["target"]))) for a, _ in f.tpr_rows}
+    return c_E(m, e, float(claim["sigma"]) / scale)
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What the report draws for a claim's run: a block's pair is its scheme's Gaussian pair, a run in stages' the
+    product of the stages' pairs (sigmacert.report.stages)."""
+    pair_of: Callable   # claim -> (M, E, scale) of the Gaussian pair, or None
+    plots: Callable     # Facts -> (svgs, notes) of a TV certificate
+    chi2: Callable      # claim -> the pair's chi-square at sigma (float), or None
+
+
+BLOCK = _Shape(_block_pair, _block_plots, _block_chi2)
+STAGED = _Shape(lambda claim: None, stages.stages_plots, lambda claim: stages.chi2(stages.runs_at(claim)))
+
+
+def _shape(claim: dict) -> _Shape:
+    """The claim's shape (format v5, a list of stages, or a block): the one place the report reads it."""
+    return STAGED if stages.is_staged(claim) else BLOCK
+
+
+def gaussian_pair_of(claim: dict) -> tuple[int, int, float] | None:
+    """(M, E, scale): the claim's scheme reduces to the pair (P_M^E, Q_M^E) at sigma / scale (Section 2;
+    docs/method-v2.md §3), or None for a scheme this version does not know (and for a run in stages,
+    whose pair is a product: sigmacert.report.stages)."""
+    return _shape(claim).pair_of(claim)
+
+
+def _plots(f: Facts) -> tuple[dict, dict]:
+    """The three figures of an accepted certificate, and a remark per figure (points the numerics refused)."""
+    if f.curve is not None:                           # dp / tpr (format v4): the certified target on its curve
+        from sigmacert.report.kinds import kind_plots
+        return kind_plots(f)
+    return _shape(f.claim).plots(f)
+
+
+def _comparisons(f: Facts) -> dict:
+    """FPR -> (chi-square bound of Prop. B.2, alpha + lambda), floats, for the TPR table (the bound nan where this
+    version has no reference pair)."""
+    c = f.claim
+    chi2 = _shape(c).chi2(c)
+    return {a: (math.nan if chi2 is None else chi2_tpr_bound(float(a), chi2), min(1.0, float(a) + float(c["target"])))
+            for a, _ in f.tpr_rows}
 
 
 def render(envelope_bytes: bytes, public_keys, *, subject=None,

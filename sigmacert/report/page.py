@@ -136,33 +136,80 @@ def _stages_table(c: dict) -> str:
             "epochs</th><th>&sigma;<sub>s</sub></th></tr>" + rows + "</table>")
 
 
-def _run(f: Facts) -> str:
-    """The run in words: M, E and sigma, or (format v5) the stages, their total and the table."""
-    c = f.claim
-    if not isinstance(c.get("stages"), list):
+class _Block:
+    """How the page words a block's run: M, E and sigma (formats v1-v4)."""
+    KEYS = ("steps", "epochs")   # the run's rows of a rejected certificate's claim
+
+    @staticmethod
+    def run(c: dict) -> str:
+        """The run in words: M, E and sigma."""
         runs = f", {_t(c['iterations'])} iterations" if "iterations" in c else ""
         return (f"<b>M = {_t(c['steps'])}</b> steps per epoch,\n<b>E = {_t(c['epochs'])}</b> epochs{runs}, noise "
                 f"multiplier <b>&sigma; = {_t(c['sigma'])}</b>")
-    st = [x for x in c["stages"] if isinstance(x, dict)]
-    total = sum(x.get("epochs", 0) for x in st if isinstance(x.get("epochs"), int))
-    own = any("sigma" in x for x in st)
-    sigma = "each stage at its own noise multiplier &sigma;<sub>s</sub>" if own else \
-        f"one noise multiplier <b>&sigma; = {_t(c['sigma'])}</b> shared by the stages"
-    return (f"a <b>run in {len(st)} stages</b>, in the order listed (stage s: E<sub>s</sub> epochs of M<sub>s</sub> "
-            f"steps, {total} epochs in all), {sigma}")
 
-
-def _stages_block(f: Facts) -> str:
-    """After the claim's first paragraph: the stages table and the product pair (format v5), or nothing."""
-    c = f.claim
-    if not isinstance(c.get("stages"), list):
+    @staticmethod
+    def after_claim(c: dict) -> str:
+        """After the claim's first paragraph: nothing."""
         return ""
-    return (_stages_table(c) + "<p>The pair of the run is the product of the stages' pairs, &prod;<sub>s</sub> "
-            "P<sub>M<sub>s</sub></sub><sup>&otimes;E<sub>s</sub></sup> against &prod;<sub>s</sub> "
-            "Q<sub>M<sub>s</sub></sub><sup>&otimes;E<sub>s</sub></sup> (Theorem 4.1 with a product in place of a "
-            "power: E &Lambda;<sup>q</sup> = &prod;<sub>s</sub> F<sub>M<sub>s</sub>,&sigma;<sub>s</sub></sub>(q)"
-            "<sup>E<sub>s</sub></sup>); its &chi;<sup>2</sup> is 1 + c = &prod;<sub>s</sub> (1 + c<sub>s</sub>)"
-            "<sup>E<sub>s</sub></sup>, which the closed-form curves below use for c<sub>E</sub>.</p>")
+
+    @staticmethod
+    def pair(scheme_pair: str) -> str:
+        """The pair the TV claim bounds: the scheme's."""
+        return scheme_pair
+
+    @staticmethod
+    def title(c: dict) -> str:
+        return f"M={c.get('steps')}, E={c.get('epochs')}"
+
+    @staticmethod
+    def rows(c: dict) -> list:
+        """(key, shown value) of the run in a rejected certificate's claim."""
+        return [(k, c.get(k)) for k in _Block.KEYS]
+
+
+class _Staged:
+    """How the page words a run in stages (format v5): the stages, their total and the table."""
+
+    @staticmethod
+    def run(c: dict) -> str:
+        """The run in words: the stages, their total epochs and their sigma (shared or each stage's own)."""
+        st = [x for x in c["stages"] if isinstance(x, dict)]
+        total = sum(x.get("epochs", 0) for x in st if isinstance(x.get("epochs"), int))
+        own = any("sigma" in x for x in st)
+        sigma = "each stage at its own noise multiplier &sigma;<sub>s</sub>" if own else \
+            f"one noise multiplier <b>&sigma; = {_t(c['sigma'])}</b> shared by the stages"
+        return (f"a <b>run in {len(st)} stages</b>, in the order listed (stage s: E<sub>s</sub> epochs of "
+                f"M<sub>s</sub> steps, {total} epochs in all), {sigma}")
+
+    @staticmethod
+    def after_claim(c: dict) -> str:
+        """After the claim's first paragraph: the stages table and the product pair."""
+        return (_stages_table(c) + "<p>The pair of the run is the product of the stages' pairs, &prod;<sub>s</sub> "
+                "P<sub>M<sub>s</sub></sub><sup>&otimes;E<sub>s</sub></sup> against &prod;<sub>s</sub> "
+                "Q<sub>M<sub>s</sub></sub><sup>&otimes;E<sub>s</sub></sup> (Theorem 4.1 with a product in place of a "
+                "power: E &Lambda;<sup>q</sup> = &prod;<sub>s</sub> F<sub>M<sub>s</sub>,&sigma;<sub>s</sub></sub>(q)"
+                "<sup>E<sub>s</sub></sup>); its &chi;<sup>2</sup> is 1 + c = &prod;<sub>s</sub> (1 + c<sub>s</sub>)"
+                "<sup>E<sub>s</sub></sup>, which the closed-form curves below use for c<sub>E</sub>.</p>")
+
+    @staticmethod
+    def pair(scheme_pair: str) -> str:
+        """The pair the TV claim bounds: the product of the stages' pairs."""
+        return "TV of the product pair"
+
+    @staticmethod
+    def title(c: dict) -> str:
+        return f"stages {_stages_text(c['stages'])}"
+
+    @staticmethod
+    def rows(c: dict) -> list:
+        """(key, shown value) of the run in a rejected certificate's claim: the stage list as the CLI spells it."""
+        return [("stages", _stages_text(c["stages"]))]
+
+
+def _shape(c: dict):
+    """How the page words the claim's run: a run in stages (format v5; the verifier accepts its `stages` only as a
+    list, and v1-v4 claims without one) or a block. The one place the page reads the claim's shape."""
+    return _Staged if "stages" in c else _Block
 
 
 MEANINGS = {  # what a point on each privacy curve means, in words (the kind's parameters, the target)
@@ -185,8 +232,8 @@ def _claim_kind(f: Facts) -> str:
     meaning = MEANINGS[f.curve](kind, c["target"])
     return f"""<section id="claim"><h2>The claim</h2>
 <p>Training by DP-SGD with <b>{_t(f.scheme)}</b> sampling ({how}), \
-{_run(f)} (noise N(0, &sigma;<sup>2</sup>C<sup>2</sup>I) at
-every step, C the clipping norm), {_t(c['adjacency'])} adjacency ({_t(c['mechanism'])}).</p>{_stages_block(f)}
+{_shape(c).run(c)} (noise N(0, &sigma;<sup>2</sup>C<sup>2</sup>I) at
+every step, C the clipping norm), {_t(c['adjacency'])} adjacency ({_t(c['mechanism'])}).</p>{_shape(c).after_claim(c)}
 <p>Certified, target kind <b>{_t(kind['name'])}</b>: <b>{escape(claim_statement(kind, c['target']))}</b> for the
 Gaussian pair of Section 2, which dominates every run of that training. The certificate's statement:
 <q>{_t(c['statement'])}</q>.</p>
@@ -199,12 +246,11 @@ def _claim(f: Facts) -> str:
     c = f.claim
     lam = _t(c["target"])
     how, pair = SCHEMES.get(f.scheme, ("see the statement below", "TV"))
-    if isinstance(c.get("stages"), list):
-        pair = "TV of the product pair"
+    pair = _shape(c).pair(pair)
     return f"""<section id="claim"><h2>The claim</h2>
 <p>Training by DP-SGD with <b>{_t(f.scheme)}</b> sampling ({how}), \
-{_run(f)} (noise N(0, &sigma;<sup>2</sup>C<sup>2</sup>I) at
-every step, C the clipping norm), {_t(c['adjacency'])} adjacency ({_t(c['mechanism'])}).</p>{_stages_block(f)}
+{_shape(c).run(c)} (noise N(0, &sigma;<sup>2</sup>C<sup>2</sup>I) at
+every step, C the clipping norm), {_t(c['adjacency'])} adjacency ({_t(c['mechanism'])}).</p>{_shape(c).after_claim(c)}
 <p>Certified: <b>{pair} &le; &lambda; = {lam}</b> for the Gaussian pair of Section 2, which dominates every run
 of that training. The certificate's statement: <q>{_t(c['statement'])}</q>.</p>
 <p>What it means: an attacker is given the trained model and must say whether one target record was in the
@@ -303,10 +349,8 @@ def _claimed(f: Facts) -> str:
         return ('<section id="claimed"><h2>Contents not read</h2><p>No signature by a given key checked, so the '
                 "certificate's contents were not read (verify, then read). No plots are drawn.</p></section>")
     c, p = f.claim, f.predicate
-    keys = ("stages",) if "stages" in c else ("steps", "epochs")
-    keys += ("sigma", "target", "mechanism", "adjacency")
-    rows = "".join(f"<dt>{k}</dt><dd class=mono>{_t(_stages_text(c[k]) if k == 'stages' else c.get(k))}</dd>"
-                   for k in keys)
+    shown = _shape(c).rows(c) + [(k, c.get(k)) for k in ("sigma", "target", "mechanism", "adjacency")]
+    rows = "".join(f"<dt>{k}</dt><dd class=mono>{_t(v)}</dd>" for k, v in shown)
     rows += f"<dt>scheme</dt><dd class=mono>{_t(f.scheme)}</dd><dt>bound</dt><dd class=mono>{_t(p.get('bound'))}</dd>"
     return ('<section id="claimed" class="claimed"><h2>What the certificate claims &mdash; NOT verified</h2>'
             f"<dl>{rows}</dl><p class=note>The signature checked, but the verifier rejected the contents. No plots "
@@ -349,8 +393,7 @@ def _stages_text(stages) -> str:
 
 def _title(f: Facts) -> str:
     c = f.claim
-    run = f"stages {_stages_text(c['stages'])}" if "stages" in c else f"M={c.get('steps')}, E={c.get('epochs')}"
-    cell = f" \u2014 {run}, \u03c3={c.get('sigma')}" if f.accepted else ""
+    cell = f" \u2014 {_shape(c).title(c)}, \u03c3={c.get('sigma')}" if f.accepted else ""
     return f"sigmacert report: {f.verdict}{_t(cell)}"
 
 
