@@ -78,12 +78,6 @@ def run_of(args, per_stage) -> Run:
     return Run(parse_stage_list(args.stages, per_stage), staged=True)
 
 
-def stages_json(stages) -> list:
-    """The --json form of a stage list (a stage's sigma only when it has its own)."""
-    return [{"steps": s.steps, "epochs": s.epochs, **({} if s.sigma is None else {"sigma": s.sigma})}
-            for s in stages]
-
-
 def shape_line(run: Run, each: str) -> str:
     """The run in words, a command's first line (each: what a stage carries, as "M x E @ sigma each")."""
     return run.pick(lambda m, e, scheme: _scheme_line(m, e, scheme, run.iterations),
