@@ -28,7 +28,7 @@ import numpy as np
 from scipy.optimize import brentq, minimize_scalar
 
 from certifier.errors import NumericsUnreliableError
-from certifier.numerics.saddle import tail_delta, tail_delta_second
+from certifier.numerics.saddle import decided, tail_delta, tail_delta_second
 from certifier.numerics.tv_laplace import ALIASING, STRIP
 
 S_LOW = -60.0   # ln K searched for the Neyman-Pearson threshold: K in [e^-60, 1/alpha]
@@ -213,7 +213,7 @@ class Route:
         b = self.delta_pq_line(eps)
         hi = max(a.value, b.value)
         err = max(a.error, b.error)
-        if err <= 0.01 * target and abs(hi - target) > 3.0 * err:
+        if err <= 0.01 * target and decided(hi, err, target):
             return Value(min(1.0, max(0.0, hi)), err)
         return self.delta(eps, target)
 
@@ -262,7 +262,7 @@ class Route:
     def tpr_for(self, alpha: float, target: float) -> Value:
         """1 - T(alpha) as far as a search against `target` needs it (as delta_for)."""
         line, _ = self.tpr_line(alpha)
-        if line.error <= 0.01 * target and abs(line.value - target) > 3.0 * line.error:
+        if line.error <= 0.01 * target and decided(line.value, line.error, target):
             return line
         return self.tpr(alpha, target)
 
@@ -294,7 +294,7 @@ class Route:
         for _ in range(rounds):
             if decide is not None and tails:
                 v = result(low)
-                if abs(v.value - decide) > 3.0 * v.error:
+                if decided(v.value, v.error, decide):
                     return v
             ys = [h(s - step), h(s), h(s + step)]
             den = ys[0] - 2.0 * ys[1] + ys[2]

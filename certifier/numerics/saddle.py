@@ -260,6 +260,12 @@ def refine_c(factors, eps: float, side: str) -> tuple[float, float | None]:
     return c1, curv
 
 
+def decided(value: float, error: float, target: float) -> bool:
+    """The side of `target` a value lies on is known: it lies beyond 3 times its error estimate from it (the
+    searches' rule: a better estimate decides the same side)."""
+    return abs(value - target) > 3.0 * error
+
+
 def _try(fn):
     try:
         return fn()
@@ -309,8 +315,8 @@ def tail_delta(factors, eps: float, side: str, disc: Discretization = FIRST, c: 
         except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
             v = None
         lo, hi = Q_RANGE if side == "qp" else P_RANGE
-        decided = v is not None and decide is not None and abs(v.value - decide) > 3.0 * v.error
-        if (v is None or v.error > FALLBACK * v.value) and not decided and \
+        known = v is not None and decide is not None and decided(v.value, v.error, decide)
+        if (v is None or v.error > FALLBACK * v.value) and not known and \
                 (not lo <= c <= hi or _density_used(factors, c)):
             # the density line's round-off (times E, and weighted by L^c: at c < 0 it is amplified where L is
             # small) may exceed what the T-line loses, at c itself inside (T1)/(T2)'s range or at its end

@@ -25,6 +25,7 @@ from certifier.numerics import pair_routes
 from certifier.numerics.exact import MIN_SIGMA, one_minus_tv_bound, validate_cell
 from certifier.numerics.laplace_moments import Discretization
 from certifier.numerics.profile import Route, Value
+from certifier.numerics.saddle import decided
 from certifier.numerics.schemes import reduce
 from certifier.numerics.tv_laplace import u_guess
 from certifier.params import decimal_str
@@ -230,8 +231,8 @@ class Curve:
             if v is None:                     # near the target (or no quick line): the primary route
                 route = self.route(s, hint)
                 v = self.functional(route)
-            decided = abs(v.value - self.target) > 3.0 * v.error   # the side of the target is known
-            if not (math.isfinite(v.value) and (v.error <= SEARCH_REL_ERROR * self.target or decided)):
+            known = decided(v.value, v.error, self.target)   # the side of the target is known
+            if not (math.isfinite(v.value) and (v.error <= SEARCH_REL_ERROR * self.target or known)):
                 raise NumericsUnreliableError(f"{self.what} at sigma={s:g} is not reliable "
                                               f"(error estimate {v.error:.1e})")
             if route.u_max:

@@ -303,3 +303,34 @@ def test_a_search_skips_the_fallback_line_where_the_first_line_decides(monkeypat
     assert fallbacks.count(True) == 0 and (decided.value, decided.error) == (full.value, full.error)
     undecided = original(factors, 0.133, "qp", decide=full.value + full.error)
     assert fallbacks.count(True) == 1 and undecided.value == full.value
+
+
+def test_a_search_stops_the_tpr_minimisation_once_its_side_is_decided(monkeypatch):
+    """tilted_tpr with decide: the walk stops as soon as its value lies beyond 3 estimates from the target (fewer
+    tail evaluations than the full minimisation) and says the same side as the full value; a target at the
+    full value itself is not decided early, so the walk runs as without decide. M = 1, mu 1, alpha 1e-5."""
+    from scipy.special import ndtri
+
+    from certifier.numerics import profile
+    from certifier.numerics.profile import Route
+    from certifier.numerics.targets import GaussianLine
+    route = Route("m1", GaussianLine(1.0), factors=(Factor(1, 1, 1.0),))
+    s0 = -float(ndtri(1e-5)) - 0.5 + 0.03
+    calls = []
+    original = profile.tail_delta
+
+    def spy(*args, **kw):
+        calls.append(args[1])
+        return original(*args, **kw)
+
+    monkeypatch.setattr(profile, "tail_delta", spy)
+    full = route.tilted_tpr(1e-5, s0)
+    n_full = len(calls)
+    for target in (0.5 * full.value, 2.0 * full.value):
+        calls.clear()
+        v = route.tilted_tpr(1e-5, s0, decide=target)
+        assert len(calls) < n_full
+        assert (v.value > target) == (full.value > target) and abs(v.value - target) > 3.0 * v.error
+    calls.clear()
+    same = route.tilted_tpr(1e-5, s0, decide=full.value)
+    assert len(calls) == n_full and same.value == full.value
