@@ -119,7 +119,12 @@ def primary(steps: int, epochs: int, sigma: float, u_hint: float | None = None) 
                 return r
         except NumericsUnreliableError:
             pass
-    return laplace_route(steps, epochs, sigma, u_hint)
+    try:
+        return laplace_route(steps, epochs, sigma, u_hint)
+    except NumericsUnreliableError:
+        if not (u_hint and light(steps, epochs, sigma)):
+            raise
+    return primary(steps, epochs, sigma)   # a hint's line too long to form: the light density serves (unhinted)
 
 
 def second(steps: int, epochs: int, sigma: float, first: Route) -> Route:

@@ -251,9 +251,8 @@ class Curve:
         point near the target -- the answer and the point below it -- is the primary route's."""
         if type(self).route is not Curve.route or self.steps < 2 or s < MIN_SIGMA or self._near(s):
             return None, None
-        if one_minus_tv_bound(self.steps, self.epochs, s) <= ONE_LEVEL or (
-                pair_routes.light(self.steps, self.epochs, s) and not hint):
-            return None, None
+        if one_minus_tv_bound(self.steps, self.epochs, s) <= ONE_LEVEL or pair_routes.light(self.steps, self.epochs, s):
+            return None, None    # light: the moment line is long (a hinted one too), the density serves
         try:
             route = pair_routes.laplace_route(self.steps, self.epochs, s, hint, QUICK)
             v = self.functional(route)
