@@ -130,4 +130,4 @@ clean:
 .PHONY: test-browser
 test-browser: install
 	$(PIP) -e ".[browser]"
-	SIGMACERT_BROWSER=1 $(BIN)/python -m pytest tests/service/test_service_browser.py tests/sigmacert/report/test_report_browser.py
+	SIGMACERT_BROWSER=1 $(BIN)/python -m pytest tests/service/routes/test_pages_browser.py tests/sigmacert/report/test_page_browser.py

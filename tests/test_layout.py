@@ -4,6 +4,7 @@ sigmacert (the face) may use every package; certifier (mathematics and certifica
 of sigmacert, service or trainer; verifier uses no other project package; the graph of
 top-level packages has no cycle; inside each package no modules import each other in a circle
 (relative imports resolved); and no module imports a private (_name) from another module.
+Every test file is named after the module it tests, in the directory of tests/ that mirrors its package.
 """
 from __future__ import annotations
 
@@ -329,3 +330,100 @@ def test_the_inner_import_check_sees_a_plain_import(tmp_path, monkeypatch):
     monkeypatch.setattr(sc, "PACKAGES", ("sigmacert",))
     monkeypatch.setattr(sc, "files", lambda packages=("sigmacert",): sorted((tmp_path / "sigmacert").rglob("*.py")))
     assert inner_plain_imports(sc) == ["sigmacert/m.py:2"]     # json is plain; torch an optional extra
+
+
+# ----------------------------------------------------------------------------- test file names
+
+# tests/<dir> mirrors <dir> of the source tree; these directories mirror another place (a glob: only those files)
+TEST_MIRRORS = {
+    "audits": ("sigmacert/audits",),
+    "bench": ("benchmarks/bench_*.py",),
+    "transparency": ("certifier/transparency", "verifier/transparency.py"),
+}
+# test files of no one module, and why
+CROSS_CUTTING = {
+    "tests/test_layout.py": "the layout of the whole tree",
+    "tests/bench/test_benchmarks.py": "every script under benchmarks/ runs as documented",
+    "tests/sigmacert/cli/test_cli_hostile.py": "every command of sigmacert and sigmacert-verify with hostile arguments",
+    "tests/service/test_service_hardening.py": "one finding of a review each, across the service's modules",
+}
+
+
+def mirrored(test_dir: Path, root: Path) -> list[Path]:
+    """The source directories (or module files) a directory of tests/ mirrors; [] for tests/ itself and for a
+    directory that mirrors nothing."""
+    rel = test_dir.relative_to(root / "tests").parts
+    if not rel:
+        return []
+    if len(rel) == 1 and rel[0] in TEST_MIRRORS:
+        return [p for pattern in TEST_MIRRORS[rel[0]]
+                for p in (sorted(root.glob(pattern)) if "*" in pattern else [root / pattern])]
+    source = root.joinpath(*rel)
+    return [source] if source.is_dir() else []
+
+
+def named_after_a_module(name: str, sources: list[Path]) -> bool:
+    """`name` (of test_<name>.py) or a prefix of it (split at `_`) is a module or subpackage of `sources`; or it is
+    a mirrored package's own name, alone or followed by such a module (tests/verifier/test_verifier_kinds.py)."""
+    modules, packages = set(), set()
+    for s in sources:
+        if s.is_file():
+            modules.add(s.stem)
+            continue
+        packages.add(s.name)
+        for p in s.iterdir():
+            if p.suffix == ".py" and not p.name.startswith("__"):
+                modules.add(p.stem)
+            elif (p / "__init__.py").is_file():
+                modules.add(p.name)
+    parts = name.split("_")
+
+    def starts_with_a_module(ps):
+        return any("_".join(ps[:k]) in modules for k in range(1, len(ps) + 1))
+
+    return starts_with_a_module(parts) or any(
+        "_".join(parts[:k]) in packages and (k == len(parts) or starts_with_a_module(parts[k:]))
+        for k in range(1, len(parts) + 1))
+
+
+def misnamed_test_files(root: Path | None = None) -> list[str]:
+    """Test files (paths from the root) named after no module of the directory their own mirrors."""
+    root = root or ROOT
+    return sorted(str(f.relative_to(root)) for f in (root / "tests").rglob("test_*.py")
+                  if str(f.relative_to(root)) not in CROSS_CUTTING
+                  and not named_after_a_module(f.stem[len("test_"):], mirrored(f.parent, root)))
+
+
+def test_every_test_file_is_named_after_the_module_it_tests():
+    """tests/<package>/.../test_<module>[_<aspect>].py for a module of <package>/...; an episode's name is refused."""
+    bad = misnamed_test_files()
+    assert not bad, "\n".join(bad)
+    assert all((ROOT / f).is_file() for f in CROSS_CUTTING), [f for f in CROSS_CUTTING if not (ROOT / f).is_file()]
+
+
+def test_test_file_names_are_unique():
+    """pytest imports a test file of a directory without __init__.py by its bare name: two of one name collide."""
+    seen: dict[str, list[str]] = {}
+    for f in (ROOT / "tests").rglob("test_*.py"):
+        seen.setdefault(f.name, []).append(str(f.relative_to(ROOT)))
+    assert not [v for v in seen.values() if len(v) > 1]
+
+
+def test_the_name_rule_refuses_an_episode(tmp_path):
+    """A test named after an episode (test_cap_moved.py, test_verifier_row_slack.py) or in a directory that mirrors
+    nothing is refused; one named after its module, alone, with an aspect or after its package, is not (it can
+    fail)."""
+    for f in ("certifier/__init__.py", "certifier/certify.py", "certifier/bounds/__init__.py",
+              "certifier/bounds/upper_v1.py", "verifier/__init__.py", "verifier/kinds.py",
+              "verifier/replay/__init__.py", "verifier/replay/slack.py", "benchmarks/bench_soak.py"):
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f).write_text("")
+    good = ["certifier/bounds/test_upper_v1.py", "certifier/bounds/test_upper_v1_cap.py",
+            "certifier/test_certify_kinds.py", "certifier/test_bounds_result.py", "verifier/test_verifier.py",
+            "verifier/test_verifier_kinds.py", "verifier/replay/test_slack.py", "bench/test_bench_soak.py"]
+    episodes = ["bench/test_soak_bench.py", "certifier/bounds/test_cap_moved.py", "certifier/test_upper_v1.py",
+                "oddities/test_certify.py", "test_certify.py", "verifier/test_verifier_row_slack.py"]
+    for f in good + episodes:
+        (tmp_path / "tests" / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "tests" / f).write_text("")
+    assert misnamed_test_files(tmp_path) == [f"tests/{f}" for f in sorted(episodes)]

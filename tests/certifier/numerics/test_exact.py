@@ -1,7 +1,7 @@
 """Exact TV (Theorem 4.1) and exact sigma (C.4) against independent references.
 
 References: the closed form at M = 1, one-dimensional quadrature at M = 2, Monte Carlo with
-standard errors, certified brackets [lower, upper] of method v2 at heavy tails (tests/certifier/bounds/test_lower.py
+standard errors, certified brackets [lower, upper] of method v2 at heavy tails (tests/certifier/bounds/test_lower_v1.py
 checks the v1 brackets at light ones), the paper's Table 4.
 Every comparison also checks the returned error estimate: |value - reference| <= error.
 """

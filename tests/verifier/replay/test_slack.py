@@ -15,7 +15,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from flint import arb
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from verifier_fixtures import predicate_v2, sign_statement, statement_v2  # noqa: E402
 
 from verifier import methods, verify_bytes  # noqa: E402

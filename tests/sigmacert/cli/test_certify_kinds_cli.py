@@ -184,7 +184,7 @@ def test_show_states_a_v4_shaped_dp_claim(tmp_path, capsys, keydir):
 
     from certifier.certificate.envelope import sign_statement
     from certifier.certificate.keys import load_private
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     stmt = json.loads(base64.b64decode(json.loads((root / "artifacts/certificates/M100_E10.json").read_text())
                                        ["payload"]))
     p = stmt["predicate"]

@@ -20,7 +20,7 @@ from certifier.run import Run
 from verifier import load_public_key, verify_bytes
 
 V5 = "https://sigmacert.dev/certificate/v5"
-DATA = Path(__file__).resolve().parents[1] / "data" / "v5"
+DATA = Path(__file__).resolve().parents[2] / "data" / "v5"
 STAGES = [(4, 1), (8, 1)]
 
 

@@ -60,7 +60,7 @@ def test_cli_malformed_stages_one_line_exit_2(argv, capsys):
 
 
 def test_cli_stages_with_a_dp_target_gives_the_shared_sigma(capsys):
-    """dp and tpr with --stages: the sigma the stages numerics give (tests/sigmacert/test_stages_kinds.py)."""
+    """dp and tpr with --stages: the sigma the stages numerics give (tests/sigmacert/test_api_stages_kinds.py)."""
     assert main(["sigma", "--stages", "100x4,100x6", "--epsilon", "1", "--delta", "1e-5", "--json"]) == 0
     obj = json.loads(capsys.readouterr().out)
     assert obj["kind"] == "dp" and obj["exact"] == str(sigmacert.exact_sigma(100, 10, epsilon=1, delta=1e-5))

@@ -1,6 +1,6 @@
 """The stated target domain over HTTP (a real `sigmacert serve` on loopback): POST /v1/certificates, POST /v1/audits
 and GET /v1/sigma refuse the cells just outside it with 422 and the one line every face gives
-(tests/sigmacert/test_target_domain.py), and take the cells just inside."""
+(tests/certifier/test_domain.py), and take the cells just inside."""
 from __future__ import annotations
 
 import pytest

@@ -2,7 +2,7 @@
 the same way -- one line naming the nearest target that works, before any long computation -- and takes the
 cells just inside it. Faces: the CLI (`sigma`, `certify`, `audit`), the Python API (`exact_sigma`, `certify`,
 `audit`), the service's request reader (POST /v1/certificates and /v1/audits; the HTTP round trip is in
-tests/service/test_service_domain.py) and the Opacus slot (sigmacert.torch.get_noise_multiplier)."""
+tests/service/test_validate_domain.py) and the Opacus slot (sigmacert.torch.get_noise_multiplier)."""
 from __future__ import annotations
 
 import time

@@ -3,7 +3,7 @@
 Small cells only (stages 4x1,8x1): a per-stage-sigma tv certificate (one-sided by construction) through
 both faces and the independent verifier, a one-sided dp certificate through the CLI, and the one-line
 refusals (exit 2) of malformed per-stage sigmas. The two-sided dp/tpr certificates and their forgeries
-are tests/verifier/test_verifier_stages_kinds.py.
+are tests/verifier/format/test_v5_kinds.py.
 """
 import json
 
