@@ -168,6 +168,10 @@ def block(c: dict) -> dict:
             "epochs": sum(s["epochs"] for s in c["stages"]), "sigma": c.get("sigma"), "target": c["target"]}
 
 
+# a typed claim's run as its list of stages ({steps, epochs, ...}), by its shape: a block is a run of one stage
+RUN = {"block": lambda c: [{"steps": c["steps"], "epochs": c["epochs"]}], "stages": lambda c: c["stages"]}
+
+
 def statement(c: dict) -> str:
     """The statement a claim in stages must carry: its kind's, for the stages' pair."""
     form, kind = sigmas(c), c["kind"]
