@@ -13,7 +13,10 @@ from service_fixtures import issuer_pem, serving, verify_cli, wait_done, wait_fo
 
 import sigmacert
 from certifier.numerics.stages import closed_form_sigma_product, exact_tv_product
+from certifier.params import ParameterError
 from service.admission import predicted_seconds, predicted_seconds_product
+from service.routes.certificates import stages_filter
+from service.store import Store
 from service.validate import Limits
 
 RUN = {"stages": "4x2,8x1", "target": "0.3"}
@@ -186,9 +189,6 @@ def test_the_worker_signs_only_the_requested_stage_list():
 def test_the_listing_filter_is_read_once_into_its_sql(tmp_path):
     """stages= is read once into a StagesFilter (absent, "any", "none", a stage list) whose SQL the store appends;
     a bad stage list is refused with the validator's one-line text."""
-    from certifier.params import ParameterError
-    from service.routes.certificates import stages_filter
-    from service.store import Store
     store = Store(str(tmp_path / "db"))
     staged = {**AS_LIST, "steps": None, "epochs": 3, "scheme": "random-allocation", "sigma": None}
     block = {"steps": 4, "epochs": 3, "scheme": "random-allocation", "target": "0.3", "sigma": None}
