@@ -88,18 +88,15 @@ def matches_request(req: dict, outcome: dict) -> str | None:
     return None
 
 
-def _stages_differ(stages: list, claim: dict) -> str | None:
-    """Why a v5 claim's stage list is not the requested one at the one shared sigma (None: it is). A stage
-    entry may carry a sigma (an optional key of format v5): it must then be the claim's sigma."""
-    got = claim.get("stages")
-    try:
-        pairs = [(st["steps"], st["epochs"]) for st in got]
-        shared = all(st.get("sigma", claim.get("sigma")) == claim.get("sigma") for st in got)
+def _stages_differ(asked: list, claim: dict) -> str | None:
+    """Why a v5 claim's run is not the requested one (None: it is): both as (M_s, E_s, sigma_s) at the claim's sigma."""
+    got, sigma = claim.get("stages"), claim.get("sigma")
+    try:   # a stage's own sigma (an optional key of format v5) must be the claim's
+        run = [(st["steps"], st["epochs"], st.get("sigma", sigma)) for st in got]
     except (KeyError, TypeError, AttributeError):
         return "claim.stages is not a stage list"
-    if pairs != [(st["steps"], st["epochs"]) for st in stages] or not shared:
-        return f"claim.stages is {got!r}, the request asked for {stages!r} at one sigma"
-    return None
+    want = [(st["steps"], st["epochs"], sigma) for st in asked]
+    return None if run == want else f"claim.stages is {got!r}, the request asked for {asked!r} at one sigma"
 
 
 def job_statement(req: dict, pred: dict) -> dict:

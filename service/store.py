@@ -17,6 +17,7 @@ import sqlite3
 import threading
 import time
 import urllib.parse
+from dataclasses import dataclass
 
 from certifier.door import canonical_json
 from certifier.errors import RefusedError
@@ -65,6 +66,23 @@ CREATE TABLE IF NOT EXISTS health (id INTEGER PRIMARY KEY CHECK (id = 1), checke
 """
 # columns added after the first release: (name, definition), added to an older database at open
 MIGRATIONS = (("team", "TEXT"), ("resubmits", "INTEGER NOT NULL DEFAULT 0"))
+
+
+@dataclass(frozen=True)
+class StagesFilter:
+    """The archive listing's `stages=` filter as SQL: WHERE clauses on the request's stage list, their parameters."""
+    clauses: tuple[str, ...] = ()
+    args: tuple = ()
+
+    @classmethod
+    def runs(cls, stage_list: list) -> StagesFilter:
+        """The runs in exactly these stages, in this order (a canonical stage list [{"steps", "epochs"}, ...])."""
+        return cls(("json_extract(request, '$.stages')=?",), (canonical_json(stage_list).decode(),))
+
+
+EVERY_RUN = StagesFilter()
+IN_STAGES = StagesFilter(("json_extract(request, '$.stages') IS NOT NULL",))     # every run in stages
+NOT_IN_STAGES = StagesFilter(("json_extract(request, '$.stages') IS NULL",))     # every block
 
 _CACHES = {"sigma_cache": "cell", "report_cache": "report"}  # table -> its key column
 _LIST_COLUMNS = ("id, status, steps, epochs, target, sigma, bound, keyid, reason, request, "
@@ -216,24 +234,19 @@ class Store:
         row = self._conn().execute("SELECT * FROM jobs WHERE id=?", (jid,)).fetchone()
         return dict(row) if row else None
 
-    def listing(self, *, steps=None, epochs=None, target=None, status=None, kind=None, stages=None, limit=50,
-                offset=0, audit=None):
-        """stages: a canonical stage list ([{"steps", "epochs"}, ...]) to match, or True (every run in stages) or
-        False (none); a run in stages matches no `steps` (its steps column is 0) and `epochs` is its total."""
+    def listing(self, *, steps=None, epochs=None, target=None, status=None, kind=None,
+                stages: StagesFilter = EVERY_RUN, limit=50, offset=0, audit=None):
+        """Jobs newest first and their total; a run in stages has steps 0 (matches no `steps`), its total epochs."""
         where, args = [], []
         if audit is not None:                 # audits (their request carries `audit`) or certificates only
             where.append("json_extract(request, '$.audit') IS " + ("NOT NULL" if audit else "NULL"))
-        if stages is not None and not isinstance(stages, bool):
-            stages = canonical_json(stages).decode()
-        elif stages is not None:
-            where.append("json_extract(request, '$.stages') IS " + ("NOT NULL" if stages else "NULL"))
-            stages = None
         for col, val in (("steps", steps), ("epochs", epochs), ("target", target), ("status", status),
-                         ("COALESCE(json_extract(request, '$.kind.name'), 'tv')", kind),  # tv requests name none
-                         ("json_extract(request, '$.stages')", stages)):
+                         ("COALESCE(json_extract(request, '$.kind.name'), 'tv')", kind)):  # tv requests name none
             if val is not None:
                 where.append(f"{col}=?")
                 args.append(val)
+        where.extend(stages.clauses)
+        args.extend(stages.args)
         w = (" WHERE " + " AND ".join(where)) if where else ""
         c = self._conn()
         total = c.execute(f"SELECT COUNT(*) FROM jobs{w}", args).fetchone()[0]

@@ -20,7 +20,7 @@ from statistics import NormalDist
 
 from flint import fmpq
 
-from .format.stages import shape
+from .format.stages import MAX_EPOCHS, MAX_STAGES, MAX_STEPS, RUN, shape
 from .format.strict import Reject
 
 GiB = 1 << 30
@@ -392,15 +392,18 @@ def predict(p: dict) -> Cost:
 
 def raw_predict(p: dict) -> Cost:
     """The whole verification of a typed predicate by the step models: upper replay, then (format v2) the lower
-    replay and the privacy / TPR rows while the upper side's b_k stay alive."""
-    return RAW_PREDICT[shape(p["claim"])](p)
+    replay and the privacy / TPR rows while the upper side's b_k stay alive. A run beyond the range the models
+    were measured on (its stages, their largest M, their total E) costs infinity."""
+    key = shape(p["claim"])
+    run = RUN[key](p["claim"])
+    if len(run) > MAX_STAGES or max(s["steps"] for s in run) > MAX_STEPS or sum(s["epochs"] for s in run) > MAX_EPOCHS:
+        return Cost(math.inf, math.inf, {OUT_OF_RANGE[key]: {"seconds": 1e18, "memory": 1e18}})
+    return RAW_PREDICT[key](p)
 
 
 def _block_cost(p: dict) -> Cost:
     """One block: its method's model, its lower method's, the rows."""
     c, m = p["claim"], p["method"]
-    if c["steps"] > 10**7 or c["epochs"] > 10**5:  # beyond the range the model was measured on
-        return Cost(math.inf, math.inf, {"claim: M <= 10^7, E <= 10^5 only": {"seconds": 1e18, "memory": 1e18}})
     cost = MODELS[(m["name"], m["version"])](c, m)
     if "lower" in p:
         lo = p["lower"]
@@ -420,10 +423,6 @@ def _product_cost(p: dict) -> Cost:
     upper estimate: the stages' powers and their products are at most one such power per line)."""
     c, m = p["claim"], p["method"]
     E = sum(s["epochs"] for s in c["stages"])
-    Ms = sorted({s["steps"] for s in c["stages"]})
-    if len(c["stages"]) > 64 or Ms[-1] > 10**7 or E > 10**5:
-        return Cost(math.inf, math.inf, {"stages: at most 64, M <= 10^7, total E <= 10^5 only":
-                                         {"seconds": 1e18, "memory": 1e18}})
     cost = Cost()
     lines = sorted({(s["steps"], s.get("sigma")) for s in c["stages"]})   # a sigma per stage: a line per (M, sigma)
     for M, own in lines:
@@ -444,6 +443,8 @@ def _product_cost(p: dict) -> Cost:
 
 
 RAW_PREDICT = {"block": _block_cost, "stages": _product_cost}   # by the claim's shape (format/stages.py)
+OUT_OF_RANGE = {"block": "claim: M <= 10^7, E <= 10^5 only",      # the range's words, by the claim's shape
+                "stages": "stages: at most 64, M <= 10^7, total E <= 10^5 only"}
 
 
 def check_budget(cost: Cost, max_memory: float, max_seconds: float):

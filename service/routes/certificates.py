@@ -19,7 +19,15 @@ from service.admission import admit
 from service.auth import Caller
 from service.errors import ApiError
 from service.state import ServiceState, caller, get_state, viewer
-from service.store import ACTIVE, RETRYABLE, RefusedSubmissionError
+from service.store import (
+    ACTIVE,
+    EVERY_RUN,
+    IN_STAGES,
+    NOT_IN_STAGES,
+    RETRYABLE,
+    RefusedSubmissionError,
+    StagesFilter,
+)
 from service.validate import (
     CertificateRequest,
     describe_errors,
@@ -36,6 +44,7 @@ from service.views import envelope_file, job_view
 router = APIRouter()
 STATUSES = ("queued", "running", "done", "failed", "cancelled")
 KINDS = ("tv", "dp", "tpr")
+FILTER_WORDS = {None: EVERY_RUN, "any": IN_STAGES, "none": NOT_IN_STAGES}   # the listing's stages= words
 BODY = {"requestBody": {"required": True, "content": {"application/json": {
     "schema": CertificateRequest.model_json_schema(ref_template="#/components/schemas/{model}")}}}}
 
@@ -121,19 +130,16 @@ def listing(steps: str | None = None, epochs: str | None = None, target: str | N
     rows, total = state.store.listing(steps=None if steps is None else steps_of(steps, bounds),
                                       epochs=None if epochs is None else epochs_of(epochs, bounds),
                                       target=None if target is None else target_of(target, bounds),
-                                      status=status, kind=kind, stages=_stages_filter(stages, bounds),
+                                      status=status, kind=kind, stages=stages_filter(stages, bounds),
                                       limit=limit, offset=offset)
     nxt = offset + limit if offset + limit < total else None
     return {"items": [job_view(r, full=False, viewer_owns=owns(who, r)) for r in rows], "total": total,
             "limit": limit, "offset": offset, "next_offset": nxt}
 
 
-def _stages_filter(stages: str | None, bounds):
-    if stages is None:
-        return None
-    if stages in ("any", "none"):
-        return stages == "any"
-    return stages_json(stages_of(stages, bounds))
+def stages_filter(text: str | None, bounds) -> StagesFilter:
+    """The listing's stages= filter, read once: absent, "any", "none" or a stage list (100x5,400x5)."""
+    return FILTER_WORDS[text] if text in FILTER_WORDS else StagesFilter.runs(stages_json(stages_of(text, bounds)))
 
 
-__all__ = ["router", "job_or_404", "ACTIVE"]
+__all__ = ["router", "job_or_404", "ACTIVE", "stages_filter"]

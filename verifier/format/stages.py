@@ -15,15 +15,6 @@ from .v2 import check_lower, check_rows
 from .v3 import RANDOM_ALLOCATION, check_method_v2
 from .v3 import schema as schema_v3
 
-STATEMENT_STAGES = ("TV(prod_s P_{M_s}^{E_s}, prod_s Q_{M_s}^{E_s}) <= target for the stages (M_s, E_s) in the "
-                    "order listed, at one sigma, so every membership-inference test has accuracy <= 1/2 + target/2")
-STATEMENT_STAGES_SIGMA = ("TV(prod_s P_{M_s}^{E_s}, prod_s Q_{M_s}^{E_s}) <= target for the stages (M_s, E_s, "
-                          "sigma_s) in the order listed, each at its own sigma, so every membership-inference test "
-                          "has accuracy <= 1/2 + target/2")
-PAIR_STAGES = {False: "the pair (prod_s P_{M_s}^{E_s}, prod_s Q_{M_s}^{E_s}) of the stages (M_s, E_s) in the order "
-                      "listed, at one sigma",
-               True: "the pair (prod_s P_{M_s}^{E_s}, prod_s Q_{M_s}^{E_s}) of the stages (M_s, E_s, sigma_s) in the "
-                     "order listed, each at its own sigma"}
 CLAIM_STAGES = {"mechanism": S, "adjacency": S, "stages": [{"steps": I, "epochs": I}], "sigma": D, "target": D,
                 "statement": S, "scheme": S, "kind": {"name": S}}
 CLAIM_STAGES_SIGMA = {**{k: v for k, v in CLAIM_STAGES.items() if k != "sigma"},
@@ -43,10 +34,74 @@ def _name(obj) -> tuple:
     return (obj.get("name"), obj.get("version")) if isinstance(obj, dict) else (None, None)
 
 
-def own_sigma(claim) -> bool:
-    """Every stage carries its sigma (the raw or typed claim)."""
+SIGMA_MIXED = "give a sigma on every stage and none in the claim, or one claim.sigma and none on the stages"
+
+
+class Sigmas:
+    """How a claim in stages states its sigma (read once by `sigmas`): its schema, statements and rules."""
+    claim: dict
+    statement: str
+    pair: str
+
+    def check(self, claim: dict, raw: dict) -> None:
+        """This form's rules of a raw claim (and its predicate `raw`)."""
+
+    def values(self, c: dict) -> list:
+        """The sigmas of a typed claim."""
+        raise NotImplementedError
+
+    def audited(self) -> None:
+        """An audit states one sigma: Reject when this form has none."""
+
+
+class OneSigma(Sigmas):
+    """One claim.sigma the stages share (none on a stage)."""
+    claim = CLAIM_STAGES
+    statement = ("TV(prod_s P_{M_s}^{E_s}, prod_s Q_{M_s}^{E_s}) <= target for the stages (M_s, E_s) in the order "
+                 "listed, at one sigma, so every membership-inference test has accuracy <= 1/2 + target/2")
+    pair = ("the pair (prod_s P_{M_s}^{E_s}, prod_s Q_{M_s}^{E_s}) of the stages (M_s, E_s) in the order listed, at "
+            "one sigma")
+
+    def check(self, claim: dict, raw: dict) -> None:
+        st = claim["stages"]
+        if isinstance(st, list) and any(isinstance(s, dict) and "sigma" in s for s in st):
+            raise Reject("claim-stages-sigma-mixed", SIGMA_MIXED)
+
+    def values(self, c: dict) -> list:
+        return [c["sigma"]]
+
+
+class SigmaPerStage(Sigmas):
+    """A sigma on every stage and none in the claim: certified one-sided, never audited."""
+    claim = CLAIM_STAGES_SIGMA
+    statement = ("TV(prod_s P_{M_s}^{E_s}, prod_s Q_{M_s}^{E_s}) <= target for the stages (M_s, E_s, sigma_s) in the "
+                 "order listed, each at its own sigma, so every membership-inference test has accuracy <= 1/2 + "
+                 "target/2")
+    pair = ("the pair (prod_s P_{M_s}^{E_s}, prod_s Q_{M_s}^{E_s}) of the stages (M_s, E_s, sigma_s) in the order "
+            "listed, each at its own sigma")
+
+    def check(self, claim: dict, raw: dict) -> None:
+        if "sigma" in claim:
+            raise Reject("claim-stages-sigma-mixed", SIGMA_MIXED)
+        if "lower" in raw:
+            raise Reject("lower-per-stage-sigma", "a sigma per stage is certified one-sided only (no single sigma to "
+                         "step down)")
+
+    def values(self, c: dict) -> list:
+        return [s["sigma"] for s in c["stages"]]
+
+    def audited(self) -> None:
+        raise Reject("claim-stages-sigma", "an audit states one sigma: a run with a sigma per stage is not audited")
+
+
+ONE_SIGMA, SIGMA_PER_STAGE = OneSigma(), SigmaPerStage()
+
+
+def sigmas(claim) -> Sigmas:
+    """The one reading of a claim's sigma form (raw or typed claim, or None): a sigma on every stage, else one."""
     st = claim.get("stages") if isinstance(claim, dict) else None
-    return isinstance(st, list) and bool(st) and all(isinstance(s, dict) and "sigma" in s for s in st)
+    own = isinstance(st, list) and bool(st) and all(isinstance(s, dict) and "sigma" in s for s in st)
+    return SIGMA_PER_STAGE if own else ONE_SIGMA
 
 
 def _kind_name(raw) -> str:
@@ -54,27 +109,38 @@ def _kind_name(raw) -> str:
     return kind.get("name") if isinstance(kind, dict) else None
 
 
+def _no_counts(claim: dict) -> None:
+    if "steps" in claim or "epochs" in claim:
+        raise Reject("claim-stages-mixed", "a claim in stages has no steps/epochs of its own (give stages only)")
+
+
+def _block_claim(claim: dict) -> None:
+    """Format v5 of a claim without stages (a block's): refused."""
+    _no_counts(claim)
+    raise Reject("claim-stages-missing", "a format-v5 claim needs stages")
+
+
+def _stages_claim(claim: dict) -> None:
+    """Format v5 of a claim in stages: none of a block's counts, at least one stage, random allocation."""
+    _no_counts(claim)
+    run = claim["stages"]
+    if run == []:
+        raise Reject("claim-stages-empty", "claim.stages is empty: a run needs at least one stage")
+    if claim.get("scheme") != RANDOM_ALLOCATION:
+        raise Reject("claim-scheme", f"a run in stages is random allocation only, not {claim.get('scheme')!r}")
+
+
+V5_CLAIM = {"block": _block_claim, "stages": _stages_claim}   # format v5's rules of a raw claim, by its shape
+
+
 def schema(raw) -> dict:
     """The v3 schema (v4's for a dp / tpr kind) with the stages' claim and enclosures; one-line rejections
     for what v5 refuses."""
     claim = raw.get("claim") if isinstance(raw, dict) else None
+    form = sigmas(claim)
     if isinstance(claim, dict):
-        if "steps" in claim or "epochs" in claim:
-            raise Reject("claim-stages-mixed", "a claim in stages has no steps/epochs of its own (give stages only)")
-        if "stages" not in claim:
-            raise Reject("claim-stages-missing", "a format-v5 claim needs stages")
-        if claim["stages"] == []:
-            raise Reject("claim-stages-empty", "claim.stages is empty: a run needs at least one stage")
-        if claim.get("scheme") != RANDOM_ALLOCATION:
-            raise Reject("claim-scheme", f"a run in stages is random allocation only, not {claim.get('scheme')!r}")
-        st = claim["stages"]
-        if isinstance(st, list) and any(isinstance(s, dict) and "sigma" in s for s in st):
-            if not own_sigma(claim) or "sigma" in claim:
-                raise Reject("claim-stages-sigma-mixed", "give a sigma on every stage and none in the claim, or one "
-                             "claim.sigma and none on the stages")
-            if "lower" in raw:
-                raise Reject("lower-per-stage-sigma", "a sigma per stage is certified one-sided only (no single "
-                             "sigma to step down)")
+        V5_CLAIM[shape(claim)](claim)
+        form.check(claim, raw)
     if _name(raw.get("method") if isinstance(raw, dict) else None) != UPPER:
         raise Reject("method-unknown", "a run in stages is certified by lemma-c5-rounding v2 only")
     if isinstance(raw, dict) and "lower" in raw and _name(_dict(raw["lower"]).get("method")) != LOWER:
@@ -84,8 +150,7 @@ def schema(raw) -> dict:
     for side in (sch, sch.get("lower", {})):                       # one lattice for every level (no §10)
         if "method" in side:
             side["method"] = {k: v for k, v in side["method"].items() if k != "level_bits"}
-    base = CLAIM_STAGES_SIGMA if own_sigma(claim) else CLAIM_STAGES
-    sch.update(claim={**base, "kind": v4.KINDS.get(name, {"name": S})}, enclosures=ENCLOSURES_STAGES)
+    sch.update(claim={**form.claim, "kind": v4.KINDS.get(name, {"name": S})}, enclosures=ENCLOSURES_STAGES)
     return sch
 
 
@@ -103,12 +168,16 @@ def block(c: dict) -> dict:
             "epochs": sum(s["epochs"] for s in c["stages"]), "sigma": c.get("sigma"), "target": c["target"]}
 
 
+# a typed claim's run as its list of stages ({steps, epochs, ...}), by its shape: a block is a run of one stage
+RUN = {"block": lambda c: [{"steps": c["steps"], "epochs": c["epochs"]}], "stages": lambda c: c["stages"]}
+
+
 def statement(c: dict) -> str:
     """The statement a claim in stages must carry: its kind's, for the stages' pair."""
-    own, kind = own_sigma(c), c["kind"]
+    form, kind = sigmas(c), c["kind"]
     if kind["name"] in v4.KIND_TEXT:
-        return v4.KIND_TEXT[kind["name"]].format(pair=PAIR_STAGES[own], **kind)
-    return STATEMENT_STAGES_SIGMA if own else STATEMENT_STAGES
+        return v4.KIND_TEXT[kind["name"]].format(pair=form.pair, **kind)
+    return form.statement
 
 
 def _block_where(claim: dict) -> str:
@@ -147,8 +216,7 @@ def check_claim(c: dict) -> None:
     if max(s["steps"] for s in st) > MAX_STEPS or sum(s["epochs"] for s in st) > MAX_EPOCHS:
         raise Reject("method-too-expensive", f"stages beyond the verifier's limits (M <= {MAX_STEPS}, total E <= "
                      f"{MAX_EPOCHS})")
-    sigmas = [s["sigma"] for s in st] if own_sigma(c) else [c["sigma"]]
-    if any(x <= 0 for x in sigmas) or not 0 < c["target"] < 1:
+    if any(x <= 0 for x in sigmas(c).values(c)) or not 0 < c["target"] < 1:
         raise Reject("claim-invalid", "need sigma > 0, 0 < target < 1")
 
 

@@ -13,7 +13,10 @@ from service_fixtures import issuer_pem, serving, verify_cli, wait_done, wait_fo
 
 import sigmacert
 from certifier.numerics.stages import closed_form_sigma_product, exact_tv_product
+from certifier.params import ParameterError
 from service.admission import predicted_seconds, predicted_seconds_product
+from service.routes.certificates import stages_filter
+from service.store import Store
 from service.validate import Limits
 
 RUN = {"stages": "4x2,8x1", "target": "0.3"}
@@ -181,3 +184,23 @@ def test_the_worker_signs_only_the_requested_stage_list():
                 {**claim, "stages": None}, {**claim, "steps": 4}, {**claim, "target": "0.4"}):
         assert matches_request(req, pred(bad)) is not None, bad
     assert "exceeds" in matches_request(req, {"predicate": {"claim": claim, "bound": "0.31"}})
+
+
+def test_the_listing_filter_is_read_once_into_its_sql(tmp_path):
+    """stages= is read once into a StagesFilter (absent, "any", "none", a stage list) whose SQL the store appends;
+    a bad stage list is refused with the validator's one-line text."""
+    store = Store(str(tmp_path / "db"))
+    staged = {**AS_LIST, "steps": None, "epochs": 3, "scheme": "random-allocation", "sigma": None}
+    block = {"steps": 4, "epochs": 3, "scheme": "random-allocation", "target": "0.3", "sigma": None}
+    jid = {name: store.submit(req, "alice")[0]["id"] for name, req in (("staged", staged), ("block", block))}
+    found = lambda text: {r["id"] for r in store.listing(stages=stages_filter(text, Limits()))[0]}  # noqa: E731
+    assert found(None) == set(jid.values()) and found("any") == {jid["staged"]} and found("none") == {jid["block"]}
+    assert found("4x2,8x1") == {jid["staged"]} and found("8x1,4x2") == found("4x2") == set()
+    assert store.listing(epochs=3, stages=stages_filter("4x2,8x1", Limits()))[1] == 1
+    for junk, text in (("ANY", "stage 'ANY' must look like 100x5 or 100x5@1.2"),
+                       ("4x0", "stage epochs E must be an integer in [1, 1000000], got 0"),
+                       ("4x1@1.2", "the stages share one sigma here: write them without @sigma (100x5,400x5)"),
+                       ("20000x1", "stage 1: steps M must be at most 10000 on this service, got 20000")):
+        with pytest.raises(ParameterError) as err:
+            stages_filter(junk, Limits())
+        assert str(err.value) == text
