@@ -15,7 +15,7 @@ half-line and the grid search is a bisection. Floating point, not a certificate.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr, ndtri
@@ -254,7 +254,8 @@ class Curve:
         if one_minus_tv_bound(self.steps, self.epochs, s) <= ONE_LEVEL or pair_routes.light(self.steps, self.epochs, s):
             return None, None    # light: the moment line is long (a hinted one too), the density serves
         try:
-            route = pair_routes.laplace_route(self.steps, self.epochs, s, hint, QUICK)
+            # the quick line's own value only: a tail it cannot decide is the primary route's (no tilted line twice)
+            route = replace(pair_routes.laplace_route(self.steps, self.epochs, s, hint, QUICK), factors=None)
             v = self.functional(route)
         except NumericsUnreliableError:
             return None, None
