@@ -17,7 +17,7 @@ from flint import fmpq
 from certifier.errors import ParameterError
 
 __all__ = ["ParameterError", "as_decimal_text", "parse_decimal", "decimal_str", "parse_sigma", "parse_target",
-           "parse_steps", "parse_epochs", "parse_count", "parse_positive_decimal", "StageTally", "require_stages"]
+           "parse_steps", "parse_epochs", "parse_count", "parse_positive_decimal", "StageTally", "at_least_one_stage"]
 
 MAX_STEPS = 10**7
 MAX_EPOCHS = 10**6
@@ -134,7 +134,7 @@ OWN_SIGMAS = "every stage needs its sigma here: 100x5@1.2,400x5@1.5"
 SHARED_SIGMA = "the stages share one sigma here: write them without @sigma (100x5,400x5)"
 
 
-def require_stages(count: int) -> None:
+def at_least_one_stage(count: int) -> None:
     """A run has at least one stage: the one refusal of an empty stage list (numerics, bounds, claims)."""
     if count < 1:
         raise ParameterError("at least one stage is needed")
@@ -148,7 +148,7 @@ class StageTally:
     own: int = 0
 
     def __post_init__(self):
-        require_stages(self.count)
+        at_least_one_stage(self.count)
 
     @classmethod
     def of(cls, own_sigma) -> StageTally:

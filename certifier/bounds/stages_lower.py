@@ -20,7 +20,7 @@ from flint import fmpq
 from certifier.bounds.fixedpoint import Ledger, dense, exact_str, product, round_down_sig, trim, working_prec
 from certifier.bounds.lower_v2 import product_trim_units, step_a, step_b, step_c, step_d
 from certifier.bounds.result import LowerResult
-from certifier.bounds.stages_v2 import product_stages
+from certifier.bounds.stages_v2 import product_runs
 from certifier.bounds.upper_v2 import UpperV2, clamp_index
 from certifier.errors import NumericsUnreliableError
 
@@ -30,7 +30,7 @@ def lower_bound_v2_product(stages, method: UpperV2, replay_trims: bool = False) 
     replay_trims: the replay's trim rule (certifier.bounds.lower_v2.lower_bound_v2), for the kinds."""
     method = replace(method, level_bits=None)     # a run in stages: one lattice at every level (no §10)
     method.validate()
-    stages = product_stages(stages)
+    stages = product_runs(stages)
     F = method.fixed_point_bits
     t0 = time.perf_counter()
     with working_prec(method.prec):

@@ -1,15 +1,15 @@
-"""A stage list's shape as its checks read it (certifier.params.StageTally, require_stages)."""
+"""A stage list's shape as its checks read it (certifier.params.StageTally, at_least_one_stage)."""
 import pytest
 
 from certifier.errors import ParameterError
-from certifier.params import StageTally, require_stages
+from certifier.params import StageTally, at_least_one_stage
 
 
 def test_no_stage_is_refused_by_the_count_and_by_the_tally():
-    for make in (lambda: require_stages(0), lambda: StageTally(0), lambda: StageTally.of([])):
+    for make in (lambda: at_least_one_stage(0), lambda: StageTally(0), lambda: StageTally.of([])):
         with pytest.raises(ParameterError, match="^at least one stage is needed$"):
             make()
-    require_stages(1)
+    at_least_one_stage(1)
 
 
 @pytest.mark.parametrize("flags,per_stage,refusal", [
