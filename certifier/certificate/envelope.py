@@ -22,6 +22,8 @@ PREDICATE_TYPE_V2 = "https://sigmacert.dev/tv-certificate/v2"  # docs/two-sided.
 PREDICATE_TYPE_V3 = "https://sigmacert.dev/tv-certificate/v3"  # docs/method-v2.md: scheme, method v2
 PREDICATE_TYPE_V4 = "https://sigmacert.dev/certificate/v4"      # v3 + claim.kind (dp, tpr), upper, bound_lower
 MAX_BYTES = 4 * 1024 * 1024
+# the field of the claim that names its format, newest first: a run in stages (v5), a target kind (v4), a scheme (v3)
+CLAIM_FIELD_TYPES = (("stages", PREDICATE_TYPE_V5), ("kind", PREDICATE_TYPE_V4), ("scheme", PREDICATE_TYPE_V3))
 
 
 def _reject_float_specials(obj):
@@ -72,13 +74,8 @@ def predicate_type(predicate: dict) -> str:
     the claim names a target kind."""
     if "audit" in predicate:                      # an audit of a claim (format v6)
         return PREDICATE_TYPE_V6
-    if "stages" in predicate["claim"]:
-        return PREDICATE_TYPE_V5
-    if "kind" in predicate["claim"]:
-        return PREDICATE_TYPE_V4
-    if "scheme" in predicate["claim"]:
-        return PREDICATE_TYPE_V3
-    return PREDICATE_TYPE_V2 if "lower" in predicate else PREDICATE_TYPE
+    return next((kind for field, kind in CLAIM_FIELD_TYPES if field in predicate["claim"]),
+                PREDICATE_TYPE_V2 if "lower" in predicate else PREDICATE_TYPE)
 
 
 def statement(subject: dict, predicate: dict) -> dict:
