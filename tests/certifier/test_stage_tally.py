@@ -1,8 +1,9 @@
-"""A stage list's shape as its checks read it (certifier.params.StageTally, at_least_one_stage)."""
+"""A stage list's shape as its checks read it (params.StageTally, at_least_one_stage; plan_cost.stages_pair)."""
 import pytest
 
 from certifier.errors import ParameterError
 from certifier.params import StageTally, at_least_one_stage
+from certifier.plan_cost import stages_pair
 
 
 def test_no_stage_is_refused_by_the_count_and_by_the_tally():
@@ -34,3 +35,7 @@ def test_an_accepted_cover_passes(flags, per_stage):
 
 def test_a_stage_is_named_only_beside_others():
     assert StageTally(1).label(1) == "" and StageTally(3).label(2) == "stage 2: "
+
+
+def test_the_pair_a_plan_records_for_stages():
+    assert stages_pair(((100, 5), (400, 2))) == (400, 7) and stages_pair(((1, 5), (1, 3))) == (1, 8)
