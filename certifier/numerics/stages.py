@@ -288,8 +288,12 @@ def gdp_limit_sigma_product(stages, lam: float) -> float:
 class Product:
     """The numerics of a run in stages: the pair prod_s (P_{M_s}^{E_s}, Q_{M_s}^{E_s}) (Theorem 4.1 with a product),
     its exact TV at the stages' sigmas and its exact shared sigma. product_of picks OneStage for a run of one stage."""
-    stages: tuple[Stage, ...]
+    stages: tuple                                # Stage values, or (M_s, E_s, sigma_s) runs (pick)
     suffix: ClassVar[str] = " (stages)"          # a method's name says its pair is a product
+
+    def pick(self, one, several):
+        """several(stages): the product's numerics (OneStage: one(stage), a block's)."""
+        return several(self.stages)
 
     def exact_tv(self, check: bool = True) -> _exact.ExactTV:
         """d_TV of the product, each stage at its sigma: closed form (all M_s = 1), the bound, or (14) on the product
@@ -363,6 +367,10 @@ class OneStage(Product):
     (the same numbers and method names as the block)."""
     suffix: ClassVar[str] = ""
 
+    def pick(self, one, several):
+        """one(stage): a block's numerics."""
+        return one(*self.stages)
+
     def exact_tv(self, check: bool = True) -> _exact.ExactTV:
         ((m, e, s),) = sigma_runs(self.stages)
         return _exact.exact_tv(m, e, s, check=check)
@@ -373,8 +381,8 @@ class OneStage(Product):
 
 
 def product_of(stages) -> Product:
-    """The numerics of a list of stages: a block's for one stage (OneStage), else the product's; the one place the
-    number of stages picks them."""
+    """The numerics of a list of stages (Stage values or runs): a block's for one stage (OneStage), else the
+    product's; the one place the number of stages picks them (the TV, the shared sigma, the profile's routes)."""
     return OneStage(tuple(stages)) if len(stages) == 1 else Product(tuple(stages))
 
 

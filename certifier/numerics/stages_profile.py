@@ -129,9 +129,14 @@ def logconv_route_product(runs) -> Route:
 
 
 def product_route_at(runs, check: bool = True, u_hint: float | None = None) -> tuple[Route, Route | None]:
-    """The primary route and (check=True) the second one for the pair of the stages [(M, E, sigma)]."""
-    if len(runs) == 1:
-        return route_at(*runs[0], check=check, u_hint=u_hint)
+    """The primary route and (check=True) the second one for the pair of the stages [(M, E, sigma)]: a block's
+    (certifier.numerics.targets.route_at) for one stage, else the product's (certifier.numerics.stages.product_of)."""
+    return _st.product_of(runs).pick(lambda run: route_at(*run, check=check, u_hint=u_hint),
+                                     lambda runs: _product_routes(runs, check, u_hint))
+
+
+def _product_routes(runs, check: bool = True, u_hint: float | None = None) -> tuple[Route, Route | None]:
+    """The routes of the product of several stages' pairs (product_route_at)."""
     if all(m == 1 for m, _, _ in runs):
         return Route("closed-form M=1", GaussianLine(gaussian_mu_product(runs))), None
     b = _st.one_minus_tv_bound_product(runs)

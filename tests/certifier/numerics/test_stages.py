@@ -160,6 +160,8 @@ def test_one_stage_is_a_blocks_numerics_and_several_the_product():
     one, two = product_of((Stage(10, 1, "0.8"),)), product_of((Stage(10, 1, "0.8"), Stage(10, 2, "0.8")))
     assert isinstance(one, OneStage) and type(two) is Product and (one.suffix, two.suffix) == ("", " (stages)")
     assert one.exact_tv() == exact_tv(10, 1, 0.8) and two.exact_tv().method.endswith(" (stages)")
+    runs = [(10, 1, 0.8), (10, 2, 0.8)]
+    assert product_of(runs[:1]).pick(lambda r: r, len) == (10, 1, 0.8) and product_of(runs).pick(None, len) == 2
 
 
 def test_shared_sigma_runs_put_every_stage_at_the_sigma():
