@@ -69,12 +69,12 @@ def file_subject(name: str, data: bytes) -> dict:
 
 
 def predicate_type(predicate: dict) -> str:
-    """v3 iff the claim names its scheme (docs/method-v2.md); else v2 iff the predicate carries the
-    two-sided additions (docs/two-sided.md); else v1. v5 iff the claim is a run in stages, else v4 iff
-    the claim names a target kind."""
+    """v6 for an audit; else the type of the newest format field the claim carries (CLAIM_FIELD_TYPES: v5 a run in
+    stages, v4 a target kind, v3 a scheme, docs/method-v2.md); else v2 iff the predicate carries the two-sided
+    additions (docs/two-sided.md); else v1."""
     if "audit" in predicate:                      # an audit of a claim (format v6)
         return PREDICATE_TYPE_V6
-    return next((kind for field, kind in CLAIM_FIELD_TYPES if field in predicate["claim"]),
+    return next((ptype for field, ptype in CLAIM_FIELD_TYPES if field in predicate["claim"]),
                 PREDICATE_TYPE_V2 if "lower" in predicate else PREDICATE_TYPE)
 
 
