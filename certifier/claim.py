@@ -13,7 +13,7 @@ Everything downstream is parametrised by the exact rational t^2, never by a roun
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, ClassVar
 
 from flint import fmpq
 
@@ -57,7 +57,8 @@ class Claim:
     target: fmpq
     iterations: int | None = None    # fixed-bins only: the run's number of rounds
     kind: tuple = ()                 # a target kind other than tv: (("name", "dp"), ("epsilon", "1")) (format v4)
-    stages: tuple = ()               # a run in stages: ((M_s, E_s), ...) at one sigma (then steps, epochs unused)
+    # a block has no stages; a claim about a run in stages is a certifier.certificate.stages.StagesClaim (format v5)
+    stages: ClassVar[tuple] = ()
 
     def __post_init__(self):
         if self.scheme not in SCHEME_RULES:
@@ -85,10 +86,9 @@ class Claim:
         return sigma if factor == 1 else sigma / factor ** 0.5
 
     def to_json(self, version: int) -> dict:
-        """The `claim` object (docs/certificate.md §3; version 3 adds scheme and, for fixed bins, iterations)."""
+        """The `claim` object of a block (docs/certificate.md §3; version 3 adds scheme and, for fixed bins,
+        iterations); a claim in stages writes its own (StagesClaim.to_json, format v5)."""
         rule = SCHEME_RULES[self.scheme]
-        if self.stages:                           # format v5: written by certifier.certificate.stages
-            raise ParameterError("a claim in stages is written by certifier.certificate.stages (format v5)")
         if version < rule.least_format:
             raise ParameterError(f"a {self.scheme} claim needs format v{rule.least_format}")
         obj = {"mechanism": "dp-sgd/" + self.scheme, "adjacency": "zero-out", "steps": self.steps,

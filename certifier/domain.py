@@ -22,7 +22,7 @@ from flint import fmpq
 
 from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.numerics import schemes
-from certifier.params import decimal_str, parse_decimal
+from certifier.params import StageTally, decimal_str, parse_decimal
 from certifier.run import Run
 
 STEPS = (1, 10**7)
@@ -109,8 +109,9 @@ def check_block(steps: int, epochs: int, what: str = "") -> None:
 def check_run(run: Run) -> None:
     """A block's M and E, or every stage's of a run in stages (the stated domain's blocks)."""
     def each(stages):
+        tally = StageTally(len(stages))          # a refusal names its stage when there are several
         for i, st in enumerate(stages, 1):
-            check_block(st.steps, st.epochs, f"stage {i}: " if len(stages) > 1 else "")
+            check_block(st.steps, st.epochs, tally.label(i))
     run.pick(lambda steps, epochs, scheme: check_block(steps, epochs), each)
 
 

@@ -10,13 +10,14 @@ import decimal
 import fractions
 import numbers
 import re
+from dataclasses import dataclass
 
 from flint import fmpq
 
 from certifier.errors import ParameterError
 
 __all__ = ["ParameterError", "as_decimal_text", "parse_decimal", "decimal_str", "parse_sigma", "parse_target",
-           "parse_steps", "parse_epochs", "parse_count", "parse_positive_decimal"]
+           "parse_steps", "parse_epochs", "parse_count", "parse_positive_decimal", "StageTally", "at_least_one_stage"]
 
 MAX_STEPS = 10**7
 MAX_EPOCHS = 10**6
@@ -124,3 +125,53 @@ def parse_steps(text) -> int:
 
 def parse_epochs(text) -> int:
     return parse_count("epochs E", text, MAX_EPOCHS)
+
+
+# ----------------------------------------------------------------------------- a list of stages
+
+MIXED_SIGMAS = "give a sigma on every stage (100x5@1.2,400x5@1.5) or on none"
+OWN_SIGMAS = "every stage needs its sigma here: 100x5@1.2,400x5@1.5"
+SHARED_SIGMA = "the stages share one sigma here: write them without @sigma (100x5,400x5)"
+
+
+def at_least_one_stage(count: int) -> None:
+    """A run has at least one stage: the one refusal of an empty stage list (numerics, bounds, claims)."""
+    if count < 1:
+        raise ParameterError("at least one stage is needed")
+
+
+@dataclass(frozen=True)
+class StageTally:
+    """A stage list as its checks read it: how many stages, and how many carry their own sigma. The one place a
+    list is refused for having no stage or a sigma on some stages only, and where a message names a stage."""
+    count: int
+    own: int = 0
+
+    def __post_init__(self):
+        at_least_one_stage(self.count)
+
+    @classmethod
+    def of(cls, own_sigma) -> StageTally:
+        """From each stage's flag, in order: it carries its own sigma."""
+        flags = [bool(f) for f in own_sigma]
+        return cls(len(flags), sum(flags))
+
+    @property
+    def mixed(self) -> bool:
+        """Some stages carry their own sigma, some do not."""
+        return 0 < self.own < self.count
+
+    @property
+    def every(self) -> bool:
+        """Every stage carries its own sigma."""
+        return self.own == self.count
+
+    def require(self, per_stage: bool | None) -> None:
+        """Refuse a mixture, no sigma on the stages where each needs its own (per_stage True), or a sigma on every
+        stage where they share one (per_stage False); per_stage None accepts either."""
+        if self.mixed or per_stage not in (None, self.every):
+            raise ParameterError(MIXED_SIGMAS if self.mixed else SHARED_SIGMA if self.every else OWN_SIGMAS)
+
+    def label(self, i: int) -> str:
+        """'stage i: ' before a refusal about stage i when there are several stages, else nothing."""
+        return f"stage {i}: " if self.count > 1 else ""

@@ -199,6 +199,12 @@ def predicted_seconds(steps: int, epochs: int, target: str, sigma: str | None, s
     return 2.0 * idle(plan)
 
 
+def stages_pair(pairs) -> tuple[int, int]:
+    """(M, E) a Plan records for a run in stages ((M_s, E_s), ...): the largest M_s and the total epochs (M = 1: every
+    stage is a Gaussian shift, as for a block's pair)."""
+    return max(m for m, _ in pairs), sum(e for _, e in pairs)
+
+
 @functools.lru_cache(maxsize=1024)
 def predicted_seconds_product(stages: tuple, target: str, sigma: str | None) -> float:
     """The planner's seconds of a two-sided certificate of a run in stages ((M_s, E_s), ...) at one sigma
@@ -208,8 +214,9 @@ def predicted_seconds_product(stages: tuple, target: str, sigma: str | None) -> 
     if sigma is None:
         s = closed_form_sigma_product([Stage(m, e) for m, e in stages], float(lam))
         sigma = f"{math.ceil(s * 1e6) / 1e6:.6f}"
-    if all(m == 1 for m, _ in stages):
-        return 0.0
+    m, _ = stages_pair(stages)
+    if m == 1:
+        return 0.0  # M = 1: the Gaussian-shift closed forms, nothing to compute
     q = parse_decimal("sigma", sigma)
     return 2.0 * idle(plan_product(stages, 1 / (q * q), budget(None, 0.5), None))
 
@@ -257,7 +264,7 @@ def plan(run: Run, target: Target, sigma: str | None, exact_sigma: Callable[[Run
 
     def staged(stages) -> Plan:
         pairs = tuple((s.steps, s.epochs) for s in stages)
-        m, e = max(m for m, _ in pairs), sum(e for _, e in pairs)
+        m, e = stages_pair(pairs)
         if m == 1:
             return Plan("gs", 0.0, 0.0, False, False, 1, e, lam, what, stages=True)
         up, lo, u2, l2 = ceiling_plan_product(pairs, job_sigma())

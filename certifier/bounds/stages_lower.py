@@ -19,9 +19,10 @@ from flint import fmpq
 
 from certifier.bounds.fixedpoint import Ledger, dense, exact_str, product, round_down_sig, trim, working_prec
 from certifier.bounds.lower_v2 import product_trim_units, step_a, step_b, step_c, step_d
-from certifier.bounds.result import LowerResult, require_positive
+from certifier.bounds.result import LowerResult
+from certifier.bounds.stages_v2 import product_runs
 from certifier.bounds.upper_v2 import UpperV2, clamp_index
-from certifier.errors import NumericsUnreliableError, ParameterError
+from certifier.errors import NumericsUnreliableError
 
 
 def lower_bound_v2_product(stages, method: UpperV2, replay_trims: bool = False) -> LowerResult:
@@ -29,13 +30,7 @@ def lower_bound_v2_product(stages, method: UpperV2, replay_trims: bool = False) 
     replay_trims: the replay's trim rule (certifier.bounds.lower_v2.lower_bound_v2), for the kinds."""
     method = replace(method, level_bits=None)     # a run in stages: one lattice at every level (no §10)
     method.validate()
-    stages = list(stages)
-    if not stages:
-        raise ParameterError("at least one stage is needed")
-    for m, e, t2 in stages:
-        require_positive(t2, "t^2")
-        if not (isinstance(m, int) and isinstance(e, int) and m >= 1 and e >= 1):
-            raise ParameterError("stage steps and epochs must be integers >= 1")
+    stages = product_runs(stages)
     F = method.fixed_point_bits
     t0 = time.perf_counter()
     with working_prec(method.prec):

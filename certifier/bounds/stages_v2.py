@@ -23,19 +23,26 @@ from certifier.bounds.result import UpperResult, require_positive
 from certifier.bounds.upper_v1 import o_ball
 from certifier.bounds.upper_v2 import UpperV2, clamp_index, step_i, step_ii, step_iii, step_iv, trim_q
 from certifier.errors import ParameterError
+from certifier.params import at_least_one_stage
+
+
+def product_runs(stages) -> list[tuple[int, int, fmpq]]:
+    """The stages (M_s, E_s, t_s^2) of a product bound, checked (ParameterError): at least one, M_s and E_s integers
+    >= 1, each t_s^2 a positive exact rational."""
+    out = list(stages)
+    at_least_one_stage(len(out))
+    for m, e, t2 in out:
+        require_positive(t2, "t^2")
+        if not (isinstance(m, int) and isinstance(e, int) and m >= 1 and e >= 1):
+            raise ParameterError("stage steps and epochs must be integers >= 1")
+    return out
 
 
 def rounding_bound_v2_product(stages, method: UpperV2) -> UpperResult:
     """1 - O >= TV of the product of (P_{M_s}^{E_s}, Q_{M_s}^{E_s}); stages are (M_s, E_s, t_s^2) with t^2 exact."""
     method = replace(method, level_bits=None)     # a run in stages: one lattice at every level (no §10)
     method.validate()
-    stages = list(stages)
-    if not stages:
-        raise ParameterError("at least one stage is needed")
-    for m, e, t2 in stages:
-        require_positive(t2, "t^2")
-        if not (isinstance(m, int) and isinstance(e, int) and m >= 1 and e >= 1):
-            raise ParameterError("stage steps and epochs must be integers >= 1")
+    stages = product_runs(stages)
     F = method.fixed_point_bits
     t0 = time.perf_counter()
     with working_prec(method.prec):

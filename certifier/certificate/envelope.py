@@ -22,6 +22,8 @@ PREDICATE_TYPE_V2 = "https://sigmacert.dev/tv-certificate/v2"  # docs/two-sided.
 PREDICATE_TYPE_V3 = "https://sigmacert.dev/tv-certificate/v3"  # docs/method-v2.md: scheme, method v2
 PREDICATE_TYPE_V4 = "https://sigmacert.dev/certificate/v4"      # v3 + claim.kind (dp, tpr), upper, bound_lower
 MAX_BYTES = 4 * 1024 * 1024
+# the field of the claim that names its format, newest first: a run in stages (v5), a target kind (v4), a scheme (v3)
+CLAIM_FIELD_TYPES = (("stages", PREDICATE_TYPE_V5), ("kind", PREDICATE_TYPE_V4), ("scheme", PREDICATE_TYPE_V3))
 
 
 def _reject_float_specials(obj):
@@ -67,18 +69,13 @@ def file_subject(name: str, data: bytes) -> dict:
 
 
 def predicate_type(predicate: dict) -> str:
-    """v3 iff the claim names its scheme (docs/method-v2.md); else v2 iff the predicate carries the
-    two-sided additions (docs/two-sided.md); else v1. v5 iff the claim is a run in stages, else v4 iff
-    the claim names a target kind."""
+    """v6 for an audit; else the type of the newest format field the claim carries (CLAIM_FIELD_TYPES: v5 a run in
+    stages, v4 a target kind, v3 a scheme, docs/method-v2.md); else v2 iff the predicate carries the two-sided
+    additions (docs/two-sided.md); else v1."""
     if "audit" in predicate:                      # an audit of a claim (format v6)
         return PREDICATE_TYPE_V6
-    if "stages" in predicate["claim"]:
-        return PREDICATE_TYPE_V5
-    if "kind" in predicate["claim"]:
-        return PREDICATE_TYPE_V4
-    if "scheme" in predicate["claim"]:
-        return PREDICATE_TYPE_V3
-    return PREDICATE_TYPE_V2 if "lower" in predicate else PREDICATE_TYPE
+    return next((ptype for field, ptype in CLAIM_FIELD_TYPES if field in predicate["claim"]),
+                PREDICATE_TYPE_V2 if "lower" in predicate else PREDICATE_TYPE)
 
 
 def statement(subject: dict, predicate: dict) -> dict:

@@ -8,12 +8,14 @@ predicate type is PREDICATE_TYPE_V5.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from flint import fmpq
 
 from certifier.certificate import predicate as pred_
 from certifier.claim import KIND_TEXT, RANDOM_ALLOCATION, Claim
 from certifier.errors import ParameterError
-from certifier.params import decimal_str
+from certifier.params import StageTally, decimal_str
 from certifier.resolution import sigma_resolution
 
 PREDICATE_TYPE_V5 = "https://sigmacert.dev/certificate/v5"
@@ -30,23 +32,32 @@ STAGES_PAIR = {False: "the pair (prod_s P_{M_s}^{E_s}, prod_s Q_{M_s}^{E_s}) of 
                      "the order listed, each at its own sigma"}
 
 
+@dataclass(frozen=True)
+class StagesClaim(Claim):
+    """A claim about a run in stages: ((M_s, E_s), ...) at one sigma, or ((M_s, E_s, sigma_s), ...) with sigma None;
+    steps/epochs hold the first M and the total E. Made by stages_claim; its claim object is format v5's."""
+    stages: tuple = ()
+
+    def to_json(self, version: int) -> dict:
+        """The v5 `claim` object (stages_claim_json)."""
+        return stages_claim_json(self, version)
+
+
 def per_stage(claim: Claim) -> bool:
     """The stages carry their own sigma: ((M_s, E_s, sigma_s), ...)."""
     return bool(claim.stages) and len(claim.stages[0]) == 3
 
 
-def stages_claim(stages, sigma, target, kind: tuple = ()) -> Claim:
+def stages_claim(stages, sigma, target, kind: tuple = ()) -> StagesClaim:
     """A claim in stages ((M_s, E_s), ...) at one sigma, or ((M_s, E_s, sigma_s), ...) with sigma None;
     steps/epochs hold the first M and the total E. kind: as Claim.kind (() for tv)."""
     stages = tuple((int(s[0]), int(s[1]), *s[2:]) for s in stages)
-    if not stages:
-        raise ParameterError("at least one stage is needed")
-    own = {len(s) == 3 for s in stages}
-    if len(own) != 1 or own == {True} and (sigma is not None or any(not isinstance(s[2], fmpq) or s[2] <= 0
-                                                                    for s in stages)):
+    tally = StageTally.of(len(s) == 3 for s in stages)                  # at least one stage
+    own = [s[2] for s in stages if len(s) == 3]
+    if tally.mixed or tally.every and (sigma is not None or not all(isinstance(x, fmpq) and x > 0 for x in own)):
         raise ParameterError("give a positive exact sigma on every stage (and no shared sigma), or one shared sigma")
-    return Claim(RANDOM_ALLOCATION, stages[0][0], sum(s[1] for s in stages), sigma, target, None, kind,
-                 stages=stages)
+    return StagesClaim(RANDOM_ALLOCATION, stages[0][0], sum(s[1] for s in stages), sigma, target, None, kind,
+                       stages=stages)
 
 
 def runs_at(claim: Claim, sigma) -> list[tuple[int, int, str]]:
@@ -83,7 +94,7 @@ def build_v5(claim: Claim, method_json: dict, res, low: dict | None, rows, tv, t
     own = per_stage(claim)
     base = Claim(RANDOM_ALLOCATION, 2, 1, fmpq(1) if own else claim.sigma, claim.target, None, claim.kind)
     pred = pred_.build(base, method_json, res, low, rows, tv, tv_err, missing=missing, kind_upper=kind_upper)
-    pred["claim"] = stages_claim_json(claim, STAGES_FORMAT)
+    pred["claim"] = claim.to_json(STAGES_FORMAT)
     pred["numerics"]["closed_form_sigma"] = "n/a"
     if own:
         pred["numerics"]["search_resolution"] = "n/a"          # no sigma was searched

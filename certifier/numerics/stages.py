@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass
+from typing import Callable, ClassVar
 
 import numpy as np
 from scipy.optimize import brentq
@@ -35,10 +36,11 @@ from certifier.numerics.laplace_moments import FIRST, SECOND, Discretization, mo
 from certifier.numerics.log_convolution import MAX_WORK, lattice_step, logconv_work, mean_density, moments
 from certifier.numerics.one_epoch import bulk_sd
 from certifier.numerics.tv_laplace import ALIASING, DU, MAX_TRIES, TAIL_LEVEL, formula14
-from certifier.params import MAX_EPOCHS, MAX_STEPS, as_decimal_text, decimal_str, parse_sigma
+from certifier.params import MAX_EPOCHS, MAX_STEPS, StageTally, as_decimal_text, decimal_str, parse_sigma
 from certifier.resolution import search_step
 
-__all__ = ["Stage", "parse_stage_list", "exact_tv_product", "exact_sigma_product", "tv_m1_product",
+__all__ = ["Stage", "parse_stage_list", "exact_tv_product", "exact_sigma_product", "Product", "OneStage", "product_of",
+           "sigma_runs", "shared_sigma_runs", "tv_m1_product",
            "one_minus_tv_bound_product", "closed_form_sigma_product", "MAX_STAGES"]
 
 MAX_STAGES = 64
@@ -97,24 +99,22 @@ def parse_stage_list(spec, sigma_per_stage: bool | None = None) -> tuple[Stage, 
             else:
                 raise ParameterError(f"a stage must be (steps, epochs), (steps, epochs, sigma) or a Stage, "
                                      f"got {item!r}")
-    if not out:
-        raise ParameterError("at least one stage is needed")
-    if len(out) > MAX_STAGES:
-        raise ParameterError(f"at most {MAX_STAGES} stages, got {len(out)}")
-    with_sigma = [s.sigma is not None for s in out]
-    if any(with_sigma) and not all(with_sigma):
-        raise ParameterError("give a sigma on every stage (100x5@1.2,400x5@1.5) or on none")
-    if sigma_per_stage is True and not all(with_sigma):
-        raise ParameterError("every stage needs its sigma here: 100x5@1.2,400x5@1.5")
-    if sigma_per_stage is False and any(with_sigma):
-        raise ParameterError("the stages share one sigma here: write them without @sigma (100x5,400x5)")
+    tally = StageTally.of(s.sigma is not None for s in out)
+    if tally.count > MAX_STAGES:
+        raise ParameterError(f"at most {MAX_STAGES} stages, got {tally.count}")
+    tally.require(sigma_per_stage)
     return tuple(out)
 
 
-def _floats(stages) -> list[tuple[int, int, float]]:
-    if any(s.sigma is None for s in stages):
-        raise ParameterError("every stage needs a sigma for the TV")
+def sigma_runs(stages) -> list[tuple[int, int, float]]:
+    """(M_s, E_s, sigma_s) in floats of stages that carry their sigma (parse_stage_list(..., sigma_per_stage=True))."""
     return [(s.steps, s.epochs, float(parse_sigma(s.sigma))) for s in stages]
+
+
+def shared_sigma_runs(stages) -> Callable[[float], list[tuple[int, int, float]]]:
+    """sigma -> [(M_s, E_s, sigma)]: the stages at one shared sigma (the curve a shared-sigma search walks)."""
+    pairs = [(s.steps, s.epochs) for s in stages]
+    return lambda sigma: [(m, e, sigma) for m, e in pairs]
 
 
 def tv_m1_product(runs) -> float:
@@ -255,40 +255,6 @@ def tv_logconv_product(runs) -> tuple[float, float]:
     return fine, abs(fine - coarse) + fine_err
 
 
-def exact_tv_product(stages, check: bool = True) -> _exact.ExactTV:
-    """d_TV of the run in stages (Theorem 4.1 with prod_s F_s^{E_s}), each stage with its sigma."""
-    stages = parse_stage_list(stages, sigma_per_stage=True)
-    runs = _floats(stages)
-    if len(runs) == 1:
-        m, e, s = runs[0]
-        return _exact.exact_tv(m, e, s, check=check)
-    if all(m == 1 for m, _, _ in runs):
-        return _exact.ExactTV(tv_m1_product(runs), 1e-15, "closed-form M=1")
-    gap = one_minus_tv_bound_product(runs)
-    if gap <= _exact.ONE_LEVEL:
-        return _exact.ExactTV(1.0, max(gap, sys.float_info.min),
-                              "bound 1 - TV <= prod_s (sqrt(M_s) e^{-1/(8 sigma_s^2)})^{E_s}")
-    low = min(s for m, _, s in runs if m > 1)
-    if low < _exact.MIN_SIGMA:
-        raise NumericsUnreliableError(f"the exact TV is computed for sigma >= {_exact.MIN_SIGMA}; a stage has "
-                                      f"sigma = {low:g} and 1 - TV <= {gap:.1e}")
-    first = tv_laplace_product(runs)
-    error, method = first.error, "laplace"
-    if check:
-        if logconv_product_affordable(runs):
-            tv2, err2 = tv_logconv_product(runs)
-            method += "+logconv"
-        else:
-            other = tv_laplace_product(runs, SECOND)
-            tv2, err2 = other.tv, other.error
-            method += "+laplace'"
-        error += max(0.0, abs(first.tv - tv2) - first.error - err2)
-    if not (math.isfinite(first.tv) and error <= _exact.MAX_ERROR):
-        raise NumericsUnreliableError(f"the exact TV of the stages {','.join(map(str, stages))} is not reliable "
-                                      f"(error estimate {error:.1e})")
-    return _exact.ExactTV(min(1.0, max(0.0, first.tv)), error, method + " (stages)")
-
-
 def _log1p_chi2(runs) -> float:
     """ln(1 + chi^2) of the product pair = sum_s E_s ln(1 + (e^{1/sigma_s^2} - 1)/M_s) (eq. 9, a product)."""
     return sum(e * log1p_b_over_m(s, m) for m, e, s in runs)
@@ -298,12 +264,13 @@ def closed_form_sigma_product(stages, lam: float) -> float:
     """The shared sigma with U(c) = lambda for the product's chi-square c (Theorem 3.3 holds for any
     pair; 1 + c multiplies over independent stages), by bisection: a feasible sigma, not rounded."""
     level = math.log1p(c_lambda(lam))
+    at = shared_sigma_runs(stages)
     lo, hi = 1e-3, 1.0
-    while _log1p_chi2([(s.steps, s.epochs, hi) for s in stages]) > level:
+    while _log1p_chi2(at(hi)) > level:
         lo, hi = hi, 2.0 * hi
     for _ in range(200):
         mid = 0.5 * (lo + hi)
-        if _log1p_chi2([(s.steps, s.epochs, mid) for s in stages]) > level:
+        if _log1p_chi2(at(mid)) > level:
             lo = mid
         else:
             hi = mid
@@ -315,6 +282,113 @@ def gdp_limit_sigma_product(stages, lam: float) -> float:
     z = float(ndtri(0.5 + 0.5 * lam))
     ratio = sum(s.epochs / s.steps for s in stages)
     return math.log1p(4.0 * z * z / ratio) ** -0.5
+
+
+@dataclass(frozen=True)
+class Product:
+    """The numerics of a run in stages: the pair prod_s (P_{M_s}^{E_s}, Q_{M_s}^{E_s}) (Theorem 4.1 with a product),
+    its exact TV at the stages' sigmas and its exact shared sigma. product_of picks OneStage for a run of one stage."""
+    stages: tuple                                # Stage values, or (M_s, E_s, sigma_s) runs (pick)
+    suffix: ClassVar[str] = " (stages)"          # a method's name says its pair is a product
+
+    def pick(self, one, several):
+        """several(stages): the product's numerics (OneStage: one(stage), a block's)."""
+        return several(self.stages)
+
+    def exact_tv(self, check: bool = True) -> _exact.ExactTV:
+        """d_TV of the product, each stage at its sigma: closed form (all M_s = 1), the bound, or (14) on the product
+        (route laplace, checked by logconv or laplace')."""
+        runs = sigma_runs(self.stages)
+        if all(m == 1 for m, _, _ in runs):
+            return _exact.ExactTV(tv_m1_product(runs), 1e-15, "closed-form M=1")
+        gap = one_minus_tv_bound_product(runs)
+        if gap <= _exact.ONE_LEVEL:
+            return _exact.ExactTV(1.0, max(gap, sys.float_info.min),
+                                  "bound 1 - TV <= prod_s (sqrt(M_s) e^{-1/(8 sigma_s^2)})^{E_s}")
+        low = min(s for m, _, s in runs if m > 1)
+        if low < _exact.MIN_SIGMA:
+            raise NumericsUnreliableError(f"the exact TV is computed for sigma >= {_exact.MIN_SIGMA}; a stage has "
+                                          f"sigma = {low:g} and 1 - TV <= {gap:.1e}")
+        first = tv_laplace_product(runs)
+        error, method = first.error, "laplace"
+        if check:
+            if logconv_product_affordable(runs):
+                tv2, err2 = tv_logconv_product(runs)
+                method += "+logconv"
+            else:
+                other = tv_laplace_product(runs, SECOND)
+                tv2, err2 = other.tv, other.error
+                method += "+laplace'"
+            error += max(0.0, abs(first.tv - tv2) - first.error - err2)
+        if not (math.isfinite(first.tv) and error <= _exact.MAX_ERROR):
+            raise NumericsUnreliableError(f"the exact TV of the stages {','.join(map(str, self.stages))} is not "
+                                          f"reliable (error estimate {error:.1e})")
+        return _exact.ExactTV(min(1.0, max(0.0, first.tv)), error, method + self.suffix)
+
+    def exact_sigma(self, lam: float, resolution) -> str:
+        """The least grid sigma shared by every stage with exact TV <= lam (exact_sigma_product)."""
+        memo: dict[float, float] = {}
+        at = shared_sigma_runs(self.stages)
+
+        def f(sigma: float) -> float:
+            if sigma not in memo:
+                runs = at(sigma)
+                if all(m == 1 for m, _, _ in runs):
+                    tv = tv_m1_product(runs)
+                elif one_minus_tv_bound_product(runs) <= _exact.ONE_LEVEL:
+                    tv = 1.0
+                else:
+                    if sigma < _exact.MIN_SIGMA:
+                        raise NumericsUnreliableError(f"the exact sigma lies below {_exact.MIN_SIGMA}")
+                    r = tv_laplace_product(runs)
+                    if r.error > _exact.MAX_ERROR:
+                        raise NumericsUnreliableError(f"the exact TV at sigma={sigma:g} is not reliable "
+                                                      f"(error estimate {r.error:.1e})")
+                    tv = r.tv
+                memo[sigma] = tv - lam
+            return memo[sigma]
+
+        closed = closed_form_sigma_product(self.stages, lam) * (1 + 1e-12)
+        lo, hi = _exact.bracket(f, min(gdp_limit_sigma_product(self.stages, lam), closed), closed)
+        res = search_step(resolution, lo)
+        step = float(res)
+        root = brentq(f, lo, hi, xtol=0.05 * step, rtol=1e-15)
+        k = math.ceil(root / step)
+        while f(step * (k - 1)) <= 0:
+            k -= 1
+        while f(step * k) > 0:
+            k += 1
+        return decimal_str(res * k)
+
+
+@dataclass(frozen=True)
+class OneStage(Product):
+    """A run of one stage: a block's pair (P_M^E, Q_M^E), computed as certifier.numerics.exact computes a block's
+    (the same numbers and method names as the block)."""
+    suffix: ClassVar[str] = ""
+
+    def pick(self, one, several):
+        """one(stage): a block's numerics."""
+        return one(*self.stages)
+
+    def exact_tv(self, check: bool = True) -> _exact.ExactTV:
+        ((m, e, s),) = sigma_runs(self.stages)
+        return _exact.exact_tv(m, e, s, check=check)
+
+    def exact_sigma(self, lam: float, resolution) -> str:
+        ((m, e),) = [(s.steps, s.epochs) for s in self.stages]
+        return _exact.exact_sigma(m, e, lam, resolution=resolution)
+
+
+def product_of(stages) -> Product:
+    """The numerics of a list of stages (Stage values or runs): a block's for one stage (OneStage), else the
+    product's; the one place the number of stages picks them (the TV, the shared sigma, the profile's routes)."""
+    return OneStage(tuple(stages)) if len(stages) == 1 else Product(tuple(stages))
+
+
+def exact_tv_product(stages, check: bool = True) -> _exact.ExactTV:
+    """d_TV of the run in stages (Theorem 4.1 with prod_s F_s^{E_s}), each stage with its sigma."""
+    return product_of(parse_stage_list(stages, sigma_per_stage=True)).exact_tv(check)
 
 
 def exact_sigma_product(stages, lam, resolution="1e-6") -> str:
@@ -329,40 +403,7 @@ def exact_sigma_product(stages, lam, resolution="1e-6") -> str:
     if not 0.0 < lam < 1.0:
         raise ParameterError(f"target lambda must lie strictly between 0 and 1, got {lam!r}")
     search_step(resolution, 1.0)            # a bad resolution is refused before any evaluation
-    if len(stages) == 1:
-        return _exact.exact_sigma(stages[0].steps, stages[0].epochs, lam, resolution=resolution)
-    memo: dict[float, float] = {}
-
-    def f(sigma: float) -> float:
-        if sigma not in memo:
-            runs = [(s.steps, s.epochs, sigma) for s in stages]
-            if all(m == 1 for m, _, _ in runs):
-                tv = tv_m1_product(runs)
-            elif one_minus_tv_bound_product(runs) <= _exact.ONE_LEVEL:
-                tv = 1.0
-            else:
-                if sigma < _exact.MIN_SIGMA:
-                    raise NumericsUnreliableError(f"the exact sigma lies below {_exact.MIN_SIGMA}")
-                r = tv_laplace_product(runs)
-                if r.error > _exact.MAX_ERROR:
-                    raise NumericsUnreliableError(f"the exact TV at sigma={sigma:g} is not reliable "
-                                                  f"(error estimate {r.error:.1e})")
-                tv = r.tv
-            memo[sigma] = tv - lam
-        return memo[sigma]
-
-    closed = closed_form_sigma_product(stages, lam) * (1 + 1e-12)
-    lo, hi = _exact.bracket(f, min(gdp_limit_sigma_product(stages, lam), closed), closed)
-    res = search_step(resolution, lo)
-    step = float(res)
-    root = brentq(f, lo, hi, xtol=0.05 * step, rtol=1e-15)
-    k = math.ceil(root / step)
-    while f(step * (k - 1)) <= 0:
-        k -= 1
-    while f(step * k) > 0:
-        k += 1
-    return decimal_str(res * k)
-
+    return product_of(stages).exact_sigma(lam, resolution)
 
 # the pieces of the product line, shared with certifier.numerics.stages_profile (dp and tpr of stages)
 line_groups, stage_line, line_product, u_guess_product = _groups, _line, _product, _u_guess

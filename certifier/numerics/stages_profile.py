@@ -50,7 +50,6 @@ from certifier.numerics.targets import (
     route_at,
 )
 from certifier.numerics.tv_laplace import DU, MAX_TRIES, TAIL_LEVEL, next_u
-from certifier.params import parse_sigma
 
 __all__ = ["StagesProfile", "exact_privacy_product", "exact_sigma_dp_product", "exact_sigma_tpr_product",
            "product_route_at", "gaussian_mu_product"]
@@ -130,9 +129,14 @@ def logconv_route_product(runs) -> Route:
 
 
 def product_route_at(runs, check: bool = True, u_hint: float | None = None) -> tuple[Route, Route | None]:
-    """The primary route and (check=True) the second one for the pair of the stages [(M, E, sigma)]."""
-    if len(runs) == 1:
-        return route_at(*runs[0], check=check, u_hint=u_hint)
+    """The primary route and (check=True) the second one for the pair of the stages [(M, E, sigma)]: a block's
+    (certifier.numerics.targets.route_at) for one stage, else the product's (certifier.numerics.stages.product_of)."""
+    return _st.product_of(runs).pick(lambda run: route_at(*run, check=check, u_hint=u_hint),
+                                     lambda runs: _product_routes(runs, check, u_hint))
+
+
+def _product_routes(runs, check: bool = True, u_hint: float | None = None) -> tuple[Route, Route | None]:
+    """The routes of the product of several stages' pairs (product_route_at)."""
     if all(m == 1 for m, _, _ in runs):
         return Route("closed-form M=1", GaussianLine(gaussian_mu_product(runs))), None
     b = _st.one_minus_tv_bound_product(runs)
@@ -161,10 +165,6 @@ class StagesProfile:
     tpr: dict
 
 
-def _runs(stages) -> list[tuple[int, int, float]]:
-    return [(s.steps, s.epochs, float(parse_sigma(s.sigma))) for s in stages]
-
-
 def exact_privacy_product(stages, *, deltas=(), epsilons=(), fprs=(), check: bool = True) -> StagesProfile:
     """eps at each delta, delta at each eps and the TPR at each FPR of the run in stages (each stage
     its sigma), with error estimates; with check=True the second route widens each estimate by any
@@ -173,8 +173,8 @@ def exact_privacy_product(stages, *, deltas=(), epsilons=(), fprs=(), check: boo
     deltas = [check_unit("delta", d) for d in deltas]
     epsilons = [check_eps(e) for e in epsilons]
     fprs = [check_unit("false-positive rate", a) for a in fprs]
-    first, other = product_route_at(_runs(stages), check)
-    method = first.name + ("+" + other.name if other is not None else "") + (" (stages)" if len(stages) > 1 else "")
+    first, other = product_route_at(_st.sigma_runs(stages), check)
+    method = first.name + ("+" + other.name if other is not None else "") + _st.product_of(stages).suffix
     tv = checked(first.tv(), other.tv() if other else None)
     eps_at = {d: checked(first.epsilon(d), other.epsilon(d) if other else None) for d in deltas}
     delta_at = {e: checked(first.delta(e), other.delta(e) if other else None) for e in epsilons}
@@ -198,9 +198,10 @@ class StagesCurve(Curve):
     def __init__(self, stages, functional, target: float, what: str, mu_of=None):
         super().__init__(0, 0, 1, functional, target, what, mu_of=mu_of)
         self.stages = stages
+        self.runs_at = _st.shared_sigma_runs(stages)
 
     def route(self, sigma: float, u_hint):
-        runs = [(s.steps, s.epochs, sigma) for s in self.stages]
+        runs = self.runs_at(sigma)
         if sigma < MIN_SIGMA and any(m > 1 for m, _, _ in runs):
             raise NumericsUnreliableError(f"the exact sigma for {self.what} lies below {MIN_SIGMA}")
         return product_route_at(runs, check=False, u_hint=u_hint)[0]

@@ -4,7 +4,8 @@ from dataclasses import replace
 import pytest
 from flint import fmpq
 
-from certifier.bounds.stages_v2 import rounding_bound_v2_product, t2_of
+from certifier.bounds.stages_lower import lower_bound_v2_product
+from certifier.bounds.stages_v2 import product_runs, rounding_bound_v2_product, t2_of
 from certifier.bounds.upper_v2 import rounding_bound_v2
 from certifier.errors import ParameterError
 from certifier.methods.v2.plan import choose_v2
@@ -48,3 +49,14 @@ def test_bad_stages_refused(stages):
     m = choose_v2(10, 2, fmpq(1), 1e-5, 0.2).method
     with pytest.raises(ParameterError):
         rounding_bound_v2_product(stages, m)
+
+
+def test_product_runs_checks_both_sides_stage_lists_alike():
+    assert product_runs(iter([(10, 2, fmpq(1))])) == [(10, 2, fmpq(1))]
+    m = choose_v2(10, 2, fmpq(1), 1e-5, 0.2).method
+    for bad, text in (([], "at least one stage is needed"), ([(10, 2, fmpq(-1))], "t\\^2 must be a positive"),
+                      ([(10.0, 2, fmpq(1))], "integers >= 1")):
+        for bound in (product_runs, lambda st: rounding_bound_v2_product(st, m),
+                      lambda st: lower_bound_v2_product(st, m)):
+            with pytest.raises(ParameterError, match=text):
+                bound(bad)

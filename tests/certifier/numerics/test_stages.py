@@ -8,10 +8,15 @@ from scipy.stats import norm
 from certifier.errors import ParameterError
 from certifier.numerics.exact import exact_sigma, exact_tv
 from certifier.numerics.stages import (
+    OneStage,
+    Product,
     Stage,
+    closed_form_sigma_product,
     exact_sigma_product,
     exact_tv_product,
     parse_stage_list,
+    product_of,
+    shared_sigma_runs,
     tv_laplace_product,
     tv_logconv_product,
 )
@@ -141,6 +146,28 @@ def test_parse_forms():
         parse_stage_list([(100,)])
     with pytest.raises(ParameterError):
         Stage(True, 5)
+
+
+def test_a_stage_list_names_its_sigma_refusal_whatever_the_order_of_checks():
+    with pytest.raises(ParameterError, match="or on none"):                 # a mixture, before what is asked
+        parse_stage_list("100x5@1.2,400x5", sigma_per_stage=True)
+    with pytest.raises(ParameterError, match="at least one stage is needed"):
+        parse_stage_list([])
+    assert parse_stage_list("100x5", sigma_per_stage=False) == parse_stage_list("100x5") == (Stage(100, 5),)
+
+
+def test_one_stage_is_a_blocks_numerics_and_several_the_product():
+    one, two = product_of((Stage(10, 1, "0.8"),)), product_of((Stage(10, 1, "0.8"), Stage(10, 2, "0.8")))
+    assert isinstance(one, OneStage) and type(two) is Product and (one.suffix, two.suffix) == ("", " (stages)")
+    assert one.exact_tv() == exact_tv(10, 1, 0.8) and two.exact_tv().method.endswith(" (stages)")
+    runs = [(10, 1, 0.8), (10, 2, 0.8)]
+    assert product_of(runs[:1]).pick(lambda r: r, len) == (10, 1, 0.8) and product_of(runs).pick(None, len) == 2
+
+
+def test_shared_sigma_runs_put_every_stage_at_the_sigma():
+    at = shared_sigma_runs(parse_stage_list("100x5,400x2"))
+    assert at(1.5) == [(100, 5, 1.5), (400, 2, 1.5)]
+    assert closed_form_sigma_product(parse_stage_list("100x5,400x2"), 0.1) > 0
 
 
 def test_heavy_tailed_stages_against_monte_carlo():

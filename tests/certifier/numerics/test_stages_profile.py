@@ -20,7 +20,7 @@ from certifier.numerics.stages_profile import (
     logconv_route_product,
     product_route_at,
 )
-from certifier.numerics.targets import exact_privacy, exact_sigma_dp, exact_sigma_tpr
+from certifier.numerics.targets import exact_privacy, exact_sigma_dp, exact_sigma_tpr, route_at
 
 EPS = (0.0, 0.5, 1.0, 2.0)
 ALPHAS = (0.05, 1e-3, 1e-5)
@@ -174,3 +174,9 @@ def test_quick_bounds_of_stages():
     assert r.delta_qp(1.0).value <= 1e-5 and p.delta[1.0].value <= 1e-5   # R2 bounds delta_Q||P at its sigma
     t = float(qb.rdp_tpr_sigma(stages, 1e-3, 2e-3, seed=1.3))
     assert float(exact_sigma_tpr_product(stages, 1e-3, 2e-3)) <= t           # a proven bound: never below exact
+
+
+def test_one_stage_takes_the_blocks_routes():
+    one, _ = product_route_at([(10, 3, 0.9)], check=False)
+    block, _ = route_at(10, 3, 0.9, check=False)
+    assert one.name == block.name and one.tv() == block.tv()
