@@ -9,6 +9,7 @@ Every test file is named after the module it tests, in the directory of tests/ t
 from __future__ import annotations
 
 import ast
+import importlib.util
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -427,3 +428,26 @@ def test_the_name_rule_refuses_an_episode(tmp_path):
         (tmp_path / "tests" / f).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "tests" / f).write_text("")
     assert misnamed_test_files(tmp_path) == [f"tests/{f}" for f in sorted(episodes)]
+
+
+def _layout_index():
+    """tools/layout_index.py as a module (tools/ is no package)."""
+    spec = importlib.util.spec_from_file_location("layout_index", ROOT / "tools" / "layout_index.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_module_index_matches_the_tree():
+    """docs/layout.md lists every module with its docstring's first sentence (tools/layout_index.py --write)."""
+    layout_index = _layout_index()
+    assert (ROOT / "docs" / "layout.md").read_text() == layout_index.index(ROOT), \
+        "docs/layout.md is stale: run python tools/layout_index.py --write"
+
+
+def test_the_module_index_sees_a_new_module(tmp_path):
+    layout_index = _layout_index()
+    for pkg in layout_index.PACKAGES:
+        (tmp_path / pkg).mkdir()
+    (tmp_path / "certifier" / "fresh.py").write_text('"""A fresh module. More words."""\n')
+    assert "- `certifier/fresh.py` — A fresh module\n" in layout_index.index(tmp_path)
