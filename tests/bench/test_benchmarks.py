@@ -7,6 +7,7 @@ seconds each; their figures are checked, not only their exit codes.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -199,8 +200,12 @@ def test_bench_tail_certificates_small(env):
     assert row["steps_apart"] == 1 and float(row["upper"]) <= 1e-6 < float(row["lower"])
     assert row["accepted"] and 0 < row["cpu_seconds"] < 120 and 10 << 20 < row["peak_rss"] < 4 << 30
     assert abs(row["ratio"] - row["verify_cpu_seconds"] / row["cpu_seconds"]) <= 0.01   # from the unrounded times
-    table = bench(env, "bench_tail_certificates.py", "--small")
-    assert table.returncode == 0 and "| 3,2 eps1 d1e-6 |" in table.stdout and "all within the goals:" in table.stdout
+    # the printed table from the same rows (the benchmark's own formatter; a second run would cost as much again)
+    path = ROOT / "benchmarks" / "bench_tail_certificates.py"
+    spec = importlib.util.spec_from_file_location("tail_certificates", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert "| 3,2 eps1 d1e-6 |" in module.table([row]) and module.goals(row)
 
 
 def test_bench_vs_accountant_dp_refuses_bad_cells(env):
