@@ -86,9 +86,8 @@ class Run:
 
     @classmethod
     def in_sequence(cls, blocks, too_many=None) -> Run:
-        """Blocks (M, E[, sigma]) of random allocation one after the other, as a history lists them: the block itself
-        when there is one, else the run in stages (its stages in the order given). too_many(count): the caller's
-        refusal (an exception) of more blocks than a run in stages takes (MAX_STAGES), raised before any parsing."""
+        """Blocks (M, E[, sigma]) of random allocation one after the other: the block when one, else the run in stages.
+        too_many(count): the caller's exception for more than MAX_STAGES blocks, raised before any parsing."""
         if too_many is not None and len(blocks) > MAX_STAGES:
             raise too_many(len(blocks))
         parsed = parse_stage_list(blocks)

@@ -113,8 +113,8 @@ def _run_of(steps, epochs, stages, scheme, iterations, sigma=None, *, per_stage=
         if any(given[k] is None for k in needs):
             raise ParameterError("give steps, epochs and sigma (or stages=)" if needs == AT_SIGMA else
                                  "give steps and epochs (or stages=)")
-        m, e, scheme_, t = _run(steps, epochs, scheme, iterations)
-        return Run.block(m, e, scheme_, t, None if sigma is None else as_decimal_text("sigma", sigma))
+        m, e, named, t = _run(steps, epochs, scheme, iterations)
+        return Run.block(m, e, named, t, None if sigma is None else as_decimal_text("sigma", sigma))
     return door.given_form(stages, (steps, epochs, iterations), "stages= replaces steps, epochs and iterations").pick(
         block, staged)
 
