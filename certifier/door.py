@@ -2,6 +2,7 @@
 an exact sigma, a numerical value or a certificate out.
 
   Run, Target, parse, from_json, make, KINDS    what is asked (certifier.run, certifier.targets)
+  given_form(stages, beside, mixed)             which form a run was given in: a stage list or a block
   check_domain(run, target, certify)            the stated domain (certifier.domain), instant
   exact_sigma(run, target)                      the least sigma on the res(sigma) grid (numerical)
   exact_tv(run), value_at(run, target), privacy(run, ...)      numerical values at the run's sigma
@@ -76,7 +77,7 @@ from certifier.params import parse_sigma
 from certifier.plan_cost import Plan, predicted_seconds, predicted_seconds_product, tv_plan
 from certifier.plan_cost import plan as plan_of
 from certifier.resolution import resolution_label, resolution_str, round_up
-from certifier.run import Run, privacy
+from certifier.run import Run, given_form, privacy
 from certifier.run import exact_sigma as run_exact_sigma
 from certifier.shape import refuse_staged_options
 from certifier.targets import DP, KINDS, NAMES, ONE_KIND, TPR, TV, Target, curve_of, from_json, make, parse
@@ -88,7 +89,7 @@ from certifier.transparency.merkle import Tree, leaf_hash
 
 __all__ = ["DP", "KINDS", "KIND_FIELDS", "MAX_EPSILON", "NAMES", "ONE_KIND", "RANDOM_ALLOCATION", "TPR", "TV",
            "Outcome", "OutsideDomainError", "Plan", "Run", "Target", "admit", "certify", "check_domain", "exact_sigma",
-           "exact_tv", "file_subject", "curve_of", "from_json",
+           "exact_tv", "file_subject", "curve_of", "from_json", "given_form",
            "keygen", "load_envelope", "load_private", "make", "parse", "plan", "privacy", "read_unverified", "sign",
            "value_at",
            # re-exported by name (see the module's docstring)

@@ -7,10 +7,10 @@ from certifier import door
 
 def request_run(req: dict) -> door.Run:
     """The request's run: its stages (a run in stages, format v5, at one shared sigma) or its block."""
-    if req.get("stages") is not None:
-        return door.Run.composed([(s["steps"], s["epochs"]) for s in req["stages"]])
-    return door.Run.block(req["steps"], req["epochs"], req.get("scheme", door.RANDOM_ALLOCATION),
-                          req.get("iterations"))
+    return door.given_form(req.get("stages")).pick(
+        lambda: door.Run.block(req["steps"], req["epochs"], req.get("scheme", door.RANDOM_ALLOCATION),
+                               req.get("iterations")),
+        lambda listed: door.Run.composed([(s["steps"], s["epochs"]) for s in listed]))
 
 
 def request_target(req: dict) -> door.Target:

@@ -203,11 +203,9 @@ def stages_json(run) -> list:
     return [{"steps": st.steps, "epochs": st.epochs} for st in run]
 
 
-def staged_shape(stages, steps, epochs, scheme, iterations, limits: Limits) -> dict:
-    """{"stages", "steps": None, "epochs": the total, "scheme", "iterations": None} of a run in stages;
-    refuses stages beside steps, epochs or iterations, and any scheme but random allocation."""
-    if steps is not None or epochs is not None or iterations is not None:
-        raise ParameterError("stages replaces steps, epochs and iterations: give one or the other")
+def staged_shape(stages, scheme, limits: Limits) -> dict:
+    """{"stages", "steps": None, "epochs": the total, "scheme", "iterations": None} of a run in stages; refuses any
+    scheme but random allocation."""
     if scheme_of(scheme) != door.RANDOM_ALLOCATION:
         raise ParameterError("stages are for random allocation (Algorithm 1) only")
     run = stages_of(stages, limits)
@@ -216,12 +214,15 @@ def staged_shape(stages, steps, epochs, scheme, iterations, limits: Limits) -> d
 
 
 def run_of(stages, steps, epochs, scheme, iterations, limits: Limits) -> dict:
-    """shape_of, or staged_shape when stages are given; one of steps or stages is required."""
-    if stages is not None:
-        return staged_shape(stages, steps, epochs, scheme, iterations, limits)
-    if steps is None:
-        raise ParameterError("give steps (with epochs) or stages")
-    return shape_of(steps, epochs, scheme, iterations, limits)
+    """shape_of, or staged_shape when stages are given (their form read by door.given_form: stages beside steps,
+    epochs or iterations refused); one of steps or stages is required."""
+    def block():
+        if steps is None:
+            raise ParameterError("give steps (with epochs) or stages")
+        return shape_of(steps, epochs, scheme, iterations, limits)
+    return door.given_form(stages, (steps, epochs, iterations),
+                           "stages replaces steps, epochs and iterations: give one or the other").pick(
+        block, lambda spec: staged_shape(spec, scheme, limits))
 
 
 KIND_FIELDS = door.KIND_FIELDS
@@ -257,6 +258,13 @@ def normalise(req: CertificateRequest, limits: Limits) -> dict:
             "subject": None if req.subject is None else {"name": req.subject.name, "sha256": req.subject.sha256}}
 
 
+MUST_BE = {  # what a request's field must be, by its name (a stage list's entries: stages.0.steps, ...)
+    **dict.fromkeys(("steps", "epochs", "iterations"), "must be a positive integer"),
+    **dict.fromkeys(("sigma", *door.KIND_FIELDS), "must be a decimal number (a string like \"0.1\" is read exactly)"),
+    "stages": "must be a stage list: \"100x5,400x5\" or [{\"steps\": 100, \"epochs\": 5}, ...]",
+    "scheme": f"must be one of {', '.join(door.SCHEMES)}"}
+
+
 def describe_errors(errors) -> str:
     """One line from pydantic's error list: `field: problem; ...` (no input echo, no traceback)."""
     out, seen = [], set()
@@ -275,14 +283,8 @@ def describe_errors(errors) -> str:
             msg = "unknown field"
         elif kind == "json_invalid":
             field, msg = "body", "not valid JSON"
-        elif field in ("steps", "epochs", "iterations"):
-            msg = "must be a positive integer"
-        elif field == "sigma" or field in door.KIND_FIELDS:
-            msg = "must be a decimal number (a string like \"0.1\" is read exactly)"
-        elif field.startswith("stages"):
-            msg = "must be a stage list: \"100x5,400x5\" or [{\"steps\": 100, \"epochs\": 5}, ...]"
-        elif field == "scheme":
-            msg = f"must be one of {', '.join(door.SCHEMES)}"
+        elif field.split(".")[0] in MUST_BE:
+            msg = MUST_BE[field.split(".")[0]]
         elif kind == "model_attributes_type" or kind == "dict_type":
             msg = "must be a JSON object"
         else:

@@ -50,25 +50,11 @@ def closed_form_sigma(steps, epochs, target, *, scheme=DEFAULT_SCHEME, iteration
     return door.closed_form_sigma_up(m, e, lam, scheme)
 
 
-def _stage_list(stages, steps, epochs, scheme, iterations, sigma_per_stage):
-    """The Stage tuple of a run in stages; refuses a mixture with steps/epochs/iterations/scheme."""
-    if steps is not None or epochs is not None or iterations is not None:
-        raise ParameterError("stages= replaces steps, epochs and iterations")
+def _staged_run(spec, scheme, per_stage) -> Run:
+    """The run in stages of a call (per_stage as parse_stage_list); refuses any scheme but random allocation."""
     if door.parse_scheme(scheme) != DEFAULT_SCHEME:
         raise ParameterError("stages are for random allocation (Algorithm 1) only")
-    return door.parse_stage_list(stages, sigma_per_stage)
-
-
-def _stages_at(stages, steps, epochs, scheme, iterations, sigma):
-    """The stages with a sigma each: their own, or `sigma` shared (never both, never neither)."""
-    run = _stage_list(stages, steps, epochs, scheme, iterations, None)
-    if sigma is not None:
-        if run[0].sigma is not None:
-            raise ParameterError("the stages carry their sigma already: drop sigma=")
-        return tuple(st.with_sigma(sigma) for st in run)
-    if run[0].sigma is None:
-        raise ParameterError("give sigma= or a sigma on every stage")
-    return run
+    return Run.composed(spec, per_stage)
 
 
 def exact_tv(steps=None, epochs=None, sigma=None, *, stages=None, scheme=DEFAULT_SCHEME, iterations=None) -> ExactTV:
@@ -113,20 +99,24 @@ AT_SIGMA = ("steps", "epochs", "sigma")   # a call that computes at sigma: a blo
 
 
 def _run_of(steps, epochs, stages, scheme, iterations, sigma=None, *, per_stage=None, needs=("steps",)) -> Run:
-    """The run of a call, the one place the API reads which form it was given in: stages= (a run in stages, per_stage
-    as parse_stage_list; a call at sigma takes sigma= shared or the stages' own) or steps with epochs / iterations (a
+    """The run of a call (its form read by door.given_form): stages= (a run in stages, per_stage as
+    parse_stage_list; a call at sigma takes sigma= shared or the stages' own) or steps with epochs / iterations (a
     block, at sigma when given). needs: the block's arguments the call must give (epochs: or iterations), refused in
     one line before any parsing."""
-    if stages is not None:
-        listed = (_stages_at(stages, steps, epochs, scheme, iterations, sigma) if needs == AT_SIGMA else
-                  _stage_list(stages, steps, epochs, scheme, iterations, per_stage))
-        return Run(listed, staged=True)
-    given = {"steps": steps, "epochs": iterations if epochs is None else epochs, "sigma": sigma}
-    if any(given[k] is None for k in needs):
-        raise ParameterError("give steps, epochs and sigma (or stages=)" if needs == AT_SIGMA else
-                             "give steps and epochs (or stages=)")
-    m, e, scheme, t = _run(steps, epochs, scheme, iterations)
-    return Run.block(m, e, scheme, t, None if sigma is None else as_decimal_text("sigma", sigma))
+    def staged(spec):
+        if needs != AT_SIGMA:
+            return _staged_run(spec, scheme, per_stage)
+        return _staged_run(spec, scheme, None).with_sigma(sigma, "sigma=", " or a sigma on every stage")
+
+    def block():
+        given = {"steps": steps, "epochs": iterations if epochs is None else epochs, "sigma": sigma}
+        if any(given[k] is None for k in needs):
+            raise ParameterError("give steps, epochs and sigma (or stages=)" if needs == AT_SIGMA else
+                                 "give steps and epochs (or stages=)")
+        m, e, named, t = _run(steps, epochs, scheme, iterations)
+        return Run.block(m, e, named, t, None if sigma is None else as_decimal_text("sigma", sigma))
+    return door.given_form(stages, (steps, epochs, iterations), "stages= replaces steps, epochs and iterations").pick(
+        block, staged)
 
 
 def exact_privacy(steps=None, epochs=None, sigma=None, *, stages=None, delta=(), epsilon=(), fpr=(),

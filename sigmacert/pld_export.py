@@ -24,7 +24,6 @@ from certifier.door import (
     eps_gaussian,
     exact_tv_product,
     exact_tv_scheme,
-    parse_stage_list,
     rounded_law,
     rounding_bound_v2_product,
     t2_of,
@@ -98,13 +97,7 @@ def dominating_product(stages, sigma=None, *, value_discretization_interval=DEFA
     the smallest sigma, with a TV margin of MARGIN x the exact TV (a valid grid for any stages: only
     its tightness depends on the choice). Not a certificate: no claim or verifier names stages yet.
     """
-    run = parse_stage_list(stages)
-    if sigma is not None:
-        if run[0].sigma is not None:
-            raise ParameterError("the stages carry their sigma already: drop sigma")
-        run = tuple(st.with_sigma(as_decimal_text("sigma", sigma)) for st in run)
-    elif run[0].sigma is None:
-        raise ParameterError("give sigma or a sigma on every stage")
+    run = door.Run.composed(stages).with_sigma(sigma, "sigma", " or a sigma on every stage").stages
     interval = _interval(value_discretization_interval)
     tv = exact_tv_product(run, check=False).tv
     if tv >= 0.999:
@@ -153,16 +146,14 @@ def pld(steps=None, epochs=None, sigma=None, *, stages=None, target=None,
     >>> p = pld(100, 10, "1.426215")                              # doctest: +SKIP
     >>> p.compose(from_gaussian_mechanism(2.0)).get_epsilon_for_delta(1e-5)  # doctest: +SKIP
     """
-    if stages is not None:
-        if steps is not None or epochs is not None or target is not None:
-            raise ParameterError("stages= replaces steps, epochs and target")
-        return to_dp_accounting(dominating_product(stages, sigma,
-                                                  value_discretization_interval=value_discretization_interval))
-    if steps is None or epochs is None or sigma is None:
-        raise ParameterError("give steps, epochs and sigma (or stages=)")
-    return to_dp_accounting(dominating_run(steps, epochs, sigma, target=target,
-                                           value_discretization_interval=value_discretization_interval,
-                                           progress=progress))
+    def block():
+        if steps is None or epochs is None or sigma is None:
+            raise ParameterError("give steps, epochs and sigma (or stages=)")
+        return dominating_run(steps, epochs, sigma, target=target,
+                              value_discretization_interval=value_discretization_interval, progress=progress)
+    form = door.given_form(stages, (steps, epochs, target), "stages= replaces steps, epochs and target")
+    return to_dp_accounting(form.pick(block, lambda spec: dominating_product(
+        spec, sigma, value_discretization_interval=value_discretization_interval)))
 
 
 def write_pld(run: DominatingRun, path: str) -> None:

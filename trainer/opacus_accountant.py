@@ -41,7 +41,7 @@ from torch.utils.data import DataLoader
 from torch.utils.data._utils.collate import default_collate
 
 from certifier import door
-from certifier.domain import DELTA, check_block, refuse, words
+from certifier.domain import DELTA, check_run, refuse, words
 from certifier.errors import NumericsUnreliableError, ParameterError, SigmacertError
 from certifier.numerics.stages import MAX_STAGES
 from certifier.numerics.stages_profile import exact_privacy_product
@@ -119,31 +119,40 @@ def history_blocks(history) -> list[tuple[int, int, float]]:
     an entry joined to the last stage of its sample rate when that stage ended inside an epoch (at the
     smaller sigma, the epochs added; module docstring)."""
     stages: list[list] = []       # [M, E, sigma, steps so far]
-    last: dict[int, int] = {}     # M -> index of its latest stage
+    last: dict[int, list] = {}    # M -> its latest stage
     for sigma, q, n in history:
         m, n = _steps_per_epoch(float(q)), int(n)
         e = max(1, -(-n // m))
-        i = last.get(m)
-        if i is not None and stages[i][3] % m:
-            st = stages[i]
+        st = last.get(m)
+        if st is not None and st[3] % m:
             st[1], st[2], st[3] = st[1] + e, min(st[2], float(sigma)), st[3] + n
         else:
-            last[m] = len(stages)
-            stages.append([m, e, float(sigma), n])
-    if len(stages) > MAX_STAGES:
-        raise HeterogeneousHistoryError(f"the random_allocation accountant composes at most {MAX_STAGES} stages; "
-                                        f"this history has {len(stages)}")
-    for i, (m, e, _, _) in enumerate(stages, 1):          # the stated domain's blocks (certifier.domain)
-        check_block(m, e, f"stage {i}: " if len(stages) > 1 else "")
+            last[m] = [m, e, float(sigma), n]
+            stages.append(last[m])
+    check_run(_run_of([(m, e, s) for m, e, s, _ in stages]))    # the stated domain's blocks (certifier.domain)
     return [(m, e, s) for m, e, s, _ in stages]
+
+
+def _too_many(count: int) -> HeterogeneousHistoryError:
+    return HeterogeneousHistoryError(f"the random_allocation accountant composes at most {MAX_STAGES} stages; "
+                                     f"this history has {count}")
+
+
+def _run_of(stages) -> door.Run:
+    """The run (M, E) of a history's stages [(M, E, sigma)], their sigmas left out: one stage is a block."""
+    return door.Run.in_sequence([(m, e) for m, e, _ in stages], _too_many)
 
 
 def epsilon_of_product(stages, delta: float) -> float:
     """eps(delta) of the run in stages [(M, E, sigma)] at each sigma's grid point at or below it, plus its
-    error estimate (eps decreases in each stage's sigma); inf where the numerics give no value."""
-    if len(stages) == 1:
-        m, e, s = stages[0]
-        return epsilon_of_run(s, 1.0 / m, m * e, delta)
+    error estimate (eps decreases in each stage's sigma); inf where the numerics give no value. One stage is a
+    block: its eps is epsilon_of_run's."""
+    return _run_of(stages).pick(lambda m, e, scheme: epsilon_of_run(stages[0][2], 1.0 / m, m * e, delta),
+                                lambda _: _product_epsilon(stages, delta))
+
+
+def _product_epsilon(stages, delta: float) -> float:
+    """eps(delta) of the product of the stages' pairs at each sigma's grid point, plus its error estimate."""
     run = []
     for m, e, sigma in stages:
         k = math.floor(sigma / GRID + 1e-9)

@@ -94,21 +94,23 @@ def stated(steps, epochs, sigma, *, target=None, epsilon=None, delta=None, fpr=N
     stages "50x4,200x2" at the one claimed sigma), the sigma and one target kind."""
     if sigma is None:
         raise ParameterError("an audit needs the claimed sigma")
-    if stages is not None:
-        if steps is not None or epochs is not None or iterations is not None:
-            raise ParameterError("give either stages or steps and epochs, not both")
+
+    def staged(spec):
         if schemes.parse_scheme(scheme) != schemes.DEFAULT_SCHEME:
             raise ParameterError("a run in stages is audited for random allocation only (not fixed bins)")
-        run = door.Run.composed(stages, sigma_per_stage=False)
-    else:
-        scheme = schemes.parse_scheme(scheme)
+        return door.Run.composed(spec, sigma_per_stage=False)
+
+    def block():
+        named = schemes.parse_scheme(scheme)
         if steps is None or (epochs is None and iterations is None):
             raise ParameterError("an audit needs steps and epochs (or iterations), or stages, and sigma")
         m = parse_steps(as_decimal_text("steps", steps))
         e = None if epochs is None else parse_epochs(as_decimal_text("epochs", epochs))
         t = None if iterations is None else parse_count("iterations", as_decimal_text("iterations", iterations),
                                                         10**12)
-        run = door.Run.block(m, parse_epochs(schemes.resolve_epochs(m, e, scheme, t)), scheme, t)
+        return door.Run.block(m, parse_epochs(schemes.resolve_epochs(m, e, named, t)), named, t)
+    run = door.given_form(stages, (steps, epochs, iterations), "give either stages or steps and epochs, not both"
+                          ).pick(block, staged)
     s = parse_sigma(as_decimal_text("sigma", sigma))
     kind = kinds.parse_kind(target, epsilon=epsilon, delta=delta, fpr=fpr, tpr=tpr)
     if not isinstance(source, str) or len(source) > 500:

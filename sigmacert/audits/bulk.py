@@ -18,6 +18,7 @@ import json
 import os
 import sys
 
+from certifier import door
 from certifier.door import audit as run_audit
 from certifier.door import build_audit as build
 from certifier.door import key_id, sign
@@ -69,15 +70,26 @@ def kind_of(row: dict) -> str:
     return kind
 
 
+def _stage_cell(row: dict):
+    """The row's stages cell as `stated` takes it: "50x4,200x2" (quoted in the CSV) or "50x4;200x2"; None without."""
+    return door.given_form(row.get("stages")).pick(lambda: None, lambda cell: cell.replace(";", ","))
+
+
+def _run_cells(c: dict) -> str:
+    """The table's run columns of a claim row: its stages, or M and E (or iterations)."""
+    return door.given_form(c.get("stages")).pick(
+        lambda: f"{c.get('steps', ''):>6} {c.get('epochs', c.get('iterations', '')):>5}",
+        lambda cell: f"{cell.replace(';', ','):>12}")
+
+
 def audit_row(row: dict, width: str) -> dict:
     """Audit one row (runs on a worker: no key): {"ok": True, "predicate", "summary"} or {"ok": False, "error"}."""
     try:
         kind_of(row)
-        stages = row.get("stages")                   # "50x4,200x2" (quoted in the CSV) or "50x4;200x2"
         st = stated(row.get("steps"), row.get("epochs"), row.get("sigma"), target=row.get("target"),
                     epsilon=row.get("epsilon"), delta=row.get("delta"), fpr=row.get("fpr"), tpr=row.get("tpr"),
                     scheme=row.get("scheme", "random-allocation"), iterations=row.get("iterations"),
-                    stages=None if stages is None else stages.replace(";", ","), source=row.get("source", ""))
+                    stages=_stage_cell(row), source=row.get("source", ""))
         out = run_audit(st, width=width)
     except SigmacertError as err:
         return {"ok": False, "error": str(err)}
@@ -148,9 +160,7 @@ def table(entries: list) -> list[str]:
         claim = (f"TV <= {c.get('target')}" if "target" in c else f"eps <= {c.get('epsilon')} @ {c.get('delta')}"
                  if "epsilon" in c else f"TPR <= {c.get('tpr')} @ {c.get('fpr')}")
         iv = f"[{e['interval'][0]}, {e['interval'][1]}]" if "interval" in e else e.get("error", "")[:60]
-        run = (f"{c['stages'].replace(';', ','):>12}" if "stages" in c else
-               f"{c.get('steps', ''):>6} {c.get('epochs', c.get('iterations', '')):>5}")
-        out.append(f"{e['row']:>4} {run} {c.get('sigma', ''):>10} {claim:<24} {e['verdict']:<10} {iv:<30} "
+        out.append(f"{e['row']:>4} {_run_cells(c)} {c.get('sigma', ''):>10} {claim:<24} {e['verdict']:<10} {iv:<30} "
                    f"{c.get('source', '')}")
     return out
 

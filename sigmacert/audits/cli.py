@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 
+from certifier import door
 from certifier.errors import ParameterError
 from sigmacert.audits.frameworks import audit_jax, audit_opacus
 from sigmacert.cli.core import add_scheme_arguments
@@ -120,12 +121,25 @@ def register(sub) -> None:
     p.set_defaults(run=run_audit)
 
 
+FRAMEWORK_GIVES_RUN = "--opacus / --jax give the run: drop --steps, --epochs, --iterations, --stages"
+
+
+def _refuse_run(args) -> None:
+    """--opacus / --jax give the run: the command line's run, in either form, is refused in one line."""
+    def refuse(*_):
+        raise ParameterError(FRAMEWORK_GIVES_RUN)
+
+    def block():
+        if args.steps or args.epochs or args.iterations:
+            refuse()
+    door.given_form(args.stages, (args.steps, args.epochs, args.iterations), FRAMEWORK_GIVES_RUN).pick(block, refuse)
+
+
 def run_framework(args) -> int:
     """`sigmacert audit --opacus STATE` / `--jax CONFIG.json`: the run from the framework, the claim from the flags."""
     claim = dict(target=args.target, epsilon=args.epsilon, delta=args.delta, fpr=args.fpr, tpr=args.tpr,
                  width=args.width, key=args.key, fix=args.fix)
-    if args.steps or args.epochs or args.stages or args.iterations:
-        raise ParameterError("--opacus / --jax give the run: drop --steps, --epochs, --iterations, --stages")
+    _refuse_run(args)
     if args.opacus:
         if args.sigma:
             raise ParameterError("--opacus: the history gives sigma; drop --sigma")

@@ -18,7 +18,10 @@ from __future__ import annotations
 import io
 import json
 import math
+from itertools import groupby
+from operator import itemgetter
 
+from certifier import door
 from certifier.errors import ParameterError
 from certifier.params import as_decimal_text
 from sigmacert.files import read_regular
@@ -76,7 +79,7 @@ def opacus_run(state: dict, sampler: str | None = None) -> dict:
     history = state["history"]
     if not isinstance(history, (list, tuple)) or not history:
         raise ParameterError("the accountant history is empty: no steps were taken")
-    sigmas, stages = set(), []                  # stages: [M, E] in the history's order, equal M merged
+    sigmas, blocks = set(), []                  # (M, E) of each entry, in the history's order
     for i, entry in enumerate(history, start=1):
         try:
             sigma, q, n = entry
@@ -91,17 +94,14 @@ def opacus_run(state: dict, sampler: str | None = None) -> dict:
             raise ParameterError(f"history entry {i}: {n} steps at sample rate 1/{m} are not whole epochs "
                                  f"({n / m:.4g} epochs of M = {m}); refused")
         sigmas.add(as_decimal_text("sigma", sigma))
-        if stages and stages[-1][0] == m:
-            stages[-1][1] += n // m
-        else:
-            stages.append([m, n // m])
+        blocks.append((m, n // m))
     if len(sigmas) > 1:
         raise ParameterError(f"the history has {len(sigmas)} different noise multipliers: a run in stages with a "
                              "sigma per stage, which audits do not take (a claim states one sigma)")
     sigma, = sigmas
-    if len(stages) == 1:
-        return {"steps": stages[0][0], "epochs": stages[0][1], "sigma": sigma}
-    return {"stages": ",".join(f"{m}x{e}" for m, e in stages), "sigma": sigma}
+    run = door.Run.in_sequence([(m, sum(e for _, e in same)) for m, same in groupby(blocks, key=itemgetter(0))])
+    return {**run.pick(lambda m, e, scheme: {"steps": m, "epochs": e}, lambda stages: {"stages": str(run)}),
+            "sigma": sigma}
 
 
 def jax_run(strategy) -> dict:

@@ -277,7 +277,7 @@ class _Staged:
         """(steps, epochs, stages, sigma) of the flat form: no steps, the total epochs, the stage list."""
         stages = [{"steps": int(s["steps"]), "epochs": int(s["epochs"]), **({"sigma": str(s["sigma"])}
                    if "sigma" in s else {})} for s in c["stages"]]
-        return None, sum(s["epochs"] for s in stages), stages, c.get("sigma") if stages else c["sigma"]
+        return None, sum(s["epochs"] for s in stages), stages, c.get("sigma")
 
     @staticmethod
     def claim(f: dict, curve) -> None:
@@ -290,8 +290,8 @@ class _Staged:
 
 
 def _shape(stages):
-    """How `show` reads and words a claim's run, from its stage list (None: a block); the one place it asks."""
-    return _Block if stages is None else _Staged
+    """How `show` reads and words a claim's run, from its stage list (None: a block), as door.given_form reads it."""
+    return door.given_form(stages).shape(_Block, _Staged)
 
 
 def run_show(args) -> int:

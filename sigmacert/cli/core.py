@@ -10,7 +10,7 @@ from decimal import ROUND_CEILING, Decimal
 from flint import fmpq
 
 from certifier import door
-from certifier.door import ONE_KIND, Run, closed_form_sigma_product, monte_carlo_tv, parse_stage_list, resolution_label
+from certifier.door import ONE_KIND, Run, closed_form_sigma_product, monte_carlo_tv, resolution_label
 from certifier.params import (
     ParameterError,
     decimal_str,
@@ -64,18 +64,20 @@ def _tv_text(tv: float, places: int) -> str:
 
 
 def run_of(args, per_stage) -> Run:
-    """The run the arguments name, the one place the command line reads which form it was given in: --stages (a run
-    in stages; per_stage: True a sigma on every stage, False none, None either) or --steps with --epochs /
-    --iterations and --scheme (a block). Refuses --stages together with --steps/--epochs/--iterations/--scheme."""
-    if args.stages is None:
+    """The run the arguments name (their form read by door.given_form): --stages (a run in stages; per_stage: True a
+    sigma on every stage, False none, None either) or --steps with --epochs / --iterations and --scheme (a block).
+    Refuses --stages together with --steps/--epochs/--iterations/--scheme."""
+    def block():
         if args.steps is None:
             raise ParameterError("give --steps (with --epochs) or --stages")
         return Run.block(*run_shape(args))
-    if args.steps is not None or args.epochs is not None or args.iterations is not None:
-        raise ParameterError("--stages replaces --steps, --epochs and --iterations")
-    if args.scheme != door.DEFAULT_SCHEME:
-        raise ParameterError("--stages is for random allocation (Algorithm 1) only")
-    return Run(parse_stage_list(args.stages, per_stage), staged=True)
+
+    def staged(spec):
+        if args.scheme != door.DEFAULT_SCHEME:
+            raise ParameterError("--stages is for random allocation (Algorithm 1) only")
+        return Run.composed(spec, per_stage)
+    return door.given_form(args.stages, (args.steps, args.epochs, args.iterations),
+                           "--stages replaces --steps, --epochs and --iterations").pick(block, staged)
 
 
 def shape_line(run: Run, each: str) -> str:

@@ -3,23 +3,26 @@ from __future__ import annotations
 
 import json
 
+from certifier import door
 from certifier.params import ParameterError
 from sigmacert.pld_export import dominating_product, dominating_run, to_dp_accounting, write_pld
 
 
 def _dominating(args, interval: float):
-    """The dominating PLD of the run the arguments name and the run in words (the one place `pld` reads which form
-    it was given in): --stages (at --sigma shared or the stages' own) or --steps, --epochs and --sigma."""
-    if args.stages is not None:
-        if args.steps is not None or args.epochs is not None or args.target is not None:
-            raise ParameterError("--stages replaces --steps, --epochs and --target")
-        run = dominating_product(args.stages, args.sigma, value_discretization_interval=interval)
+    """The dominating PLD of the run the arguments name and the run in words (their form read by
+    door.given_form): --stages (at --sigma shared or the stages' own) or --steps, --epochs and --sigma."""
+    def block():
+        if args.steps is None or args.epochs is None or args.sigma is None:
+            raise ParameterError("give --steps, --epochs and --sigma (or --stages)")
+        run = dominating_run(args.steps, args.epochs, args.sigma, target=args.target,
+                             value_discretization_interval=interval)
+        return run, f"M={run.steps} E={run.epochs} sigma={run.sigma}"
+
+    def staged(spec):
+        run = dominating_product(spec, args.sigma, value_discretization_interval=interval)
         return run, f"stages {run.stages}"
-    if args.steps is None or args.epochs is None or args.sigma is None:
-        raise ParameterError("give --steps, --epochs and --sigma (or --stages)")
-    run = dominating_run(args.steps, args.epochs, args.sigma, target=args.target,
-                         value_discretization_interval=interval)
-    return run, f"M={run.steps} E={run.epochs} sigma={run.sigma}"
+    return door.given_form(args.stages, (args.steps, args.epochs, args.target),
+                           "--stages replaces --steps, --epochs and --target").pick(block, staged)
 
 
 def run_pld(args) -> int:

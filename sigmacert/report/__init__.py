@@ -22,7 +22,7 @@ import flint
 import matplotlib
 
 import verifier
-from certifier.door import RANDOM_ALLOCATION, Claim, __version__, c_E, chi2_tpr_bound, closed_form_sigma_up
+from certifier.door import RANDOM_ALLOCATION, Claim, __version__, c_E, chi2_tpr_bound, closed_form_sigma_up, given_form
 from certifier.errors import ParameterError
 from certifier.params import parse_decimal
 from sigmacert.files import read_regular, sha256_regular
@@ -130,8 +130,8 @@ STAGED = _Shape(lambda claim: None, stages.stages_plots, lambda claim: stages.ch
 
 
 def _shape(claim: dict) -> _Shape:
-    """The claim's shape (format v5, a list of stages, or a block): the one place the report reads it."""
-    return STAGED if stages.is_staged(claim) else BLOCK
+    """The claim's shape (format v5, a list of stages, or a block), as door.given_form reads its `stages`."""
+    return given_form(claim.get("stages")).shape(BLOCK, STAGED)
 
 
 def gaussian_pair_of(claim: dict) -> tuple[int, int, float] | None:

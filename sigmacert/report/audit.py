@@ -15,13 +15,11 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from certifier import door
-from certifier.door import exact_privacy_product, exact_privacy_scheme
-from certifier.errors import NumericsUnreliableError, ParameterError
 from sigmacert.report import plots
 from sigmacert.report.facts import Facts
 from sigmacert.report.kinds import ALPHAS, RESOLVED
 from sigmacert.report.page import CSP, CSS, MAX_TEXT, inline_svg
-from sigmacert.report.stages import is_staged, runs_at, stage_list
+from sigmacert.report.stages import profile_at, stage_list
 
 VERDICT_STYLE = {"HOLDS": "accept", "FALSE": "reject", "TOO CLOSE": "close"}
 VERDICT_TEXT = {"HOLDS": "The claim holds: the upper side at the claimed &sigma; proves it.",
@@ -39,18 +37,6 @@ CAPTION_TPR = ("<b>The claim on the trade-off curve</b>: TPR of the best test ag
 CAPTIONS = {"profile": CAPTION, "tradeoff": CAPTION_TPR}
 
 
-def _profile_at(claim: dict, sigma: float, **kw):
-    """The pair's numerical profile at sigma (a run in stages: the product's, every stage at sigma), None where the
-    numerics refuse."""
-    try:
-        if is_staged(claim):
-            return exact_privacy_product([(m, e, repr(s)) for m, e, s in runs_at(claim, repr(sigma))], check=False,
-                                        **kw)
-        return exact_privacy_scheme(claim["steps"], claim["epochs"], sigma, claim.get("scheme"), check=False, **kw)
-    except (NumericsUnreliableError, ParameterError):
-        return None
-
-
 def _t(x) -> str:
     s = str(x)
     return escape(s if len(s) <= MAX_TEXT else s[:MAX_TEXT] + "\u2026")
@@ -62,19 +48,22 @@ def _target(f: Facts):
 
 
 def _run_words(c: dict) -> str:
-    if is_staged(c):
-        run = ",".join(f"{m}x{e}" for m, e, _ in stage_list(c))
-        return (f"a run in stages {run} (M x E each, in order) at one noise multiplier sigma = {c['sigma']}, random "
-                "allocation (balls and bins, Algorithm 1)")
-    return (f"a run of M = {c['steps']} steps per epoch for E = {c['epochs']} epochs at noise multiplier sigma = "
-            f"{c['sigma']}, " + ("random allocation (balls and bins, Algorithm 1)" if c["scheme"] ==
-                                 "random-allocation" else "fixed bins (jax_privacy BallsInBinsSampling)"))
+    def block():
+        return (f"a run of M = {c['steps']} steps per epoch for E = {c['epochs']} epochs at noise multiplier sigma = "
+                f"{c['sigma']}, " + ("random allocation (balls and bins, Algorithm 1)" if c["scheme"] ==
+                                     "random-allocation" else "fixed bins (jax_privacy BallsInBinsSampling)"))
+    return door.given_form(c.get("stages")).pick(block, lambda _: (
+        f"a run in stages {_stage_text(c)} (M x E each, in order) at one noise multiplier sigma = {c['sigma']}, "
+        "random allocation (balls and bins, Algorithm 1)"))
 
 
 def _run_title(c: dict) -> str:
-    if is_staged(c):
-        return "stages " + ",".join(f"{m}x{e}" for m, e, _ in stage_list(c))
-    return f"M={c['steps']}, E={c['epochs']}"
+    return door.given_form(c.get("stages")).pick(lambda: f"M={c['steps']}, E={c['epochs']}",
+                                                 lambda _: "stages " + _stage_text(c))
+
+
+def _stage_text(c: dict) -> str:
+    return ",".join(f"{m}x{e}" for m, e, _ in stage_list(c))
 
 
 def claim_words(f: Facts) -> str:
@@ -91,7 +80,7 @@ def interval_words(f: Facts) -> str:
 def _tradeoff(ax, c: dict, x: float) -> bool:
     """The trade-off curve (TPR of the best test against its FPR) at the claimed sigma; False: refused."""
     grid = np.unique(np.append(ALPHAS, x))
-    prof = _profile_at(c, float(c["sigma"]), fprs=list(grid))
+    prof = profile_at(c, float(c["sigma"]), fprs=list(grid))
     if prof is not None:
         ax.plot(grid, [prof.tpr[float(g)].value for g in grid], color=plots.EXACT, lw=1.4,
                 label="best test at the claimed sigma (numerical)")
@@ -104,7 +93,7 @@ def _tradeoff(ax, c: dict, x: float) -> bool:
 def _profile(ax, c: dict, x: float, top: float) -> bool:
     """The privacy profile delta(eps) at the claimed sigma on [0, top] (and at x); False: refused."""
     grid = np.unique(np.append(np.linspace(0.0, top, 61), [x]))
-    prof = _profile_at(c, float(c["sigma"]), epsilons=list(grid))
+    prof = profile_at(c, float(c["sigma"]), epsilons=list(grid))
     if prof is not None:
         pts = [(g, prof.delta[float(g)]) for g in grid]
         pts = [(g, v.value) for g, v in pts if v.value > RESOLVED * v.error]

@@ -15,29 +15,15 @@ import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 
-from certifier.door import exact_privacy_product, exact_privacy_scheme
-from certifier.errors import NumericsUnreliableError, ParameterError
 from sigmacert.report import plots
 from sigmacert.report.facts import Facts
-from sigmacert.report.stages import is_staged, runs_at
+from sigmacert.report.stages import profile_at
 
 ALPHAS = np.logspace(-5, 0, 61)[:-1]   # FPRs of the trade-off curve (alpha < 1)
 PROFILE_POINTS = 61                    # points of the delta(eps) curve
 ROW_FPRS = (1e-3, 1e-2, 1e-1)          # numerical TPR rows of a dp certificate
 ROW_DELTAS = (1e-5, 1e-6)              # numerical eps(delta) rows of a tpr certificate
 RESOLVED = 10.0                        # a profile point is drawn when its value exceeds this x its error
-
-
-def _profile(claim: dict, sigma: float, **kw):
-    """exact_privacy_scheme at the claim's run and sigma (a run in stages: exact_privacy_product, every stage
-    at sigma unless it carries its own), or None when the numerics refuse."""
-    try:
-        if is_staged(claim):
-            return exact_privacy_product([(m, e, repr(s)) for m, e, s in runs_at(claim, repr(sigma))], check=False,
-                                        **kw)
-        return exact_privacy_scheme(claim["steps"], claim["epochs"], sigma, claim.get("scheme"), check=False, **kw)
-    except (NumericsUnreliableError, ParameterError):
-        return None
 
 
 def _eps_grid(eps: float) -> np.ndarray:
@@ -57,9 +43,9 @@ def dp_figure(f: Facts) -> tuple[Figure, str]:
     cert = certified_point(f)
     eps = float(cert["kind"]["epsilon"])
     grid = _eps_grid(eps)
-    at = {"sigma": _profile(f.claim, float(cert["sigma"]), epsilons=list(grid))}
+    at = {"sigma": profile_at(f.claim, float(cert["sigma"]), epsilons=list(grid))}
     if cert["sigma_low"] is not None:
-        at["sigma_low"] = _profile(f.claim, float(cert["sigma_low"]), epsilons=list(grid))
+        at["sigma_low"] = profile_at(f.claim, float(cert["sigma_low"]), epsilons=list(grid))
     with matplotlib.rc_context(plots.RC):
         fig = Figure(figsize=(6.4, 4.2), layout="constrained")
         ax = fig.subplots()
@@ -86,9 +72,9 @@ def tpr_figure(f: Facts) -> tuple[Figure, str]:
     cert = certified_point(f)
     alpha = float(cert["kind"]["fpr"])
     grid = np.unique(np.append(ALPHAS, alpha))
-    at = {"sigma": _profile(f.claim, float(cert["sigma"]), fprs=list(grid))}
+    at = {"sigma": profile_at(f.claim, float(cert["sigma"]), fprs=list(grid))}
     if cert["sigma_low"] is not None:
-        at["sigma_low"] = _profile(f.claim, float(cert["sigma_low"]), fprs=list(grid))
+        at["sigma_low"] = profile_at(f.claim, float(cert["sigma_low"]), fprs=list(grid))
     with matplotlib.rc_context(plots.RC):
         fig = Figure(figsize=(6.4, 4.2), layout="constrained")
         ax = fig.subplots()
@@ -116,7 +102,7 @@ def numerical_rows(f: Facts) -> list[tuple[str, str]]:
     """The other two quantities at sigma, numerical (label, value): the exact TV, and the TPR at a few FPRs
     (dp) or eps at a few deltas (tpr). Empty when the numerics refuse."""
     other = OTHER_ROWS[f.curve]
-    p = _profile(f.claim, float(f.claim["sigma"]), **other.numerics)
+    p = profile_at(f.claim, float(f.claim["sigma"]), **other.numerics)
     if p is None:
         return []
     return [("exact TV", _fmt(p.tv)), *other.rows(p)]

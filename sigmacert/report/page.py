@@ -8,8 +8,10 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal
+from functools import singledispatch
 from html import escape
 
+from certifier import door
 from sigmacert.kinds import claim_statement
 from sigmacert.report.facts import Facts
 
@@ -208,8 +210,8 @@ class _Staged:
 
 def _shape(c: dict):
     """How the page words the claim's run: a run in stages (format v5; the verifier accepts its `stages` only as a
-    list, and v1-v4 claims without one) or a block. The one place the page reads the claim's shape."""
-    return _Staged if "stages" in c else _Block
+    list, and v1-v4 claims without one) or a block, as door.given_form reads the claim's `stages`."""
+    return door.given_form(c.get("stages")).shape(_Block, _Staged)
 
 
 MEANINGS = {  # what a point on each privacy curve means, in words (the kind's parameters, the target)
@@ -383,10 +385,16 @@ def _provenance(f: Facts, versions: dict) -> str:
     return f'<section id="provenance"><h2>Issuer, software and this file</h2><dl>{dl}</dl></section>'
 
 
+@singledispatch
 def _stages_text(stages) -> str:
-    """A stage list as the CLI spells it (100x5,400x5; a stage's own sigma as @sigma), from claimed data."""
-    if not isinstance(stages, list):
-        return str(stages)
+    """A stage list as the CLI spells it (100x5,400x5; a stage's own sigma as @sigma), from claimed data; claimed
+    data that is no list, as it reads."""
+    return str(stages)
+
+
+@_stages_text.register(list)
+def _listed_text(stages: list) -> str:
+    """A claimed stage list as the CLI spells it."""
     return ",".join(f"{x.get('steps')}x{x.get('epochs')}" + (f"@{x['sigma']}" if "sigma" in x else "")
                     if isinstance(x, dict) else str(x) for x in stages)
 

@@ -12,16 +12,22 @@ from decimal import ROUND_CEILING, Decimal
 
 import numpy as np
 
-from certifier.door import Stage, U, closed_form_sigma_product, exact_tv_product, log1p_b_over_m, product_route_at
+from certifier.door import (
+    Stage,
+    U,
+    closed_form_sigma_product,
+    exact_privacy_product,
+    exact_privacy_scheme,
+    exact_tv_product,
+    given_form,
+    log1p_b_over_m,
+    product_route_at,
+)
 from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.params import parse_sigma
 from sigmacert.report import curves, plots
 
 TV_PRODUCT = r"$d_{TV}(\prod_s P_{M_s}^{\otimes E_s}, \prod_s Q_{M_s}^{\otimes E_s})$"
-
-
-def is_staged(claim: dict) -> bool:
-    return isinstance(claim.get("stages"), list)
 
 
 def stage_list(claim: dict) -> list[tuple[int, int, str | None]]:
@@ -37,6 +43,20 @@ def runs_at(claim: dict, sigma=None) -> list[tuple[int, int, float]]:
     """[(M_s, E_s, sigma_s)] as floats: each stage's own sigma, else `sigma` (default: the claim's shared one)."""
     shared = claim.get("sigma") if sigma is None else sigma
     return [(m, e, float(parse_sigma(str(s if s is not None else shared)))) for m, e, s in stage_list(claim)]
+
+
+def profile_at(claim: dict, sigma: float, **kw):
+    """The claim's pair's numerical profile at sigma (exact_privacy_scheme of a block; of a run in stages
+    exact_privacy_product, every stage at sigma unless it carries its own), None where the numerics refuse."""
+    def block():
+        return exact_privacy_scheme(claim["steps"], claim["epochs"], sigma, claim.get("scheme"), check=False, **kw)
+
+    def product(_):
+        return exact_privacy_product([(m, e, repr(s)) for m, e, s in runs_at(claim, repr(sigma))], check=False, **kw)
+    try:
+        return given_form(claim.get("stages")).pick(block, product)
+    except (NumericsUnreliableError, ParameterError):
+        return None
 
 
 def chi2(runs) -> float:
