@@ -96,6 +96,64 @@ def buckets(D: list, n: int, cells: LogCells, kmin: int, kplus: int) -> dict:
     return {j: v for j, v in u.items() if v}
 
 
+def mix_consuming(X: list, a: int, Y: list, b: int) -> list:
+    """mix(X, a, Y, b), each octave of X and Y dropped once read (X and Y are emptied to None): the two sums
+    and the average are never all alive at once."""
+    out = []
+    for k in range(len(X)):
+        out.append(mix([X[k]], a, [Y[k]], b)[0])
+        X[k] = Y[k] = None
+    return out
+
+
+def epoch_lower(placed: list, M: int, lattice, nb: list[int]) -> tuple[list, list]:
+    """Step (b): the P side A and the Q side AQ of M steps, binary powering along the bits of M from
+    placed = [B, BQ] (step (a)'s images; the list is emptied, so that they are released at the first
+    squaring): B_i = B_{i-1} ⊕ B_{i-1}, BQ_i = BQ_{i-1} ⊕ B_{i-1}; at a set bit i (not the first)
+    AQ <- mix(AQ ⊕ B_i, A ⊕ BQ_i) with weights (done, 2^i), then A <- A ⊕ B_i.  Level i's sums on
+    lattice(nb[i]) (§10), operands of lower levels refined onto it first.  The sums are those of the loop
+    it replaces, in the same order; only lifetimes differ: each operand is dropped (and leaves its lattice's
+    memo, whose carries would keep it alive) as soon as no later sum reads it, BQ_i before the last sum of
+    the last bit, and the Q side's average consumes its two sums octave by octave."""
+    B, BQ = placed
+    placed.clear()
+    A = AQ = None
+    done, at, last = 0, nb[0], M.bit_length() - 1
+    for i in range(last + 1):
+        lat = lattice(nb[i])
+        if i:
+            B, BQ = refine(B, nb[i] - nb[i - 1]), refine(BQ, nb[i] - nb[i - 1])
+            X = lat.oplus(BQ, B)
+            lat.forget(BQ)
+            BQ = X
+            B0, B = B, None
+            B = lat.oplus(B0, B0)
+            lat.forget(B0)
+            del B0, X
+            release()
+        if M >> i & 1:
+            if A is None:
+                A, AQ, done = B, BQ, 1 << i
+            else:
+                A, AQ = refine(A, nb[i] - at), refine(AQ, nb[i] - at)
+                X = lat.oplus(AQ, B)
+                lat.forget(AQ)
+                AQ = None
+                Y = lat.oplus(A, BQ)
+                if i == last:  # BQ is read by no later sum
+                    lat.forget(BQ)
+                    BQ = None
+                X = mix_consuming(X, done, Y, 1 << i)
+                del Y
+                A0, A = A, None
+                A, AQ, done = lat.oplus(A0, B), X, done + (1 << i)
+                lat.forget(A0)
+                del A0, X
+                release()
+            at = nb[i]
+    return A, AQ
+
+
 def aligned(sides: list) -> tuple[list, list]:
     """The two E-fold powers [(offset, poly), (offset, poly)] as integer lists on one index range, each
     polynomial read coefficient by coefficient and released once read (`sides` is emptied): the peak holds
@@ -131,30 +189,20 @@ def replay_lower_v2(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
         points = grid_points(n, m["y_mantissa_bits"])
         p, q = masses(t2, m["h"], points, F)
     nb = levels(m, M)
-    B, BQ = place([u >> (n - nb[0]) for u in points], nb[0], T, p, q)  # G lies on level 0's lattice
+    placed = place([u >> (n - nb[0]) for u in points], nb[0], T, p, q)  # G lies on level 0's lattice
+    del points, p, q  # the grid and its masses as Python integers: not alive while (b) runs (peak memory)
+    release()
     t1 = time.perf_counter()
     # (b) the epoch: P side A, Q side AQ = average over the position of the shifted coordinate;
     # level i on its own lattice (§10), one Lattice a level for both sides: B enters two sums
-    A = AQ = B0 = BQ0 = A0 = AQ0 = None  # the X0: operands just replaced (released with the rest below)
-    done, at, lats = 0, nb[0], {}  # steps already in A, A's level bits, a Lattice per level bits
-    for i in range(M.bit_length()):
-        for other in lats.values():  # operands refined onto this level are new objects: free the others' memos
-            if other.n != nb[i]:
+    lats = {}  # a Lattice per level bits
+
+    def lattice(b: int) -> Lattice:  # operands refined onto this level are new objects: free the others' memos
+        for other in lats.values():
+            if other.n != b:
                 other.memo = []
-        lat = lats.setdefault(nb[i], Lattice(nb[i], T, F, False, budget, Tally()))
-        if i:
-            B0, BQ0 = refine(B, nb[i] - nb[i - 1]), refine(BQ, nb[i] - nb[i - 1])
-            BQ, B = lat.oplus(BQ0, B0), lat.oplus(B0, B0)
-            lat.forget(B0, BQ0)  # replaced: their carries would only keep them alive
-        if M >> i & 1:
-            if A is None:
-                A, AQ, done = B, BQ, 1 << i
-            else:
-                A0, AQ0 = refine(A, nb[i] - at), refine(AQ, nb[i] - at)
-                AQ = mix(lat.oplus(AQ0, B), done, lat.oplus(A0, BQ), 1 << i)
-                A, done = lat.oplus(A0, B), done + (1 << i)
-                lat.forget(A0, AQ0)
-            at = nb[i]
+        return lats.setdefault(b, Lattice(b, T, F, False, budget, Tally()))
+    A, AQ = epoch_lower(placed, M, lattice, nb)
     t2_ = time.perf_counter()
     # (c) each epoch value to its log-grid cell
     cells = LogCells(M, m["h"], m["eta"], m["prec"])
@@ -163,7 +211,8 @@ def replay_lower_v2(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
     # the epoch sums, operands, memo, the cell edges and the masses as Python integers: not alive while (d) runs
     lines = [(min(d, default=0), fmpz_poly([d.get(j, 0) for j in range(min(d, default=0), max(d, default=-1) + 1)]))
              for d in (u, w)]
-    del A, AQ, B, BQ, B0, BQ0, A0, AQ0, lats, cells, u, w
+    del A, AQ, cells, u, w
+    lats.clear()  # the lattices and their memos
     release()
     t3 = time.perf_counter()
     # (d) E epochs: cells added, partial sums above k_top clamped (our trim: raw mass, low end)

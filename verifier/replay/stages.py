@@ -155,6 +155,8 @@ def replay_lower_product(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
         points = grid_points(n, m["y_mantissa_bits"])
         p, q = masses(t2, m["h"], points, F)                    # (a) once: one sigma for every stage
     placed = [place(points, n, T, p, q)]                       # (B, BQ), read by every line
+    del points, p, q  # the grid and its masses as Python integers: not alive while the lines run (peak memory)
+    release()
     lines, Ms = {}, sorted({M for M, _ in runs(claim)})
     for i, M in enumerate(Ms):                                 # (b)-(c) once per distinct M
         A, AQ = _epoch_lower(placed, M, Lattice(n, T, F, False, budget, Tally()), consume=i + 1 == len(Ms))
