@@ -23,7 +23,7 @@ from .arith import EXTRA_BITS, dyadic, release
 from .epochs import Epochs
 from .lattice import Lattice, Tally, grid_points, place
 from .loggrid import LogCells
-from .lower_v2 import LowerResult, aligned, buckets, masses, mix
+from .lower_v2 import LowerResult, aligned, buckets, epoch_lower, masses
 from .upper_v2 import ReplayResultV2, epoch, step_i_v2, to_log_grid
 
 
@@ -99,51 +99,13 @@ def replay_product(claim: dict, m: dict) -> ReplayResultV2:
 
 
 def _epoch_lower(placed: list, M: int, lat: Lattice, consume: bool) -> tuple[list, list]:
-    """Step (b) on one lattice: the P side A and the Q side AQ of M steps, binary powering along the bits
-    of M, from placed = [(B, BQ)] (step (a)'s images; `consume`: the list is emptied, so that the images are
-    released at the first squaring -- the last line's). Each operand is dropped (and leaves the lattice's
-    memo: its carries would keep it alive) as soon as no later sum reads it, and the Q side's average consumes
-    its two sums octave by octave, so the peak holds at most five distributions (A, B, BQ, a sum and the one
-    being formed) as certify's does."""
-    B, BQ = placed[0]
+    """Step (b) of one line: lower_v2.epoch_lower with every level on the one lattice `lat`, from placed = [(B, BQ)]
+    (step (a)'s images, read by every line; `consume`: the list is emptied, so that the images are released at
+    the first squaring -- the last line's)."""
+    pair = list(placed[0])
     if consume:
         placed.clear()
-    A = AQ = None
-    done = 0
-    for i in range(M.bit_length()):
-        if M >> i & 1:
-            if A is None:
-                A, AQ, done = B, BQ, 1 << i
-            else:
-                X = lat.oplus(AQ, B)
-                lat.forget(AQ)
-                AQ = None
-                X = _mix_consuming(X, done, lat.oplus(A, BQ), 1 << i)
-                A0, A = A, None
-                A, AQ, done = lat.oplus(A0, B), X, done + (1 << i)
-                lat.forget(A0)
-                del A0, X
-                release()
-        if i + 1 < M.bit_length():
-            X = lat.oplus(BQ, B)
-            lat.forget(BQ)
-            BQ = X
-            B0, B = B, None
-            B = lat.oplus(B0, B0)
-            lat.forget(B0)
-            del B0, X
-            release()
-    return A, AQ
-
-
-def _mix_consuming(X: list, a: int, Y: list, b: int) -> list:
-    """mix(X, a, Y, b) (lower_v2.mix: floor((a X + b Y)/(a + b)) octave by octave), each octave of X and Y
-    dropped once read: the two sums and the average are never all alive at once."""
-    out = []
-    for k in range(len(X)):
-        out.append(mix([X[k]], a, [Y[k]], b)[0])
-        X[k] = Y[k] = None
-    return out
+    return epoch_lower(pair, M, lambda _: lat, [0] * M.bit_length())   # one level: nothing to refine
 
 
 def replay_lower_product(claim: dict, sigma_low: fmpq, m: dict) -> LowerResult:
