@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from statistics import NormalDist
 
 from flint import fmpq
@@ -282,6 +283,22 @@ def lower(claim: dict, lo: dict) -> Cost:
     return cost
 
 
+@lru_cache(maxsize=64)
+def _psi(t: float, cap: float) -> tuple:
+    """((theta, ln E exp(-theta min(Y, cap))), ...) on a grid of theta: Y = exp(-t^2/2 + t z), z ~ N(0, 1) by
+    quadrature on [-12, 12]; theta from 10^-3 up to 1 / (Y's low end)."""
+    zs = [i / 8 for i in range(-96, 97)]
+    w = [math.exp(-z * z / 2) / 8 / math.sqrt(2 * math.pi) for z in zs]
+    ys = [min(math.exp(min(-t * t / 2 + t * z, 700)), cap) for z in zs]
+    top = max(min(t * t / 2 + 12 * t, 690), 1.0) / math.log(10)
+    out = []
+    for j in range(-12, int(4 * top) + 13):
+        th = 10.0 ** (j / 4)
+        e = sum(wi * math.exp(-th * y) for wi, y in zip(w, ys) if th * y < 745)
+        out.append((th, math.log(max(e, 1e-300))))
+    return tuple(out)
+
+
 class Octaves:
     """The occupied octaves of ML(h, n) (octave 0: [0, 2N h), octave k >= 1: [2^k N h, 2^(k+1) N h)) of a sum
     of k steps in step (ii) (or the lower side's (b)): the lattice trims only its lowest octaves (their total
@@ -296,15 +313,7 @@ class Octaves:
         self.top = Spread(sigma, cap, 0, F, lump)  # p = 2^-F: the floor, never a trim, at the top
         t, capf = self.top.t, _f(cap)
         self.lnp = math.log(max(_f(trim) / 4, 2.0**-F))
-        zs = [i / 8 for i in range(-96, 97)]       # z in [-12, 12], Y = exp(-t^2/2 + t z) at most the cap
-        w = [math.exp(-z * z / 2) / 8 / math.sqrt(2 * math.pi) for z in zs]
-        ys = [min(math.exp(min(-t * t / 2 + t * z, 700)), capf) for z in zs]
-        top = max(min(t * t / 2 + 12 * t, 690), 1.0) / math.log(10)   # theta up to 1 / (Y's low end)
-        self.psi = []
-        for j in range(-12, int(4 * top) + 13):
-            th = 10.0 ** (j / 4)
-            e = sum(wi * math.exp(-th * y) for wi, y in zip(w, ys) if th * y < 745)
-            self.psi.append((th, math.log(max(e, 1e-300))))
+        self.psi = _psi(t, capf)
 
     def low(self, k: float) -> float:
         """A value below which a sum of k steps has mass at most trim/4 (0 if none is certain)."""
