@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
 from statistics import NormalDist
 
 from flint import fmpq
@@ -283,10 +282,14 @@ def lower(claim: dict, lo: dict) -> Cost:
     return cost
 
 
-@lru_cache(maxsize=64)
+_PSI: dict = {}  # (t, cap) -> _psi's table: the levels of one side share it
+
+
 def _psi(t: float, cap: float) -> tuple:
     """((theta, ln E exp(-theta min(Y, cap))), ...) on a grid of theta: Y = exp(-t^2/2 + t z), z ~ N(0, 1) by
     quadrature on [-12, 12]; theta from 10^-3 up to 1 / (Y's low end)."""
+    if (t, cap) in _PSI:
+        return _PSI[t, cap]
     zs = [i / 8 for i in range(-96, 97)]
     w = [math.exp(-z * z / 2) / 8 / math.sqrt(2 * math.pi) for z in zs]
     ys = [min(math.exp(min(-t * t / 2 + t * z, 700)), cap) for z in zs]
@@ -296,7 +299,10 @@ def _psi(t: float, cap: float) -> tuple:
         th = 10.0 ** (j / 4)
         e = sum(wi * math.exp(-th * y) for wi, y in zip(w, ys) if th * y < 745)
         out.append((th, math.log(max(e, 1e-300))))
-    return tuple(out)
+    if len(_PSI) > 64:
+        _PSI.clear()
+    _PSI[t, cap] = tuple(out)
+    return _PSI[t, cap]
 
 
 class Octaves:
