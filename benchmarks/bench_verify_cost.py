@@ -8,6 +8,11 @@ precision, bits, eta, k range, E, M), hostile parameters, the committed certific
 (`--committed`) and any certificate file (`--cert`).
 
     python benchmarks/bench_verify_cost.py [--committed] [--cert FILE ...] [--only SUBSTRING] [--steps] [--small]
+                                           [--json OUT.jsonl]
+    python benchmarks/bench_verify_cost.py --recorded
+
+`--recorded`: no replay; the gate's calibrated prediction against the whole verifications recorded in
+benchmarks/data/verify_cost.json, and the medians CALIBRATION in verifier/cost.py is set from.
 
 `--small`: the two fixture cases only (upper and lower side, seconds), to check the benchmark runs.
 
@@ -44,8 +49,8 @@ from verifier.replay.lower_v2 import replay_lower_v2
 from verifier.replay.upper_v1 import replay
 from verifier.replay.upper_v2 import replay_v2
 from verifier.replay.lower_v1 import replay_lower
-side, claim, method, sigma_low = json.loads(sys.argv[1])
-c, m, s = typed(side, claim, method, sigma_low)
+side, claim, method, sigma_low, ptype = json.loads(sys.argv[1])
+c, m, s = typed(side, claim, method, sigma_low, ptype)
 t0 = time.process_time()
 if side == "upper":
     r = (replay if m["version"] == 1 else replay_v2)(c, m)
@@ -57,9 +62,16 @@ print(json.dumps([time.process_time() - t0, resource.getrusage(resource.RUSAGE_S
 """
 
 
-def typed(side, claim, method, sigma_low):
+def typed(side, claim, method, sigma_low, ptype=None):
     """Claim, method (exact rationals) and sigma_low through the schema of their format: v3 when
-    the claim names its scheme (method v1 or v2), else v1/v2."""
+    the claim names its scheme (method v1 or v2), else v1/v2; with a predicateType, `claim` is the
+    whole predicate, typed and checked as the verifier does."""
+    if ptype is not None:
+        from verifier.format.statement import FORMATS
+        typed_p, check = FORMATS[ptype]
+        p = typed_p(claim)
+        check(p)
+        return p["claim"], p["method"] if side == "upper" else p["lower"]["method"], p.get("lower", {}).get("sigma_low")
     if "scheme" in claim:
         sch = v3.schema({"claim": claim, "method": method} if side == "upper"
                                else {"claim": claim, "method": {"name": "lemma-c5-rounding", "version": 1},
@@ -72,8 +84,8 @@ def typed(side, claim, method, sigma_low):
     return typed_as(claim, cs, "c"), typed_as(method, ms, "m"), s
 
 
-def measure(side, claim, method, sigma_low=None, timeout=3600):
-    arg = json.dumps([side, claim, method, sigma_low])
+def measure(side, claim, method, sigma_low=None, ptype=None, timeout=3600):
+    arg = json.dumps([side, claim, method, sigma_low, ptype])
     r = subprocess.run([sys.executable, "-c", CHILD.format(root=str(ROOT)), arg], capture_output=True,
                        text=True, timeout=timeout)
     if r.returncode:
@@ -81,8 +93,8 @@ def measure(side, claim, method, sigma_low=None, timeout=3600):
     return json.loads(r.stdout) + [""]
 
 
-def predict(side, claim, method, sigma_low=None):
-    c, m, s = typed(side, claim, method, sigma_low)
+def predict(side, claim, method, sigma_low=None, ptype=None):
+    c, m, s = typed(side, claim, method, sigma_low, ptype)
     model = MODELS[(m["name"], m["version"])]
     cost = model(c, m) if side == "upper" else model(c, {"method": m, "sigma_low": s})
     return cost.seconds, BASE_MEMORY + cost.memory, cost.steps
@@ -123,13 +135,58 @@ def synthetic():
 
 def certificates(files):
     for f in files:
-        p = json.loads(base64.b64decode(json.load(open(f))["payload"]))["predicate"]
-        name = Path(f).stem
+        st = json.loads(base64.b64decode(json.load(open(f))["payload"]))
+        p, name = st["predicate"], Path(f).stem
         if p["method"]["name"] == "gaussian-shift":  # closed forms: nothing to measure
             continue
-        yield name, "upper", p["claim"], p["method"], None
-        if "lower" in p:
-            yield name, "lower", p["claim"], p["lower"]["method"], p["lower"]["sigma_low"]
+        if "stages" in p["claim"]:  # the replays of a run in stages are not these two
+            print(f"{name}: a run in stages, skipped", file=sys.stderr)
+            continue
+        if st.get("predicateType") is None:
+            yield name, "upper", p["claim"], p["method"], None
+            if "lower" in p:
+                yield name, "lower", p["claim"], p["lower"]["method"], p["lower"]["sigma_low"]
+            continue
+        for side in ("upper", "lower") if "lower" in p else ("upper",):  # typed as the verifier types it
+            yield name, side, p, None, None, st["predicateType"]
+
+
+RECORDED = ROOT / "benchmarks" / "data" / "verify_cost.json"
+
+
+def recorded_rows(path=RECORDED):
+    """(cell, typed predicate, CPU s, peak RSS MB) of the recorded whole verifications (`sigmacert-verify`, wait4):
+    a kinds-grid cell's predicate from benchmarks/data/kinds_grid.json, any other from the record itself."""
+    from verifier.format.statement import FORMATS
+    kinds = {c["cell"]: c for c in json.loads((ROOT / "benchmarks" / "data" / "kinds_grid.json").read_text())["cells"]}
+    out = []
+    for r in json.loads(Path(path).read_text())["whole"]:
+        src = r if "predicate" in r else kinds[r["cell"]]
+        typed_p, check = FORMATS[src["predicate_type"]]
+        p = typed_p(src["predicate"])
+        check(p)
+        out.append((r["cell"], p, r["cpu"], r["mb"]))
+    return out
+
+
+def recorded(path=RECORDED):
+    """The gate's prediction (verifier.cost.predict, calibrated) against the recorded whole verifications, and per
+    CALIBRATION group the median raw / measured: the factors CALIBRATION should hold."""
+    from statistics import median
+
+    from verifier.cost import calibration_key, predict, raw_predict
+    print(f"{'cell':30} {'group':6} {'cpu s':>7} {'pred s':>7} {'ratio':>6} {'MB':>6} {'pred MB':>7} {'ratio':>6}")
+    groups = {}
+    for cell, p, cpu, mb in recorded_rows(path):
+        raw, cal = raw_predict(p), predict(p)
+        g = groups.setdefault(calibration_key(p), ([], []))
+        g[0].append(raw.seconds / cpu)
+        g[1].append((BASE_MEMORY + raw.memory) / 1e6 / mb)
+        pm = (BASE_MEMORY + cal.memory) / 1e6
+        print(f"{cell:30} {calibration_key(p):6} {cpu:7.2f} {cal.seconds:7.2f} {cal.seconds / cpu:6.2f} {mb:6.0f} "
+              f"{pm:7.0f} {pm / mb:6.2f}")
+    print("raw / measured, median by group (seconds, peak):",
+          {k: (round(median(s), 2), round(median(m), 2), len(s)) for k, (s, m) in groups.items()})
 
 
 def main():
@@ -139,23 +196,34 @@ def main():
     ap.add_argument("--only", default="", help="cases whose name contains this")
     ap.add_argument("--steps", action="store_true", help="predicted / measured CPU seconds of each step")
     ap.add_argument("--small", action="store_true", help="the two fixture cases (seconds): checks the benchmark runs")
+    ap.add_argument("--json", help="append each measured case here, a JSON line (case, side, claim, methods, measured "
+                                   "CPU s, peak RSS bytes, per-step CPU s): the model can be refitted without replaying")
+    ap.add_argument("--recorded", action="store_true", help="no replays: the calibrated gate against the recorded "
+                                                              "whole verifications of benchmarks/data/verify_cost.json")
     a = ap.parse_args()
+    if a.recorded:
+        return recorded()
     files = sorted(glob.glob(str(ROOT / "artifacts" / "certificates" / "*.json"))) if a.committed else []
     cases = list(synthetic()) + list(certificates(files + a.cert))
     if a.small:
         cases = [c for c in cases if c[0] in ("fixture", "lower fixture")]
     print(f"{'case':28} {'side':5} {'pred s':>8} {'cpu s':>8} {'ratio':>6} {'pred MB':>8} {'rss MB':>8} {'ratio':>6}")
-    for name, side, claim, method, sl in cases:
+    for name, side, claim, method, sl, *pt in cases:
         if a.only not in name:
             continue
-        ps, pm, psteps = predict(side, claim, method, sl)
+        pt = pt[0] if pt else None
+        ps, pm, psteps = predict(side, claim, method, sl, pt)
         if ps > 600 or pm > 6 << 30:  # what the verifier refuses by default is not run here
             print(f"{name:28} {side:5} {ps:8.3g} {'-':>8} {'':6} {pm / 2**20:8.0f} {'-':>8}")
             continue
-        s, rss, steps, err = measure(side, claim, method, sl)
+        s, rss, steps, err = measure(side, claim, method, sl, pt)
         if s is None:
             print(f"{name:28} {side:5} {ps:8.3g} {'failed':>8} {err}")
             continue
+        if a.json:
+            with open(a.json, "a") as f:
+                f.write(json.dumps({"case": name, "side": side, "claim": claim, "method": method, "sigma_low": sl,
+                                    "ptype": pt, "cpu": round(s, 3), "rss": rss, "steps": steps}) + "\n")
         print(f"{name:28} {side:5} {ps:8.3g} {s:8.3g} {ps / max(s, 1e-3):6.2f} {pm / 2**20:8.0f} "
               f"{rss / 2**20:8.0f} {pm / rss:6.2f}", flush=True)
         if a.steps:

@@ -122,38 +122,84 @@ def test_model_range_and_huge_parameters():
 
 
 def recorded_replays():
-    """(cell, typed predicate, replay CPU s, replay peak MB) of benchmarks/data/kinds_grid.json (measured by wait4)."""
+    """(cell, typed predicate, CPU s, peak RSS MB) of the whole verifications in benchmarks/data/verify_cost.json
+    (sigmacert-verify with the current replays, measured by wait4; a kinds-grid cell's predicate from
+    benchmarks/data/kinds_grid.json)."""
     from verifier.format.statement import FORMATS
-    rows = json.loads((ROOT / "benchmarks" / "data" / "kinds_grid.json").read_text())["cells"]
+    kinds = {c["cell"]: c for c in json.loads((ROOT / "benchmarks" / "data" / "kinds_grid.json").read_text())["cells"]}
     out = []
-    for c in rows:
-        if c.get("verify_exit") == 0 and c.get("predicate_type"):
-            typed_, check = FORMATS[c["predicate_type"]]
-            p = typed_(c["predicate"])
-            check(p)
-            if p["method"]["name"] != "gaussian-shift":
-                out.append((c["cell"], p, c["verify_cpu"], c["verify_mb"]))
+    for r in json.loads((ROOT / "benchmarks" / "data" / "verify_cost.json").read_text())["whole"]:
+        src = r if "predicate" in r else kinds[r["cell"]]
+        typed_, check = FORMATS[src["predicate_type"]]
+        p = typed_(src["predicate"])
+        check(p)
+        out.append((r["cell"], p, r["cpu"], r["mb"]))
     return out
 
 
-def test_the_calibrated_prediction_against_recorded_replays():
-    """Never under-predicted by more than 2x, and within [0.5, 2] at most cells, seconds and peak memory alike;
-    the raw step models err high (what the calibration divides out). The one documented miss: lower v1's step (a)
-    at (2, 1, 1e-4) priced 20x its replay (docs/reliability.md)."""
+# the one documented miss (docs/reliability.md): lower v1's step (a) at (2, 1, 1e-4) priced 20x its replay
+V1_MISS = "tv:2,1,0.0001"
+
+
+def test_the_calibrated_prediction_against_recorded_verifications():
+    """Never under-predicted by more than 2x in time, nor by more than 1.5x in peak memory; time within [0.5, 2]
+    at every recorded verification but the documented v1 miss, memory within 1.5x at 90% of them and within 2x
+    at all but that miss; and the raw step models err high (what the calibration divides out)."""
     from verifier.cost import BASE_MEMORY, raw_predict
     rows = recorded_replays()
-    assert len(rows) >= 20
-    secs, mem = [], []
+    assert len(rows) >= 28 and sum(p["method"]["version"] == 2 and "lower" in p for _, p, _, _ in rows) >= 20
+    over = []
     for cell, p, cpu, mb in rows:
-        c = predict(p)
-        secs.append((c.seconds / cpu, cell))
-        mem.append(((BASE_MEMORY + c.memory) / 1e6 / mb, cell))
-        assert raw_predict(p).seconds >= c.seconds and raw_predict(p).memory >= c.memory
-    for ratios in (secs, mem):
-        assert min(ratios)[0] >= 0.5, min(ratios)
-        inside = [cell for r, cell in ratios if r <= 2]
-        assert len(inside) >= 0.85 * len(ratios), sorted(ratios)[-5:]
-    assert max(secs)[1] == "tv:2,1,0.0001" and max(secs)[0] < 25
+        c, raw = predict(p), raw_predict(p)
+        assert raw.seconds >= c.seconds and raw.memory >= c.memory
+        ts, tm = c.seconds / cpu, (BASE_MEMORY + c.memory) / 1e6 / mb
+        assert ts >= 0.5 and tm >= 1 / 1.5, (cell, ts, tm)
+        if cell != V1_MISS:
+            assert ts <= 2 and tm <= 2, (cell, ts, tm)
+        if tm > 1.5:
+            over.append(cell)
+    assert len(over) <= 0.1 * len(rows), over
+
+
+def v2_certificate():
+    _, p = parse_statement(base64.b64decode(json.loads(
+        (ROOT / "tests" / "data" / "v3" / "random_allocation_two_sided.json").read_text())["payload"]))
+    return p
+
+
+def test_occupied_lattice_points_and_cells_against_the_v2_replay(monkeypatch):
+    """What the v2 model counts: the occupied points of the epoch sum (octaves from the sum's lower quantile to
+    the top, N each) and the log-grid cells of one epoch, within [0.8, 1.5] of the replay's (the upper side of
+    tests/data/v3/random_allocation_two_sided.json)."""
+    from verifier.cost import _lattice, _log_grid
+    from verifier.replay import upper_v2
+    p = v2_certificate()
+    c, m = p["claim"], p["method"]
+    seen = {}
+    to_log_grid = upper_v2.to_log_grid
+
+    def spy(D, *a, **k):
+        seen["points"] = sum(x.length() for x in D if x is not None)
+        out = to_log_grid(D, *a, **k)
+        seen["cells"] = max(out.r) - min(out.r) + 1
+        return out
+    monkeypatch.setattr(upper_v2, "to_log_grid", spy)
+    upper_v2.replay_v2(c, m)
+    _, L, _, sp, oc = _lattice(c, m, 1, c["sigma"], lump=False)
+    cells, _ = _log_grid(sp, oc, c, m, L)
+    assert 0.8 <= L / seen["points"] <= 1.5, (L, seen)
+    assert 0.8 <= cells / seen["cells"] <= 1.5, (cells, seen)
+
+
+def test_the_lower_quantile_of_a_sum_rises_with_its_steps():
+    """Octaves.low: a sum of more steps keeps fewer low octaves (the replay's trimming), never more than the
+    lattice has; a higher trim deletes more."""
+    from verifier.cost import Octaves
+    oc = Octaves(0.6, 1e6, 1e-20, 90, False, 1024.0, 2e-4, 22)
+    lows = [oc.low(2.0**i) for i in range(12)]
+    assert lows == sorted(lows) and lows[-1] > 100 * lows[2] > 0
+    assert Octaves(0.6, 1e6, 1e-8, 90, False, 1024.0, 2e-4, 22).low(64) > lows[6]
+    assert oc.range(1) == (0, 22) and oc.range(2.0**11)[0] > 5 and oc.points(2.0**11) < oc.points(1)
 
 
 def test_the_gate_refuses_a_prediction_it_cannot_compare():
