@@ -22,6 +22,7 @@ P(A_M < 1/a), bounded by Chernoff on the small steps' Laplace transform. Floatin
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -33,6 +34,7 @@ from certifier.errors import NumericsUnreliableError
 from certifier.numerics.series import exp_minus_one_plus, log1p_minus
 
 CUTS = (2.5e-4, 1e-3)        # M p of the value's cut and of the check's
+MAX_NODES = 4000             # the small steps' transform on more frequencies than this is refused (about 1 s)
 KINK_SDS = 40.0              # the kink y = b of the big step's laws lies this many sd of A beyond its bulk
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(16)
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
@@ -168,6 +170,8 @@ def small_means(cut: Cut, ms: tuple[int, ...]) -> dict[int, SmallMean]:
         period = n * dx
         dw = 2.0 * math.pi / period
         w = dw * np.arange(int(math.ceil(top / dw)) + 1)
+        if w.size > MAX_NODES:
+            raise NumericsUnreliableError(f"the small steps' transform needs {w.size} nodes (at most {MAX_NODES})")
         chi = cut.chi(w / steps)
         phis = {m: np.exp(m * (chi + log1p_minus(chi))) for m in ms}
         if max(abs(p[-1]) for p in phis.values()) < 1e-17:
@@ -238,7 +242,52 @@ class TailEstimate:
     error: float
 
 
+def delta_pq_bound(steps: int, sigma: float, eps: float) -> float:
+    """An upper bound on delta_{P||Q}(eps) = E_P (1 - a L_M)_+ <= P(L_M < 1/a) <= min over r > 0 of
+    e^{r/a} (E e^{-r Y/M})^M (Chernoff; L_M = (1/M) sum Y_i, Y_i iid): the Laplace transform of Y by Gauss-Legendre
+    in z over [-40, 40] (its integrand e^{-z^2/2} expm1(-s Y(z)) is smooth and bounded by 1), the minimum over
+    ln r by a golden-section search. Floating point: a bound up to the quadrature's round-off (1e-15 relative)."""
+    t = 1.0 / sigma
+    a = math.exp(eps)
+    z, w = _gauss_legendre(-40.0, 40.0, 64)
+    y = np.exp(t * z - 0.5 * t * t)
+    dens = w * np.exp(-0.5 * z * z) / _SQRT_2PI
+
+    def log_bound(log_r: float) -> float:
+        r = math.exp(log_r)
+        mean_minus_one = float(dens @ np.expm1(-(r / steps) * y))   # E e^{-rY/M} - 1, no cancellation
+        if mean_minus_one > -0.5:
+            return r / a + steps * math.log1p(mean_minus_one)
+        return r / a + steps * math.log(max(float(dens @ np.exp(-(r / steps) * y)), 1e-300))
+
+    lo, hi = math.log(1e-6), math.log(1e6 * a * max(1.0, steps))
+    g = 0.5 * (math.sqrt(5.0) - 1.0)
+    x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
+    f1, f2 = log_bound(x1), log_bound(x2)
+    for _ in range(80):
+        if f1 < f2:
+            hi, x2, f2 = x2, x1, f1
+            x1 = hi - g * (hi - lo)
+            f1 = log_bound(x1)
+        else:
+            lo, x1, f1 = x1, x2, f2
+            x2 = lo + g * (hi - lo)
+            f2 = log_bound(x2)
+    return min(1.0, math.exp(min(f1, f2, 0.0)))
+
+
+def beyond_bulk(steps: int, sigma: float, eps: float) -> bool:
+    """Whether the level e^eps clears OneEpochTail's kink check on the value's cut (its mean and sd in closed
+    form: no transform is formed), so that delta_qp can serve it."""
+    cut = Cut.at(steps, 1.0 / sigma, CUTS[0])
+    m = steps - 1
+    level = math.exp(eps) - m * cut.small_mean() / steps - cut.b / steps
+    return level >= KINK_SDS * math.sqrt(cut.small_var() * m) / steps
+
+
+@functools.lru_cache(maxsize=4)
 def _both(steps: int, sigma: float):
+    """The value's and the check's cuts at (M, sigma): their transforms serve every eps and tau (cached)."""
     return tuple(OneEpochTail(steps, sigma, share) for share in CUTS)
 
 

@@ -156,6 +156,7 @@ class Route:
     u_max: float | None = None  # the laplace route's u-range, a hint for a nearby sigma
     factors: tuple | None = None
     second_tails: bool = False
+    one_epoch: object | None = None   # one epoch's far tails (certifier.numerics.one_epoch_tails), or None
     _cache: dict = field(default_factory=dict)
 
     def _tail(self, side: str, eps: float, line: Value, decide: float | None = None) -> Value:
@@ -177,7 +178,12 @@ class Route:
                 v = Value(t.value, t.error)
             except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
                 v = line
-            self._cache[key] = v if v.error < line.error else line
+            v = v if v.error < line.error else line
+            if self.one_epoch is not None and v.error > self.one_epoch.switch * abs(v.value) and \
+                    not (decide is not None and decided(v.value, v.error, decide)):
+                w = self.one_epoch.delta(side, eps)
+                v = w if w is not None and w.error < v.error else v
+            self._cache[key] = v
         return self._cache[key]
 
     def _combine(self, key, fn, s_err) -> Value:
@@ -191,13 +197,17 @@ class Route:
         return self._cache[key]
 
     def delta_qp(self, eps: float, decide: float | None = None) -> Value:
-        return self._tail("qp", eps, self._combine(("qp", eps), lambda x: x.dqp(eps), lambda v: eps), decide)
+        return self._tail("qp", eps, self.delta_qp_line(eps), decide)
 
     def delta_pq(self, eps: float, decide: float | None = None) -> Value:
         # 1 - e^eps G(e^-eps): the error of G at -eps times e^eps
         v = self._combine(("pq", eps), lambda x: x.dpq(eps), lambda v: -eps)
         extra = 0.0 if hasattr(self.main, "delta_error") else (math.exp(eps) - 1.0) * self.main.floor_error(-eps)
         return self._tail("pq", eps, Value(v.value, v.error + extra), decide)
+
+    def delta_qp_line(self, eps: float) -> Value:
+        """delta_{Q||P}(eps) on this line only (no tilted line)."""
+        return self._combine(("qp", eps), lambda x: x.dqp(eps), lambda v: eps)
 
     def delta_pq_line(self, eps: float) -> Value:
         """delta_{P||Q}(eps) on this line only (no tilted line)."""
@@ -209,7 +219,7 @@ class Route:
         """delta(eps) as far as a search against `target` needs it: the 1/2-line's value where it decides
         the side of the target beyond 3 times its error (and that error is within 1 % of the target),
         else delta(eps) (the tilted line where the 1/2-line is not accurate)."""
-        a = self._combine(("qp", eps), lambda x: x.dqp(eps), lambda v: eps)
+        a = self.delta_qp_line(eps)
         b = self.delta_pq_line(eps)
         hi = max(a.value, b.value)
         err = max(a.error, b.error)
@@ -256,7 +266,12 @@ class Route:
                 v = self.tilted_tpr(alpha, s, decide=decide)
             except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
                 v = line
-            self._cache[key] = v if v.error < line.error else line
+            v = v if v.error < line.error else line
+            if self.one_epoch is not None and v.error > self.one_epoch.switch * abs(v.value) and \
+                    not (decide is not None and decided(v.value, v.error, decide)):
+                w = self.one_epoch.tpr(alpha)
+                v = w if w is not None and w.error < v.error else v
+            self._cache[key] = v
         return self._cache[key]
 
     def tpr_for(self, alpha: float, target: float) -> Value:

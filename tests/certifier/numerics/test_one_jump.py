@@ -60,3 +60,13 @@ def test_the_corner_of_the_target_domain_is_answered_and_bracketed():
     below = one_jump.tpr(10**7, float(sigma) - 1e-6, 1e-8)
     assert above.value + above.error <= 1e-7 < below.value - below.error
     assert math.isclose(float(sigma), 0.3673, rel_tol=1e-3)   # the region the issue's probes located
+
+
+@pytest.mark.parametrize("steps,sigma,eps", [(30, 1.5, 0.5), (10**7, 0.45, 0.01), (10**4, 0.6, 0.05), (100, 1.0, 0.2)])
+def test_the_chernoff_bound_lies_above_delta_pq(steps, sigma, eps):
+    """delta_{P||Q}(eps) <= P(L_M < e^-eps) <= the Chernoff bound: above the primary route's value (less its
+    estimate) where that route resolves it, and below 1."""
+    bound = one_jump.delta_pq_bound(steps, sigma, eps)
+    line = route_at(steps, 1, sigma, check=False)[0].delta_pq_line(eps)
+    assert line.value > 10.0 * line.error                  # the line resolves delta_{P||Q} here
+    assert line.value - line.error <= bound < 1.0

@@ -1,0 +1,67 @@
+"""certifier.numerics.one_epoch_tails: one epoch's far tails (delta near 1e-12) on the one-big-step route where the
+primary route keeps only a few digits, and the exact sigma those tails make answerable."""
+import math
+
+import pytest
+
+from certifier.errors import NumericsUnreliableError
+from certifier.numerics import one_jump
+from certifier.numerics.one_epoch_tails import MANY_STEPS, SWITCH, OneEpochTails
+from certifier.numerics.pair_routes import primary
+from certifier.numerics.profile import Route
+from certifier.numerics.targets import exact_sigma_dp, route_at
+
+
+def _without_tails(route: Route) -> Route:
+    return Route(route.name, route.main, route.variants, route.u_max, route.factors, route.second_tails)
+
+
+@pytest.mark.parametrize("steps,sigma,eps", [(1000, 0.839482, 2.0), (10**5, 0.504145, 4.0)])
+def test_the_primary_route_takes_the_one_big_step_value_where_its_own_estimate_is_too_wide(steps, sigma, eps):
+    """At delta about 1e-12 the primary's tilted line / direct sum is not within SWITCH of delta; with the one-epoch
+    tails the route's estimate is at most 1e-6 of delta and its value is one_jump's (within that estimate)."""
+    route = primary(steps, 1, sigma)
+    assert route.one_epoch is not None
+    own = _without_tails(route).delta_qp(eps)
+    assert own.error > SWITCH * own.value
+    got = route.delta_qp(eps)
+    ref = one_jump.delta_qp(steps, sigma, eps)
+    assert got.error <= 1e-6 * got.value
+    assert abs(got.value - ref.value) <= ref.error + 1e-15 * ref.value
+    assert abs(got.value - own.value) <= own.error          # the primary's own estimate holds the better value
+
+
+def test_few_steps_and_levels_inside_the_bulk_are_not_served():
+    """Below MANY_STEPS the big step is not alone; a level inside the bulk of L_M is refused before any transform;
+    delta_{P||Q} is [0, the Chernoff bound]."""
+    assert primary(10, 1, 2.41299).one_epoch is None
+    tails = OneEpochTails(MANY_STEPS, 1.2)
+    pq = tails.delta("pq", 2.0)                                # delta_{P||Q}: the Chernoff bound, as an interval
+    assert pq.value == pq.error == 0.5 * one_jump.delta_pq_bound(MANY_STEPS, 1.2, 2.0) < 1e-20
+    assert OneEpochTails(MANY_STEPS - 1, 1.2).delta("pq", 2.0) is None
+    assert not one_jump.beyond_bulk(100, 6.1942, 0.1)         # eps = 0.1 at sigma 6: the level is in the bulk
+    assert OneEpochTails(100, 6.1942).delta("qp", 0.1) is None
+    assert one_jump.beyond_bulk(100, 1.1105, 2.0)
+
+
+def test_an_epoch_at_delta_1e12_is_answered_and_the_answer_is_decided_by_the_one_big_step_route():
+    """(3000, 1, eps 3, delta 1e-12) was refused ("not reliable", estimate 1 - 15 % of delta); now the least grid sigma
+    with delta <= 1e-12, checked on one_jump alone: its value meets the target, one step less misses it, both decided
+    beyond the estimates."""
+    sigma = float(exact_sigma_dp(3000, 1, "3", "1e-12"))
+    at, below = one_jump.delta_qp(3000, sigma, 3.0), one_jump.delta_qp(3000, sigma - 1e-6, 3.0)
+    assert at.value + at.error <= 1e-12 < below.value - below.error
+    first, _ = route_at(3000, 1, sigma, check=False)
+    pq = first.delta_pq(3.0)
+    assert pq.value + pq.error < 1e-3 * at.value             # the max of the two directions is the Q||P side
+
+
+def test_the_refusal_names_a_target_the_numerics_resolve():
+    """Where the route's estimate stays wide (few steps, one epoch, delta 1e-12), the search's refusal says which
+    target size the numerics resolve there."""
+    with pytest.raises(NumericsUnreliableError) as err:
+        exact_sigma_dp(10, 1, "2", "1e-12")
+    text = str(err.value)
+    assert "is not reliable" in text and "or more is resolved here" in text
+    named = float(text.split("a target of about ")[1].split()[0])
+    assert 1e-12 < named < 1e-10 and math.isfinite(named)
