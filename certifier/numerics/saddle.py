@@ -47,6 +47,7 @@ MAX_TRIES = 5
 FALLBACK = 1e-6              # a density line's estimate above this share of delta: the T-line is tried too
 MAX_U_NODES = 1 << 17       # a line needing more u-nodes than this is refused before it is formed
 DIRECT_ENOUGH = 1e-3        # one epoch: the direct sum is kept within this share (the line's u-range is long)
+REFINE = 1e-3               # a line whose u-step estimate carries more than this share of delta: du halved once
 
 
 @dataclass(frozen=True)
@@ -285,7 +286,7 @@ def _avoid_two(c: float) -> float:
 
 def tail_delta(factors, eps: float, side: str, disc: Discretization = FIRST, c: float | None = None,
                u_hint: float | None = None, second: bool = False, curv: float | None = None,
-               decide: float | None = None) -> TailValue:
+               decide: float | None = None, du_scale: float = 1.0) -> TailValue:
     """delta_{Q||P}(eps) (side "qp") or delta_{P||Q}(eps) (side "pq") on the tilted line, with an
     a-posteriori error estimate relative to the value. One epoch of one block (E = 1) is first summed
     directly on its density where it has one (density_moments.direct_delta: no u-integral, whose range
@@ -314,6 +315,11 @@ def tail_delta(factors, eps: float, side: str, disc: Discretization = FIRST, c: 
             v = tail_delta(factors, eps, side, disc, c, u_hint, second, curv)
         except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
             v = None
+        if v is not None and v.error > REFINE * v.value and v.parts["u_step"] >= 0.5 * v.error:
+            # the trapezoid's estimate is the change to step 2 du: on an analytic integrand it errs like
+            # e^{-2 pi d / du}, so the change from du to du / 2 (the finer line's estimate) is far smaller
+            w = _try(lambda: tail_delta(factors, eps, side, disc, c, u_hint, second, curv, du_scale=0.5))
+            v = w if w is not None and w.error < v.error else v
         lo, hi = Q_RANGE if side == "qp" else P_RANGE
         known = v is not None and decide is not None and decided(v.value, v.error, decide)
         if (v is None or v.error > FALLBACK * v.value) and not known and \
@@ -341,7 +347,7 @@ def tail_delta(factors, eps: float, side: str, disc: Discretization = FIRST, c: 
     width = 1.0 / math.sqrt(curv or (k2 + 1.0 / c ** 2 + 1.0 / (c - 1.0) ** 2))
     slope = _slope(factors, eps, side, c) if all(f.steps == 1 for f in factors) else \
         _measured_slope(factors, eps, side, c)
-    du = min(0.1 * d, width / 3.0, 0.6 / (abs(slope) + 1e-9))
+    du = min(0.1 * d, width / 3.0, 0.6 / (abs(slope) + 1e-9)) * du_scale
     u_top = max(9.5 * width, u_hint or 0.0)   # u_hint: where the pair's 1/2-line decayed (a light bulk)
     for attempt in range(MAX_TRIES):
         u, (lg, lg_r, lg_x), floor = _log_g(factors, c, du, u_top, disc, second)
