@@ -212,10 +212,12 @@ class Curve:
     """sigma -> value - target on the primary route, cached, with the laplace u-range carried along."""
 
     def __init__(self, steps: int, epochs: int, scale2: int, functional, target: float, what: str,
-                 mu_of=None):
+                 mu_of=None, jump: bool = False):
         self.steps, self.epochs, self.scale2 = steps, epochs, scale2
         self.functional, self.target, self.what = functional, target, what
         self.mu_of = mu_of  # value -> the Gaussian shift mu with that value (steering only), or None
+        self.jump = jump    # mu_of is the one-big-step model's (mu = 1/s), not the GDP limit's
+        self.first_slope = 1.0 if jump else FIRST_SLOPE
         self.mu_target = None if mu_of is None else mu_of(target)
         self.u_hint = None
         self.u_seen: dict[float, float] = {}   # pair's sigma -> where its moment line decayed (laplace)
@@ -233,8 +235,9 @@ class Curve:
                 v = self.functional(route)
             known = decided(v.value, v.error, self.target)   # the side of the target is known
             if not (math.isfinite(v.value) and (v.error <= SEARCH_REL_ERROR * self.target or known)):
-                raise NumericsUnreliableError(f"{self.what} at sigma={s:g} is not reliable "
-                                              f"(error estimate {v.error:.1e})")
+                raise NumericsUnreliableError(f"{self.what} at sigma={s:g} is not reliable (error estimate "
+                                              f"{v.error:.1e}; a target of about {v.error / SEARCH_REL_ERROR:.0e} "
+                                              "or more is resolved here)")
             if route.u_max:
                 self.u_hint = 1.25 * route.u_max
                 self.u_seen[s] = route.u_max
@@ -314,6 +317,8 @@ class Curve:
     def coord(self, sigma: float) -> float:
         if self.mu_of is None:
             return math.log(sigma)
+        if self.jump:   # x = ln(1/s): the one-big-step model's mu = 1/s makes y = x + const
+            return 0.5 * math.log(self.scale2) - math.log(sigma)
         inv = self.scale2 / (sigma * sigma)  # 1 / s^2
         return inv + math.log(-math.expm1(-inv))
 
@@ -321,6 +326,8 @@ class Curve:
         """The inverse of coord."""
         if self.mu_of is None:
             return math.exp(x)
+        if self.jump:
+            return math.sqrt(self.scale2) * math.exp(-x)
         inv = x + math.log1p(math.exp(-x)) if x > 0 else math.log1p(math.exp(x))  # ln(1 + e^x)
         return math.sqrt(self.scale2 / inv)
 
@@ -350,7 +357,7 @@ def _bracket(f: Curve, seed: float) -> tuple[float, float]:
     s0 = seed
     x0, g0 = coord(s0), gap(s0)
     if steered:
-        x1 = x0 - 1.05 * g0 / FIRST_SLOPE
+        x1 = x0 - 1.05 * g0 / f.first_slope
         s1 = _clamp_step(s0, sigma_at(x1) if math.isfinite(x1) else s0, g0 > 0)
     else:
         s1 = s0 * math.exp(0.03 if g0 > 0 else -0.03)
@@ -372,6 +379,7 @@ def _bracket(f: Curve, seed: float) -> tuple[float, float]:
 
 
 FIRST_SLOPE = 0.5  # the first step: the GDP limit's slope dy/dx (measured 0.09 - 0.5 at E = 1, 0.5 at E >= 10)
+JUMP_EPS = 2.0     # one epoch, dp: from this eps the one-big-step seed (below it the larger of it and the GDP one's)
 SECANT = True
 
 
@@ -485,14 +493,34 @@ def _gdp_sigma(steps: int, epochs: int, mu: float) -> float:
     return math.log1p(mu * mu * steps / epochs) ** -0.5
 
 
+def jump_eps(steps: int, eps: float) -> float:
+    """The one-big-step model of one epoch (certifier.numerics.one_jump): L_M ~ 1 + (Y - 1)/M for the one large
+    factor Y, so delta_{Q||P}(eps) ~ the Gaussian shift 1/s's delta at ln(1 + M (e^eps - 1)) (steering only)."""
+    return math.log1p(steps * math.expm1(eps))
+
+
+def jump_q(steps: int, alpha: float) -> float:
+    """The one-big-step model's FPR per step: 1 - (1 - q)^M = alpha."""
+    return -math.expm1(math.log1p(-alpha) / steps)
+
+
 def exact_sigma_dp(steps: int, epochs: int, epsilon, delta, resolution="1e-6", scheme: str | None = None) -> str:
-    """Least sigma on the resolution grid with max(delta_{Q||P}, delta_{P||Q})(eps) <= delta, as a decimal."""
+    """Least sigma on the resolution grid with max(delta_{Q||P}, delta_{P||Q})(eps) <= delta, as a decimal.
+
+    Steered by the GDP limit (B.3), or at one epoch of M >= 2 steps by the one-big-step model where its seed is
+    the better (every eps >= JUMP_EPS; below it where it lies above the GDP seed: both err low at E = 1)."""
     validate_cell(steps, epochs, 1.0)
     eps, dlt = check_eps(epsilon), check_unit("delta", delta)
     m, e, scale2 = _reduce(steps, epochs, scheme)
-    f = Curve(m, e, scale2, lambda r: r.delta_for(eps, dlt), dlt, f"delta({eps:g}) <= {dlt:g}",
-              mu_of=lambda v: mu_for_delta(eps, v))
     seed = math.sqrt(scale2) * _gdp_sigma(m, e, gdp_mu_for_delta(eps, dlt))
+    mu_of, jump = (lambda v: mu_for_delta(eps, v)), False
+    if e == 1 and m >= 2:
+        e_big = jump_eps(m, eps)
+        big = math.sqrt(scale2) / mu_for_delta(e_big, dlt)
+        if eps >= JUMP_EPS or big > seed:
+            seed, mu_of, jump = big, (lambda v: mu_for_delta(e_big, v)), True
+    f = Curve(m, e, scale2, lambda r: r.delta_for(eps, dlt), dlt, f"delta({eps:g}) <= {dlt:g}",
+              mu_of=mu_of, jump=jump)
     return grid_search(f, seed, resolution)
 
 
@@ -504,6 +532,12 @@ def exact_sigma_tpr(steps: int, epochs: int, fpr, tpr, resolution="1e-6", scheme
         raise ParameterError(f"the TPR target must exceed the FPR (a coin with bias alpha has TPR = alpha); "
                              f"got fpr={alpha:g}, tpr={beta:g}")
     m, e, scale2 = _reduce(steps, epochs, scheme)
+    if e == 1 and m >= 2:   # one epoch: the one-big-step model (TPR ~ alpha + the big step's, FPR alpha / M each)
+        q = jump_q(m, alpha)
+        mu_of = lambda v: min(max(isf(q) - isf(max(v - alpha, 1e-300)), MU_RANGE[0]), MU_RANGE[1])  # noqa: E731
+        f = Curve(m, e, scale2, lambda r: r.tpr_for(alpha, beta), beta, f"TPR({alpha:g}) <= {beta:g}",
+                  mu_of=mu_of, jump=True)
+        return grid_search(f, math.sqrt(scale2) / mu_of(beta), resolution)
     f = Curve(m, e, scale2, lambda r: r.tpr_for(alpha, beta), beta, f"TPR({alpha:g}) <= {beta:g}",
               mu_of=lambda v: mu_for_tpr(alpha, v))
     seed = math.sqrt(scale2) * _gdp_sigma(m, e, isf(alpha) - isf(beta))

@@ -112,3 +112,54 @@ def test_steering_does_not_change_the_answer_and_saves_evaluations(cell, monkeyp
     plain = search(m, e, x, target)
     assert steered == plain
     assert n_steered <= len(made[-1].values)
+
+
+class JumpCurve(nt.Curve):
+    """A pair that IS the one-big-step model of one epoch: delta(eps) of the Gaussian shift 1/s at
+    ln(1 + M (e^eps - 1)) (closed forms), steered in the jump coordinates x = ln(1/s)."""
+
+    def __init__(self, steps, eps, target, steered=True):
+        e_big = nt.jump_eps(steps, eps)
+        super().__init__(steps, 1, 1, lambda r: r.delta(e_big), target, "jump",
+                         mu_of=(lambda v: nt.mu_for_delta(e_big, v)) if steered else None, jump=steered)
+
+    def route(self, s, u_hint):
+        return Route("jump", nt.GaussianLine(1.0 / s))
+
+
+@pytest.mark.parametrize("steps,eps,target", [(10**6, 2.0, 1e-8), (3000, 3.0, 1e-12), (50, 8.0, 1e-5)])
+def test_jump_steering_on_an_exact_jump_pair_is_the_least_grid_point_in_few_evaluations(steps, eps, target):
+    """In the jump coordinates the model is a line of slope 1 (y = x + const): from a seed 3 % low the search
+    needs the seed, a step or two, the answer and the point below it."""
+    f = JumpCurve(steps, eps, target)
+    assert f.coord(0.5) == pytest.approx(math.log(2.0)) and f.sigma_at(f.coord(0.37)) == pytest.approx(0.37)
+    seed = 1.0 / nt.mu_for_delta(nt.jump_eps(steps, eps), target)
+    got = nt.grid_search(f, 0.97 * seed, "1e-6")
+    k = _least(JumpCurve(steps, eps, target, steered=False), start=math.ceil(seed / 1e-6) + 2)
+    assert got == nt.decimal_str(parse_positive_decimal("r", "1e-6") * k)
+    assert len(f.values) <= 6
+
+
+@pytest.mark.parametrize("kind,steps,x,target", [("dp", 10**6, 2.0, 1e-8), ("tpr", 10**5, 1e-8, 1e-7)])
+def test_one_epoch_searches_start_at_the_one_big_step_seed(kind, steps, x, target, monkeypatch):
+    """At one epoch of many steps the GDP seed lies 20 - 35 % low (delta 1e-3 where 1e-8 is asked); the one-big-step
+    seed lies within 0.5 % of the exact sigma, and the search evaluates at most five sigmas."""
+    made = []
+    init = nt.Curve.__init__
+
+    def recording(self, *a, **kw):
+        init(self, *a, **kw)
+        made.append(self)
+    monkeypatch.setattr(nt.Curve, "__init__", recording)
+    nt._PRIMARY.clear()
+    search = nt.exact_sigma_dp if kind == "dp" else nt.exact_sigma_tpr
+    exact = float(search(steps, 1, x, target))
+    f = made[-1]
+    assert f.jump
+    first = next(iter(f.values))            # the seed is the first sigma evaluated
+    if kind == "dp":
+        gdp = nt._gdp_sigma(steps, 1, nt.gdp_mu_for_delta(x, target))
+    else:
+        gdp = nt._gdp_sigma(steps, 1, nt.isf(x) - nt.isf(target))
+    assert abs(first / exact - 1.0) < 5e-3 < abs(gdp / exact - 1.0) / 40
+    assert len(f.values) <= 5
