@@ -37,6 +37,7 @@ from verifier_fixtures import CLAIM, LOWER_METHOD, METHOD  # noqa: E402
 from verifier.cost import BASE_MEMORY, MODELS  # noqa: E402
 from verifier.format import v3  # noqa: E402
 from verifier.format.schema import typed as typed_as  # noqa: E402
+from verifier.format.statement import FORMATS  # noqa: E402
 from verifier.format.v1 import SCHEMA  # noqa: E402
 from verifier.format.v2 import SCHEMA_V2  # noqa: E402
 
@@ -67,7 +68,6 @@ def typed(side, claim, method, sigma_low, ptype=None):
     the claim names its scheme (method v1 or v2), else v1/v2; with a predicateType, `claim` is the
     whole predicate, typed and checked as the verifier does."""
     if ptype is not None:
-        from verifier.format.statement import FORMATS
         typed_p, check = FORMATS[ptype]
         p = typed_p(claim)
         check(p)
@@ -157,7 +157,6 @@ RECORDED = ROOT / "benchmarks" / "data" / "verify_cost.json"
 def recorded_rows(path=RECORDED):
     """(cell, typed predicate, CPU s, peak RSS MB) of the recorded whole verifications (`sigmacert-verify`, wait4):
     a kinds-grid cell's predicate from benchmarks/data/kinds_grid.json, any other from the record itself."""
-    from verifier.format.statement import FORMATS
     kinds = {c["cell"]: c for c in json.loads((ROOT / "benchmarks" / "data" / "kinds_grid.json").read_text())["cells"]}
     out = []
     for r in json.loads(Path(path).read_text())["whole"]:

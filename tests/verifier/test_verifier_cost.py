@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import copy
 import glob
+import importlib.util
 import json
 import subprocess
 import sys
@@ -123,18 +124,11 @@ def test_model_range_and_huge_parameters():
 
 def recorded_replays():
     """(cell, typed predicate, CPU s, peak RSS MB) of the whole verifications in benchmarks/data/verify_cost.json
-    (sigmacert-verify with the current replays, measured by wait4; a kinds-grid cell's predicate from
-    benchmarks/data/kinds_grid.json)."""
-    from verifier.format.statement import FORMATS
-    kinds = {c["cell"]: c for c in json.loads((ROOT / "benchmarks" / "data" / "kinds_grid.json").read_text())["cells"]}
-    out = []
-    for r in json.loads((ROOT / "benchmarks" / "data" / "verify_cost.json").read_text())["whole"]:
-        src = r if "predicate" in r else kinds[r["cell"]]
-        typed_, check = FORMATS[src["predicate_type"]]
-        p = typed_(src["predicate"])
-        check(p)
-        out.append((r["cell"], p, r["cpu"], r["mb"]))
-    return out
+    (sigmacert-verify with the current replays, measured by wait4), read by the benchmark's own reader."""
+    spec = importlib.util.spec_from_file_location("bench_verify_cost", ROOT / "benchmarks" / "bench_verify_cost.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench.recorded_rows()
 
 
 # the one documented miss (docs/reliability.md): lower v1's step (a) at (2, 1, 1e-4) priced 20x its replay
