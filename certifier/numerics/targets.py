@@ -380,6 +380,7 @@ def _bracket(f: Curve, seed: float) -> tuple[float, float]:
 
 FIRST_SLOPE = 0.5  # the first step: the GDP limit's slope dy/dx (measured 0.09 - 0.5 at E = 1, 0.5 at E >= 10)
 JUMP_EPS = 2.0     # one epoch, dp: from this eps the one-big-step seed (below it the larger of it and the GDP one's)
+JUMP_FPR = 1e-3    # one epoch, tpr: up to this FPR the one-big-step seed (within 0.1 %; 2 - 5 % off at FPR 0.1)
 SECANT = True
 
 
@@ -532,7 +533,7 @@ def exact_sigma_tpr(steps: int, epochs: int, fpr, tpr, resolution="1e-6", scheme
         raise ParameterError(f"the TPR target must exceed the FPR (a coin with bias alpha has TPR = alpha); "
                              f"got fpr={alpha:g}, tpr={beta:g}")
     m, e, scale2 = _reduce(steps, epochs, scheme)
-    if e == 1 and m >= 2:   # one epoch: the one-big-step model (TPR ~ alpha + the big step's, FPR alpha / M each)
+    if e == 1 and m >= 2 and alpha <= JUMP_FPR:   # one epoch: the one-big-step model (TPR ~ alpha + the big step's)
         q = jump_q(m, alpha)
         mu_of = lambda v: min(max(isf(q) - isf(max(v - alpha, 1e-300)), MU_RANGE[0]), MU_RANGE[1])  # noqa: E731
         f = Curve(m, e, scale2, lambda r: r.tpr_for(alpha, beta), beta, f"TPR({alpha:g}) <= {beta:g}",
