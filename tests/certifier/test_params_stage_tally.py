@@ -37,5 +37,5 @@ def test_a_stage_is_named_only_beside_others():
     assert StageTally(1).label(1) == "" and StageTally(3).label(2) == "stage 2: "
 
 
-def test_the_pair_a_plan_records_for_a_run_in_stages():
+def test_a_staged_run_records_its_pair_in_the_plan():
     assert stages_pair(((100, 5), (400, 2))) == (400, 7) and stages_pair(((1, 5), (1, 3))) == (1, 8)

@@ -140,8 +140,18 @@ def test_jump_steering_on_an_exact_jump_pair_is_the_least_grid_point_in_few_eval
     assert len(f.values) <= 6
 
 
-@pytest.mark.parametrize("kind,steps,x,target", [("dp", 10**6, 2.0, 1e-8), ("tpr", 10**5, 1e-8, 1e-7)])
-def test_one_epoch_searches_start_at_the_one_big_step_seed(kind, steps, x, target, monkeypatch):
+def _gdp_seed_dp(steps, eps, delta):
+    return nt._gdp_sigma(steps, 1, nt.gdp_mu_for_delta(eps, delta))
+
+
+def _gdp_seed_tpr(steps, alpha, beta):
+    return nt._gdp_sigma(steps, 1, nt.isf(alpha) - nt.isf(beta))
+
+
+@pytest.mark.parametrize("search,gdp_seed,steps,x,target", [(nt.exact_sigma_dp, _gdp_seed_dp, 10**6, 2.0, 1e-8),
+                                                             (nt.exact_sigma_tpr, _gdp_seed_tpr, 10**5, 1e-8, 1e-7)],
+                         ids=["dp", "tpr"])
+def test_one_epoch_searches_start_at_the_one_big_step_seed(search, gdp_seed, steps, x, target, monkeypatch):
     """At one epoch of many steps the GDP seed lies 20 - 35 % low (delta 1e-3 where 1e-8 is asked); the one-big-step
     seed lies within 0.5 % of the exact sigma, and the search evaluates at most five sigmas."""
     made = []
@@ -152,14 +162,10 @@ def test_one_epoch_searches_start_at_the_one_big_step_seed(kind, steps, x, targe
         made.append(self)
     monkeypatch.setattr(nt.Curve, "__init__", recording)
     nt._PRIMARY.clear()
-    search = nt.exact_sigma_dp if kind == "dp" else nt.exact_sigma_tpr
     exact = float(search(steps, 1, x, target))
     f = made[-1]
     assert f.jump
     first = next(iter(f.values))            # the seed is the first sigma evaluated
-    if kind == "dp":
-        gdp = nt._gdp_sigma(steps, 1, nt.gdp_mu_for_delta(x, target))
-    else:
-        gdp = nt._gdp_sigma(steps, 1, nt.isf(x) - nt.isf(target))
+    gdp = gdp_seed(steps, x, target)
     assert abs(first / exact - 1.0) < 5e-3 < abs(gdp / exact - 1.0) / 40
     assert len(f.values) <= 5
