@@ -40,25 +40,24 @@ class OneEpochTails:
         if self.steps < MANY_STEPS:
             return None
         if side == "pq":
-            try:
-                b = one_jump.delta_pq_bound(self.steps, self.sigma, eps)
-            except (ValueError, OverflowError, FloatingPointError):
-                return None
-            return Value(0.5 * b, 0.5 * b)
+            b = _tried(lambda: one_jump.delta_pq_bound(self.steps, self.sigma, eps))
+            return None if b is None else Value(0.5 * b, 0.5 * b)
         if not one_jump.beyond_bulk(self.steps, self.sigma, eps):
             return None
-        try:
-            t = one_jump.delta_qp(self.steps, self.sigma, eps)
-        except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
-            return None
-        return Value(t.value, t.error)
+        t = _tried(lambda: one_jump.delta_qp(self.steps, self.sigma, eps))
+        return None if t is None else Value(t.value, t.error)
 
     def tpr(self, alpha: float) -> Value | None:
         """1 - T(alpha) on the one-big-step route (its likelihood-ratio test at FPR alpha), or None."""
         if self.steps < MANY_STEPS:
             return None
-        try:
-            t = one_jump.tpr(self.steps, self.sigma, alpha)
-        except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
-            return None
-        return Value(t.value, t.error)
+        t = _tried(lambda: one_jump.tpr(self.steps, self.sigma, alpha))
+        return None if t is None else Value(t.value, t.error)
+
+
+def _tried(fn):
+    """fn(), or None where the route refuses or its arithmetic fails."""
+    try:
+        return fn()
+    except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
+        return None
