@@ -284,6 +284,19 @@ def _avoid_two(c: float) -> float:
     return 2.0 + math.copysign(0.01, c - 2.0) if abs(c - 2.0) < 0.01 else c
 
 
+def _refined(factors, eps: float, side: str, disc: Discretization, c: float, u_hint, second: bool,
+             curv: float | None = None) -> TailValue | None:
+    """The line at c (None where it is not formed), formed once more at du / 2 where its u-step part carries
+    more than REFINE of the value and most of its estimate: the trapezoid's estimate is the change to step
+    2 du, while on an analytic integrand it errs like e^{-2 pi d / du}, so the change from du to du / 2 (the
+    finer line's estimate) is far smaller."""
+    v = _try(lambda: tail_delta(factors, eps, side, disc, c, u_hint, second, curv))
+    if v is not None and v.error > REFINE * v.value and v.parts["u_step"] >= 0.5 * v.error:
+        w = _try(lambda: tail_delta(factors, eps, side, disc, c, u_hint, second, curv, du_scale=0.5))
+        v = w if w is not None and w.error < v.error else v
+    return v
+
+
 def tail_delta(factors, eps: float, side: str, disc: Discretization = FIRST, c: float | None = None,
                u_hint: float | None = None, second: bool = False, curv: float | None = None,
                decide: float | None = None, du_scale: float = 1.0) -> TailValue:
@@ -311,15 +324,7 @@ def tail_delta(factors, eps: float, side: str, disc: Discretization = FIRST, c: 
         return line if line.error < direct.error else direct
     if c is None:
         c, curv = refine_c(factors, eps, side)
-        try:
-            v = tail_delta(factors, eps, side, disc, c, u_hint, second, curv)
-        except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
-            v = None
-        if v is not None and v.error > REFINE * v.value and v.parts["u_step"] >= 0.5 * v.error:
-            # the trapezoid's estimate is the change to step 2 du: on an analytic integrand it errs like
-            # e^{-2 pi d / du}, so the change from du to du / 2 (the finer line's estimate) is far smaller
-            w = _try(lambda: tail_delta(factors, eps, side, disc, c, u_hint, second, curv, du_scale=0.5))
-            v = w if w is not None and w.error < v.error else v
+        v = _refined(factors, eps, side, disc, c, u_hint, second, curv)
         lo, hi = Q_RANGE if side == "qp" else P_RANGE
         known = v is not None and decide is not None and decided(v.value, v.error, decide)
         if (v is None or v.error > FALLBACK * v.value) and not known and \
@@ -334,7 +339,7 @@ def tail_delta(factors, eps: float, side: str, disc: Discretization = FIRST, c: 
             # (T2) line closes or not alike further in: its u-range, not its ray, decides)
             for step in (0.0, 0.5, 1.0) if side == "pq" else (0.0,):
                 c_try = _avoid_two(min(max(c_end + inward * step, lo), hi))
-                w = _try(lambda c_try=c_try: tail_delta(factors, eps, side, disc, c_try, u_hint, True))
+                w = _refined(factors, eps, side, disc, c_try, u_hint, True)
                 if w is not None and (v is None or w.error < v.error):
                     v = w
                 if w is not None or v is not None and v.error <= FALLBACK * v.value:

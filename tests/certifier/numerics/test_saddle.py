@@ -334,3 +334,20 @@ def test_a_search_stops_the_tpr_minimisation_once_its_side_is_decided(monkeypatc
     calls.clear()
     same = route.tilted_tpr(1e-5, s0, decide=full.value)
     assert len(calls) == n_full and same.value == full.value
+
+
+@pytest.mark.parametrize("steps,sigma,eps", [(2, 6.59569, 1.0), (10, 3.04781, 1.0)])
+def test_the_fallback_line_is_refined_in_u(steps, sigma, eps):
+    """Two epochs at delta ~ 1e-12: the saddle point lies beyond c = 2.9, the density line's estimate is too
+    wide and (T2) at the range's end serves. Its u-step estimate (the change to step 2 du, e^{-10 pi} of the
+    integrand's size, about 2 % of delta) is replaced by the change from du to du / 2: the estimate falls
+    below 1 % of delta, and (T2) at another c (an independent quadrature: every c > 1 is exact) agrees
+    within the two estimates."""
+    f = [Factor(steps, 2, sigma)]
+    v = tail_delta(f, eps, "qp")
+    assert v.c == pytest.approx(2.9) and 5e-13 < v.value < 2e-12
+    assert v.error < 1e-2 * v.value
+    assert v.parts["u_step"] < 1e-3 * v.value
+    w = tail_delta(f, eps, "qp", disc=SECOND, c=2.6, second=True, du_scale=0.5)
+    assert abs(v.value - w.value) <= v.error + w.error
+    assert w.error < 1e-2 * w.value
