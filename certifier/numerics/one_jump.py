@@ -40,7 +40,7 @@ _GL_X, _GL_W = np.polynomial.legendre.leggauss(16)
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 
 
-def _gauss_legendre(lo: float, hi: float, panels: int) -> tuple[np.ndarray, np.ndarray]:
+def gauss_legendre(lo: float, hi: float, panels: int) -> tuple[np.ndarray, np.ndarray]:
     """Composite 16-point Gauss-Legendre nodes and weights on [lo, hi]."""
     edges = np.linspace(lo, hi, panels + 1)
     half = 0.5 * np.diff(edges)
@@ -109,7 +109,7 @@ class Cut:
 
     def big_nodes(self) -> tuple[np.ndarray, np.ndarray]:
         """Y' at Gauss-Legendre nodes in z over [z_b, z_b + 12] and their weights phi(z) / p."""
-        z, w = _gauss_legendre(self.z_b, self.z_b + 12.0, 48)
+        z, w = gauss_legendre(self.z_b, self.z_b + 12.0, 48)
         return np.exp(self.t * z - 0.5 * self.t * self.t), w * np.exp(-0.5 * z * z - float(log_ndtr(-self.z_b))) \
             / _SQRT_2PI
 
@@ -120,13 +120,13 @@ class Cut:
         t, mu, zb = self.t, self.small_mean(), self.z_b
         theta = 0.5 * math.pi / t
         s = np.asarray(s, dtype=float)
-        x, w = _gauss_legendre(-40.0 / min(t, 1.0) - 12.0, zb, 256)
+        x, w = gauss_legendre(-40.0 / min(t, 1.0) - 12.0, zb, 256)
         zeta = x + 1j * theta
         weight = w * np.exp(-0.5 * zeta * zeta) / _SQRT_2PI
         y = np.exp(t * zeta - 0.5 * t * t) - mu
         total = np.empty(s.shape, dtype=complex)
-        r, rw = _gauss_legendre(0.0, 1.0, 32)
-        r2, rw2 = _gauss_legendre(0.0, 1.0, 4)
+        r, rw = gauss_legendre(0.0, 1.0, 32)
+        r2, rw2 = gauss_legendre(0.0, 1.0, 4)
         for lo in range(0, s.size, 64):
             ss = s[lo:lo + 64, None]
             along = exp_minus_one_plus(-1j * ss * y[None, :]) @ weight
@@ -249,7 +249,7 @@ def delta_pq_bound(steps: int, sigma: float, eps: float) -> float:
     ln r by a golden-section search. Floating point: a bound up to the quadrature's round-off (1e-15 relative)."""
     t = 1.0 / sigma
     a = math.exp(eps)
-    z, w = _gauss_legendre(-40.0, 40.0, 64)
+    z, w = gauss_legendre(-40.0, 40.0, 64)
     y = np.exp(t * z - 0.5 * t * t)
     dens = w * np.exp(-0.5 * z * z) / _SQRT_2PI
 
@@ -276,24 +276,25 @@ def delta_pq_bound(steps: int, sigma: float, eps: float) -> float:
     return min(1.0, math.exp(min(f1, f2, 0.0)))
 
 
-def beyond_bulk(steps: int, sigma: float, eps: float) -> bool:
-    """Whether the level e^eps clears OneEpochTail's kink check on the value's cut (its mean and sd in closed
-    form: no transform is formed), so that delta_qp can serve it."""
+def beyond_bulk(steps: int, sigma: float, eps: float, sds: float = KINK_SDS) -> bool:
+    """Whether the level e^eps clears OneEpochTail's kink check (sds sd of the small steps' mean beyond it and the
+    kink) on the value's cut (its mean and sd in closed form: no transform is formed), so that delta_qp can serve
+    it; certifier.numerics.few_epochs_jump asks with its own margin."""
     cut = Cut.at(steps, 1.0 / sigma, CUTS[0])
     m = steps - 1
     level = math.exp(eps) - m * cut.small_mean() / steps - cut.b / steps
-    return level >= KINK_SDS * math.sqrt(cut.small_var() * m) / steps
+    return level >= sds * math.sqrt(cut.small_var() * m) / steps
 
 
 @functools.lru_cache(maxsize=4)
-def _both(steps: int, sigma: float):
+def cuts(steps: int, sigma: float):
     """The value's and the check's cuts at (M, sigma): their transforms serve every eps and tau (cached)."""
     return tuple(OneEpochTail(steps, sigma, share) for share in CUTS)
 
 
 def delta_qp(steps: int, sigma: float, eps: float) -> TailEstimate:
     """delta_{Q||P}(eps) of one epoch, with the change between the two cuts as its estimate."""
-    fine, coarse = _both(steps, sigma)
+    fine, coarse = cuts(steps, sigma)
     a = math.exp(eps)
     v = fine.delta(a)
     return TailEstimate(v, abs(v - coarse.delta(a)))
@@ -302,7 +303,7 @@ def delta_qp(steps: int, sigma: float, eps: float) -> TailEstimate:
 def tpr(steps: int, sigma: float, alpha: float) -> TailEstimate:
     """The largest TPR at FPR alpha of one epoch (the likelihood-ratio test's threshold tau solved on each cut)."""
     out = []
-    for route in _both(steps, sigma):
+    for route in cuts(steps, sigma):
         a1 = route.means[steps - 1]
         lo = (a1.mean + route.cut.b / steps + KINK_SDS * a1.sd) * (1.0 + 1e-12)
         if route.fpr(lo) < alpha:

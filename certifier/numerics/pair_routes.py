@@ -22,9 +22,9 @@ import numpy as np
 
 from certifier.errors import NumericsUnreliableError
 from certifier.numerics import two_steps
+from certifier.numerics.big_step_tails import EPOCHS, MANY_STEPS, BigStepTails
 from certifier.numerics.laplace_moments import FIRST, SECOND, Discretization
 from certifier.numerics.log_convolution import lattice_step, logconv_affordable, mean_density, moments
-from certifier.numerics.one_epoch_tails import MANY_STEPS, OneEpochTails
 from certifier.numerics.profile import DensityLine, MomentLineE, Route
 from certifier.numerics.saddle import Factor
 from certifier.numerics.tv_laplace import DU, TAIL_LEVEL, decayed_line, u_guess
@@ -50,12 +50,12 @@ def laplace_route(steps: int, epochs: int, sigma: float, u_hint: float | None = 
     variants = tuple(MomentLineE(DU, g[:n] ** epochs) for g in (line.f_coarse_r, line.f_coarse_x))
     return Route("laplace" if disc is FIRST else "laplace'", main, variants, float(line.u[n - 1]),
                  factors=(Factor(steps, epochs, sigma),), second_tails=disc is SECOND,   # the check's tails
-                 one_epoch=one_epoch_tails(steps, epochs, sigma) if disc is FIRST else None)
+                 big_step=big_step_tails(steps, epochs, sigma) if disc is FIRST else None)
 
 
-def one_epoch_tails(steps: int, epochs: int, sigma: float) -> OneEpochTails | None:
-    """The primary's far tails at one epoch (certifier.numerics.one_epoch_tails), None for E > 1."""
-    return OneEpochTails(steps, sigma) if epochs == 1 and steps >= MANY_STEPS else None
+def big_step_tails(steps: int, epochs: int, sigma: float) -> BigStepTails | None:
+    """The primary's far tails at one or two epochs of many steps (certifier.numerics.big_step_tails), else None."""
+    return BigStepTails(steps, epochs, sigma) if epochs in EPOCHS and steps >= MANY_STEPS else None
 
 
 def _logconv_line(steps: int, epochs: int, sigma: float, step: float) -> MomentLineE:
@@ -85,7 +85,7 @@ def vfft_route(steps: int, epochs: int, sigma: float, second_grid: bool = False)
     tails = (Factor(steps, epochs, sigma),)
     if second_grid:
         return Route("vfft'", line(2), (line(1),), factors=tails, second_tails=True)
-    return Route("vfft", line(1), (line(2),), factors=tails, one_epoch=one_epoch_tails(steps, epochs, sigma))
+    return Route("vfft", line(1), (line(2),), factors=tails, big_step=big_step_tails(steps, epochs, sigma))
 
 
 def light(steps: int, epochs: int, sigma: float) -> bool:

@@ -156,7 +156,7 @@ class Route:
     u_max: float | None = None  # the laplace route's u-range, a hint for a nearby sigma
     factors: tuple | None = None
     second_tails: bool = False
-    one_epoch: object | None = None   # one epoch's far tails (certifier.numerics.one_epoch_tails), or None
+    big_step: object | None = None    # far tails of one or two epochs (certifier.numerics.big_step_tails), or None
     _cache: dict = field(default_factory=dict)
 
     def _tail(self, side: str, eps: float, line: Value, decide: float | None = None) -> Value:
@@ -179,9 +179,9 @@ class Route:
             except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
                 v = line
             v = v if v.error < line.error else line
-            if self.one_epoch is not None and v.error > self.one_epoch.switch * abs(v.value) and \
+            if self.big_step is not None and v.error > self.big_step.switch * abs(v.value) and \
                     not (decide is not None and decided(v.value, v.error, decide)):
-                w = self.one_epoch.delta(side, eps)
+                w = self.big_step.delta(side, eps)
                 v = w if w is not None and w.error < v.error else v
             self._cache[key] = v
         return self._cache[key]
@@ -267,9 +267,9 @@ class Route:
             except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
                 v = line
             v = v if v.error < line.error else line
-            if self.one_epoch is not None and v.error > self.one_epoch.switch * abs(v.value) and \
+            if self.big_step is not None and v.error > self.big_step.switch * abs(v.value) and \
                     not (decide is not None and decided(v.value, v.error, decide)):
-                w = self.one_epoch.tpr(alpha)
+                w = self.big_step.tpr(alpha)
                 v = w if w is not None and w.error < v.error else v
             self._cache[key] = v
         return self._cache[key]

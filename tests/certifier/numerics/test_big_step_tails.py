@@ -1,12 +1,12 @@
-"""certifier.numerics.one_epoch_tails: one epoch's far tails (delta near 1e-12) on the one-big-step route where the
-primary route keeps only a few digits, and the exact sigma those tails make answerable."""
+"""certifier.numerics.big_step_tails: the far tails of one to three epochs (delta near 1e-12) on the big-step routes
+where the primary route keeps only a few digits, and the exact sigma those tails make answerable."""
 import math
 
 import pytest
 
 from certifier.errors import NumericsUnreliableError
-from certifier.numerics import one_jump
-from certifier.numerics.one_epoch_tails import MANY_STEPS, SWITCH, OneEpochTails
+from certifier.numerics import few_epochs_jump, one_jump
+from certifier.numerics.big_step_tails import MANY_STEPS, SWITCH, BigStepTails
 from certifier.numerics.pair_routes import primary
 from certifier.numerics.profile import Route
 from certifier.numerics.targets import exact_sigma_dp, route_at
@@ -21,7 +21,7 @@ def test_the_primary_route_takes_the_one_big_step_value_where_its_own_estimate_i
     """At delta about 1e-12 the primary's tilted line / direct sum is not within SWITCH of delta; with the one-epoch
     tails the route's estimate is at most 1e-6 of delta and its value is one_jump's (within that estimate)."""
     route = primary(steps, 1, sigma)
-    assert route.one_epoch is not None
+    assert route.big_step is not None
     own = _without_tails(route).delta_qp(eps)
     assert own.error > SWITCH * own.value
     got = route.delta_qp(eps)
@@ -34,13 +34,13 @@ def test_the_primary_route_takes_the_one_big_step_value_where_its_own_estimate_i
 def test_few_steps_and_levels_inside_the_bulk_are_not_served():
     """Below MANY_STEPS the big step is not alone; a level inside the bulk of L_M is refused before any transform;
     delta_{P||Q} is [0, the Chernoff bound]."""
-    assert primary(10, 1, 2.41299).one_epoch is None
-    tails = OneEpochTails(MANY_STEPS, 1.2)
+    assert primary(10, 1, 2.41299).big_step is None
+    tails = BigStepTails(MANY_STEPS, 1, 1.2)
     pq = tails.delta("pq", 2.0)                                # delta_{P||Q}: the Chernoff bound, as an interval
     assert pq.value == pq.error == 0.5 * one_jump.delta_pq_bound(MANY_STEPS, 1.2, 2.0) < 1e-20
-    assert OneEpochTails(MANY_STEPS - 1, 1.2).delta("pq", 2.0) is None
+    assert BigStepTails(MANY_STEPS - 1, 1, 1.2).delta("pq", 2.0) is None
     assert not one_jump.beyond_bulk(100, 6.1942, 0.1)         # eps = 0.1 at sigma 6: the level is in the bulk
-    assert OneEpochTails(100, 6.1942).delta("qp", 0.1) is None
+    assert BigStepTails(100, 1, 6.1942).delta("qp", 0.1) is None
     assert one_jump.beyond_bulk(100, 1.1105, 2.0)
 
 
@@ -54,6 +54,31 @@ def test_an_epoch_at_delta_1e12_is_answered_and_the_answer_is_decided_by_the_one
     first, _ = route_at(3000, 1, sigma, check=False)
     pq = first.delta_pq(3.0)
     assert pq.value + pq.error < 1e-3 * at.value             # the max of the two directions is the Q||P side
+
+
+@pytest.mark.parametrize("steps,sigma,eps", [(10**4, 0.690616, 2.0), (10**6, 0.54867, 1.0)])
+def test_two_epochs_take_the_two_epoch_big_step_value_where_the_tilted_line_is_too_wide(steps, sigma, eps):
+    """E = 2, many steps, delta about 1e-12: the saddle point lies beyond c = 2.9 and the route's own estimate is
+    10 % - 10^6 of delta; with the big-step tails it is within SWITCH, its value few_epochs_jump's, and the P||Q
+    side is decided by its Chernoff bound, far below."""
+    route = primary(steps, 2, sigma)
+    assert route.big_step is not None and route.big_step.epochs == 2
+    own = _without_tails(route).delta_qp(eps)
+    assert own.error > SWITCH * max(own.value, 1e-12)
+    got = route.delta_qp(eps)
+    ref = few_epochs_jump.delta_qp(steps, sigma, 2, eps)
+    assert 1e-13 < got.value < 1e-11 and got.error <= SWITCH * got.value
+    assert abs(got.value - ref.value) <= 1e-12 * ref.value
+    both = route.delta(eps)
+    assert both.value == got.value and both.error <= got.error * (1.0 + 1e-9)
+
+
+def test_two_epochs_at_delta_1e12_are_answered_within_the_estimate():
+    """(10^4, 2, eps 2, delta 1e-12) was refused ("not reliable"); now the exact sigma answers, and on
+    few_epochs_jump alone its value meets the target within the estimate while 0.2 % less sigma misses it."""
+    sigma = float(exact_sigma_dp(10**4, 2, "2", "1e-12"))
+    at, below = (few_epochs_jump.delta_qp(10**4, s, 2, 2.0) for s in (sigma, 0.998 * sigma))
+    assert at.value - at.error <= 1e-12 < below.value - below.error
 
 
 def test_the_refusal_names_a_target_the_numerics_resolve():
