@@ -16,6 +16,7 @@ against 5.4e-5).
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -50,7 +51,23 @@ def laplace_route(steps: int, epochs: int, sigma: float, u_hint: float | None = 
     variants = tuple(MomentLineE(DU, g[:n] ** epochs) for g in (line.f_coarse_r, line.f_coarse_x))
     return Route("laplace" if disc is FIRST else "laplace'", main, variants, float(line.u[n - 1]),
                  factors=(Factor(steps, epochs, sigma),), second_tails=disc is SECOND,   # the check's tails
-                 big_step=big_step_tails(steps, epochs, sigma) if disc is FIRST else None)
+                 big_step=big_step_tails(steps, epochs, sigma) if disc is FIRST else None,
+                 density=density_fallback(steps, epochs, sigma) if disc is FIRST else None)
+
+
+def density_fallback(steps: int, epochs: int, sigma: float):
+    """The primary's last resort in the tails: route vfft as a zero-argument callable, formed once on first call;
+    None where it is not formed or its grid misses more mass than VFFT_MAX_DEFECT (a cut tail)."""
+    @functools.cache
+    def route() -> Route | None:
+        if sigma < VFFT_MIN_SIGMA:
+            return None
+        try:
+            r = vfft_route(steps, epochs, sigma)
+        except NumericsUnreliableError:
+            return None
+        return r if max(r.main.mass_defect, r.variants[0].mass_defect) <= VFFT_MAX_DEFECT else None
+    return route
 
 
 def big_step_tails(steps: int, epochs: int, sigma: float) -> BigStepTails | None:
@@ -81,7 +98,8 @@ def vfft_route(steps: int, epochs: int, sigma: float, second_grid: bool = False)
     def line(k: int) -> DensityLine:
         d = log_lambda_density(density_for(steps, epochs, sigma, V_DX / k), epochs, k * GRID_POINTS)
         negative = float(-d.f[d.f < 0].sum() * d.h)
-        return DensityLine(d, abs(1.0 - d.mass1) * epochs + 10.0 * negative + 1e-12)
+        missing = abs(1.0 - d.mass1) * epochs
+        return DensityLine(d, missing + 10.0 * negative + 1e-12, missing)
     tails = (Factor(steps, epochs, sigma),)
     if second_grid:
         return Route("vfft'", line(2), (line(1),), factors=tails, second_tails=True)
@@ -109,7 +127,8 @@ def two_steps_route(epochs: int, sigma: float, second_grid: bool = False) -> Rou
     def line(points: int) -> DensityLine:
         d = two_steps.log_lambda_lattice(epochs, sigma, points)
         negative = float(-d.f[d.f < 0].sum() * d.h)
-        return DensityLine(d, abs(1.0 - d.mass1 ** epochs) + 10.0 * negative + 1e-15)
+        missing = abs(1.0 - d.mass1 ** epochs)
+        return DensityLine(d, missing + 10.0 * negative + 1e-15, missing)
     fine, coarse = line(two_steps.LATTICE_POINTS), line(two_steps.LATTICE_POINTS // 2)
     if second_grid:
         return Route("m2-lattice'", coarse, (fine,), factors=(Factor(2, epochs, sigma),), second_tails=True)

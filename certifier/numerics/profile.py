@@ -92,6 +92,7 @@ class DensityLine:
     (at theta = 0 this is C.4's h^2 f(0)/12 for the TV)."""
     density: object            # certifier.numerics.tv_vfft.LogLambdaDensity
     defect: float = 0.0
+    mass_defect: float = 0.0   # the part of `defect` that is mass the grid misses (the rest: round-off, a floor)
 
     def _masses(self):
         p = np.clip(self.density.f, 0.0, None) * self.density.h
@@ -114,6 +115,23 @@ class DensityLine:
 
     def floor_error(self, s: float) -> float:
         return self.defect * max(1.0, math.exp(s))
+
+    def delta_floor(self, side: str, eps: float) -> float:
+        """The floor of a hockey-stick sum: the missing mass (P's, and Q's for delta_{Q||P}) weighed by its largest
+        weight, plus the samples' round-off (the largest negative sample, at least 1e-16 of the peak) summed as
+        independent errors, 10 (sum_k w_k^2)^{1/2} over the functional's weights w_k (as the density line of
+        certifier.numerics.density_moments): only the samples the functional weighs count (a tail's few, where
+        delta is tiny). The line's defect (its round-off as mass: 10 times the negative mass of the whole grid,
+        and 1e-12) was 1e-13 - 1e-12 there."""
+        d = self.density
+        x, a = np.exp(d.s), math.exp(eps)
+        noise = max(-float(d.f.min()), 1e-16 * float(d.f.max())) * d.h
+        if side == "qp":
+            weights = float(np.linalg.norm(np.clip(x - a, 0.0, None)))
+            q_defect = abs(1.0 - float(np.clip(d.f, 0.0, None) @ x) * d.h)
+            return self.mass_defect * a + q_defect + 10.0 * noise * weights
+        weights = float(np.linalg.norm(np.clip(1.0 - a * x, 0.0, None)))
+        return self.mass_defect + 10.0 * noise * weights
 
     def dqp(self, eps: float) -> float:
         p, x = self._masses()
@@ -140,6 +158,7 @@ class Value:
 
 
 TAIL_SWITCH = 1e-7   # a delta whose line error exceeds this share of it is taken from the tilted line
+DENSITY_SWITCH = 5e-3   # ... and from the pair's ln-Lambda density where the tilted line's still exceeds this share
 
 
 @dataclass
@@ -157,11 +176,15 @@ class Route:
     factors: tuple | None = None
     second_tails: bool = False
     big_step: object | None = None    # far tails of one or two epochs (certifier.numerics.big_step_tails), or None
+    density: object | None = None     # a zero-argument callable: the pair's ln-Lambda density route, or None
     _cache: dict = field(default_factory=dict)
 
     def _tail(self, side: str, eps: float, line: Value, decide: float | None = None) -> Value:
-        """decide: a search's target (saddle.tail_delta: no fallback line where the tilted line decides the side)."""
-        if self.factors is None or line.error <= TAIL_SWITCH * abs(line.value):
+        """decide: a search's target (saddle.tail_delta: no fallback line where the tilted line decides the side).
+        A density's sum within DENSITY_SWITCH of its value is kept: where its round-off is that wide the tilted
+        line's saddle point lies far out (small eps, delta near 1e-12), and its lines there took 40 s a search."""
+        if self.factors is None or line.error <= TAIL_SWITCH * abs(line.value) or \
+                (hasattr(self.main, "delta_floor") and line.error <= DENSITY_SWITCH * abs(line.value)):
             return line
         key = ("tail", side, eps)
         if decide is not None and key not in self._cache:
@@ -183,8 +206,21 @@ class Route:
                     not (decide is not None and decided(v.value, v.error, decide)):
                 w = self.big_step.delta(side, eps)
                 v = w if w is not None and w.error < v.error else v
+            if self.density is not None and v.error > DENSITY_SWITCH * abs(v.value) and \
+                    not (decide is not None and decided(v.value, v.error, decide)):
+                w = self._density_delta(side, eps)
+                v = w if w is not None and w.error < v.error else v
             self._cache[key] = v
         return self._cache[key]
+
+    def _density_delta(self, side: str, eps: float) -> Value | None:
+        """A hockey-stick divergence on the pair's ln-Lambda density (route vfft, formed on first use), or None.
+        Light tails at small eps and delta: the density's sums carry only their samples' round-off where the
+        tilted line's saddle point lies far out (c in the tens) and its own round-off floor is lifted by L^c."""
+        route = self.density()
+        if route is None:
+            return None
+        return route.delta_qp_line(eps) if side == "qp" else route.delta_pq_line(eps)
 
     def _combine(self, key, fn, s_err) -> Value:
         if key not in self._cache:
@@ -192,9 +228,20 @@ class Route:
             if key[0] in ("qp", "pq") and hasattr(self.main, "delta_error"):   # a closed form's own error
                 self._cache[key] = Value(v, self.main.delta_error(key[1], v))
                 return self._cache[key]
-            err = self.main.floor_error(s_err(v)) + max((abs(fn(x) - v) for x in self.variants), default=0.0)
+            if key[0] in ("qp", "pq") and hasattr(self.main, "delta_floor"):   # a density's hockey-stick floor
+                floor = self.main.delta_floor(key[0], key[1])
+            else:
+                floor = self.main.floor_error(s_err(v))
+            err = floor + max((abs(fn(x) - v) for x in self.variants), default=0.0)
             self._cache[key] = Value(v, err)
         return self._cache[key]
+
+    def _pq_extra(self, eps: float) -> float:
+        """delta_{P||Q} = 1 - e^eps G(e^-eps) on a moment line carries the error of G at -eps times e^eps (a
+        closed form's error and a density's hockey-stick floor already hold theirs)."""
+        if hasattr(self.main, "delta_error") or hasattr(self.main, "delta_floor"):
+            return 0.0
+        return (math.exp(eps) - 1.0) * self.main.floor_error(-eps)
 
     def delta_qp(self, eps: float, decide: float | None = None) -> Value:
         return self._tail("qp", eps, self.delta_qp_line(eps), decide)
@@ -202,7 +249,7 @@ class Route:
     def delta_pq(self, eps: float, decide: float | None = None) -> Value:
         # 1 - e^eps G(e^-eps): the error of G at -eps times e^eps
         v = self._combine(("pq", eps), lambda x: x.dpq(eps), lambda v: -eps)
-        extra = 0.0 if hasattr(self.main, "delta_error") else (math.exp(eps) - 1.0) * self.main.floor_error(-eps)
+        extra = self._pq_extra(eps)
         return self._tail("pq", eps, Value(v.value, v.error + extra), decide)
 
     def delta_qp_line(self, eps: float) -> Value:
@@ -212,7 +259,7 @@ class Route:
     def delta_pq_line(self, eps: float) -> Value:
         """delta_{P||Q}(eps) on this line only (no tilted line)."""
         v = self._combine(("pq", eps), lambda x: x.dpq(eps), lambda v: -eps)
-        extra = 0.0 if hasattr(self.main, "delta_error") else (math.exp(eps) - 1.0) * self.main.floor_error(-eps)
+        extra = self._pq_extra(eps)
         return Value(v.value, v.error + extra)
 
     def delta_for(self, eps: float, target: float) -> Value:
