@@ -180,11 +180,8 @@ class Route:
     _cache: dict = field(default_factory=dict)
 
     def _tail(self, side: str, eps: float, line: Value, decide: float | None = None) -> Value:
-        """decide: a search's target (saddle.tail_delta: no fallback line where the tilted line decides the side).
-        A density's sum within DENSITY_SWITCH of its value is kept: where its round-off is that wide the tilted
-        line's saddle point lies far out (small eps, delta near 1e-12), and its lines there took 40 s a search."""
-        if self.factors is None or line.error <= TAIL_SWITCH * abs(line.value) or \
-                (hasattr(self.main, "delta_floor") and line.error <= DENSITY_SWITCH * abs(line.value)):
+        """decide: a search's target (saddle.tail_delta: no fallback line where the tilted line decides the side)."""
+        if self.factors is None or line.error <= TAIL_SWITCH * abs(line.value):
             return line
         key = ("tail", side, eps)
         if decide is not None and key not in self._cache:
