@@ -71,7 +71,7 @@ def density_fallback(steps: int, epochs: int, sigma: float):
 
 
 def big_step_tails(steps: int, epochs: int, sigma: float) -> BigStepTails | None:
-    """The primary's far tails at one or two epochs of many steps (certifier.numerics.big_step_tails), else None."""
+    """The primary's far tails at one to three epochs of many steps (certifier.numerics.big_step_tails), else None."""
     return BigStepTails(steps, epochs, sigma) if epochs in EPOCHS and steps >= MANY_STEPS else None
 
 
