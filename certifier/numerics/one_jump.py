@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import brentq
+from scipy.optimize import brentq, minimize_scalar
 from scipy.special import erfcx, log_ndtr, ndtr, ndtri
 
 from certifier.errors import NumericsUnreliableError
@@ -246,7 +246,7 @@ def delta_pq_bound(steps: int, sigma: float, eps: float) -> float:
     """An upper bound on delta_{P||Q}(eps) = E_P (1 - a L_M)_+ <= P(L_M < 1/a) <= min over r > 0 of
     e^{r/a} (E e^{-r Y/M})^M (Chernoff; L_M = (1/M) sum Y_i, Y_i iid): the Laplace transform of Y by Gauss-Legendre
     in z over [-40, 40] (its integrand e^{-z^2/2} expm1(-s Y(z)) is smooth and bounded by 1), the minimum over
-    ln r by a golden-section search. Floating point: a bound up to the quadrature's round-off (1e-15 relative)."""
+    ln r by Brent's bounded search. Floating point: a bound up to the quadrature's round-off (1e-15 relative)."""
     t = 1.0 / sigma
     a = math.exp(eps)
     z, w = gauss_legendre(-40.0, 40.0, 64)
@@ -260,20 +260,9 @@ def delta_pq_bound(steps: int, sigma: float, eps: float) -> float:
             return r / a + steps * math.log1p(mean_minus_one)
         return r / a + steps * math.log(max(float(dens @ np.exp(-(r / steps) * y)), 1e-300))
 
-    lo, hi = math.log(1e-6), math.log(1e6 * a * max(1.0, steps))
-    g = 0.5 * (math.sqrt(5.0) - 1.0)
-    x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
-    f1, f2 = log_bound(x1), log_bound(x2)
-    for _ in range(80):
-        if f1 < f2:
-            hi, x2, f2 = x2, x1, f1
-            x1 = hi - g * (hi - lo)
-            f1 = log_bound(x1)
-        else:
-            lo, x1, f1 = x1, x2, f2
-            x2 = lo + g * (hi - lo)
-            f2 = log_bound(x2)
-    return min(1.0, math.exp(min(f1, f2, 0.0)))
+    best = minimize_scalar(log_bound, bounds=(math.log(1e-6), math.log(1e6 * a * max(1.0, steps))), method="bounded",
+                           options={"maxiter": 80, "xatol": 1e-6})
+    return min(1.0, math.exp(min(float(best.fun), 0.0)))
 
 
 def beyond_bulk(steps: int, sigma: float, eps: float, sds: float = KINK_SDS) -> bool:

@@ -199,14 +199,13 @@ class Route:
             except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
                 v = line
             v = v if v.error < line.error else line
-            if self.big_step is not None and v.error > self.big_step.switch * abs(v.value) and \
-                    not (decide is not None and decided(v.value, v.error, decide)):
-                w = self.big_step.delta(side, eps)
-                v = w if w is not None and w.error < v.error else v
-            if self.density is not None and v.error > DENSITY_SWITCH * abs(v.value) and \
-                    not (decide is not None and decided(v.value, v.error, decide)):
-                w = self._density_delta(side, eps)
-                v = w if w is not None and w.error < v.error else v
+            # the last resorts, in turn, while the estimate is still wide and the side of a target undecided
+            resorts = [(self.big_step.switch, lambda: self.big_step.delta(side, eps))] if self.big_step else []
+            resorts += [(DENSITY_SWITCH, lambda: self._density_delta(side, eps))] if self.density else []
+            for switch, other in resorts:
+                if v.error > switch * abs(v.value) and not (decide is not None and decided(v.value, v.error, decide)):
+                    w = other()
+                    v = w if w is not None and w.error < v.error else v
             self._cache[key] = v
         return self._cache[key]
 
