@@ -33,7 +33,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from certifier.errors import NumericsUnreliableError
-from certifier.numerics import density_moments
+from certifier.numerics import density_moments, two_steps_tails
 from certifier.numerics.laplace_moments import FINE, FIRST, SECOND, Discretization
 from certifier.numerics.tilted_moments import log_moment, tilted_line
 
@@ -301,12 +301,16 @@ def tail_delta(factors, eps: float, side: str, disc: Discretization = FIRST, c: 
                u_hint: float | None = None, second: bool = False, curv: float | None = None,
                decide: float | None = None, du_scale: float = 1.0) -> TailValue:
     """delta_{Q||P}(eps) (side "qp") or delta_{P||Q}(eps) (side "pq") on the tilted line, with an
-    a-posteriori error estimate relative to the value. One epoch of one block (E = 1) is first summed
+    a-posteriori error estimate relative to the value. One epoch of two steps is one integral
+    (certifier.numerics.two_steps_tails). One epoch of one block (E = 1) is first summed
     directly on its density where it has one (density_moments.direct_delta: no u-integral, whose range
     is long for one epoch); the line is tried only where that sum's estimate exceeds DIRECT_ENOUGH of it.
     decide: a search's target; the fallback to (T1)/(T2) is then not tried where the first line's value lies
     beyond 3 times its estimate from it (a better estimate would decide the same side)."""
     direct = None
+    if len(factors) == 1 and factors[0].epochs == 1 and factors[0].steps == 2 and not second and c is None:
+        value, err = two_steps_tails.delta(factors[0].sigma, eps, side)   # one integral, no line
+        return TailValue(value, err, math.nan, {"m2 integral": err})
     if len(factors) == 1 and factors[0].epochs == 1 and factors[0].steps > 1 and not second and c is None \
             and density_moments.available(factors[0].steps, factors[0].sigma):
         try:
