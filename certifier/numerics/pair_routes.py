@@ -57,7 +57,7 @@ def laplace_route(steps: int, epochs: int, sigma: float, u_hint: float | None = 
 
 def density_fallback(steps: int, epochs: int, sigma: float):
     """The primary's last resort in the tails: route vfft as a zero-argument callable, formed once on first call;
-    None where it is not formed or its grid misses more mass than VFFT_MAX_DEFECT (a cut tail)."""
+    None where it is not formed or its grids cut more P-mass than VFFT_MAX_DEFECT (a tail, bounded in closed form)"""
     @functools.cache
     def route() -> Route | None:
         if sigma < VFFT_MIN_SIGMA:
@@ -99,7 +99,8 @@ def vfft_route(steps: int, epochs: int, sigma: float, second_grid: bool = False)
         d = log_lambda_density(density_for(steps, epochs, sigma, V_DX / k), epochs, k * GRID_POINTS)
         negative = float(-d.f[d.f < 0].sum() * d.h)
         missing = abs(1.0 - d.mass1) * epochs
-        return DensityLine(d, missing + 10.0 * negative + 1e-12, missing)
+        # the hockey-stick floor takes the closed-form bounds on the cut mass (tv_vfft.grid_cuts), not |1 - mass1|
+        return DensityLine(d, missing + 10.0 * negative + 1e-12, epochs * d.cut_p, epochs * d.cut_q)
     tails = (Factor(steps, epochs, sigma),)
     if second_grid:
         return Route("vfft'", line(2), (line(1),), factors=tails, second_tails=True)

@@ -92,7 +92,8 @@ class DensityLine:
     (at theta = 0 this is C.4's h^2 f(0)/12 for the TV)."""
     density: object            # certifier.numerics.tv_vfft.LogLambdaDensity
     defect: float = 0.0
-    mass_defect: float = 0.0   # the part of `defect` that is mass the grid misses (the rest: round-off, a floor)
+    mass_defect: float = 0.0   # P-mass cut or moved (E epochs): a bound where q_cut is set, else |1 - mass|
+    q_cut: float | None = None  # Q-mass likewise (route vfft's closed-form bounds); None: the whole grid's Q-defect
 
     def _masses(self):
         p = np.clip(self.density.f, 0.0, None) * self.density.h
@@ -117,21 +118,45 @@ class DensityLine:
         return self.defect * max(1.0, math.exp(s))
 
     def delta_floor(self, side: str, eps: float) -> float:
-        """The floor of a hockey-stick sum: the missing mass (P's, and Q's for delta_{Q||P}) weighed by its largest
-        weight, plus the samples' round-off (the largest negative sample, at least 1e-16 of the peak) summed as
-        independent errors, 10 (sum_k w_k^2)^{1/2} over the functional's weights w_k (as the density line of
+        """The floor of a hockey-stick sum: the mass the grids cut or move weighed by its largest weight, plus the
+        samples' round-off (the largest negative sample, at least 1e-16 of the peak) summed as independent errors,
+        10 (sum_k w_k^2)^{1/2} over the functional's weights w_k (as the density line of
         certifier.numerics.density_moments): only the samples the functional weighs count (a tail's few, where
         delta is tiny). The line's defect (its round-off as mass: 10 times the negative mass of the whole grid,
-        and 1e-12) was 1e-13 - 1e-12 there."""
+        and 1e-12) was 1e-13 - 1e-12 there.
+
+        With `q_cut` (route vfft) the mass is bounded in closed form (certifier.numerics.tv_vfft.grid_cuts, E
+        epochs): delta_{P||Q}'s weight (1 - e^eps Lambda)_+ is at most 1 wherever the P-mass went (`mass_defect`);
+        delta_{Q||P}'s (Lambda - e^eps)_+ is at most Lambda, so a mass cut or moved weighs at most its Q-mass
+        (`q_cut`). The E-fold composition's own wrap (`wrap`) is added. The one-epoch normalisation |1 - mass1| is
+        not: beyond these bounds it is the samples' round-off (and the spline's, which the second grid sees) spread
+        over the whole grid, whose share in a tail sum the round-off term already holds. Without `q_cut` (the M = 2
+        lattice): the grid's missing P-mass times e^eps and its Q-normalisation |1 - sum f e^s h| as before."""
         d = self.density
         x, a = np.exp(d.s), math.exp(eps)
         noise = max(-float(d.f.min()), 1e-16 * float(d.f.max())) * d.h
         if side == "qp":
             weights = float(np.linalg.norm(np.clip(x - a, 0.0, None)))
+            if self.q_cut is not None:
+                return self.q_cut + self.wrap("qp") + 10.0 * noise * weights
             q_defect = abs(1.0 - float(np.clip(d.f, 0.0, None) @ x) * d.h)
             return self.mass_defect * a + q_defect + 10.0 * noise * weights
         weights = float(np.linalg.norm(np.clip(1.0 - a * x, 0.0, None)))
-        return self.mass_defect + 10.0 * noise * weights
+        wrap = self.wrap("pq") if self.q_cut is not None else 0.0
+        return self.mass_defect + wrap + 10.0 * noise * weights
+
+    def wrap(self, side: str) -> float:
+        """An estimate of what the E-fold periodic composition wraps: the sum of E epochs beyond one end of the
+        ln-Lambda grid lands at the other. Its mass shows in the grid's outer 1/64 at each end: the wrapped mass lands
+        there, and a tail that decays by more than a factor 2 over a 64th of the period (the composed density is
+        Gaussian-like there: the grid spans 24 of its sd) has less mass beyond the end than in that band. Weighed as
+        the floor's weights are, P-mass (pq) and Q-mass e^s f (qp); signed sums (the round-off of the band's samples
+        largely cancels and is held by the round-off term). A Chernoff bound on ln Lambda would need moments of order
+        ~ 1/v (hundreds to thousands) of L_M, which no closed form gives."""
+        d = self.density
+        band = max(d.s.size // 64, 1)
+        mass = d.f * d.h if side == "pq" else d.f * np.exp(d.s) * d.h
+        return abs(float(mass[:band].sum())) + abs(float(mass[-band:].sum()))
 
     def dqp(self, eps: float) -> float:
         p, x = self._masses()

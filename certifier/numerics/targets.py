@@ -61,6 +61,17 @@ def gaussian_tpr(alpha: float, mu: float) -> float:
     return float(ndtr(mu - isf(alpha)))
 
 
+def _one_digit_up(x: float) -> str:
+    """x rounded up to one significant digit (a refusal's resolvable target: 1.3e-12 reads 2e-12, not 1e-12)."""
+    if not (math.isfinite(x) and x > 0):
+        return f"{x:.0e}"
+    exp = math.floor(math.log10(x))
+    digit = math.ceil(x / 10.0 ** exp * (1.0 - 1e-12))
+    if digit >= 10:
+        digit, exp = 1, exp + 1
+    return f"{digit}e{exp:+03d}"
+
+
 @dataclass(frozen=True)
 class GaussianLine:
     """M = 1: the pair is N(0, I_E) vs N(t 1, I_E), i.e. the Gaussian shift mu = sqrt(E)/sigma."""
@@ -235,9 +246,9 @@ class Curve:
                 v = self.functional(route)
             known = decided(v.value, v.error, self.target)   # the side of the target is known
             if not (math.isfinite(v.value) and (v.error <= SEARCH_REL_ERROR * self.target or known)):
+                resolved = _one_digit_up(v.error / SEARCH_REL_ERROR)
                 raise NumericsUnreliableError(f"{self.what} at sigma={s:g} is not reliable (error estimate "
-                                              f"{v.error:.1e}; a target of about {v.error / SEARCH_REL_ERROR:.0e} "
-                                              "or more is resolved here)")
+                                              f"{v.error:.1e}; a target of about {resolved} or more is resolved here)")
             if route.u_max:
                 self.u_hint = 1.25 * route.u_max
                 self.u_seen[s] = route.u_max

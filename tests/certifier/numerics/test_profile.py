@@ -1,10 +1,16 @@
 """certifier.numerics.profile: the ln-Lambda density's hockey-stick floor in the far tail (against the independent
-M = 2 lattice of certifier.numerics.two_steps) and the moment line's last resort on that density."""
+M = 2 lattice of certifier.numerics.two_steps and the tilted line), its closed-form bounds on the cut mass, and the
+moment line's last resort on that density."""
+import math
+
 import pytest
 
+from certifier.numerics.one_epoch import epoch_density
 from certifier.numerics.pair_routes import primary, two_steps_route, vfft_route
 from certifier.numerics.profile import DENSITY_SWITCH
+from certifier.numerics.saddle import Factor, tail_delta
 from certifier.numerics.targets import exact_sigma_dp
+from certifier.numerics.tv_vfft import _v_top, log_lower_tail, log_period, log_upper_tail
 
 
 @pytest.mark.parametrize("epochs,sigma,eps", [(2, 120.0, 0.05), (3, 150.0, 0.05), (2, 120.0, 0.035)])
@@ -35,3 +41,55 @@ def test_the_moment_line_takes_the_density_in_the_tails():
     sigma = float(exact_sigma_dp(1000, 2, "0.1", "1e-12"))
     at, below = (vfft_route(1000, 2, s).delta(0.1) for s in (sigma, 0.995 * sigma))
     assert at.value - at.error <= 1e-12 < below.value - below.error
+
+
+@pytest.mark.parametrize("epochs,sigma,eps", [(2, 120.0, 0.05), (3, 150.0, 0.05), (4, 150.0, 0.05), (10, 200.0, 0.06),
+                                              (10, 150.0, 0.1)])
+def test_density_floor_with_closed_form_cuts_holds_against_the_m2_lattice(epochs, sigma, eps):
+    """M = 2, sigma >= 100, delta 2e-14 ... 1e-10, E = 2 ... 10: route vfft's floor now bounds the mass its grids cut
+    in closed form (not the whole grid's |1 - mass|); its delta (both directions) still agrees with route m2-lattice
+    within the two estimates, and its estimate is below 0.1 % of delta at delta >= 5e-13 (it was 0.2 - 1.2 %)."""
+    density, lattice = vfft_route(2, epochs, sigma), two_steps_route(epochs, sigma)
+    assert density.main.q_cut is not None
+    for side in ("qp", "pq"):
+        a = density.delta_qp_line(eps) if side == "qp" else density.delta_pq_line(eps)
+        b = lattice.delta_qp_line(eps) if side == "qp" else lattice.delta_pq_line(eps)
+        assert abs(a.value - b.value) <= a.error + b.error
+        if a.value > 5e-13:
+            assert a.error < 1e-3 * a.value
+
+
+@pytest.mark.parametrize("steps,epochs,sigma,eps,sides", [
+    (100, 2, 1.294317, 1.0, ("qp",)), (10, 2, 24.251393, 0.1, ("qp", "pq")), (10, 3, 317.131, 0.01, ("qp", "pq")),
+    (10, 10, 61.543, 0.1, ("qp", "pq")), (1000, 10, 6.1945, 0.1, ("qp", "pq"))])
+def test_density_floor_holds_against_the_tilted_line(steps, epochs, sigma, eps, sides):
+    """M >= 10, E in {2, 3, 10}, delta 1e-12 ... 1e-10: route vfft's delta agrees with the tilted line (another method:
+    saddle.tail_delta) within the sum of the two estimates, the density's below 0.5 % of delta."""
+    density = vfft_route(steps, epochs, sigma)
+    for side in sides:
+        a = density.delta_qp_line(eps) if side == "qp" else density.delta_pq_line(eps)
+        b = tail_delta((Factor(steps, epochs, sigma),), eps, side)
+        assert 1e-13 < a.value < 1e-9
+        assert a.error < 5e-3 * a.value
+        assert abs(a.value - b.value) <= a.error + b.error
+
+
+def test_cut_bounds_hold_where_the_grid_cuts():
+    """(1000, 2, sigma 1.13033): the ln-L grid's top (s = period/2, L = 2.45) cuts the one-epoch tail (one big step).
+    Its P- and Q-mass beyond, summed on a V grid three times as long, lies below the closed-form bounds of
+    tv_vfft.log_upper_tail, which are within 20 times of it (the Chernoff part's slack); the lower tail's bound holds
+    at (10, 1, sigma 1) against the density's mass below L = 0.3."""
+    steps, sigma = 1000, 1.13033
+    t = 1.0 / sigma
+    top = math.exp(0.5 * log_period(steps, 2, sigma))
+    dens = epoch_density(steps, sigma, v_max=3.0 * _v_top(steps, 2, sigma))
+    x = dens.x()
+    beyond = x > (top - 1.0) / dens.v
+    p_mass = float(dens.f[beyond].sum() * dens.dx)
+    q_mass = float((dens.f[beyond] * (1.0 + dens.v * x[beyond])).sum() * dens.dx)
+    log_p, log_q = log_upper_tail(steps, t, top)
+    assert 1e-16 < p_mass <= math.exp(log_p) < 20.0 * p_mass
+    assert q_mass <= math.exp(log_q) < 20.0 * q_mass
+    low = epoch_density(10, 1.0)
+    below = low.x() < (0.3 - 1.0) / low.v
+    assert 1e-12 < float(low.f[below].sum() * low.dx) <= math.exp(log_lower_tail(10, 1.0, 0.3))
