@@ -100,7 +100,7 @@ def vfft_route(steps: int, epochs: int, sigma: float, second_grid: bool = False)
         negative = float(-d.f[d.f < 0].sum() * d.h)
         missing = abs(1.0 - d.mass1) * epochs
         # the hockey-stick floor takes the closed-form bounds on the cut mass (tv_vfft.grid_cuts), not |1 - mass1|
-        return DensityLine(d, missing + 10.0 * negative + 1e-12, epochs * d.cut_p, epochs * d.cut_q)
+        return DensityLine(d, missing + 10.0 * negative + 1e-12, missing, epochs)
     tails = (Factor(steps, epochs, sigma),)
     if second_grid:
         return Route("vfft'", line(2), (line(1),), factors=tails, second_tails=True)

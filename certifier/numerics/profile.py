@@ -92,8 +92,20 @@ class DensityLine:
     (at theta = 0 this is C.4's h^2 f(0)/12 for the TV)."""
     density: object            # certifier.numerics.tv_vfft.LogLambdaDensity
     defect: float = 0.0
-    mass_defect: float = 0.0   # P-mass cut or moved (E epochs): a bound where q_cut is set, else |1 - mass|
-    q_cut: float | None = None  # Q-mass likewise (route vfft's closed-form bounds); None: the whole grid's Q-defect
+    missing: float = 0.0       # the grid's missing P-mass |1 - mass| (E epochs), where no closed-form cuts are known
+    epochs: int = 0            # > 0: the density's closed-form cuts per epoch (`density.cuts`) times this, instead
+
+    @property
+    def cut(self) -> tuple[float, float] | None:
+        """(P-mass, Q-mass) the grids cut or move over E epochs, bounded in closed form; None where not known."""
+        cuts = getattr(self.density, "cuts", None) if self.epochs else None
+        return None if cuts is None else (self.epochs * cuts[0], self.epochs * cuts[1])
+
+    @property
+    def mass_defect(self) -> float:
+        """P-mass cut or moved: the closed-form bound where known, else the grid's missing mass."""
+        cut = self.cut
+        return self.missing if cut is None else cut[0]
 
     def _masses(self):
         p = np.clip(self.density.f, 0.0, None) * self.density.h
@@ -125,25 +137,27 @@ class DensityLine:
         delta is tiny). The line's defect (its round-off as mass: 10 times the negative mass of the whole grid,
         and 1e-12) was 1e-13 - 1e-12 there.
 
-        With `q_cut` (route vfft) the mass is bounded in closed form (certifier.numerics.tv_vfft.grid_cuts, E
-        epochs): delta_{P||Q}'s weight (1 - e^eps Lambda)_+ is at most 1 wherever the P-mass went (`mass_defect`);
-        delta_{Q||P}'s (Lambda - e^eps)_+ is at most Lambda, so a mass cut or moved weighs at most its Q-mass
-        (`q_cut`). The E-fold composition's own wrap (`wrap`) is added. The one-epoch normalisation |1 - mass1| is
+        With `cut` (route vfft) the mass is bounded in closed form (certifier.numerics.tv_vfft.grid_cuts, E
+        epochs): delta_{P||Q}'s weight (1 - e^eps Lambda)_+ is at most 1 wherever the P-mass went;
+        delta_{Q||P}'s (Lambda - e^eps)_+ is at most Lambda, so a mass cut or moved weighs at most its Q-mass.
+        The E-fold composition's own wrap (`wrap`) is added. The one-epoch normalisation |1 - mass1| is
         not: beyond these bounds it is the samples' round-off (and the spline's, which the second grid sees) spread
-        over the whole grid, whose share in a tail sum the round-off term already holds. Without `q_cut` (the M = 2
+        over the whole grid, whose share in a tail sum the round-off term already holds. Without `cut` (the M = 2
         lattice): the grid's missing P-mass times e^eps and its Q-normalisation |1 - sum f e^s h| as before."""
         d = self.density
         x, a = np.exp(d.s), math.exp(eps)
         noise = max(-float(d.f.min()), 1e-16 * float(d.f.max())) * d.h
+        cut = self.cut
         if side == "qp":
             weights = float(np.linalg.norm(np.clip(x - a, 0.0, None)))
-            if self.q_cut is not None:
-                return self.q_cut + self.wrap("qp") + 10.0 * noise * weights
+            if cut is not None:
+                return cut[1] + self.wrap("qp") + 10.0 * noise * weights
             q_defect = abs(1.0 - float(np.clip(d.f, 0.0, None) @ x) * d.h)
-            return self.mass_defect * a + q_defect + 10.0 * noise * weights
+            return self.missing * a + q_defect + 10.0 * noise * weights
         weights = float(np.linalg.norm(np.clip(1.0 - a * x, 0.0, None)))
-        wrap = self.wrap("pq") if self.q_cut is not None else 0.0
-        return self.mass_defect + wrap + 10.0 * noise * weights
+        if cut is not None:
+            return cut[0] + self.wrap("pq") + 10.0 * noise * weights
+        return self.missing + 10.0 * noise * weights
 
     def wrap(self, side: str) -> float:
         """An estimate of what the E-fold periodic composition wraps: the sum of E epochs beyond one end of the

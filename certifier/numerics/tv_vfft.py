@@ -11,6 +11,7 @@ Floating point with an error estimate.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -55,16 +56,20 @@ class LogLambdaDensity:
     """Density f of ln Lambda under P_M^E on the grid s_k = s0 + k h (C.4).
 
     Under Q the density is e^s f(s) (dQ/dP = Lambda). `mass1` is the one-epoch
-    mass on the grid (1 up to round-off and the cut tails). `cut_p`, `cut_q`: bounds on one epoch's
-    P- and Q-mass that the grids cut or move (`grid_cuts`), None where not formed from a V grid.
+    mass on the grid (1 up to round-off and the cut tails). `cuts`: bounds on one epoch's P- and Q-mass
+    that the grids cut or move (`grid_cuts`, formed on first use: the TV never asks), None without a V grid.
     """
     s: np.ndarray
     f: np.ndarray
     h: float
     mass1: float
     zero: int  # index of s = 0
-    cut_p: float | None = None
-    cut_q: float | None = None
+    epoch: EpochDensity | None = None   # the V grid it was formed from
+    period: float = 0.0
+
+    @functools.cached_property
+    def cuts(self) -> tuple[float, float] | None:
+        return None if self.epoch is None else grid_cuts(self.epoch, self.period)
 
 
 def log_lambda_density(dens: EpochDensity, epochs: int, points: int = GRID_POINTS) -> LogLambdaDensity:
@@ -76,8 +81,7 @@ def log_lambda_density(dens: EpochDensity, epochs: int, points: int = GRID_POINT
     fe = np.fft.irfft(np.fft.rfft(shifted) ** epochs, n)
     fe = np.roll(fe, zero) / h
     s = -period / 2 + h * np.arange(n)
-    cut_p, cut_q = grid_cuts(dens, period)
-    return LogLambdaDensity(s, fe, h, float(fs.sum() * h), zero, cut_p, cut_q)
+    return LogLambdaDensity(s, fe, h, float(fs.sum() * h), zero, dens, period)
 
 
 def log_upper_tail(steps: int, t: float, y: float) -> tuple[float, float]:
@@ -109,9 +113,10 @@ def _chernoff_truncated(steps: int, t: float, y: float, b: float) -> tuple[float
     Gauss-Legendre in z on panels halving toward z_b (the integrand e^{l Y/M} peaks there), expm1 against M ln."""
     z_b = (math.log(b) + 0.5 * t * t) / t
     lo = min(-40.0, z_b - 1.0)
-    edges = [lo] + [z_b - (z_b - lo) * 0.5 ** j for j in range(1, 48)] + [z_b]
-    z = np.concatenate([gauss_legendre(a, c, 1)[0] for a, c in zip(edges[:-1], edges[1:], strict=True)])
-    w = np.concatenate([gauss_legendre(a, c, 1)[1] for a, c in zip(edges[:-1], edges[1:], strict=True)])
+    edges = np.array([lo] + [z_b - (z_b - lo) * 0.5 ** j for j in range(1, 48)] + [z_b])
+    x, w = gauss_legendre(-1.0, 1.0, 1)                    # one 16-point panel, mapped onto each [edge, edge]
+    half, mid = 0.5 * np.diff(edges), 0.5 * (edges[:-1] + edges[1:])
+    z, w = (mid[:, None] + half[:, None] * x).ravel(), (half[:, None] * w).ravel()
     w = w * np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
     m = np.exp(t * z - 0.5 * t * t)                  # Y at the nodes, below b
     p_b = float(np.exp(log_ndtr(-z_b)))

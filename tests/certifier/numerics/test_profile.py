@@ -50,7 +50,7 @@ def test_density_floor_with_closed_form_cuts_holds_against_the_m2_lattice(epochs
     in closed form (not the whole grid's |1 - mass|); its delta (both directions) still agrees with route m2-lattice
     within the two estimates, and its estimate is below 0.1 % of delta at delta >= 5e-13 (it was 0.2 - 1.2 %)."""
     density, lattice = vfft_route(2, epochs, sigma), two_steps_route(epochs, sigma)
-    assert density.main.q_cut is not None
+    assert density.main.cut is not None
     for side in ("qp", "pq"):
         a = density.delta_qp_line(eps) if side == "qp" else density.delta_pq_line(eps)
         b = lattice.delta_qp_line(eps) if side == "qp" else lattice.delta_pq_line(eps)
