@@ -22,12 +22,13 @@ from certifier.methods.base import Method
 from certifier.methods.search import MAX_PREDICTED_SECONDS, Ctx, progress_say, sigma_lows, tv_lower_str, upper_margin
 from certifier.outcome import Outcome, Record
 from certifier.params import decimal_str
-from certifier.resolution import step_up
+from certifier.resolution import sigma_resolution, step_up
 from certifier.run import Run
 from certifier.shape import run_of, shape_of
 from certifier.targets import TargetKind, kind
 
 STEP_SECONDS = 300.0               # automatic sigma: a thinner margin than this buys goes to the next sigma step
+MAX_WALK = 4                       # automatic sigma: steps down, each proven by its own upper side (`walk_down`)
 
 
 def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *, scheme: str = RANDOM_ALLOCATION,
@@ -51,7 +52,8 @@ def certify_run(run: Run, target: fmpq, sigma: fmpq | None = None, *, h=None, et
     None, one-sided). progress(stage, percent, elapsed_seconds) is called throughout; every try is recorded in
     Outcome.tries. After the upper side succeeds, the certified (eps, delta) and TPR rows are added
     whenever they can be certified (a row that cannot is left out with its reason), and with two_sided
-    the lower side at sigma - res(sigma) (then 2 res) when the numerics say it can succeed. Outside the
+    the lower side at sigma - res(sigma) (then 2 res) when the numerics say it can succeed, and an automatic sigma
+    whose lower side does not close walks down while its upper side proves sigma - res (`walk_down`). Outside the
     stated domain (certifier.domain) it refuses at once; an automatic sigma whose margin allows no grid
     within STEP_SECONDS moves one resolution step up (certifier.resolution).
     method: "auto" or an alias of the searches ("v1", "v2"; a run in stages: method v2 on one planned grid,
@@ -72,15 +74,23 @@ def certify_run(run: Run, target: fmpq, sigma: fmpq | None = None, *, h=None, et
     shape = shape_of(run)
     sigma, spare, forced = shape.setup(run, target_kind, target, sigma, named, two_sided, method, grid, say)
 
-    def attempt(sigma, limit):
+    def attempt(sigma, limit, evidence=None):
         ctx = _context(run, sigma, target, target_kind, named, grid, prec, max_tries, say, limit)
+        if evidence is not None and (ctx.tv is None or ctx.tv > float(target)):
+            ctx.tv, ctx.tv_err = evidence, 0.0        # the grids are planned on a certified lower bound (walk_down)
+            said = "none" if ctx.out.tv is None else f"{ctx.out.tv:.12g}"
+            ctx.out.tries.append({"try": 0, "planned_on": f"the lower side's certified value {evidence:.12g} here "
+                                  f"(the numerics' value: {said})"})
         search, found = _upper(ctx, forced, shape.searches)
         return ctx.out, (ctx, search), found
     out, (ctx, search), found = stepping(sigma, spare, attempt, say)
-    claim = ctx.claim
     if found is None:
         say("done", 1.0)
         return out.outcome()
+    low = _lower(ctx, search, found[1]) if two_sided and target_kind.certificate else None
+    if two_sided and target_kind.certificate and spare and out.sigma_steps == 0:     # an automatic sigma
+        out, (ctx, search), found, low = walk_down(out, (ctx, search), found, low, attempt, say)
+    claim = ctx.claim
     label = search.label or search.method.label
     out.success, out.method = True, label
     res, meth = found
@@ -92,7 +102,6 @@ def certify_run(run: Run, target: fmpq, sigma: fmpq | None = None, *, h=None, et
         say("done", 1.0)
         return out.outcome()
     rows = search.rows(ctx, res, meth) if two_sided or search.rows_one_sided else None
-    low = _lower(ctx, search, meth) if two_sided else None
     kind_upper = None if target_kind.upper_record is None else target_kind.upper_record(res)   # format v4's `upper`
     if kind_upper:                                    # the kind's value and functional, as without a format
         out.bound, out.method = kind_upper["bound"], f"{label} ({target_kind.functional})"
@@ -103,6 +112,38 @@ def certify_run(run: Run, target: fmpq, sigma: fmpq | None = None, *, h=None, et
         out.bound_lower = low.get("bound_lower")
     say("done", 1.0)
     return out.outcome()
+
+
+def walk_down(out, state, found, low, attempt, say):
+    """An automatic sigma whose lower side did not show sigma - res to miss (`low` None, or at sigma - 2 res): while
+    the upper side proves that sigma - res meets the target too (the numerics' exact sigma a step or more above the
+    least: at delta ~ 1e-12 their estimate spans grid steps, the certified bounds do not), sigma moves down one step
+    and the lower side is tried there, at most MAX_WALK steps. Where the numerics put sigma - res above the target
+    but the lower side's tries there certified less than it, the upper side's grids are planned on that certified
+    value (the numerics only choose grids). Every step is its own upper certificate; the record keeps each walk.
+    Returns (record, (ctx, search), found, lower record or None) of the last sigma proven."""
+    ctx, search = state
+    for _ in range(MAX_WALK):
+        below = ctx.sigma - sigma_resolution(ctx.sigma)
+        if below <= 0 or (low is not None and low["sigma_low"] == decimal_str(below)):
+            break
+        say(f"walk down: upper side at {decimal_str(below)}", 0.0)
+        key = "tv_lower" if ctx.kind.tv_functional else f"{ctx.kind.name}_lower"
+        seen = [float(t[key]) for t in out.lower_tries if t.get("sigma_low") == decimal_str(below) and t.get(key)]
+        try:
+            out2, state2, found2 = attempt(below, STEP_SECONDS, max(seen) if seen else None)
+        except CannotCertifyError as err:
+            out.lower_tries.append({"sigma": decimal_str(below), "walk_down": f"not proven: {err}"})
+            break
+        if found2 is None:
+            out.lower_tries.append({"sigma": decimal_str(below), "walk_down": "not proven: no grid closed"})
+            break
+        out2.tries = out.tries + [{"sigma": decimal_str(below), "walk_down": True, **t} for t in out2.tries]
+        out2.lower_tries = out.lower_tries + out2.lower_tries
+        out2.sigma_steps = out.sigma_steps - 1
+        out, (ctx, search), found = out2, state2, found2
+        low = _lower(ctx, search, found[1])
+    return out, (ctx, search), found, low
 
 
 def upper_at(claim: Claim, target_kind: TargetKind, *, limit: float = MAX_PREDICTED_SECONDS, progress=None):

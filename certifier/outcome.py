@@ -37,7 +37,7 @@ class Outcome:
     kind: str = "tv"                  # the target kind (certifier.targets)
     law: object = None                # the upper bound's rounded law of Lambda (bounds.privacy.RoundedLaw)
     rows_missing: dict | None = None  # rows that could not be certified: {"privacy"|"tpr": {key: reason}}
-    sigma_steps: int = 0              # automatic sigma: resolution steps taken above the exact sigma
+    sigma_steps: int = 0              # automatic sigma: resolution steps above the exact sigma (below: walked down)
     bound_lower: str | None = None    # a kind other than tv: its certified lower value at sigma_low
     stages: tuple | None = None       # a run in stages: ([M_s, E_s], ...) (steps None, epochs the total)
     lower_result: object = None       # the lower side's LowerResult (its pmfs: an audit's interval end)

@@ -243,3 +243,48 @@ def test_the_top_octave_stays_within_the_format_at_the_heaviest_corner():
     plan = choose_v2(10**7, 1, t2, 6e-7, 0.999, need_eps=20)
     plan.method.validate()
     assert len(plan.method.y_mantissa_bits) <= plan.method.top_octave <= 200
+
+
+@pytest.mark.parametrize("steps,epochs", [(1, 10), (10, 3)])
+def test_an_automatic_sigma_above_the_least_walks_down_on_its_upper_side(monkeypatch, steps, epochs):
+    """The numerics' exact sigma two steps above the least (as at delta ~ 1e-12, where their estimate spans grid
+    steps): the lower side cannot show sigma - res to miss, so certify walks down while the upper side proves
+    sigma - res, and ends two-sided at the least sigma, one step apart, with every walk recorded."""
+    import certifier.shape as shape
+    plain = certify(steps, epochs, Q("0.1"), two_sided=True)
+    assert plain.two_sided and plain.sigma_steps == 0
+    least = Q(plain.sigma)
+    exact = shape.exact_sigma
+    monkeypatch.setattr(shape, "exact_sigma", lambda *a: (lambda s: s + 2 * sigma_resolution(s))(exact(*a)))
+    r = certify(steps, epochs, Q("0.1"), two_sided=True)
+    assert r.success and r.two_sided and Q(r.sigma) == least and r.sigma_steps == -2
+    assert Q(r.sigma_low) == least - sigma_resolution(least)
+    assert [t["sigma"] for t in r.tries if t.get("walk_down") is True][-1] == r.sigma
+    given = certify(steps, epochs, Q("0.1"), least + 2 * sigma_resolution(least), two_sided=True)
+    assert Q(given.sigma) == least + 2 * sigma_resolution(least) and given.sigma_steps == 0   # a given sigma stays
+    assert not given.two_sided
+
+
+def test_the_walk_plans_on_the_lower_sides_certified_value_where_the_numerics_say_miss(monkeypatch):
+    """The numerics put sigma - res above the target (wrongly, within an estimate): the lower side's tries there
+    certify less than the target, and the walk plans the upper side on that certified value; it proves sigma - res
+    and the certificate ends two-sided at the least sigma."""
+    import dataclasses
+
+    import certifier.certify as cc
+    import certifier.shape as shape
+    from certifier.targets import kind
+    plain = certify(10, 3, Q("0.1"), two_sided=True)
+    least = Q(plain.sigma)
+    exact = shape.exact_sigma
+    monkeypatch.setattr(shape, "exact_sigma", lambda *a: (lambda s: s + sigma_resolution(s))(exact(*a)))
+    tv_kind = kind("tv")
+
+    def wrong(claim, sigma):                          # at the least sigma the numerics say "misses"
+        tv, err = tv_kind.numerics(claim, sigma)
+        return (float(claim.target) + 3e-8, err) if sigma == least else (tv, err)
+    monkeypatch.setattr(cc, "kind", lambda name: dataclasses.replace(tv_kind, numerics=wrong))
+    r = certify(10, 3, Q("0.1"), two_sided=True)
+    assert r.success and r.two_sided and Q(r.sigma) == least and r.sigma_steps == -1
+    assert any("planned_on" in t for t in r.tries)
+    assert any(t.get("sigma_low") == r.sigma and t.get("tv_lower") for t in r.lower_tries)   # the failed tries
