@@ -21,14 +21,15 @@ from certifier.methods.auto import faster_first, lower_order, step_instead
 from certifier.methods.base import Method
 from certifier.methods.search import MAX_PREDICTED_SECONDS, Ctx, progress_say, sigma_lows, tv_lower_str, upper_margin
 from certifier.outcome import Outcome, Record
-from certifier.params import decimal_str
-from certifier.resolution import sigma_resolution, step_up
+from certifier.params import decimal_str, parse_decimal
+from certifier.resolution import round_up, sigma_resolution
 from certifier.run import Run
 from certifier.shape import run_of, shape_of
 from certifier.targets import TargetKind, kind
 
 STEP_SECONDS = 300.0               # automatic sigma: a thinner margin than this buys goes to the next sigma step
-MAX_WALK = 4                       # automatic sigma: steps down, each proven by its own upper side (`walk_down`)
+MAX_WALK = 24                      # automatic sigma: upper tries below it while walking down (`lower_side`)
+STEP_UP_TRIES = 6                  # ... and above it, at 1, 2, 4, ..., 32 steps, where it is not proven (`stepping`)
 
 
 def certify(steps: int, epochs: int, target: fmpq, sigma: fmpq | None = None, *, scheme: str = RANDOM_ALLOCATION,
@@ -53,9 +54,9 @@ def certify_run(run: Run, target: fmpq, sigma: fmpq | None = None, *, h=None, et
     Outcome.tries. After the upper side succeeds, the certified (eps, delta) and TPR rows are added
     whenever they can be certified (a row that cannot is left out with its reason), and with two_sided
     the lower side at sigma - res(sigma) (then 2 res) when the numerics say it can succeed, and an automatic sigma
-    whose lower side does not close walks down while its upper side proves sigma - res (`walk_down`). Outside the
-    stated domain (certifier.domain) it refuses at once; an automatic sigma whose margin allows no grid
-    within STEP_SECONDS moves one resolution step up (certifier.resolution).
+    whose lower side does not close walks down while its upper side proves a lower sigma (`lower_side`). Outside
+    the stated domain (certifier.domain) it refuses at once; an automatic sigma whose upper side is not proven
+    within STEP_SECONDS moves up 1, 2, 4, ... resolution steps (`stepping`, certifier.resolution).
     method: "auto" or an alias of the searches ("v1", "v2"; a run in stages: method v2 on one planned grid,
     certifier.methods.v2.stages, automatic grids only).
     kind_name "dp" (kind_params {"epsilon": "1"}, target = delta) or "tpr" ({"fpr": "0.001"}, target = the
@@ -74,22 +75,23 @@ def certify_run(run: Run, target: fmpq, sigma: fmpq | None = None, *, h=None, et
     shape = shape_of(run)
     sigma, spare, forced = shape.setup(run, target_kind, target, sigma, named, two_sided, method, grid, say)
 
-    def attempt(sigma, limit, evidence=None):
-        ctx = _context(run, sigma, target, target_kind, named, grid, prec, max_tries, say, limit)
-        if evidence is not None and (ctx.tv is None or ctx.tv > float(target)):
-            ctx.tv, ctx.tv_err = evidence, 0.0        # the grids are planned on a certified lower bound (walk_down)
-            said = "none" if ctx.out.tv is None else f"{ctx.out.tv:.12g}"
+    def attempt(sigma, limit, evidence=None, tries=None):
+        ctx = _context(run, sigma, target, target_kind, named, grid, prec, tries or max_tries, say, limit)
+        if evidence is not None and ctx.tv is not None and ctx.tv > float(target):    # lower_side's step down
+            if ctx.tv - float(target) > 3.0 * (ctx.tv_err or 0.0):
+                raise CannotCertifyError(f"the numerics put it above the target ({ctx.tv:.12g} +- {ctx.tv_err:.1g})")
+            ctx.tv, ctx.tv_err = evidence, 0.0        # the grids are planned on the certified lower value
             ctx.out.tries.append({"try": 0, "planned_on": f"the lower side's certified value {evidence:.12g} here "
-                                  f"(the numerics' value: {said})"})
+                                  f"(the numerics' {ctx.out.tv:.12g} +- {ctx.out.tv_error:.1g})"})
         search, found = _upper(ctx, forced, shape.searches)
         return ctx.out, (ctx, search), found
-    out, (ctx, search), found = stepping(sigma, spare, attempt, say)
+    out, (ctx, search), found, failed = stepping(sigma, spare, attempt, say)
     if found is None:
         say("done", 1.0)
         return out.outcome()
-    low = _lower(ctx, search, found[1]) if two_sided and target_kind.certificate else None
-    if two_sided and target_kind.certificate and spare and out.sigma_steps == 0:     # an automatic sigma
-        out, (ctx, search), found, low = walk_down(out, (ctx, search), found, low, attempt, say)
+    low = None
+    if two_sided and target_kind.certificate:         # an automatic sigma may walk down (lower_side)
+        out, (ctx, search), found, low = lower_side(out, (ctx, search), found, bool(spare), failed, attempt, say)
     claim = ctx.claim
     label = search.label or search.method.label
     out.success, out.method = True, label
@@ -114,36 +116,71 @@ def certify_run(run: Run, target: fmpq, sigma: fmpq | None = None, *, h=None, et
     return out.outcome()
 
 
-def walk_down(out, state, found, low, attempt, say):
-    """An automatic sigma whose lower side did not show sigma - res to miss (`low` None, or at sigma - 2 res): while
-    the upper side proves that sigma - res meets the target too (the numerics' exact sigma a step or more above the
-    least: at delta ~ 1e-12 their estimate spans grid steps, the certified bounds do not), sigma moves down one step
-    and the lower side is tried there, at most MAX_WALK steps. Where the numerics put sigma - res above the target
-    but the lower side's tries there certified less than it, the upper side's grids are planned on that certified
-    value (the numerics only choose grids). Every step is its own upper certificate; the record keeps each walk.
-    Returns (record, (ctx, search), found, lower record or None) of the last sigma proven."""
+def lower_side(out, state, found, walk: bool, failed, attempt, say):
+    """The lower side (`_lower`: sigma - res, then sigma - 2 res). With `walk` (an automatic sigma), where the first
+    lower grid does not show sigma - res to miss, the upper side is tried below: the numerics' exact sigma can lie
+    steps above the least (at delta ~ 1e-12 their estimate spans tens of grid steps, the certified bounds do not).
+    Each sigma it proves becomes sigma, the jump doubling while they hold (k res, k = 1, 2, 4, ...) and halving where
+    one does not, until one step below is not proven; there the lower side's grids are tried as without a walk. At
+    most MAX_WALK upper tries, never down to `failed` (the highest sigma not proven, from `stepping`). Returns
+    (record, (ctx, search), found, lower record or None) of the last sigma proven; every sigma taken is its own upper
+    certificate, kept in the tries."""
     ctx, search = state
-    for _ in range(MAX_WALK):
-        below = ctx.sigma - sigma_resolution(ctx.sigma)
-        if below <= 0 or (low is not None and low["sigma_low"] == decimal_str(below)):
-            break
-        say(f"walk down: upper side at {decimal_str(below)}", 0.0)
-        key = "tv_lower" if ctx.kind.tv_functional else f"{ctx.kind.name}_lower"
-        seen = [float(t[key]) for t in out.lower_tries if t.get("sigma_low") == decimal_str(below) and t.get(key)]
-        try:
-            out2, state2, found2 = attempt(below, STEP_SECONDS, max(seen) if seen else None)
-        except CannotCertifyError as err:
-            out.lower_tries.append({"sigma": decimal_str(below), "walk_down": f"not proven: {err}"})
-            break
-        if found2 is None:
-            out.lower_tries.append({"sigma": decimal_str(below), "walk_down": "not proven: no grid closed"})
-            break
-        out2.tries = out.tries + [{"sigma": decimal_str(below), "walk_down": True, **t} for t in out2.tries]
-        out2.lower_tries = out.lower_tries + out2.lower_tries
-        out2.sigma_steps = out.sigma_steps - 1
-        out, (ctx, search), found = out2, state2, found2
-        low = _lower(ctx, search, found[1])
-    return out, (ctx, search), found, low
+    k, tries = 1, 0                          # the jump (in steps), upper tries spent
+    while True:
+        res = sigma_resolution(ctx.sigma)
+        below = ctx.sigma - res
+        known = {}
+        if walk and k == 1 and below > 0 and search.screen_lower:
+            known[below] = v, e = ctx.kind.numerics(replace(ctx.claim, sigma=below, kind=()), below)
+            walk = v is None or v - float(ctx.claim.target) <= 3.0 * (e or 0.0)   # not a decided miss
+        if not walk or tries >= MAX_WALK or below <= 0 or below == failed:
+            return out, (ctx, search), found, _lower(ctx, search, found[1], known=known)
+        if k == 1:
+            first = _lower(replace(ctx, lower_grids=1), search, found[1], (below,), known)   # its first grid alone
+            if first is not None:
+                return out, (ctx, search), found, first
+        to = ctx.sigma - k * res
+        if failed is not None and to <= failed:                        # bisect between failed and sigma
+            k = max(1, _steps(ctx.sigma - failed, res) // 2)
+            to = ctx.sigma - k * res
+        moved = _step_down(out, ctx, found, to, attempt, say) if to > 0 else None
+        tries += 1
+        if moved is not None:
+            out, (ctx, search), found = moved
+            k = 2 * k if failed is None else max(1, _steps(ctx.sigma - failed, sigma_resolution(ctx.sigma)) // 2)
+        else:
+            failed = to if failed is None else max(failed, to)
+            k = max(1, _steps(ctx.sigma - failed, res) // 2)
+
+
+def _steps(gap: fmpq, res: fmpq) -> int:
+    """Whole resolution steps in a gap (at least 1)."""
+    return max(1, int((gap / res).floor()))
+
+
+def _step_down(out, ctx: Ctx, found, below, attempt, say):
+    """The upper side at `below` < sigma, one grid, planned where the numerics put it above the target within their
+    estimate on a certified value: the lower side's there if it tried, else the upper bound at sigma (a budget only:
+    the proof decides). (record, state, found) with the records joined, or None (recorded in the lower tries)."""
+    key = "tv_lower" if ctx.kind.tv_functional else f"{ctx.kind.name}_lower"
+    seen = [float(t[key]) for t in out.lower_tries if t.get("sigma_low") == decimal_str(below) and t.get(key)]
+    upper = ctx.kind.upper_bound(found[0]) if ctx.kind.upper_bound else None
+    evidence = max(seen) if seen else (float(parse_decimal("bound", upper)) if upper else None)
+    say(f"walk down: upper side at {decimal_str(below)}", 0.0)
+    try:
+        out2, state2, found2 = attempt(below, STEP_SECONDS, evidence, tries=1)
+    except CannotCertifyError as err:
+        out.lower_tries.append({"sigma": decimal_str(below), "walk_down": f"not proven: {err}"})
+        return None
+    if found2 is None:                                # its tries stay in the record (the lower side plans on them)
+        out.tries += [{"sigma": decimal_str(below), "walk_down": False, **t} for t in out2.tries]
+        out.lower_tries.append({"sigma": decimal_str(below), "walk_down": "not proven: its first grid did not close"})
+        return None
+    out2.tries = out.tries + [{"sigma": decimal_str(below), "walk_down": True, **t} for t in out2.tries]
+    out2.lower_tries = out.lower_tries + out2.lower_tries
+    out2.sigma_steps = out.sigma_steps - _steps(ctx.sigma - below, sigma_resolution(ctx.sigma))
+    return out2, (replace(state2[0], max_tries=ctx.max_tries), state2[1]), found2    # the upper side's own tries
 
 
 def upper_at(claim: Claim, target_kind: TargetKind, *, limit: float = MAX_PREDICTED_SECONDS, progress=None):
@@ -176,23 +213,28 @@ def _audit_context(claim: Claim, target_kind: TargetKind, limit: float, progress
 
 
 def stepping(sigma: fmpq, spare: int, attempt, say):
-    """attempt(sigma, limit) -> (Outcome, state, found or None) at sigma, and while spare (an automatic
-    sigma: 1), at the next resolution step when the margin allows no grid within STEP_SECONDS (a refusal or
-    nothing found); the earlier tries are kept in the last Outcome. Returns (Outcome, state, found)."""
+    """attempt(sigma, limit) -> (Outcome, state, found or None) at sigma, and while spare (an automatic sigma), where
+    the upper side is not proven (a refusal or nothing found) at sigma + 1, 2, 4, ... resolution steps of the first
+    sigma, at most STEP_UP_TRIES more (the numerics' exact sigma can lie steps below the least at delta ~ 1e-12; a
+    margin too thin for any grid within STEP_SECONDS moves it up one); the earlier tries are kept in the last
+    Outcome. Returns (Outcome, state, found, the highest sigma not proven or None)."""
     earlier: list = []
+    first, k, left, failed = sigma, 1, (STEP_UP_TRIES if spare else 0), None
     while True:
         try:
-            out, state, found = attempt(sigma, STEP_SECONDS if spare else MAX_PREDICTED_SECONDS)
+            out, state, found = attempt(sigma, STEP_SECONDS if left else MAX_PREDICTED_SECONDS)
         except CannotCertifyError as err:
-            if not spare:
+            if not left:
                 raise
             earlier.append({"try": len(earlier) + 1, "sigma": decimal_str(sigma), "skipped": str(err)})
         else:
-            if found is not None or not spare:
-                out.tries, out.sigma_steps = earlier + out.tries, (1 if earlier else 0)
-                return out, state, found
+            if found is not None or not left:
+                out.tries = earlier + out.tries
+                out.sigma_steps = 0 if sigma == first else _steps(sigma - first, sigma_resolution(first))
+                return out, state, found, failed
             earlier += [{"sigma": decimal_str(sigma), **t} for t in out.tries]
-        spare, sigma = spare - 1, step_up(sigma)
+        failed, left = sigma, left - 1
+        sigma, k = round_up(first + k * sigma_resolution(first)), 2 * k
         say(f"next sigma step {decimal_str(sigma)}", 0.0)
 
 
@@ -236,15 +278,31 @@ def _upper(ctx: Ctx, forced, searches):
     raise AssertionError("the last search either returns or raises")
 
 
-def _lower(ctx: Ctx, search, meth, sigmas=None) -> dict | None:
+def _upper_seen(out, target_kind, s_str: str) -> float | None:
+    """The least bound of the kind's functional an upper try at sigma `s_str` reached without proving the target
+    (`stepping`'s or the walk's records), or None."""
+    key = f"{target_kind.name}_bound" if target_kind.upper_bound else "bound"
+    seen = [float(parse_decimal("bound", t[key])) for t in out.tries if t.get("sigma") == s_str and t.get(key)]
+    return min(seen) if seen else None
+
+
+def _lower(ctx: Ctx, search, meth, sigmas=None, known=None) -> dict | None:
     """The lower side: sigma_low = sigma - k res(sigma) (k = 1, 2), or each of `sigmas`, certified to miss the
-    target, or None."""
+    target, or None. known: sigma_low -> its numerics, where already computed."""
     claim, out = ctx.claim, ctx.out
     t0 = time.perf_counter()
     for s_low in (sigmas or sigma_lows(ctx.sigma)):
         low_claim = replace(claim, sigma=s_low, kind=())
-        tv_low, err = ctx.kind.numerics(low_claim, s_low) if search.screen_lower else (None, None)
+        screened = search.screen_lower and (known or {}).get(s_low)
+        tv_low, err = screened or (ctx.kind.numerics(low_claim, s_low) if search.screen_lower else (None, None))
         s_str = decimal_str(s_low)
+        hint = _upper_seen(out, ctx.kind, s_str)
+        if tv_low is not None and tv_low <= float(claim.target) and hint is not None and \
+                hint > float(claim.target) and tv_low + 3.0 * (err or 0.0) >= float(claim.target):
+            # the numerics say "meets" within their estimate, the upper side found no proof here: plan on its bound
+            out.lower_tries.append({"sigma_low": s_str, "planned_on": f"the upper side's bound {hint:.12g} here "
+                                    f"(the numerics' {tv_low:.12g} +- {err:.1g})"})
+            tv_low, err = hint, 0.0
         if tv_low is not None and tv_low <= float(claim.target):      # thin margins: TargetKind.lower_margin
             what = "TV" if ctx.kind.tv_functional and search.screen_names_tv else "value"
             out.lower_tries.append({"sigma_low": s_str, "skipped": f"numerical {what} {tv_low:.12g} does not exceed "

@@ -46,6 +46,11 @@ class Ctx:
     say: object
     limit: float = MAX_PREDICTED_SECONDS   # refuse grids predicted to take longer
     pair_tv: object = None                 # (claim, sigma) -> (TV, error): the pair's numerical TV (tv's numerics)
+    lower_grids: int = 0                   # the lower side's tries: 0 every grid of LOWER_SAFETY, else at most this
+
+    def lower_tries(self, safety) -> int:
+        """How many of the lower side's grids (`safety`: its LOWER_SAFETY) this call tries."""
+        return len(safety) if not self.lower_grids else min(self.lower_grids, len(safety))
 
 
 @dataclass

@@ -280,11 +280,36 @@ def test_the_walk_plans_on_the_lower_sides_certified_value_where_the_numerics_sa
     monkeypatch.setattr(shape, "exact_sigma", lambda *a: (lambda s: s + sigma_resolution(s))(exact(*a)))
     tv_kind = kind("tv")
 
-    def wrong(claim, sigma):                          # at the least sigma the numerics say "misses"
+    def wrong(claim, sigma):                          # at the least sigma the numerics say "misses", within 1e-7
         tv, err = tv_kind.numerics(claim, sigma)
-        return (float(claim.target) + 3e-8, err) if sigma == least else (tv, err)
+        return (float(claim.target) + 3e-8, 1e-7) if sigma == least else (tv, err)
     monkeypatch.setattr(cc, "kind", lambda name: dataclasses.replace(tv_kind, numerics=wrong))
     r = certify(10, 3, Q("0.1"), two_sided=True)
     assert r.success and r.two_sided and Q(r.sigma) == least and r.sigma_steps == -1
     assert any("planned_on" in t for t in r.tries)
     assert any(t.get("sigma_low") == r.sigma and t.get("tv_lower") for t in r.lower_tries)   # the failed tries
+
+
+def test_a_sigma_below_the_least_steps_up_and_its_lower_side_plans_on_the_upper_bound_there(monkeypatch):
+    """The numerics' exact sigma one step below the least, where they say "meets" within their estimate: the upper
+    side is not proven there, certify steps up to the least, and the lower side at the first sigma (which the
+    numerics would have skipped) is planned on the upper side's bound there and certified: two-sided, one step."""
+    import dataclasses
+
+    import certifier.certify as cc
+    import certifier.shape as shape
+    from certifier.targets import kind
+    plain = certify(10, 3, Q("0.1"), two_sided=True)
+    least = Q(plain.sigma)
+    low = least - sigma_resolution(least)
+    exact = shape.exact_sigma
+    monkeypatch.setattr(shape, "exact_sigma", lambda *a: (lambda s: s - sigma_resolution(s))(exact(*a)))
+    tv_kind = kind("tv")
+
+    def wrong(claim, sigma):                          # one step below the least: "meets", within 1e-7
+        tv, err = tv_kind.numerics(claim, sigma)
+        return (float(claim.target) - 1e-8, 1e-7) if sigma == low else (tv, err)
+    monkeypatch.setattr(cc, "kind", lambda name: dataclasses.replace(tv_kind, numerics=wrong))
+    r = certify(10, 3, Q("0.1"), two_sided=True)
+    assert r.success and r.two_sided and Q(r.sigma) == least and Q(r.sigma_low) == low and r.sigma_steps == 1
+    assert any("planned_on" in t for t in r.lower_tries)

@@ -127,8 +127,8 @@ def v1_side(ctx: Ctx) -> Side:
 
 
 def lower_v1(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
-    found = prove(lower_v1_side(ctx, low_claim, s_low, tv_low, err, meth), len(LOWER_SAFETY), ctx.out.lower_tries,
-                   ctx.say)
+    side = lower_v1_side(ctx, low_claim, s_low, tv_low, err, meth)
+    found = prove(side, ctx.lower_tries(LOWER_SAFETY), ctx.out.lower_tries, ctx.say)
     return None if found is None else (found[0], found[0].method)
 
 

@@ -196,4 +196,4 @@ def lower_v2(ctx: Ctx, low_claim, s_low, tv_low, err, meth):
                 lambda b: choose_v2(M, E, t2, b, tv_low, prec=meth.prec, k_scale=at[0], need_eps=need,
                                     weights=wts, y_scale=y_low, lower=True),
                 run, lambda L: ctx.kind.lower_proves(L, low_claim.target), row)
-    return prove(side, len(LOWER_SAFETY), out.lower_tries, say)
+    return prove(side, ctx.lower_tries(LOWER_SAFETY), out.lower_tries, say)

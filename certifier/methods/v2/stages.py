@@ -253,7 +253,7 @@ def prove_lower(ctx: Ctx, low_claim, s_low, value_low, err, meth: UpperV2):
                 lambda L: target_kind.lower_proves(L, target),
                 lambda plan, L: _lower_row(target_kind, plan, L, s_str, value_low, wts, at))
     try:
-        return prove(side, len(LOWER_SAFETY), out.lower_tries, ctx.say)
+        return prove(side, ctx.lower_tries(LOWER_SAFETY), out.lower_tries, ctx.say)
     except CannotCertifyError as e:
         out.lower_tries.append({"sigma_low": s_str, "skipped": str(e)})
         return None
