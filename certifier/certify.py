@@ -78,11 +78,11 @@ def certify_run(run: Run, target: fmpq, sigma: fmpq | None = None, *, h=None, et
     def attempt(sigma, limit, evidence=None, tries=None):
         ctx = _context(run, sigma, target, target_kind, named, grid, prec, tries or max_tries, say, limit)
         if evidence is not None and ctx.tv is not None and ctx.tv > float(target):    # lower_side's step down
+            said = f"{ctx.tv:.12g} +- {ctx.tv_err or 0.0:.1g}"
             if ctx.tv - float(target) > 3.0 * (ctx.tv_err or 0.0):
-                raise CannotCertifyError(f"the numerics put it above the target ({ctx.tv:.12g} +- {ctx.tv_err:.1g})")
-            ctx.tv, ctx.tv_err = evidence, 0.0        # the grids are planned on the certified lower value
-            ctx.out.tries.append({"try": 0, "planned_on": f"the lower side's certified value {evidence:.12g} here "
-                                  f"(the numerics' {ctx.out.tv:.12g} +- {ctx.out.tv_error:.1g})"})
+                raise CannotCertifyError(f"the numerics put it above the target ({said})")
+            ctx.tv, ctx.tv_err = evidence, 0.0        # the grids are planned on a certified value (a budget only)
+            ctx.out.tries.append({"try": 0, "planned_on": f"a certified value {evidence:.12g} (the numerics' {said})"})
         search, found = _upper(ctx, forced, shape.searches)
         return ctx.out, (ctx, search), found
     out, (ctx, search), found, failed = stepping(sigma, spare, attempt, say)
@@ -301,7 +301,7 @@ def _lower(ctx: Ctx, search, meth, sigmas=None, known=None) -> dict | None:
                 hint > float(claim.target) and tv_low + 3.0 * (err or 0.0) >= float(claim.target):
             # the numerics say "meets" within their estimate, the upper side found no proof here: plan on its bound
             out.lower_tries.append({"sigma_low": s_str, "planned_on": f"the upper side's bound {hint:.12g} here "
-                                    f"(the numerics' {tv_low:.12g} +- {err:.1g})"})
+                                    f"(the numerics' {tv_low:.12g} +- {err or 0.0:.1g})"})
             tv_low, err = hint, 0.0
         if tv_low is not None and tv_low <= float(claim.target):      # thin margins: TargetKind.lower_margin
             what = "TV" if ctx.kind.tv_functional and search.screen_names_tv else "value"
