@@ -48,8 +48,8 @@ def gauss_legendre(lo: float, hi: float, panels: int) -> tuple[np.ndarray, np.nd
     return (mid[:, None] + half[:, None] * _GL_X).ravel(), (half[:, None] * _GL_W).ravel()
 
 
-def _mills(z: np.ndarray) -> np.ndarray:
-    """R(z) = Phi(-z) / phi(z), for z >= 0 without underflow."""
+def mills(z):
+    """R(z) = Phi(-z) / phi(z) (Mills' ratio), without underflow for z >= 0 (arrays or floats)."""
     return math.sqrt(math.pi / 2.0) * erfcx(z / math.sqrt(2.0))
 
 
@@ -95,7 +95,7 @@ class Cut:
         if hi.any():
             z = self.z_of(y[hi])
             dens = np.exp(-0.5 * z * z - float(log_ndtr(-self.z_b))) / _SQRT_2PI
-            out[hi] = y[hi] * dens * (_mills(z - self.t) - _mills(z))
+            out[hi] = y[hi] * dens * (mills(z - self.t) - mills(z))
         return out
 
     def survival(self, y: np.ndarray) -> np.ndarray:

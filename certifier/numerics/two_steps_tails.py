@@ -27,16 +27,14 @@ from __future__ import annotations
 import math
 
 from scipy.integrate import quad
-from scipy.special import erfcx, log_ndtr, ndtr
+from scipy.special import log_ndtr, ndtr
+
+from certifier.numerics.one_jump import mills
 
 RTOL = 1e-11          # quad's relative tolerance
 X_MAX = 40.0          # |x_b| that still weighs (phi(40) ~ 1e-348)
 MILLS_FROM = -5.0     # below this argument R(x) ~ sqrt(2 pi) e^{x^2/2} grows: the plain form has no cancellation
 LOG_PHI0 = -0.5 * math.log(2.0 * math.pi)
-
-
-def _mills(x: float) -> float:
-    return math.sqrt(math.pi / 2.0) * float(erfcx(x / math.sqrt(2.0)))
 
 
 def _log_phi(x: float) -> float:
@@ -48,7 +46,7 @@ def call(b: float, t: float) -> float:
     xb = (math.log(b) + 0.5 * t * t) / t
     if xb - t < MILLS_FROM:
         return float(ndtr(t - xb)) - b * float(ndtr(-xb))       # in the money: >= 1 - b, no cancellation
-    return math.exp(math.log(b) + _log_phi(xb)) * (_mills(xb - t) - _mills(xb))
+    return math.exp(math.log(b) + _log_phi(xb)) * float(mills(xb - t) - mills(xb))
 
 
 def put(b: float, t: float) -> float:
@@ -56,7 +54,7 @@ def put(b: float, t: float) -> float:
     xb = (math.log(b) + 0.5 * t * t) / t
     if -xb < MILLS_FROM:
         return b * float(ndtr(xb)) - float(ndtr(xb - t))       # in the money: >= b - 1 > 0
-    return math.exp(math.log(b) + _log_phi(xb)) * (_mills(-xb) - _mills(t - xb))
+    return math.exp(math.log(b) + _log_phi(xb)) * float(mills(-xb) - mills(t - xb))
 
 
 def _roundoff(t: float) -> float:
@@ -84,7 +82,7 @@ def delta_qp(sigma: float, eps: float) -> tuple[float, float]:
     if k - t < MILLS_FROM:   # k < 0: 2a < 1, both terms positive
         above = 0.5 * float(ndtr(t - k)) - (a - 0.5) * float(ndtr(-k))
     else:
-        above = math.exp(_log_phi(k)) * (a * (_mills(k - t) - _mills(k)) + 0.5 * _mills(k))
+        above = math.exp(_log_phi(k)) * float(a * (mills(k - t) - mills(k)) + 0.5 * mills(k))
 
     def f(x: float) -> float:
         y = math.exp(t * x - 0.5 * t * t)
