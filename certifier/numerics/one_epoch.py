@@ -94,10 +94,10 @@ def bulk_sd(steps: int, sigma: float) -> float:
 
 
 def upper_range(steps: int, t: float, v: float, tail: float = 1e-17) -> float:
-    """A V beyond which the mass of V is below `tail` (one big Y_j dominates)."""
+    """A V beyond which the mass of V is below `tail` (one big Y_j dominates: L_M - 1 ~ (y - 1)/M)."""
     z = -float(ndtri(tail / steps))  # M Pr(Y > y) <= tail
     y = math.exp(t * z - 0.5 * t * t)
-    return max(40.0, (y / steps - 1.0) / v)
+    return max(40.0, (y - 1.0) / (steps * v))
 
 
 def epoch_density(steps: int, sigma: float, v_max: float | None = None,

@@ -75,14 +75,16 @@ def test_density_floor_holds_against_the_tilted_line(steps, epochs, sigma, eps, 
 
 
 def test_cut_bounds_hold_where_the_grid_cuts():
-    """(1000, 2, sigma 1.13033): the ln-L grid's top (s = period/2, L = 2.45) cuts the one-epoch tail (one big step).
-    Its P- and Q-mass beyond, summed on a V grid three times as long, lies below the closed-form bounds of
-    tv_vfft.log_upper_tail, which are within 20 times of it (the Chernoff part's slack); the lower tail's bound holds
-    at (10, 1, sigma 1) against the density's mass below L = 0.3."""
+    """(1000, 2, sigma 1.13033): beyond L = 2.45 (the ln-L grid's top when its range left out the other steps' 1)
+    lies 2e-15 of the one-epoch tail (one big step). That P- and Q-mass, summed on a V grid three times as long, lies
+    below the closed-form bounds of tv_vfft.log_upper_tail, which are within 20 times of it (the Chernoff part's
+    slack); the grid's own top (L = 3.45) leaves less than the density resolves; the lower tail's bound holds at
+    (10, 1, sigma 1) against the density's mass below L = 0.3."""
     steps, sigma = 1000, 1.13033
     t = 1.0 / sigma
-    top = math.exp(0.5 * log_period(steps, 2, sigma))
+    top = 2.45
     dens = epoch_density(steps, sigma, v_max=3.0 * _v_top(steps, 2, sigma))
+    assert math.exp(0.5 * log_period(steps, 2, sigma)) > 3.4
     x = dens.x()
     beyond = x > (top - 1.0) / dens.v
     p_mass = float(dens.f[beyond].sum() * dens.dx)
