@@ -234,6 +234,7 @@ class Curve:
         self.u_seen: dict[float, float] = {}   # pair's sigma -> where its moment line decayed (laplace)
         self.values: dict[float, float] = {}
         self.raw: dict[float, float] = {}
+        self.errors: dict[float, float] = {}   # sigma -> the value's error estimate
         self.last: float | None = None        # the latest sigma evaluated
 
     def __call__(self, sigma: float) -> float:
@@ -254,8 +255,21 @@ class Curve:
                 self.u_seen[s] = route.u_max
             self.values[sigma] = v.value - self.target
             self.raw[sigma] = v.value
+            self.errors[sigma] = v.error
             self.last = sigma
         return self.values[sigma]
+
+    def undecided(self, sigma: float) -> bool:
+        """The evaluated value at sigma lies within 3 times its estimate of the target (saddle.decided)."""
+        return not decided(self.raw[sigma], self.errors[sigma], self.target)
+
+    def in_noise(self) -> bool:
+        """The highest sigma evaluated that misses and the lowest that meets both lie within 3 estimates of the
+        target, and NOISE_STOP evaluations in all: what is left between them is the values' noise."""
+        misses = [x for x, v in self.values.items() if v > 0]
+        meets = [x for x, v in self.values.items() if v <= 0]
+        return bool(misses and meets) and self.undecided(max(misses)) and self.undecided(min(meets)) and \
+            sum(self.undecided(x) for x in self.values) >= NOISE_STOP
 
     def _quick(self, s: float, hint: float | None) -> tuple[Route | None, Value | None]:
         """Far from the target, the search only needs the sign and a rough size of value - target: the
@@ -393,6 +407,7 @@ FIRST_SLOPE = 0.5  # the first step: the GDP limit's slope dy/dx (measured 0.09 
 JUMP_EPS = 2.0     # one epoch, dp: from this eps the one-big-step seed (below it the larger of it and the GDP one's)
 JUMP_FPR = 1e-3    # one epoch, tpr: up to this FPR the one-big-step seed (within 0.1 %; 2 - 5 % off at FPR 0.1)
 SECANT = True
+NOISE_STOP = 4     # evaluations within 3 estimates of the target before the search stops inside its noise
 
 
 def _clamp_step(s: float, proposal: float, up: bool) -> float:
@@ -411,10 +426,13 @@ def grid_search(f: Curve, seed: float, resolution) -> str:
     monotonicity) shrinks at each evaluation to the estimate's grid point, so the last two
     evaluations are usually the answer and the point below it (no separate walk). An end kept twice
     has its g halved (Illinois); after four steps that did not halve the bracket comes a bisection
-    step. An evaluation that contradicts an end implied by monotonicity moves the bracket (a walk)."""
+    step. An evaluation that contradicts an end implied by monotonicity moves the bracket (a walk).
+    Where both ends and NOISE_STOP evaluations in all lie within 3 estimates of the target, the value's noise
+    spans the bracket: the search stops at its meeting end (bisecting on would follow the round-off)."""
     search_step(resolution, 1.0)            # a bad resolution is refused before any evaluation
     coord, sigma_at, gap, _ = _steering(f)
     lo, hi = _bracket(f, seed)
+    in_noise = getattr(f, "in_noise", lambda: False)   # a curve without error estimates never stops in its noise
     res = search_step(resolution, lo)
     step = float(res)
     b = max(1, math.ceil(hi / step))
@@ -425,6 +443,8 @@ def grid_search(f: Curve, seed: float, resolution) -> str:
     recent = [pts["lo"], pts["hi"]]  # the steering points in the order evaluated (the last two: secant)
     for _ in range(200):
         if b - a == 1 and b in seen and (a == 0 or a in seen):
+            return decimal_str(res * b)
+        if b in seen and in_noise():
             return decimal_str(res * b)
         if b - a == 1:  # one cell left: evaluate the end still implied
             k = b if b not in seen else a

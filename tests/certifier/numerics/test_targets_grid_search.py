@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from certifier.numerics import quick_bounds as qb
-from certifier.numerics.targets import grid_search
+from certifier.numerics.targets import NOISE_STOP, Curve, grid_search
 
 
 class Synthetic:
@@ -82,6 +82,40 @@ def test_grid_search_walks_past_a_contradicting_evaluation():
     k = _least(f)
     f.lie_at = k * 1e-6  # the true answer evaluates as a miss: the search must answer the next point
     assert abs(float(grid_search(f, 1.2, "1e-6")) - (k + 1) * 1e-6) < 1e-12
+
+
+class Noisy(Synthetic):
+    """A shallow curve (one grid step moves it 3e-8 of the target) read with seeded noise of 3e-4 of the target and
+    that as its error estimate: the values' noise spans about ten thousand grid steps either side of the root."""
+
+    def __init__(self, r, stop: bool):
+        super().__init__(r, c=0.04)
+        self.rng, self.amp, self.stop = np.random.default_rng(3), 3e-4 * self.target, stop
+        self.values, self.raw, self.errors = {}, {}, {}
+
+    def __call__(self, s):
+        if s not in self.values:
+            self.calls.append(s)
+            v = self.value(s) + self.amp * float(self.rng.uniform(-1.0, 1.0))
+            self.values[s], self.raw[s], self.errors[s] = v - self.target, v, self.amp
+        return self.values[s]
+
+    undecided = Curve.undecided
+
+    def in_noise(self):
+        return self.stop and Curve.in_noise(self)
+
+
+def test_grid_search_stops_where_the_values_noise_spans_the_bracket():
+    """Both ends within 3 estimates of the target and four such evaluations: the search answers its meeting end,
+    a point inside the noise band, in fewer evaluations than bisecting on through the round-off."""
+    stopped, walked = Noisy(1.36919017, stop=True), Noisy(1.36919017, stop=False)
+    got = float(grid_search(stopped, 1.3, "1e-6"))
+    grid_search(walked, 1.3, "1e-6")
+    assert abs(stopped.value(got) - stopped.target) <= 3.0 * stopped.amp + stopped.amp   # inside the band
+    assert stopped(got) <= 0.0                                                          # its read value meets
+    assert sum(stopped.undecided(x) for x in stopped.values) >= NOISE_STOP
+    assert len(stopped.calls) < len(walked.calls)
 
 
 def _full_min(steps, epochs, sigma, eps):
