@@ -37,8 +37,10 @@ def run_sigma_kind(args) -> int:
     quick, omitted = kinds.quick_bounds(run, kind, exact)
     # a block reads the search's own line at the answer (as for TV); the product checks its second route
     at = kinds.value_at(run.at(exact), kind, check=run.staged)
+    # within 3 estimates of the target the search stops in the values' noise (numerics.targets.Curve.in_noise)
+    decided = abs(at.value - float(kind.value)) > 3.0 * at.error
     obj = {**run.to_json(), "kind": kind.name, **kind.params, "exact": exact,
-           "value_at_exact": at.value, "value_error": at.error, "quick_bounds": quick,
+           "value_at_exact": at.value, "value_error": at.error, "value_decided": decided, "quick_bounds": quick,
            "quick_bounds_omitted": omitted}
     if args.json:
         return _emit(args, obj, [])
@@ -46,6 +48,9 @@ def run_sigma_kind(args) -> int:
              f"target {kind.describe()}",
              f"  exact {'shared ' * run.staged}sigma (rounded up to 1e-6)".ljust(49) + f": {exact}  "
              f"({kind.FUNCTIONAL_WORDS} = {at.value:.6e} <= {kind.target}, error estimate {at.error:.1e}; numerical)"]
+    if not decided:
+        lines.append("  (that value lies within 3 estimates of the target: the least grid sigma is known to the numerics' "
+                     "noise here, `certify` decides on certified bounds)")
     for k, v in quick.items():
         lines.append(f"  {QUICK_NAMES[k]:<46}: {v}  (+{100 * (float(v) / float(exact) - 1):.2f} % noise)")
     for k, why in omitted.items():

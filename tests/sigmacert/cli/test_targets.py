@@ -126,3 +126,21 @@ def test_api():
         sigmacert.exact_sigma(100, 10, "0.1", fpr=0.1, tpr=0.2)
     with pytest.raises(sigmacert.ParameterError, match="delta needs epsilon"):
         sigmacert.exact_sigma(100, 10, delta=1e-5)
+
+
+def test_sigma_says_when_the_value_at_the_answer_is_not_decided(capsys, monkeypatch):
+    """Where the value at the exact sigma lies within 3 estimates of the target (the search stopped in the values'
+    noise), `sigma` says so and --json carries value_decided false; a resolved cell carries true and no such line."""
+    import sigmacert.cli.targets as face
+    from certifier.numerics.profile import Value
+    from sigmacert.cli import main
+    cell = ["sigma", "--steps", "100", "--epochs", "10", "--epsilon", "1", "--delta", "1e-5"]
+    assert main(cell + ["--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["value_decided"] is True
+    assert main(cell) == 0
+    assert "known to the numerics' noise" not in capsys.readouterr().out
+    monkeypatch.setattr(face.kinds, "value_at", lambda run, kind, check=True: Value(0.9999999e-5, 1e-11))
+    assert main(cell) == 0
+    assert "known to the numerics' noise here, `certify` decides" in capsys.readouterr().out
+    assert main(cell + ["--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["value_decided"] is False
