@@ -49,8 +49,8 @@ def run_sigma_kind(args) -> int:
              f"  exact {'shared ' * run.staged}sigma (rounded up to 1e-6)".ljust(49) + f": {exact}  "
              f"({kind.FUNCTIONAL_WORDS} = {at.value:.6e} <= {kind.target}, error estimate {at.error:.1e}; numerical)"]
     if not decided:
-        lines.append("  (that value lies within 3 estimates of the target: the least grid sigma is known to the numerics' "
-                     "noise here, `certify` decides on certified bounds)")
+        lines.append("  (that value lies within 3 estimates of the target: the least grid sigma is known to the "
+                     "numerics' noise here, `certify` decides on certified bounds)")
     for k, v in quick.items():
         lines.append(f"  {QUICK_NAMES[k]:<46}: {v}  (+{100 * (float(v) / float(exact) - 1):.2f} % noise)")
     for k, why in omitted.items():
