@@ -21,12 +21,13 @@ from scipy.optimize import minimize_scalar
 from scipy.special import log_ndtr
 
 from certifier.errors import NumericsUnreliableError
-from certifier.numerics.one_epoch import EpochDensity, epoch_density, upper_range
+from certifier.numerics.one_epoch import PLAIN_POINTS, EpochDensity, epoch_density, upper_range
 from certifier.numerics.one_jump import delta_pq_bound, gauss_legendre
 
 GRID_POINTS = 1 << 17  # points of the ln-Lambda grid
 MIN_SIGMA = 0.2
 V_DX = 1.0 / 512         # spacing of the V grid (C.4)
+PLAIN_CUT = 1e-15        # P-mass a plain V grid may cut (bounded in its estimate) rather than invert tilted
 
 
 def log_period(steps: int, epochs: int, sigma: float) -> float:
@@ -204,7 +205,19 @@ def density_for(steps: int, epochs: int, sigma: float, dx: float = V_DX) -> Epoc
     if sigma < MIN_SIGMA:
         raise NumericsUnreliableError(f"the density of L_M is computed for sigma >= {MIN_SIGMA} "
                                  "(e^(1/sigma^2) is too heavy-tailed below)")
-    return epoch_density(steps, sigma, v_max=_v_top(steps, epochs, sigma), dx=dx)
+    return epoch_density(steps, sigma, v_max=_plain_top(steps, epochs, sigma, dx), dx=dx)
+
+
+def _plain_top(steps: int, epochs: int, sigma: float, dx: float) -> float:
+    """_v_top, or the top of the longest plain (untilted) V grid where the full range would need the tilted
+    inversion and the plain one cuts less than PLAIN_CUT of P-mass (grid_cuts bounds what it cuts)."""
+    top = _v_top(steps, epochs, sigma)
+    t, v = 1.0 / sigma, math.sqrt(math.expm1(1.0 / (sigma * sigma)) / steps)
+    x0 = max(-1.0 / v, -40.0)
+    fit = x0 + (PLAIN_POINTS - 1) * dx
+    if top <= fit:
+        return top
+    return fit if math.exp(log_upper_tail(steps, t, 1.0 + v * fit)[0]) <= PLAIN_CUT else top
 
 
 def tv_vfft(steps: int, epochs: int, sigma: float, second_grid: bool = False) -> tuple[float, float]:

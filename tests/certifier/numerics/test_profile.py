@@ -95,3 +95,21 @@ def test_cut_bounds_hold_where_the_grid_cuts():
     low = epoch_density(10, 1.0)
     below = low.x() < (0.3 - 1.0) / low.v
     assert 1e-12 < float(low.f[below].sum() * low.dx) <= math.exp(log_lower_tail(10, 1.0, 0.3))
+
+
+def test_a_v_range_past_the_plain_grid_is_cut_to_it_where_it_cuts_little():
+    """(10^6, 1, sigma 0.6007688): the full V range (L up to 5.05) needs more than the plain grid's 2^19 points, and
+    the tilted inversion it would take lifts the round-off in the tail (delta_{Q||P}(0.1) ~ 1e-10 came out 1.05e-10
+    +- 1.6e-11). The plain grid's top (L = 4.8) cuts less than PLAIN_CUT, which grid_cuts bounds: the density line
+    reads 1.0127e-10 to 1 %."""
+    from certifier.numerics import tv_vfft
+    from certifier.numerics.one_epoch import PLAIN_POINTS
+    from certifier.numerics.targets import route_at
+    steps, sigma = 10**6, 0.6007688
+    full, plain = _v_top(steps, 1, sigma), tv_vfft._plain_top(steps, 1, sigma, tv_vfft.V_DX)
+    dens = tv_vfft.density_for(steps, 1, sigma)
+    assert plain < full and dens.f.size == PLAIN_POINTS
+    cut_p, _ = tv_vfft.grid_cuts(dens, log_period(steps, 1, sigma))
+    assert cut_p < 10.0 * tv_vfft.PLAIN_CUT
+    line = route_at(steps, 1, sigma, check=False)[0].delta_qp_line(0.1)
+    assert 1e-10 < line.value < 1.03e-10 and line.error < 0.01 * line.value
