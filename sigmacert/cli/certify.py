@@ -69,6 +69,7 @@ def _opt_decimal(name, text):
     return text.strip()
 
 
+NO_SIGMA_LOW = "no sigma_low could be certified to miss the target (see lower_tries)"
 _GRID_KEYS = ("method", "h", "mantissa_bits", "eta", "cap", "top_octave", "lattice_schedule")
 
 
@@ -152,10 +153,11 @@ def run_certify(args) -> int:
         raise ParameterError(str(err)) from None
     res = issued.outcome
     value, lower = kind.numbers(res.tv, res.tv_error, res.tv_lower)
+    one_sided = run.one_sided_reason or (None if res.two_sided or args.one_sided or not res.success else NO_SIGMA_LOW)
     summary = {"certified": res.success, **run.to_json(), "iterations": run.iterations, **kind.summary(),
                "sigma": res.sigma, "sigma_per_stage": run.sigma_per_stage, "target": res.target,
                "bound": kinds.bound_reached(res, kind), "tries": res.tries, **value, "output": None,
-               "two_sided": res.two_sided, "one_sided_reason": run.one_sided_reason, "sigma_low": res.sigma_low,
+               "two_sided": res.two_sided, "one_sided_reason": one_sided, "sigma_low": res.sigma_low,
                **lower, "bound_lower_at_sigma_low": _lower_value(res), "lower_tries": res.lower_tries,
                "lower_seconds": res.lower_seconds,
                "epsilon_at_delta": ({k: v["epsilon"] for k, v in res.privacy["epsilon_at_delta"].items()}
@@ -190,7 +192,7 @@ def run_certify(args) -> int:
         print("  one-sided: the sigmas are given per stage, so the certificate proves the target at them (upper "
               "side only); no single sigma steps down to a lower side")
     elif not args.one_sided:
-        print("  two-sided: no sigma_low could be certified to miss the target; the certificate is one-sided")
+        print(f"  two-sided: {NO_SIGMA_LOW}; the certificate is one-sided")
     _print_rows(res, args.output, summary["keyid"])
     return 0
 

@@ -231,3 +231,16 @@ def test_certify_dp_below_the_exact_sigma_is_not_certified(tmp_path, capsys, key
     assert s["bound"] == s["tries"][-1]["dp_bound"] != s["tries"][-1]["bound"]
     with pytest.raises(sigmacert.CannotCertifyError, match=f"the bound reached, {s['bound']}, exceeds the target"):
         sigmacert.certify(10, 2, epsilon="0.5", delta="1e-4", sigma="2.7", two_sided=False)
+
+
+def test_a_two_sided_request_that_ends_one_sided_says_why_in_json(tmp_path, capsys, keydir):
+    """A given sigma far above the least: the lower side one or two steps down cannot miss the target, so the
+    certificate is one-sided and --json's one_sided_reason names why (it was null: only the text said so)."""
+    rc, out, err = _certify(capsys, keydir, tmp_path / "c.json", "-M", "10", "-E", "3", "--target", "0.1",
+                            "--sigma", "5")
+    o = json.loads(out)
+    assert rc == 0 and o["certified"] and not o["two_sided"], err
+    assert o["one_sided_reason"].startswith("no sigma_low could be certified") and len(o["lower_tries"]) == 2
+    rc, out, _ = _certify(capsys, keydir, tmp_path / "d.json", "-M", "10", "-E", "3", "--target", "0.1",
+                          "--sigma", "5", "--one-sided")
+    assert rc == 0 and json.loads(out)["one_sided_reason"] is None      # asked one-sided: nothing to explain
