@@ -108,7 +108,9 @@ class DensityLine:
         return self.missing if cut is None else cut[0]
 
     def _masses(self):
-        p = np.clip(self.density.f, 0.0, None) * self.density.h
+        # signed: the round-off's negative samples offset its positive ones; clipped, the tail sums took only the
+        # positive half of the noise (at M = 10, E = 1, delta(1) ~ 1e-12 read 1.5 % high, beyond its estimate)
+        p = self.density.f * self.density.h
         return p, np.exp(self.density.s)
 
     def _kink(self, s0: float, jump: float) -> float:
@@ -152,7 +154,7 @@ class DensityLine:
             weights = float(np.linalg.norm(np.clip(x - a, 0.0, None)))
             if cut is not None:
                 return cut[1] + self.wrap("qp") + 10.0 * noise * weights
-            q_defect = abs(1.0 - float(np.clip(d.f, 0.0, None) @ x) * d.h)
+            q_defect = abs(1.0 - float(d.f @ x) * d.h)
             return self.missing * a + q_defect + 10.0 * noise * weights
         weights = float(np.linalg.norm(np.clip(1.0 - a * x, 0.0, None)))
         if cut is not None:
@@ -167,6 +169,8 @@ class DensityLine:
         the floor's weights are, P-mass (pq) and Q-mass e^s f (qp); signed sums (the round-off of the band's samples
         largely cancels and is held by the round-off term). A Chernoff bound on ln Lambda would need moments of order
         ~ 1/v (hundreds to thousands) of L_M, which no closed form gives."""
+        if self.epochs == 1:   # one epoch is not composed: the grid's ends hold its own tails, nothing wrapped
+            return 0.0
         d = self.density
         band = max(d.s.size // 64, 1)
         mass = d.f * d.h if side == "pq" else d.f * np.exp(d.s) * d.h
