@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+from helpers import one_epoch_delta_by_convolution
 
 from certifier.numerics.one_epoch import epoch_density
 from certifier.numerics.pair_routes import primary, two_steps_route, vfft_route
@@ -116,39 +117,16 @@ def test_a_v_range_past_the_plain_grid_is_cut_to_it_where_it_cuts_little():
     assert 1e-10 < line.value < 1.03e-10 and line.error < 0.01 * line.value
 
 
-def _direct_convolution_delta(steps: int, sigma: float, eps: float, h: float) -> float:
-    """delta_{Q||P}(eps) = E_P (L_M - e^eps)_+ of one epoch, independently: L_M = (1/M) sum Y_j with Y_j lognormal;
-    the masses of Y on the lattice h k (the exact CDF over each cell, upper tails by the survival function) are
-    convolved M-fold directly: every product and sum is positive, so the far tail keeps its relative digits (no FFT
-    round-off). The lattice's error is O(h^2); the sum beyond 1.5 M e^eps + 60 (a Y beyond about 10 sd) is dropped."""
-    from scipy.signal import convolve
-    from scipy.stats import norm
-    t, a = 1.0 / sigma, math.exp(eps)
-    n = int((1.5 * steps * a + 60.0) / h) + 1
-    edges = (np.arange(n + 1) - 0.5) * h
-    z = (np.log(np.maximum(edges, 1e-300)) + 0.5 * t * t) / t
-    sf, cdf = norm.sf(z), norm.cdf(z)
-    mass = np.where(z[:-1] < 0, cdf[1:] - cdf[:-1], sf[:-1] - sf[1:])
-    out, base, e = None, mass, steps
-    while e:
-        if e & 1:
-            out = base if out is None else convolve(out, base, method="direct")[:n]
-        e >>= 1
-        if e:
-            base = convolve(base, base, method="direct")[:n]
-    return float(np.clip(h * np.arange(n) / steps - a, 0.0, None) @ out)
-
-
 @pytest.mark.parametrize("steps,sigma,eps", [(10, 2.41299, 1.0), (10, 1.67321, 2.0), (20, 1.5, 2.0)])
 def test_one_epoch_density_tail_against_a_direct_convolution(steps, sigma, eps):
     """One epoch, delta_{Q||P} about 1e-12 - 2e-13 (the tails of the (eps, delta) question at small M): route vfft's
-    value lies within its estimate of the direct convolution (lattices 0.01 and 0.005 agree to 4e-17 there).
+    value lies within its estimate of the direct convolution (helpers; its lattices 0.01 and 0.005 agree to 4e-17).
     The sums are signed: the V density's round-off (samples near -1e-15 in the tail) once was clipped at 0, which
     kept only its positive half; at (10, sigma 2.41299, eps 1) that read 1.0151e-12 against 1.0003e-12, 1.5 %
     high and 2.4 times the estimate (the sigma search then took the density's value and refused the cell)."""
     route = vfft_route(steps, 1, sigma)
     got = route.delta_qp_line(eps)
-    coarse, fine = (_direct_convolution_delta(steps, sigma, eps, h) for h in (0.01, 0.005))
+    coarse, fine = (one_epoch_delta_by_convolution(steps, sigma, eps, h) for h in (0.01, 0.005))
     assert abs(coarse - fine) < 0.05 * got.error
     assert 1e-13 < fine < 2e-12
     assert abs(got.value - fine) <= got.error
