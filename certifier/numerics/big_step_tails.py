@@ -17,18 +17,21 @@ SWITCH of the value it asks this module, which keeps the better of the two estim
   * the TPR at E = 1: one_jump's likelihood-ratio test.
 
 Each is tried only where its level lies beyond the bulk of L_M (checked in closed form before any transform is
-formed). Floating point, not a certificate.
+formed). One epoch of fewer steps (3 <= M < MANY_STEPS), where the big step is not alone, takes both divergences
+from the positive lattice of certifier.numerics.few_steps_tails instead (relative digits, 1e-4 of delta or better).
+Floating point, not a certificate.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from certifier.errors import NumericsUnreliableError
-from certifier.numerics import few_epochs_jump, negative_moments, one_jump
+from certifier.numerics import few_epochs_jump, few_steps_tails, negative_moments, one_jump
 from certifier.numerics.profile import Value
 
 SWITCH = 5e-3       # a tail whose estimate exceeds this share of it is tried on the big-step routes
 MANY_STEPS = 30     # from this many steps (fewer: the big step is not alone; its small-step band is long)
+FEW_STEPS = 3       # one epoch from this many steps to MANY_STEPS: the few-steps lattice (M = 2: its one integral)
 EPOCHS = (1,) + few_epochs_jump.EPOCHS   # the epochs served
 
 
@@ -42,8 +45,11 @@ class BigStepTails:
 
     def delta(self, side: str, eps: float) -> Value | None:
         """delta_{Q||P}(eps) (side "qp") on the one-big-step route, delta_{P||Q}(eps) ("pq") as half its Chernoff
-        bound with the other half as the estimate, or None where they do not serve (few steps, a level inside the
-        bulk of L_M)."""
+        bound with the other half as the estimate, or None where they do not serve (a level inside the bulk of L_M);
+        one epoch of few steps on the few-steps lattice (None where it would be too long)."""
+        if self.epochs == 1 and FEW_STEPS <= self.steps < MANY_STEPS:
+            t = _tried(lambda: few_steps_tails.delta(self.steps, self.sigma, eps, side))
+            return None if t is None else Value(*t)
         if self.steps < MANY_STEPS or self.epochs not in EPOCHS:
             return None
         if side == "pq":

@@ -4,23 +4,26 @@ With Y_j = e^{t X_j - t^2/2} (t = 1/sigma, X_j iid N(0, 1) under P), M L_M = S =
 
     M delta_{Q||P}(eps) = E (S - M a)_+,        M delta_{P||Q}(eps) = a E (M/a - S)_+.
 
-Every Y is split at a level c: the steps below it lie on the lattice h k (the exact mass of each cell
-[(k - 1/2) h, (k + 1/2) h), upper cells by the survival function), convolved directly (every product and sum is
-positive, so a far tail keeps its relative digits: an FFT's round-off is absolute, about 1e-16 of the peak, and
-at delta = 1e-12 that is the whole estimate). By the number N of steps above c:
+Every Y is split at a level c: the steps below it lie on the cells [k h, (k + 1) h) (each cell's exact mass, upper
+cells by the survival function, placed at its centre), convolved directly (every product and sum is positive, so a
+far tail keeps its relative digits: an FFT's round-off is absolute, about 1e-16 of the peak, and at delta = 1e-12
+that is the whole estimate). By the number N of steps above c:
 
   * N = 0: E[(S - Ma)_+; N = 0] is a sum over the M-fold lattice;
   * N = 1: M E[T(Ma - S')] over the (M - 1)-fold lattice S', with T(b) = E[(Y - b)_+; Y > c] in closed form:
     C(max(b, c)) + (c - b)_+ Pr(Y > c), C(b) = E(Y - b)_+ the lognormal call (certifier.numerics.two_steps_tails);
   * N >= 2: at most C(M, 2) (2 E[Y; Y > c] Pr(Y > c) + (M - 2) Pr(Y > c)^2), bounded, not computed (E S 1{N >= 2}).
 
-c is set where the N >= 2 bound is below TWO_BIG (absolute: delta >= 1e-12 in the target domain). delta_{P||Q}
-needs only S < M/a, where every step lies below M/a: the lattice alone, no split. The lattice's error is O(h^2)
-(a smooth integrand: the call closes the kink of (S - Ma)_+ for the big step, the others' kink weighs the
-lattice's own tail); the value is taken at h/2 and its estimate is the change from h (three times the h/2 error
-at second order), plus the N >= 2 bound and the sums' round-off. Independent of the moment lines and of the FFT
-densities (no transform). Serves E = 1 at 3 <= M where the lattice has at most MAX_POINTS points (M = 2 has its
-one integral). Floating point with an a-posteriori estimate, not a certificate.
+c is set where the N >= 2 bound is below TWO_BIG (absolute: delta >= 1e-12 in the target domain), and the sums
+stop where a Chernoff bound on what lies beyond is below it too. delta_{P||Q} needs only S < M/a, where every step
+lies below M/a: the lattice alone, no split. The lattice's error is O(h^2): the call closes the kink of (S - Ma)_+
+for the big step, and Euler-Maclaurin's term is added for the kink between two lattice points (without it the
+lattice converged irregularly, as the kink's place in its cell moved with h). The value is the h/2 one with
+Richardson's step; its estimate is the whole change from h (three times the h/2 error at second order), plus the
+two bounds and the sums' round-off. Independent of the moment lines and of the FFT densities (no transform).
+Serves one epoch of 3 <= M steps where the lattice has at most MAX_POINTS points (M = 2 has its one integral; the
+primary route asks it below 30 steps, certifier.numerics.big_step_tails). Floating point with an a-posteriori
+estimate, not a certificate.
 """
 from __future__ import annotations
 
@@ -147,6 +150,19 @@ def points(steps: int, sigma: float, eps: float, side: str = "qp") -> int:
     return 2 * _plan(steps, t, a, h)[1]
 
 
+def _kink(masses: np.ndarray, s0: float, h: float, level: float) -> float:
+    """Euler-Maclaurin's term for a slope that jumps by 1 at `level` = s_j + theta h on the lattice s_k = s0 + k h of
+    these masses: f(level) h^2 B2(theta) / 2 with f = masses / h, B2(x) = x^2 - x + 1/6 (a sum's error from where
+    the kink falls between two points; it changes with h, and without it the lattice converged irregularly)."""
+    x = (level - s0) / h
+    j = int(math.floor(x))
+    if not 0 <= j < masses.size - 1:
+        return 0.0
+    theta = x - j
+    f = ((1.0 - theta) * masses[j] + theta * masses[j + 1]) / h
+    return f * h * h * (theta * theta - theta + 1.0 / 6.0) / 2.0
+
+
 def _qp_at(steps: int, t: float, a: float, h: float, cells: int, length: int) -> float:
     """delta_{Q||P} on the lattice h: steps below c = cells h, sums cut at `length` points."""
     base = _masses(t, h, cells)
@@ -155,7 +171,7 @@ def _qp_at(steps: int, t: float, a: float, h: float, cells: int, length: int) ->
     level = steps * a
     s_every = h * (np.arange(every.size) + 0.5 * steps)        # cell centres: n steps sit n h/2 up
     s_others = h * (np.arange(others.size) + 0.5 * (steps - 1))
-    zero = float(every @ np.maximum(s_every - level, 0.0))
+    zero = float(every @ np.maximum(s_every - level, 0.0)) + _kink(every, s_every[0], h, level)
     c = cells * h
     b = level - s_others
     zc = (math.log(c) + 0.5 * t * t) / t
@@ -168,7 +184,7 @@ def _pq_at(steps: int, t: float, a: float, h: float) -> float:
     cells = int(b / h) + 1
     every = _power(_masses(t, h, cells), steps, cells)
     s = h * (np.arange(cells) + 0.5 * steps)
-    return a / steps * float(every @ np.maximum(b - s, 0.0))
+    return a / steps * (float(every @ np.maximum(b - s, 0.0)) + _kink(every, s[0], h, b))
 
 
 def _refined(at, fine_points: int) -> tuple[float, float]:
@@ -180,6 +196,12 @@ def _refined(at, fine_points: int) -> tuple[float, float]:
         k *= 2
         coarse, fine = fine, at(2 * k)
     return coarse, fine
+
+
+def _richardson(coarse: float, fine: float) -> float:
+    """The h/2 value with Richardson's step: its error is O(h^2) (the kink's term taken out), so
+    fine + (fine - coarse)/3 is O(h^4) off; the estimate stays the whole change from h to h/2."""
+    return fine + (fine - coarse) / 3.0
 
 
 def delta(steps: int, sigma: float, eps: float, side: str) -> tuple[float, float]:
@@ -194,7 +216,7 @@ def delta(steps: int, sigma: float, eps: float, side: str) -> tuple[float, float
         if 2 * (int(steps / a / h) + 2) > MAX_POINTS:
             raise NumericsUnreliableError(f"the few-steps lattice at M={steps}, sigma={sigma:g} exceeds {MAX_POINTS}")
         coarse, fine = _refined(lambda k: _pq_at(steps, t, a, h / k), 2 * (int(steps / a / h) + 2))
-        return fine, abs(fine - coarse) + ROUNDOFF * fine
+        return _richardson(coarse, fine), abs(fine - coarse) + ROUNDOFF * fine
     if 2.2 * steps * a / h > MAX_POINTS:   # the sums reach M a at least
         raise NumericsUnreliableError(f"the few-steps lattice at M={steps}, sigma={sigma:g}, eps={eps:g} would exceed "
                                       f"{MAX_POINTS} points")
@@ -204,4 +226,4 @@ def delta(steps: int, sigma: float, eps: float, side: str) -> tuple[float, float
                                       f"{2 * length} points (at most {MAX_POINTS})")
     coarse, fine = _refined(lambda k: _qp_at(steps, t, a, h / k, k * cells, k * length), 2 * length)
     zc = (math.log(cells * h) + 0.5 * t * t) / t
-    return fine, abs(fine - coarse) + ROUNDOFF * fine + _two_big(steps, t, zc) + cut
+    return _richardson(coarse, fine), abs(fine - coarse) + ROUNDOFF * fine + _two_big(steps, t, zc) + cut

@@ -23,7 +23,7 @@ import numpy as np
 
 from certifier.errors import NumericsUnreliableError
 from certifier.numerics import two_steps
-from certifier.numerics.big_step_tails import EPOCHS, MANY_STEPS, BigStepTails
+from certifier.numerics.big_step_tails import EPOCHS, FEW_STEPS, MANY_STEPS, BigStepTails
 from certifier.numerics.laplace_moments import FIRST, SECOND, Discretization
 from certifier.numerics.log_convolution import lattice_step, logconv_affordable, mean_density, moments
 from certifier.numerics.profile import DensityLine, MomentLineE, Route
@@ -71,8 +71,10 @@ def density_fallback(steps: int, epochs: int, sigma: float):
 
 
 def big_step_tails(steps: int, epochs: int, sigma: float) -> BigStepTails | None:
-    """The primary's far tails at one to three epochs of many steps (certifier.numerics.big_step_tails), else None."""
-    return BigStepTails(steps, epochs, sigma) if epochs in EPOCHS and steps >= MANY_STEPS else None
+    """The primary's far tails at one to three epochs of many steps, or one epoch of a few
+    (certifier.numerics.big_step_tails), else None."""
+    many = epochs in EPOCHS and steps >= MANY_STEPS
+    return BigStepTails(steps, epochs, sigma) if many or (epochs == 1 and steps >= FEW_STEPS) else None
 
 
 def _logconv_line(steps: int, epochs: int, sigma: float, step: float) -> MomentLineE:

@@ -33,7 +33,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from certifier.errors import NumericsUnreliableError
-from certifier.numerics import density_moments, few_steps_tails, two_steps_tails
+from certifier.numerics import density_moments, two_steps_tails
 from certifier.numerics.laplace_moments import FINE, FIRST, SECOND, Discretization
 from certifier.numerics.tilted_moments import log_moment, tilted_line
 
@@ -297,18 +297,6 @@ def _refined(factors, eps: float, side: str, disc: Discretization, c: float, u_h
     return v
 
 
-def _few_steps(factor, eps: float, side: str) -> TailValue | None:
-    """One epoch of a few steps on the positive lattice (certifier.numerics.few_steps_tails), or None where it does
-    not serve (M < 3, a lattice past its points) or its arithmetic fails."""
-    if factor.steps < 3:
-        return None
-    try:
-        value, err = few_steps_tails.delta(factor.steps, factor.sigma, eps, side)
-    except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
-        return None
-    return TailValue(value, err, math.nan, {"few-steps lattice": err})
-
-
 def tail_delta(factors, eps: float, side: str, disc: Discretization = FIRST, c: float | None = None,
                u_hint: float | None = None, second: bool = False, curv: float | None = None,
                decide: float | None = None, du_scale: float = 1.0) -> TailValue:
@@ -316,8 +304,7 @@ def tail_delta(factors, eps: float, side: str, disc: Discretization = FIRST, c: 
     a-posteriori error estimate relative to the value. One epoch of two steps is one integral
     (certifier.numerics.two_steps_tails). One epoch of one block (E = 1) is first summed
     directly on its density where it has one (density_moments.direct_delta: no u-integral, whose range
-    is long for one epoch), then, where that sum's estimate exceeds DIRECT_ENOUGH of it, on the few-steps lattice
-    (certifier.numerics.few_steps_tails: M >= 3 where it fits); the line is tried only where neither is within it.
+    is long for one epoch); the line is tried only where that sum's estimate exceeds DIRECT_ENOUGH of it.
     decide: a search's target; the fallback to (T1)/(T2) is then not tried where the first line's value lies
     beyond 3 times its estimate from it (a better estimate would decide the same side)."""
     direct = None
@@ -333,13 +320,6 @@ def tail_delta(factors, eps: float, side: str, disc: Discretization = FIRST, c: 
                 return direct
         except NumericsUnreliableError:
             direct = None
-    if len(factors) == 1 and factors[0].epochs == 1 and not second and c is None and \
-            not (direct is not None and decide is not None and decided(direct.value, direct.error, decide)):
-        few = _few_steps(factors[0], eps, side)   # one epoch of a few steps: the positive lattice, relative digits
-        if few is not None and (direct is None or few.error < direct.error):
-            if few.error <= DIRECT_ENOUGH * few.value:
-                return few
-            direct = few
     if direct is not None:
         try:
             line = tail_delta(factors, eps, side, disc, refine_c(factors, eps, side)[0], u_hint, second)

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from certifier.errors import NumericsUnreliableError
-from certifier.numerics import few_epochs_jump, one_jump
+from certifier.numerics import few_epochs_jump, few_steps_tails, one_jump
 from certifier.numerics.big_step_tails import MANY_STEPS, SWITCH, BigStepTails
 from certifier.numerics.pair_routes import primary
 from certifier.numerics.profile import Route
@@ -32,13 +32,16 @@ def test_the_primary_route_takes_the_one_big_step_value_where_its_own_estimate_i
 
 
 def test_few_steps_and_levels_inside_the_bulk_are_not_served():
-    """Below MANY_STEPS the big step is not alone; a level inside the bulk of L_M is refused before any transform;
-    delta_{P||Q} is [0, the Chernoff bound]."""
-    assert primary(10, 1, 2.41299).big_step is None
+    """Below MANY_STEPS the big step is not alone (two epochs of few steps have no far-tail object; one epoch takes
+    the few-steps lattice, tests/certifier/numerics/test_few_steps_tails.py); a level inside the bulk of L_M is
+    refused before any transform; delta_{P||Q} is [0, the Chernoff bound]."""
+    assert primary(10, 2, 2.41299).big_step is None
     tails = BigStepTails(MANY_STEPS, 1, 1.2)
     pq = tails.delta("pq", 2.0)                                # delta_{P||Q}: the Chernoff bound, as an interval
     assert pq.value == pq.error == 0.5 * one_jump.delta_pq_bound(MANY_STEPS, 1.2, 2.0) < 1e-20
-    assert BigStepTails(MANY_STEPS - 1, 1, 1.2).delta("pq", 2.0) is None
+    assert BigStepTails(MANY_STEPS - 1, 2, 1.2).delta("pq", 2.0) is None
+    few = BigStepTails(MANY_STEPS - 1, 1, 1.2).delta("pq", 2.0)   # one epoch: the lattice's value, not a bound
+    assert few is not None and few.value < 1e-30 and few.error <= few_steps_tails.TWO_BIG
     assert not one_jump.beyond_bulk(100, 6.1942, 0.1)         # eps = 0.1 at sigma 6: the level is in the bulk
     assert BigStepTails(100, 1, 6.1942).delta("qp", 0.1) is None
     assert one_jump.beyond_bulk(100, 1.1105, 2.0)

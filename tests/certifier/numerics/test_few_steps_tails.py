@@ -1,13 +1,12 @@
 """certifier.numerics.few_steps_tails: one epoch of a few steps in the far tail, against the direct convolution of
 helpers (no split level, no closed-form big step), and the exact sigma it gives at delta = 1e-12."""
-import math
-
 import pytest
 from helpers import one_epoch_delta_by_convolution
 
 from certifier.errors import NumericsUnreliableError
 from certifier.numerics import few_steps_tails
-from certifier.numerics.saddle import Factor, tail_delta
+from certifier.numerics.big_step_tails import FEW_STEPS
+from certifier.numerics.pair_routes import big_step_tails, primary
 from certifier.numerics.targets import exact_sigma_dp
 
 
@@ -62,9 +61,13 @@ def test_refuses_where_it_does_not_serve():
     assert few_steps_tails.points(10**4, 0.6, 1.0) > few_steps_tails.MAX_POINTS
 
 
-def test_the_tilted_line_takes_the_lattice_at_one_epoch():
-    """At (10, 1, sigma 1.1392, eps 4) the density's direct sum carries about 7 % of delta; tail_delta answers from the
-    lattice, within DIRECT_ENOUGH."""
-    got = tail_delta((Factor(10, 1, 1.1392),), 4.0, "qp")
-    assert "few-steps lattice" in got.parts
-    assert got.error <= 1e-3 * got.value and math.isfinite(got.value)
+def test_the_primary_takes_the_lattice_as_its_last_resort():
+    """At (10, 1, sigma 1.1392, eps 4) the density's direct sum carries about 7 % of delta and the tilted line more;
+    the primary route's tail resort (big_step_tails: one epoch of 3 ... 29 steps) answers from the lattice. Two steps
+    keep their one integral; from 30 steps the big step serves."""
+    route = primary(10, 1, 1.1392)
+    got = route.delta_qp(4.0, 1e-12)
+    value, err = few_steps_tails.delta(10, 1.1392, 4.0, "qp")
+    assert (got.value, got.error) == (value, err) and err <= 1e-5 * value
+    assert big_step_tails(2, 1, 2.0) is None and big_step_tails(10, 2, 2.0) is None
+    assert big_step_tails(FEW_STEPS, 1, 2.0) is not None and FEW_STEPS == 3
