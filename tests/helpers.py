@@ -57,13 +57,9 @@ def one_epoch_delta_by_convolution(steps: int, sigma: float, eps: float, h: floa
     z = (np.log(np.maximum((np.arange(n + 1) - 0.5) * h, 1e-300)) + 0.5 * t * t) / t
     sf, cdf = norm.sf(z), norm.cdf(z)
     mass = np.where(z[:-1] < 0, cdf[1:] - cdf[:-1], sf[:-1] - sf[1:])
-    out, base, e = None, mass, steps
-    while e:
-        if e & 1:
-            out = base if out is None else convolve(out, base, method="direct")[:n]
-        e >>= 1
-        if e:
-            base = convolve(base, base, method="direct")[:n]
+    out = mass
+    for _ in range(steps - 1):   # one step at a time (the certifier powers by squaring)
+        out = convolve(out, mass, method="direct")[:n]
     s = h * np.arange(n)
     if side == "qp":
         return float(np.clip(s / steps - a, 0.0, None) @ out)
