@@ -1,6 +1,6 @@
 """Benchmark: the exact sigma over the (eps, delta) and TPR scan grids and the target domain's corners.
 
-    python benchmarks/bench_target_domain.py [--small] [--only dp|tpr|corners|random] [--seed N] [--json FILE]
+    python benchmarks/bench_target_domain.py [--small] [--only GRID] [--seed N] [--json FILE]
 
 Calls sigmacert.exact_sigma in-process (imports excluded) for every cell and prints, per kind,
 answered / refused and the CPU seconds per cell (median, max), then every refusal with its reason.
@@ -14,6 +14,10 @@ answered / refused and the CPU seconds per cell (median, max), then every refusa
   random   60 cells drawn log-uniformly from the target domain (seed 39 unless --seed): M in [1, 1e7],
            E in [1, 1e4]; 40 dp (eps in [0.01, 20], delta in [1e-12, 0.1]), 14 tpr (FPR in [1e-8, 0.5], TPR
            log-uniform in (FPR, 1)), 6 dp with fixed bins -- cells nobody tuned for
+  smalldelta  (only with --only) E in {1, 2, 3, 10} x M in {2, 10, 1e2, ..., 1e7} x eps in {0.01, 0.1, 0.5, 1, 2, 4,
+           8, 14, 20} x delta in {1e-10, 1e-12}                                      (576 cells, about 15 minutes)
+  fewsteps (only with --only) one epoch of M in {3, 5, 7, 10, 15, 20, 25, 40} x eps in {0.1, 0.5, 1, 2, 4, 8, 20}
+           at delta 1e-12 (docs/exact.md section 13)                                  (56 cells)
 
 --small runs a few cells of each (seconds; exercised by tests/bench). The goal is 0 refused and <= 1 s
 per answer; the machine is shared, so the load average is printed first and last.
@@ -47,6 +51,14 @@ CORNERS = ([dict(steps=m, epochs=e, epsilon=eps, delta=d) for m in (1, 10**7) fo
               dict(stages=[(50, 4), (200, 2)], epsilon=2, delta="1e-6")])
 
 
+SMALL_DELTA = [dict(steps=m, epochs=e, epsilon=eps, delta=d) for e in (1, 2, 3, 10)
+               for m in (2, 10, 100, 10**3, 10**4, 10**5, 10**6, 10**7)
+               for eps in ("0.01", "0.1", "0.5", "1", "2", "4", "8", "14", "20") for d in ("1e-10", "1e-12")]
+FEW_STEPS = [dict(steps=m, epochs=1, epsilon=eps, delta="1e-12") for m in (3, 5, 7, 10, 15, 20, 25, 40)
+             for eps in ("0.1", "0.5", "1", "2", "4", "8", "20")]
+OPT_IN = ("smalldelta", "fewsteps")   # run only when asked for by --only
+
+
 def random_cells(seed: int = 39, n_dp: int = 40, n_tpr: int = 14, n_bins: int = 6) -> list:
     """Log-uniform cells of the target domain (a fixed seed: the same cells on every run)."""
     import math
@@ -76,7 +88,8 @@ def random_cells(seed: int = 39, n_dp: int = 40, n_tpr: int = 14, n_bins: int = 
 
 
 SMALL = {"dp": [DP[i] for i in (0, 44, 137, 299)], "tpr": [TPR[i] for i in (2, 41)],
-         "corners": [CORNERS[i] for i in (0, 13, 17, 40)], "random": random_cells()[:2]}
+         "corners": [CORNERS[i] for i in (0, 13, 17, 40)], "random": random_cells()[:2],
+         "smalldelta": [SMALL_DELTA[3]], "fewsteps": [FEW_STEPS[24]]}
 
 
 def load() -> str:
@@ -106,13 +119,16 @@ def summary(name: str, rows: list) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--small", action="store_true", help="a few cells of each grid")
-    ap.add_argument("--only", choices=("dp", "tpr", "corners", "random"), help="one grid only")
+    ap.add_argument("--only", choices=("dp", "tpr", "corners", "random") + OPT_IN, help="one grid only")
     ap.add_argument("--seed", type=int, default=39, help="the random grid's seed")
     ap.add_argument("--json", help="also write every row to this file")
     args = ap.parse_args(argv)
-    grids = SMALL if args.small else {"dp": DP, "tpr": TPR, "corners": CORNERS, "random": random_cells(args.seed)}
+    grids = SMALL if args.small else {"dp": DP, "tpr": TPR, "corners": CORNERS, "random": random_cells(args.seed),
+                                      "smalldelta": SMALL_DELTA, "fewsteps": FEW_STEPS}
     if args.only:
         grids = {args.only: grids[args.only]}
+    elif not args.small:
+        grids = {k: v for k, v in grids.items() if k not in OPT_IN}
     print(load())
     out = {}
     for name, cells in grids.items():

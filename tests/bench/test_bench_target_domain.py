@@ -1,4 +1,5 @@
-"""benchmarks/bench_target_domain.py --small: every sampled cell of the scan grids and corners answers."""
+"""benchmarks/bench_target_domain.py --small: every sampled cell of the scan grids and corners answers (one epoch of
+ten steps at delta 1e-12 among them, refused before the few-steps lattice)."""
 from __future__ import annotations
 
 import json
@@ -16,7 +17,7 @@ def test_small_scan_answers_every_cell(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "| dp | 4 | 4 | 0 |" in r.stdout
     rows = json.loads(out.read_text())
-    assert set(rows) == {"dp", "tpr", "corners", "random"}
+    assert set(rows) == {"dp", "tpr", "corners", "random", "smalldelta", "fewsteps"}   # the opt-in grids sampled too
     for grid in rows.values():
         for row in grid:
             assert row["sigma"] is not None, row
