@@ -16,11 +16,12 @@ def _reference(steps: int, sigma: float, eps: float, side: str) -> tuple[float, 
     return fine + (fine - coarse) / 3.0, abs(fine - coarse)
 
 
-@pytest.mark.parametrize("steps,sigma,eps,side", [(10, 2.41299, 1.0, "qp"), (10, 1.67321, 2.0, "qp"),
-                                                  (5, 3.12904, 1.0, "pq"), (3, 2.28806, 2.0, "qp")])
+@pytest.mark.parametrize("steps,sigma,eps,side", [(10, 2.41299, 1.0, "qp"), (5, 3.12904, 1.0, "pq"),
+                                                  (3, 2.28806, 2.0, "qp")])
 def test_delta_against_the_direct_convolution(steps, sigma, eps, side):
     """delta 8e-14 - 1e-12: the lattice's value lies within its estimate (and the reference's own h-change) of the
-    reference, and its estimate is below 1e-4 of delta (the moment line's was 14 %, the density's 0.6 %)."""
+    reference, and its estimate is below 1e-4 of delta (the moment line's was 14 %, the density's 0.6 %). At larger
+    M e^eps the reference's lattice 0.0025 is slow: (10, sigma 1.67321, eps 2) is checked in test_profile.py."""
     value, err = few_steps_tails.delta(steps, sigma, eps, side)
     ref, ref_err = _reference(steps, sigma, eps, side)
     assert 5e-14 < ref < 2e-12
