@@ -63,9 +63,9 @@ def test_refuses_where_it_does_not_serve():
 
 
 def test_the_primary_takes_the_lattice_as_its_last_resort():
-    """At (10, 1, sigma 1.1392, eps 4) the density's direct sum carries about 7 % of delta and the tilted line more;
-    the primary route's tail resort (big_step_tails: one epoch of 3 ... 29 steps) answers from the lattice. Two steps
-    keep their one integral; from 30 steps the big step serves."""
+    """At (10, 1, sigma 1.1392, eps 4) the tilted line's value (the density's direct sum, the better of its two)
+    carries about 7 % of delta; the primary route's tail resort (big_step_tails: one epoch of 3 ... 29 steps)
+    answers from the lattice. Two steps keep their one integral; from 30 steps the big step serves."""
     route = primary(10, 1, 1.1392)
     got = route.delta_qp(4.0, 1e-12)
     value, err = few_steps_tails.delta(10, 1.1392, 4.0, "qp")
