@@ -31,9 +31,11 @@ import math
 
 import numpy as np
 from scipy.signal import convolve
-from scipy.special import erfcx, log_ndtr, ndtr
+from scipy.special import log_ndtr, ndtr
 
 from certifier.errors import NumericsUnreliableError
+from certifier.numerics.one_jump import mills
+from certifier.numerics.two_steps_tails import LOG_PHI0, MILLS_FROM
 
 PER_T = 12            # lattice cells per unit of t (the spread of Y in its bulk): h = min(t, 1) / PER_T
 TWO_BIG = 1e-18       # the bound on the N >= 2 part of delta_{Q||P} (absolute)
@@ -41,7 +43,6 @@ MAX_POINTS = 1 << 17  # the fine lattice's points at most (a direct convolution 
 REFINE = 1e-4        # the lattice is halved while h and h/2 differ by more than this share (and it fits)
 REFINE_POINTS = 1 << 15   # ... and the finer lattice of the next pair would have at most this many points
 ROUNDOFF = 1e-13      # relative round-off of positive sums (n u with n <= 2^17 terms, and the calls' digits)
-_SQRT_HALF_PI = math.sqrt(math.pi / 2.0)
 
 
 def _sf(z):
@@ -70,13 +71,12 @@ def _power(base: np.ndarray, count: int, length: int) -> np.ndarray:
 
 
 def _call(b: np.ndarray, t: float) -> np.ndarray:
-    """C(b) = E(Y - b)_+, b > 0 (arrays): b phi(x_b) [R(x_b - t) - R(x_b)] with Mills' ratio R, in the money
-    Phi(t - x_b) - b Phi(-x_b) (no cancellation there)."""
+    """C(b) = E(Y - b)_+, b > 0: two_steps_tails.call over arrays (its Mills form out of the money, its plain form in
+    the money, where nothing cancels)."""
     xb = (np.log(b) + 0.5 * t * t) / t
-    mills = _SQRT_HALF_PI * (erfcx((xb - t) / math.sqrt(2.0)) - erfcx(xb / math.sqrt(2.0)))
-    out_money = b * np.exp(-0.5 * xb * xb) / math.sqrt(2.0 * math.pi) * mills
+    out_money = b * np.exp(LOG_PHI0 - 0.5 * xb * xb) * (mills(xb - t) - mills(xb))
     in_money = ndtr(t - xb) - b * ndtr(-xb)
-    return np.where(xb - t < -5.0, in_money, out_money)
+    return np.where(xb - t < MILLS_FROM, in_money, out_money)
 
 
 def _two_big(steps: int, t: float, z: float) -> float:
@@ -146,8 +146,13 @@ def points(steps: int, sigma: float, eps: float, side: str = "qp") -> int:
     t, a = 1.0 / sigma, math.exp(eps)
     h = _spacing(t)
     if side == "pq":
-        return 2 * (int(steps / a / min(h, steps / a / 32.0)) + 2)
+        return 2 * (int(steps / a / _pq_spacing(steps, a, h)) + 2)
     return 2 * _plan(steps, t, a, h)[1]
+
+
+def _pq_spacing(steps: int, a: float, h: float) -> float:
+    """delta_{P||Q}'s spacing: h, or 1/32 of M/a where that is smaller (the lattice must resolve S < M/a)."""
+    return min(h, steps / a / 32.0)
 
 
 def _kink(masses: np.ndarray, s0: float, h: float, level: float) -> float:
@@ -212,10 +217,10 @@ def delta(steps: int, sigma: float, eps: float, side: str) -> tuple[float, float
     t, a = 1.0 / sigma, math.exp(eps)
     h = _spacing(t)
     if side == "pq":
-        h = min(h, steps / a / 32.0)
-        if 2 * (int(steps / a / h) + 2) > MAX_POINTS:
+        h, fine_points = _pq_spacing(steps, a, h), points(steps, sigma, eps, "pq")
+        if fine_points > MAX_POINTS:
             raise NumericsUnreliableError(f"the few-steps lattice at M={steps}, sigma={sigma:g} exceeds {MAX_POINTS}")
-        coarse, fine = _refined(lambda k: _pq_at(steps, t, a, h / k), 2 * (int(steps / a / h) + 2))
+        coarse, fine = _refined(lambda k: _pq_at(steps, t, a, h / k), fine_points)
         return _richardson(coarse, fine), abs(fine - coarse) + ROUNDOFF * fine
     if 2.2 * steps * a / h > MAX_POINTS:   # the sums reach M a at least
         raise NumericsUnreliableError(f"the few-steps lattice at M={steps}, sigma={sigma:g}, eps={eps:g} would exceed "
