@@ -1,4 +1,4 @@
-"""The hockey-stick divergences of one to three epochs in the far tail, where the tilted line and the direct sum keep
+"""The hockey-stick divergences of one or more epochs in the far tail, where the tilted line and the direct sum keep
 only a few digits: the big-step routes, for many steps.
 
 At E = 1 the tilted line's integrand decays slowly in u (one epoch has no power E to damp it) and the direct sum
@@ -10,8 +10,8 @@ its u-cut and round-off are 10 % - 10^6 of delta at delta = 1e-12 (M >= 10^3). W
 SWITCH of the value it asks this module, which keeps the better of the two estimates:
 
   * delta_{Q||P}: the upper tail carried by one big step in closed form, certifier.numerics.one_jump (E = 1,
-    relative errors 1e-7 - 1e-3 at delta = 1e-12, docs/exact.md §9) and certifier.numerics.few_epochs_jump (E = 2, 3,
-    about 2e-3: the terms with two big steps are left to the estimate);
+    relative errors 1e-7 - 1e-3 at delta = 1e-12, docs/exact.md §9) and certifier.numerics.few_epochs_jump (E >= 2,
+    about 2e-3 where one big step carries the tail: the terms with two big steps are left to the estimate);
   * delta_{P||Q}: the interval [0, B], B a Chernoff bound on the lower tail, which big steps only lift
     (one_jump.delta_pq_bound on the Laplace transform at E = 1, certifier.numerics.negative_moments at E >= 2);
   * the TPR at E = 1: one_jump's likelihood-ratio test.
@@ -23,7 +23,10 @@ Floating point, not a certificate.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+import numpy as np
 
 from certifier.errors import NumericsUnreliableError
 from certifier.numerics import few_epochs_jump, few_steps_tails, negative_moments, one_jump
@@ -32,7 +35,7 @@ from certifier.numerics.profile import Value
 SWITCH = 5e-3       # a tail whose estimate exceeds this share of it is tried on the big-step routes
 MANY_STEPS = 30     # from this many steps (fewer: the big step is not alone; its small-step band is long)
 FEW_STEPS = 3       # one epoch from this many steps to MANY_STEPS: the few-steps lattice (M = 2: its one integral)
-EPOCHS = (1,) + few_epochs_jump.EPOCHS   # the epochs served
+EPOCHS = range(1, few_epochs_jump.EPOCHS.stop)   # the epochs served
 
 
 @dataclass(frozen=True)
@@ -72,8 +75,12 @@ class BigStepTails:
 
 
 def _tried(fn):
-    """fn(), or None where the route refuses or its arithmetic fails."""
+    """fn(), or None where the route refuses or its arithmetic fails (an overflow far from the route's regime, e.g.
+    sigma in the hundreds: quietly, its value or estimate then not finite)."""
     try:
-        return fn()
+        with np.errstate(all="ignore"):
+            r = fn()
     except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
         return None
+    parts = (r.value, r.error) if isinstance(r, one_jump.TailEstimate) else r if isinstance(r, tuple) else (r,)
+    return r if all(math.isfinite(float(x)) for x in parts) else None

@@ -71,7 +71,7 @@ def density_fallback(steps: int, epochs: int, sigma: float):
 
 
 def big_step_tails(steps: int, epochs: int, sigma: float) -> BigStepTails | None:
-    """The primary's far tails at one to three epochs of many steps, or one epoch of a few
+    """The primary's far tails at one or more epochs of many steps, or one epoch of a few
     (certifier.numerics.big_step_tails), else None."""
     many = epochs in EPOCHS and steps >= MANY_STEPS
     return BigStepTails(steps, epochs, sigma) if many or (epochs == 1 and steps >= FEW_STEPS) else None

@@ -218,7 +218,7 @@ class Route:
     u_max: float | None = None  # the laplace route's u-range, a hint for a nearby sigma
     factors: tuple | None = None
     second_tails: bool = False
-    big_step: object | None = None    # far tails of one to three epochs (certifier.numerics.big_step_tails), or None
+    big_step: object | None = None    # far tails of many steps, or one epoch of few (numerics.big_step_tails), or None
     density: object | None = None     # a zero-argument callable: the pair's ln-Lambda density route, or None
     _cache: dict = field(default_factory=dict)
 

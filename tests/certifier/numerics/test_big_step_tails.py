@@ -85,12 +85,25 @@ def test_two_epochs_at_delta_1e12_are_answered_within_the_estimate():
 
 
 def test_the_refusal_names_a_target_the_numerics_resolve():
-    """Where the route's estimate stays wide (ten epochs of 10^6 steps, delta 1e-12: the big step's closed forms serve
-    E <= 3), the search's refusal says which target size the numerics resolve there. (One epoch of ten steps was
-    the example until the few-steps lattice answered it.)"""
+    """Where the routes' estimates stay wide (300 epochs of 10^6 steps at eps 0.5, delta 1e-12: no single big step
+    carries the tail), the search's refusal says which target size the numerics resolve there. (One epoch of ten
+    steps, then ten epochs of 10^6 steps were the examples until the few-steps lattice and the big step in any of
+    up to 10^4 epochs answered them.)"""
     with pytest.raises(NumericsUnreliableError) as err:
-        exact_sigma_dp(10**6, 10, "1", "1e-12")
+        exact_sigma_dp(10**6, 300, "0.5", "1e-12")
     text = str(err.value)
     assert "is not reliable" in text and "or more is resolved here" in text
     named = float(text.split("a target of about ")[1].split()[0])
     assert 1e-12 < named < 1e-9 and math.isfinite(named)
+
+
+def test_far_from_its_regime_the_route_declines_quietly():
+    """Ten epochs of 100 steps at sigma 180 (a small-eps search passes there): the big step's transforms overflow;
+    the route answers None for delta_{Q||P} without a RuntimeWarning on the console (it printed eight), and at
+    (10^6, 10, sigma 0.5588, eps 1) it answers with an estimate below 0.5 % of the value."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert BigStepTails(100, 10, 180.0).delta("qp", 0.01) is None
+        far = BigStepTails(10**6, 10, 0.558792).delta("qp", 1.0)
+    assert 9e-13 < far.value < 1.1e-12 and far.error < 5e-3 * far.value
