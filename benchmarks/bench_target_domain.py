@@ -18,6 +18,8 @@ answered / refused and the CPU seconds per cell (median, max), then every refusa
            8, 14, 20} x delta in {1e-10, 1e-12}                                      (576 cells, about 15 minutes)
   fewsteps (only with --only) one epoch of M in {3, 5, 7, 10, 15, 20, 25, 40} x eps in {0.1, 0.5, 1, 2, 4, 8, 20}
            at delta 1e-12 (docs/exact.md section 13)                                  (56 cells)
+  manyepochs (only with --only) E in {5, 20, 100, 1000, 1e4} x M in {1e5, 1e6, 1e7} x eps in {0.5, 1, 2, 4} at
+           delta 1e-12 (docs/exact.md section 14)                                     (60 cells)
 
 --small runs a few cells of each (seconds; exercised by tests/bench). The goal is 0 refused and <= 1 s
 per answer; the machine is shared, so the load average is printed first and last.
@@ -56,7 +58,9 @@ SMALL_DELTA = [dict(steps=m, epochs=e, epsilon=eps, delta=d) for e in (1, 2, 3, 
                for eps in ("0.01", "0.1", "0.5", "1", "2", "4", "8", "14", "20") for d in ("1e-10", "1e-12")]
 FEW_STEPS = [dict(steps=m, epochs=1, epsilon=eps, delta="1e-12") for m in (3, 5, 7, 10, 15, 20, 25, 40)
              for eps in ("0.1", "0.5", "1", "2", "4", "8", "20")]
-OPT_IN = ("smalldelta", "fewsteps")   # run only when asked for by --only
+MANY_EPOCHS = [dict(steps=m, epochs=e, epsilon=eps, delta="1e-12") for e in (5, 20, 100, 1000, 10**4)
+               for m in (10**5, 10**6, 10**7) for eps in ("0.5", "1", "2", "4")]
+OPT_IN = ("smalldelta", "fewsteps", "manyepochs")   # run only when asked for by --only
 
 
 def random_cells(seed: int = 39, n_dp: int = 40, n_tpr: int = 14, n_bins: int = 6) -> list:
@@ -89,7 +93,7 @@ def random_cells(seed: int = 39, n_dp: int = 40, n_tpr: int = 14, n_bins: int = 
 
 SMALL = {"dp": [DP[i] for i in (0, 44, 137, 299)], "tpr": [TPR[i] for i in (2, 41)],
          "corners": [CORNERS[i] for i in (0, 13, 17, 40)], "random": random_cells()[:2],
-         "smalldelta": [SMALL_DELTA[3]], "fewsteps": [FEW_STEPS[24]]}
+         "smalldelta": [SMALL_DELTA[3]], "fewsteps": [FEW_STEPS[24]], "manyepochs": [MANY_EPOCHS[18]]}
 
 
 def load() -> str:
@@ -124,7 +128,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="also write every row to this file")
     args = ap.parse_args(argv)
     grids = SMALL if args.small else {"dp": DP, "tpr": TPR, "corners": CORNERS, "random": random_cells(args.seed),
-                                      "smalldelta": SMALL_DELTA, "fewsteps": FEW_STEPS}
+                                      "smalldelta": SMALL_DELTA, "fewsteps": FEW_STEPS, "manyepochs": MANY_EPOCHS}
     if args.only:
         grids = {args.only: grids[args.only]}
     elif not args.small:

@@ -1,5 +1,6 @@
 """benchmarks/bench_target_domain.py --small: every sampled cell of the scan grids and corners answers (one epoch of
-ten steps at delta 1e-12 among them, refused before the few-steps lattice)."""
+ten steps at delta 1e-12 among them, refused before the few-steps lattice, and twenty epochs of 10^6 steps at eps 2,
+refused before the big step in any of many epochs)."""
 from __future__ import annotations
 
 import json
@@ -17,7 +18,8 @@ def test_small_scan_answers_every_cell(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "| dp | 4 | 4 | 0 |" in r.stdout
     rows = json.loads(out.read_text())
-    assert set(rows) == {"dp", "tpr", "corners", "random", "smalldelta", "fewsteps"}   # the opt-in grids sampled too
+    assert set(rows) == {"dp", "tpr", "corners", "random", "smalldelta", "fewsteps",
+                         "manyepochs"}   # the opt-in grids sampled too
     for grid in rows.values():
         for row in grid:
             assert row["sigma"] is not None, row
