@@ -286,19 +286,45 @@ def _upper_seen(out, target_kind, s_str: str) -> float | None:
     return min(seen) if seen else None
 
 
+def _lower_seen(out, target_kind, s_str: str) -> float | None:
+    """The greatest lower bound of the kind's functional a lower try at sigma_low `s_str` reached without proving the
+    miss, or None."""
+    key = "tv_lower" if target_kind.tv_functional else f"{target_kind.name}_lower"
+    seen = [float(t[key]) for t in out.lower_tries if t.get("sigma_low") == s_str and t.get(key)]
+    return max(seen) if seen else None
+
+
+def _planned_below(above, numerics: float, target: float) -> float | None:
+    """A value to plan sigma_low's grid on where the numerics say "meets" within their estimate and no upper try was
+    made there: the lower bound a failed try reached one step up, above = (sigma, bound, numerics there), plus the
+    numerics' change over that step (the value falls as sigma grows; a bias the numerics share at both cancels). None
+    where that does not exceed the target (or nothing was tried above). A plan only: the proof decides."""
+    if above is None or None in above:
+        return None
+    planned = above[1] + max(numerics - above[2], 0.0)
+    return planned if planned > target else None
+
+
 def _lower(ctx: Ctx, search, meth, sigmas=None, known=None) -> dict | None:
     """The lower side: sigma_low = sigma - k res(sigma) (k = 1, 2), or each of `sigmas`, certified to miss the
     target, or None. known: sigma_low -> its numerics, where already computed."""
     claim, out = ctx.claim, ctx.out
     t0 = time.perf_counter()
+    above = None              # (the least sigma_low tried, its best lower bound, its numerics), for the next one
     for s_low in (sigmas or sigma_lows(ctx.sigma)):
         low_claim = replace(claim, sigma=s_low, kind=())
         screened = search.screen_lower and (known or {}).get(s_low)
         tv_low, err = screened or (ctx.kind.numerics(low_claim, s_low) if search.screen_lower else (None, None))
-        s_str = decimal_str(s_low)
+        raw_low, s_str = tv_low, decimal_str(s_low)
         hint = _upper_seen(out, ctx.kind, s_str)
-        if tv_low is not None and tv_low <= float(claim.target) and hint is not None and \
-                hint > float(claim.target) and tv_low + 3.0 * (err or 0.0) >= float(claim.target):
+        undecided = tv_low is not None and tv_low <= float(claim.target) and \
+            tv_low + 3.0 * (err or 0.0) >= float(claim.target)
+        planned = _planned_below(above, tv_low, float(claim.target)) if undecided and hint is None else None
+        if planned is not None:
+            out.lower_tries.append({"sigma_low": s_str, "planned_on": f"the lower bound {above[1]:.12g} at "
+                                    f"{above[0]} plus the numerics' step {tv_low - above[2]:.3g}"})
+            tv_low, err = planned, 0.0
+        elif undecided and hint is not None and hint > float(claim.target):
             # the numerics say "meets" within their estimate, the upper side found no proof here: plan on its bound
             out.lower_tries.append({"sigma_low": s_str, "planned_on": f"the upper side's bound {hint:.12g} here "
                                     f"(the numerics' {tv_low:.12g} +- {err or 0.0:.1g})"})
@@ -310,14 +336,16 @@ def _lower(ctx: Ctx, search, meth, sigmas=None, known=None) -> dict | None:
             continue
         for lower_method, prove in lower_order(ctx, search, low_claim, s_low, tv_low, err, meth):
             found = prove(ctx, low_claim, s_low, tv_low, err, meth)
-            if found is not None:
-                out.lower_seconds = round(time.perf_counter() - t0, 3)
-                L, lm = found
-                out.lower_result = L
-                low = {"sigma_low": s_str, "method": lower_method.to_json(lm, claim), "enclosures": L.enclosures}
-                if ctx.kind.tv_functional:
-                    return {**low, "tv_lower": tv_lower_str(L.exact, claim.target)}
-                return {**low, "tv_lower": L.tv_lower,      # TV at sigma_low >= it; the kind's value below
-                        "bound_lower": tv_lower_str(ctx.kind.lower_value(L), claim.target)}
+            if found is None:
+                above = (s_str, _lower_seen(out, ctx.kind, s_str), raw_low)
+                continue
+            out.lower_seconds = round(time.perf_counter() - t0, 3)
+            L, lm = found
+            out.lower_result = L
+            low = {"sigma_low": s_str, "method": lower_method.to_json(lm, claim), "enclosures": L.enclosures}
+            if ctx.kind.tv_functional:
+                return {**low, "tv_lower": tv_lower_str(L.exact, claim.target)}
+            return {**low, "tv_lower": L.tv_lower,      # TV at sigma_low >= it; the kind's value below
+                    "bound_lower": tv_lower_str(ctx.kind.lower_value(L), claim.target)}
     out.lower_seconds = round(time.perf_counter() - t0, 3)
     return None

@@ -313,3 +313,18 @@ def test_a_sigma_below_the_least_steps_up_and_its_lower_side_plans_on_the_upper_
     r = certify(10, 3, Q("0.1"), two_sided=True)
     assert r.success and r.two_sided and Q(r.sigma) == least and Q(r.sigma_low) == low and r.sigma_steps == 1
     assert any("planned_on" in t for t in r.lower_tries)
+
+
+def test_the_lower_side_plans_below_a_failed_try_on_its_bound_plus_the_numerics_step():
+    """(10^6, 10, eps 1, delta 1e-12): the lower tries at 0.558815 reached 0.999994e-12, the numerics there read
+    0.999118e-12 and one step down 0.999238e-12 (both biased low by about 1e-3, within their estimate): the plan one
+    step down is 0.999994e-12 + 1.2e-16, above the target, so it is tried instead of skipped. Where the bound plus
+    the step stays below the target, or nothing was tried above, there is no plan."""
+    from certifier.certify import _planned_below
+    above = ("0.558815", 0.999994e-12, 0.999118e-12)
+    planned = _planned_below(above, 0.999238e-12, 1e-12)
+    assert planned is not None and abs(planned - (0.999994e-12 + 1.2e-16)) < 1e-22
+    assert _planned_below(above, 0.999120e-12, 1e-12) is None          # the step too small to pass the target
+    assert _planned_below(("0.558815", 0.999994e-12, 0.999300e-12), 0.999238e-12, 1e-12) is None   # no negative step
+    assert _planned_below(None, 0.999238e-12, 1e-12) is None
+    assert _planned_below(("0.558815", None, 0.999118e-12), 0.999238e-12, 1e-12) is None
