@@ -190,9 +190,13 @@ def _cuts(steps: int, sigma: float, epochs: int) -> tuple:
 
 def delta_qp(steps: int, sigma: float, epochs: int, eps: float) -> TailEstimate:
     """delta_{Q||P}(eps) of E in EPOCHS epochs, with the change between one_jump's two cuts (and the round-off and
-    kink terms of the value's cut) as its estimate."""
+    kink terms of the value's cut) as its estimate. The terms the sums leave out, two or more big steps, grow in
+    proportion to the cut's share M p (one big step carries the tail, a second one is any step above b): the value
+    is the value's cut's sum plus the change to the check's cut times s / (s' - s), s and s' the two shares
+    (Richardson's step; without it the value lay 0.1 % of delta low at (10^6, 10, eps 1), a third of its estimate)."""
     if epochs not in EPOCHS:
         raise ValueError(f"the few-epochs route serves E in {EPOCHS}, got {epochs}")
     a = math.exp(eps)
     (v, e), (w, _) = (_sums(t, epochs, a) for t in _cuts(steps, sigma, epochs))
-    return TailEstimate(v, abs(v - w) + e)
+    share, check = one_jump.CUTS
+    return TailEstimate(v + (v - w) * share / (check - share), abs(v - w) + e)

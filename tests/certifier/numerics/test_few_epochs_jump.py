@@ -110,3 +110,13 @@ def test_rarer_cuts_beyond_three_epochs_keep_the_estimate_below_one_percent():
     tails = [one_jump.OneEpochTail(10**6, 0.56, share * 0.003) for share in one_jump.CUTS]
     rarer = few_epochs_jump._sums(tails[0], 100, math.e)[0]
     assert abs(got.value - rarer) <= got.error
+
+
+def test_richardson_on_the_cut_share_meets_the_certified_bracket():
+    """(10^6, 10, eps 1): a two-sided certificate (docs/coverage.md) put delta at sigma 0.558814 at or above
+    1.000116e-12 and at 0.558816 at or below 0.99998e-12. The first value lies within a fifth of its estimate of its
+    bound (4.5e-17 below it), the second below its bound; the value's cut alone lay 8.8e-16 below the first, a third
+    of its estimate."""
+    low, high = (few_epochs_jump.delta_qp(10**6, s, 10, 1.0) for s in (0.558814, 0.558816))
+    assert abs(low.value - 1.000116e-12) < 0.2 * low.error and low.error < 3e-3 * low.value
+    assert high.value <= 0.99998e-12 + 0.2 * high.error
