@@ -65,6 +65,8 @@ def _trimmed(law: Law) -> Law:
     than its mass. What they held, at most their masses plus the round-off of each, is counted as lost."""
     x, f, noise, lost = law
     keep = np.nonzero(f > max(TRIM * float(f.max()), noise))[0]
+    if keep.size == 0:
+        raise ValueError("a grid law below its own round-off")     # the route declines (big_step_tails)
     lo, hi = int(keep[0]), int(keep[-1]) + 1
     gone = float(np.abs(f[:lo]).sum() + np.abs(f[hi:]).sum()) + (f.size - hi + lo) * noise
     return Law(x[lo:hi], f[lo:hi], noise, lost + gone)
@@ -159,6 +161,7 @@ def _sums(tail: one_jump.OneEpochTail, epochs: int, a: float) -> tuple[float, fl
     r_cut = a / (small.mean + cut.b / steps + KINK_SDS * small.sd)
     keep = r < r_cut
     r, fr = r[keep], fr[keep]
+
     def rows(rr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         none = c0 * np.maximum(rr * x0[None, :] - a, 0.0)                       # no big step
         one = c1 * (rr / steps) * cut.excess(steps * (a / rr - x[None, :]))     # one, in the first epoch
