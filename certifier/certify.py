@@ -163,10 +163,9 @@ def _step_down(out, ctx: Ctx, found, below, attempt, say):
     """The upper side at `below` < sigma, one grid, planned where the numerics put it above the target within their
     estimate on a certified value: the lower side's there if it tried, else the upper bound at sigma (a budget only:
     the proof decides). (record, state, found) with the records joined, or None (recorded in the lower tries)."""
-    key = "tv_lower" if ctx.kind.tv_functional else f"{ctx.kind.name}_lower"
-    seen = [float(t[key]) for t in out.lower_tries if t.get("sigma_low") == decimal_str(below) and t.get(key)]
+    seen = _lower_seen(out, ctx.kind, decimal_str(below))
     upper = ctx.kind.upper_bound(found[0]) if ctx.kind.upper_bound else None
-    evidence = max(seen) if seen else (float(parse_decimal("bound", upper)) if upper else None)
+    evidence = seen if seen is not None else (float(parse_decimal("bound", upper)) if upper else None)
     say(f"walk down: upper side at {decimal_str(below)}", 0.0)
     try:
         out2, state2, found2 = attempt(below, STEP_SECONDS, evidence, tries=1)
