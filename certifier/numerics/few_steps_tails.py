@@ -30,7 +30,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.signal import convolve
 from scipy.special import log_ndtr, ndtr
 
 from certifier.errors import NumericsUnreliableError
@@ -63,10 +62,10 @@ def _power(base: np.ndarray, count: int, length: int) -> np.ndarray:
     out, e = None, count
     while e:
         if e & 1:
-            out = base if out is None else convolve(out, base, method="direct")[:length]
+            out = base if out is None else np.convolve(out, base)[:length]
         e >>= 1
         if e:
-            base = convolve(base, base, method="direct")[:length]
+            base = np.convolve(base, base)[:length]
     return out
 
 
@@ -172,7 +171,7 @@ def _qp_at(steps: int, t: float, a: float, h: float, cells: int, length: int) ->
     """delta_{Q||P} on the lattice h: steps below c = cells h, sums cut at `length` points."""
     base = _masses(t, h, cells)
     others = _power(base, steps - 1, length)                   # S' = M - 1 steps, all below c
-    every = convolve(others, base, method="direct")[:length]   # S = M steps, all below c
+    every = np.convolve(others, base)[:length]   # S = M steps, all below c
     level = steps * a
     s_every = h * (np.arange(every.size) + 0.5 * steps)        # cell centres: n steps sit n h/2 up
     s_others = h * (np.arange(others.size) + 0.5 * (steps - 1))
