@@ -16,7 +16,6 @@ import flint
 from certifier import __version__
 from certifier.certificate.stages import STAGES_FORMAT, stages_claim_json
 
-PREDICATE_TYPE_V6 = "https://sigmacert.dev/certificate/v6"
 VERSION = 6
 
 

@@ -11,8 +11,6 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from certifier.certificate.audit import PREDICATE_TYPE_V6
-from certifier.certificate.stages import PREDICATE_TYPE_V5
 from certifier.errors import EnvelopeError
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -21,6 +19,8 @@ PREDICATE_TYPE = "https://sigmacert.dev/tv-certificate/v1"
 PREDICATE_TYPE_V2 = "https://sigmacert.dev/tv-certificate/v2"  # docs/two-sided.md: v1 + lower, privacy, tpr
 PREDICATE_TYPE_V3 = "https://sigmacert.dev/tv-certificate/v3"  # docs/method-v2.md: scheme, method v2
 PREDICATE_TYPE_V4 = "https://sigmacert.dev/certificate/v4"      # v3 + claim.kind (dp, tpr), upper, bound_lower
+PREDICATE_TYPE_V5 = "https://sigmacert.dev/certificate/v5"      # a run in stages (certifier.certificate.stages)
+PREDICATE_TYPE_V6 = "https://sigmacert.dev/certificate/v6"      # an audit (certifier.certificate.audit)
 MAX_BYTES = 4 * 1024 * 1024
 # the field of the claim that names its format, newest first: a run in stages (v5), a target kind (v4), a scheme (v3)
 CLAIM_FIELD_TYPES = (("stages", PREDICATE_TYPE_V5), ("kind", PREDICATE_TYPE_V4), ("scheme", PREDICATE_TYPE_V3))

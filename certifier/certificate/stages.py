@@ -4,7 +4,7 @@ Format v5 is the v3 layout (tv) or the v4 layout (dp, tpr: claim.kind, `upper`, 
 kind's numerics) with, in the claim, no `steps` and `epochs` but `stages`: [{"steps": M_s, "epochs": E_s},
 ...] in the order of the run, and either one shared `sigma` or a `sigma` on every stage (then no
 claim.sigma, and no lower side: there is no single sigma to step down), random allocation only. The
-predicate type is PREDICATE_TYPE_V5.
+predicate type is PREDICATE_TYPE_V5 (certifier.certificate.envelope).
 """
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from certifier.errors import ParameterError
 from certifier.params import StageTally, decimal_str
 from certifier.resolution import sigma_resolution
 
-PREDICATE_TYPE_V5 = "https://sigmacert.dev/certificate/v5"
 STAGES_FORMAT = 5
 STAGES_TEXT = ("TV(prod_s P_{M_s}^{E_s}, prod_s Q_{M_s}^{E_s}) <= target for the stages (M_s, E_s) in the order "
                "listed, at one sigma, so every membership-inference test has accuracy <= 1/2 + target/2")
