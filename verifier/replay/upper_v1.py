@@ -313,57 +313,65 @@ def step_iii(S, C0: fmpq, m: dict, P: FixedPoly):
     """(iii) The epoch value L = j g h / M two-point rounded onto the grid e^{k eta}, k_minus <= k
     <= k_plus; L = 0 and values outside the grid are deleted.  Cell k holds j in [c_k, c_{k+1}),
     c_k = ceil(beta_k), beta_k = C0 e^{k eta}, C0 = M/(g h); the mass sent up from cell k is
-    sum_j s_j (j - beta_k)/(beta_{k+1} - beta_k), from the prefix sums of s_j and j s_j (exact),
+    sum_j s_j (j - beta_k)/(beta_{k+1} - beta_k), from the exact sums of s_j and j s_j over the cell,
     with each beta replaced by the end of its integer interval that makes the mass smaller.
+    The cells are read in order, each coefficient once, with the edges made as they are reached:
+    no list of the coefficients, of their prefix sums or of the edges is kept (peak memory).
     Returns (k_lo, polynomial sum_k r_k z^(k - k_lo))."""
-    off, s = S[0], [int(x) for x in S[1].coeffs()]
-    jlo, jhi, eta = max(off, 1), off + len(s) - 1, m["eta"]
+    off, poly = S[0], S[1]
+    n, total, eta = poly.length(), int(poly(1)), m["eta"]
+    jlo, jhi = max(off, 1), off + n - 1
     r, W = {}, ctx.prec + 64  # W: scale of the integer edge bounds
+    kept = 0
     if jhi >= jlo:  # some mass at L > 0
         est = lambda j: (math.log(j) - math.log(C0.p) + math.log(C0.q)) / max(float(eta), 1e-300)
         ka = min(max(m["k_minus"], math.floor(est(jlo)) - 2), m["k_plus"])
         kb = max(min(m["k_plus"], math.ceil(est(jhi)) + 2), ka)
-        bnd = _cell_edges(C0, eta, ka, kb, W)
-        if ka > m["k_minus"] and bnd[ka][2] > jlo or kb < m["k_plus"] and bnd[kb][2] <= jhi:
+        clip = lambda j: min(max(j - off, 0), n)
+        at, a0, a1 = 0, 0, 0  # sum s_i and sum i s_i over i < at (the cells' c_k increase with k)
+
+        def upto(i: int) -> tuple[int, int]:
+            nonlocal at, a0, a1
+            for x in range(at, i):
+                v = int(poly[x])
+                a0, a1 = a0 + v, a1 + x * v
+            at = max(at, i)
+            return a0, a1
+        edges = _cell_edges(C0, eta, ka, kb, W)
+        k, (lo0, hi0, c0) = next(edges)
+        first = c0
+        lost, s0, s1 = 0, *upto(clip(c0))
+        start = s0
+        for k1, (lo1, hi1, c1) in edges:
+            t0, t1 = upto(clip(c1))
+            mk = t0 - s0
+            if mk:
+                mj = (t1 - s1) + off * mk  # sum of j s_j over the cell, exact
+                den = hi1 - lo0
+                up = max(mj * (1 << W) - hi0 * mk, 0) // den  # lower bound, never rounded up
+                dn = max(lo1 * mk - mj * (1 << W), 0) // den
+                r[k] = r.get(k, 0) + dn
+                r[k1] = r.get(k1, 0) + up
+                lost += mk - up - dn
+            k, lo0, hi0, c0, s0, s1 = k1, lo1, hi1, c1, t0, t1
+        if ka > m["k_minus"] and first > jlo or kb < m["k_plus"] and c0 <= jhi:
             raise ArithmeticError("log-grid range estimate missed the support")
-        S0, S1, a0, a1 = [0], [0], 0, 0
-        for i, v in enumerate(s):
-            a0 += v
-            a1 += i * v
-            S0.append(a0)
-            S1.append(a1)
-        clip = lambda j: min(max(j - off, 0), len(s))
-        lost = 0
-        for k in range(ka, kb):
-            (lo0, hi0, c0), (lo1, hi1, c1) = bnd[k], bnd[k + 1]
-            i0, i1 = clip(c0), clip(c1)
-            mk = S0[i1] - S0[i0]
-            if mk == 0:
-                continue
-            mj = (S1[i1] - S1[i0]) + off * mk  # sum of j s_j over the cell, exact
-            den = hi1 - lo0
-            up = max(mj * (1 << W) - hi0 * mk, 0) // den  # lower bound, never rounded up
-            dn = max(lo1 * mk - mj * (1 << W), 0) // den
-            r[k] = r.get(k, 0) + dn
-            r[k + 1] = r.get(k + 1, 0) + up
-            lost += mk - up - dn
-        kept = S0[clip(bnd[kb][2])] - S0[clip(max(bnd[ka][2], 1))]
+        # kept: j in [max(c_ka, 1), c_kb) (L = 0 is deleted whichever cell would hold it)
+        kept = s0 - start - sum(int(poly[i]) for i in range(clip(first), clip(1)))
         P.L.fixed_point += fmpq(lost, P.one)
-    else:
-        kept = 0
-    P.L.log_grid += fmpq(sum(s) - kept, P.one)
+    P.L.log_grid += fmpq(total - kept, P.one)
     k_lo = min(r) if r else 0
     return k_lo, fmpz_poly([r.get(k, 0) for k in range(k_lo, max(r) + 1)] if r else [])
 
 
-def _cell_edges(C0: fmpq, eta: fmpq, ka: int, kb: int, W: int) -> dict:
-    """k -> (lo, hi, c): beta_k = C0 e^{k eta} lies in [lo, hi] 2^-W and c = ceil(beta_k), from
-    the recurrence beta_{k+1} = beta_k e^eta with outward rounding; an edge whose interval holds
-    an integer is recomputed at doubled precision (beta_k is irrational for k != 0)."""
+def _cell_edges(C0: fmpq, eta: fmpq, ka: int, kb: int, W: int):
+    """(k, (lo, hi, c)) for k = ka ... kb in order: beta_k = C0 e^{k eta} lies in [lo, hi] 2^-W and
+    c = ceil(beta_k), from the recurrence beta_{k+1} = beta_k e^eta with outward rounding; an edge whose
+    interval holds an integer is recomputed at doubled precision (beta_k is irrational for k != 0)."""
     e = arb(eta).exp()
     elo, ehi = dyadic(e, False, W), dyadic(e, True, W)
     b0 = arb(C0) * arb(eta * ka).exp()
-    lo, hi, bnd = dyadic(b0, False, W), dyadic(b0, True, W), {}
+    lo, hi = dyadic(b0, False, W), dyadic(b0, True, W)
     for k in range(ka, kb + 1):
         cc = -((-lo) >> W)  # ceil(beta_k) if the interval decides it
         if k == 0:  # beta_0 = C0 exactly
@@ -380,9 +388,8 @@ def _cell_edges(C0: fmpq, eta: fmpq, ka: int, kb: int, W: int) -> dict:
                         cc = dyadic(beta, True, 0)
                         break
             lo, hi = dyadic(beta, False, W), dyadic(beta, True, W)
-        bnd[k] = (lo, hi, cc)
+        yield k, (lo, hi, cc)
         lo, hi = (lo * elo) >> W, -((-(hi * ehi)) >> W)
-    return bnd
 
 
 def step_iv(R, E: int, eta: fmpq, P: FixedPoly):
