@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from flint import arb, fmpq, fmpz_poly
 
 from ..format.strict import working_prec
-from .arith import EXTRA_BITS, FixedPoly, Losses, poly_sum, units
+from .arith import EXTRA_BITS, FixedPoly, Losses, poly_sum, release, units
 
 
 def _tails(sigma: fmpq, h: fmpq):
@@ -231,23 +231,43 @@ def replay_lower(M: int, E: int, sigma_low: fmpq, m: dict) -> LowerResult:
     # certifier's cut, docs/certificate.md §4 (ii): at (4, 3, sigma 1.80139) a cut at floor(8M/h) deleted
     # 7e-15 more P mass than it recorded, beyond the slack of the comparison)
     K = lambda g: int((8 * M / h).ceil()) // g
-    B, BQ, gB = P.trim(k0, fmpz_poly(p), True), P.trim(k0, fmpz_poly(q), True), 1
+    B, BQ = P.trim(k0, fmpz_poly(p), True), P.trim(k0, fmpz_poly(q), True)
+    del p, q
+    return _finish(M, E, m, P, F, [_epoch(B, BQ, M, sched, K, P)], t0, t1)
+
+
+def _epoch(B, BQ, M: int, sched: list, K, P: FixedPoly):
+    """(b) The P side A and the Q side AQ of M steps from one step's B, BQ, by binary powering along the bits of M:
+    the sums of the loop written as BQ, B = BQ B, B B; AQ = mix(AQ B, A BQ); A = A B, in that order, with each
+    operand dropped as soon as no later product reads it and the memory given back between products (the
+    epoch's products are the replay's peak; release)."""
     A = AQ = None
-    n = gA = 0
+    n = gA = gB = 1
+    last = M.bit_length() - 1
     for i in range(len(sched)):
         if i:
-            BQ, B = P.mul(BQ, B, K(gB)), P.mul(B, B, K(gB))
+            BQ = P.mul(BQ, B, K(gB))
+            B = P.mul(B, B, K(gB))
             if sched[i] > gB:
-                B, BQ, gB = _floor(B, sched[i] // gB), _floor(BQ, sched[i] // gB), sched[i]
+                B = _floor(B, sched[i] // gB)
+                BQ, gB = _floor(BQ, sched[i] // gB), sched[i]
+            release()
         if (M >> i) & 1:
             if A is None:
                 A, AQ, gA, n = B, BQ, gB, 1 << i
                 continue
             if gA < gB:
                 A, AQ, gA = _floor(A, gB // gA), _floor(AQ, gB // gA), gB
-            AQ = _mix(P.mul(AQ, B, K(gB)), n, P.mul(A, BQ, K(gB)), 1 << i)
+            X = P.mul(AQ, B, K(gB))
+            AQ = None
+            Y = P.mul(A, BQ, K(gB))
+            if i == last:  # BQ is read by no later product
+                BQ = None
+            AQ = _mix(X, n, Y, 1 << i)
+            del X, Y
             A, n = P.mul(A, B, K(gB)), n + (1 << i)
-    return _finish(M, E, m, P, F, [(A, AQ)], t0, t1)
+            release()
+    return A, AQ
 
 
 RELIABLE_BITS = 40  # the reference map (two-sided.md §1 (c)): masses >= 2^(40 - fixed_point_bits) set it
