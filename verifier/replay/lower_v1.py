@@ -243,7 +243,7 @@ def _epoch(B, BQ, M: int, sched: list, K, P: FixedPoly):
     epoch's products are the replay's peak; release)."""
     A = AQ = None
     n = gA = gB = 1
-    last = M.bit_length() - 1
+    last = len(sched) - 1        # the loop's last pass (the format asks floor(log2 M) + 1 entries)
     for i in range(len(sched)):
         if i:
             BQ = P.mul(BQ, B, K(gB))
@@ -261,7 +261,7 @@ def _epoch(B, BQ, M: int, sched: list, K, P: FixedPoly):
             X = P.mul(AQ, B, K(gB))
             AQ = None
             Y = P.mul(A, BQ, K(gB))
-            if i == last:  # BQ is read by no later product
+            if i == last:  # BQ is read by no later pass
                 BQ = None
             AQ = _mix(X, n, Y, 1 << i)
             del X, Y
