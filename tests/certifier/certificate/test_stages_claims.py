@@ -7,9 +7,9 @@ from certifier.certificate.envelope import (
     PREDICATE_TYPE_V2,
     PREDICATE_TYPE_V3,
     PREDICATE_TYPE_V4,
+    PREDICATE_TYPE_V5,
     predicate_type,
 )
-from certifier.certificate.envelope import PREDICATE_TYPE_V5
 from certifier.certificate.stages import StagesClaim, stages_claim, stages_claim_json
 from certifier.claim import RANDOM_ALLOCATION, Claim
 from certifier.errors import ParameterError
