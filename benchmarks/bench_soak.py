@@ -24,7 +24,9 @@ cancelled, and checks:
   * refusals: every invalid or over-limit request was refused with a 4xx, never accepted or a 5xx other than
     the documented storage 503;
 and prints jobs, faults, those counts and the p50/p95 latency of the API calls.
-`--small`: about 45 seconds (an 18 s stream, a fault every 4.5 s: at least one of each kind) (the test suite runs it); exit 1 when a check fails.
+`--small`: about 45 seconds (an 18 s stream, a fault every 4.5 s: at least one of each kind; the stream goes on,
+without new faults, until 6 jobs were accepted or 120 s passed, so a slow machine still puts 6 jobs through the
+faults) (the test suite runs it); exit 1 when a check fails.
 """
 from __future__ import annotations
 
@@ -49,6 +51,7 @@ PY = sys.executable
 RECOVERY = 15.0          # seconds after a fault during which /healthz may still say 503
 DISK_FULL = 4.0          # seconds the filesystem stays full
 TMPFS = "64m"
+SMALL_LEAST, SMALL_MOST = 6, 120.0   # --small: jobs accepted before its stream ends, and its longest stream (s)
 
 
 def free_port() -> int:
@@ -175,8 +178,12 @@ class Service:
 # ----------------------------------------------------------------------------- the run
 
 class Soak:
-    def __init__(self, svc: Service, seconds: float, rng: random.Random, disk: bool, fault_every: float):
+    def __init__(self, svc: Service, seconds: float, rng: random.Random, disk: bool, fault_every: float,
+                 least_accepted: int = 0, most_seconds: float | None = None):
         self.svc, self.seconds, self.rng, self.disk, self.fault_every = svc, seconds, rng, disk, fault_every
+        # the stream goes on past `seconds` (faults no longer started) until this many jobs were accepted, or
+        # most_seconds: a slow machine still puts that many jobs through the faults
+        self.least_accepted, self.most_seconds = least_accepted, most_seconds or seconds
         self.http = httpx.Client(base_url=svc.url, timeout=30)
         self.lat: list[float] = []
         self.accepted: dict[str, dict] = {}     # id -> {"kind", "body", "team"}
@@ -281,7 +288,12 @@ class Soak:
             t.start()
         teams = list(self.svc.team)
         k = 0
-        while time.monotonic() - self.t0 < self.seconds:
+        while True:
+            t = time.monotonic() - self.t0
+            if t >= self.seconds:
+                self.stream_over.set()     # no fault starts after the stream's stated length
+                if len(self.accepted) >= self.least_accepted or t >= self.most_seconds:
+                    break
             if self.pending and self.rng.random() < 0.5:
                 self.submit(*self.pending.pop(0))
             else:
@@ -392,7 +404,8 @@ def main(argv=None) -> int:
     svc = Service(root, args.workers, data)
     try:
         svc.start()
-        soak = Soak(svc, seconds, random.Random(args.seed), disk, every)
+        soak = Soak(svc, seconds, random.Random(args.seed), disk, every, *((SMALL_LEAST, SMALL_MOST) if args.small
+                                                                          else (0, None)))
         soak.run()
         jobs = soak.settle(240.0 if args.small else 900.0)
         out = check(soak, jobs)

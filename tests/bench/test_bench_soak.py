@@ -1,6 +1,6 @@
 """benchmarks/bench_soak.py --small: the service under mixed jobs and faults loses, duplicates and leaves
 unreplayed nothing (an 18 s stream with a worker SIGKILL, a server SIGKILL and restart, and, as root, a full
-disk under the database; under a minute in all)."""
+disk under the database, going on until 6 jobs were accepted; about a minute in all)."""
 from __future__ import annotations
 
 import json
@@ -18,7 +18,7 @@ def test_bench_soak_small(tmp_path):
                        env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
     f = json.loads(out.read_text())
-    assert f["jobs accepted"] >= 5 and f["done"] >= 3, f
+    assert f["jobs accepted"] >= 6 and f["done"] >= 3, f
     assert f["faults"]["worker"] >= 1 and f["faults"]["server"] >= 1, f
     assert f["faults"]["disk"] >= 1 or os.geteuid() != 0, f
     for k in ("lost", "failed without reason", "duplicate signatures", "unreplayed signatures", "not verified",
