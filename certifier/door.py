@@ -12,165 +12,82 @@ an exact sigma, a numerical value or a certificate out.
   sign(predicate, key, subject)                 the one signing path (certifier.certificate.envelope)
   keygen, load_private, load_envelope, read_unverified, file_subject    keys and envelopes
 
-exact_sigma and certify hold every question to the stated domain first (OutsideDomainError, one line naming the
-nearest target that works); a search that fails is explained by one evaluation at the pair's sigma 0.1.
+The questions themselves live in certifier.questions. Below them, re-exported by name for the faces' tables, plots
+and service plumbing (the door is the only certifier module a face imports, beside certifier.errors and
+certifier.params): the schemes and their numerics, the closed forms, the stages, the privacy profiles and trade-off
+curves, the resolution, the envelope and key helpers, and the transparency log.
 
-Below them, re-exported by name for the faces' tables, plots and service plumbing (the door is the only
-certifier module a face imports, beside certifier.errors and certifier.params): the schemes and their
-numerics, the closed forms, the stages, the privacy profiles and trade-off curves, the resolution, the
-envelope and key helpers, and the transparency log.
+Every name is looked up in its home module on first use (PEP 562), so a command that reads a key or a certificate
+never loads the numerics: `from certifier.door import keygen` imports certifier.certificate.keys alone.
 """
 from __future__ import annotations
 
-from flint import fmpq
+import importlib
 
 from certifier import __version__
-from certifier.audit import DEFAULT_LIMIT as AUDIT_LIMIT
-from certifier.audit import DEFAULT_WIDTH as AUDIT_WIDTH
-from certifier.audit import Stated, audit
-from certifier.bounds.dominating import DominatingPmf, dominating_pmfs
-from certifier.bounds.privacy import rounded_law
-from certifier.bounds.stages_v2 import rounding_bound_v2_product, t2_of
-from certifier.certificate.audit import build as build_audit
-from certifier.certificate.envelope import (
-    canonical_json,
-    claim_subject,
-    file_subject,
-    key_id,
-    load_envelope,
-    read_unverified,
-    sign_certificate,
-    sign_statement,
-    statement,
-)
-from certifier.certificate.keys import keygen, load_private, load_public
-from certifier.certify import certify_run
-from certifier.claim import FIXED_BINS, RANDOM_ALLOCATION, SCHEMES, Claim
-from certifier.domain import OutsideDomainError, below_floor, check, explain
-from certifier.errors import NumericsUnreliableError
-from certifier.methods.v2.plan import choose_v2, eps_gaussian
-from certifier.numerics import schemes
-from certifier.numerics.closed_form import U, c_E, chi2_tpr_bound, log1p_b_over_m
-from certifier.numerics.closed_form import tv_bound as closed_form_tv_bound
-from certifier.numerics.exact import ExactTV
-from certifier.numerics.montecarlo import monte_carlo_tv
-from certifier.numerics.quick_bounds import chi2_tpr_bound as quick_chi2_tpr_bound
-from certifier.numerics.quick_bounds import delta_qp_bound, rdp_tpr_bound
-from certifier.numerics.schemes import (
-    DEFAULT_SCHEME,
-    chi2,
-    closed_form_sigma,
-    closed_form_sigma_up,
-    gdp_limit_sigma,
-    parse_scheme,
-    reduce,
-    resolve_epochs,
-    tv_bound,
-)
-from certifier.numerics.schemes import exact_tv as exact_tv_scheme
-from certifier.numerics.stages import Stage, closed_form_sigma_product, exact_tv_product, parse_stage_list
-from certifier.numerics.stages_profile import exact_privacy_product, product_route_at
-from certifier.numerics.targets import exact_privacy_scheme
-from certifier.numerics.tradeoff import hockey_stick, optimal_tpr, pair_density
-from certifier.outcome import Outcome
-from certifier.params import parse_sigma
-from certifier.plan_cost import Plan, predicted_seconds, predicted_seconds_product, tv_plan
-from certifier.plan_cost import plan as plan_of
-from certifier.resolution import resolution_label, resolution_str, round_up
-from certifier.run import Run, given_form, privacy
-from certifier.run import exact_sigma as run_exact_sigma
-from certifier.shape import refuse_staged_options
-from certifier.targets import DP, KINDS, NAMES, ONE_KIND, TPR, TV, Target, curve_of, from_json, make, parse
-from certifier.targets.request import KIND_FIELDS, MAX_EPSILON
-from certifier.transparency.archive import append, consistency, entries, heads, prove
-from certifier.transparency.archive import audit as log_audit
-from certifier.transparency.head import consistency_bundle, proof_bundle, read_head, sign_head
-from certifier.transparency.merkle import Tree, leaf_hash
 
-__all__ = ["DP", "KINDS", "KIND_FIELDS", "MAX_EPSILON", "NAMES", "ONE_KIND", "RANDOM_ALLOCATION", "TPR", "TV",
-           "Outcome", "OutsideDomainError", "Plan", "Run", "Target", "admit", "certify", "check_domain", "exact_sigma",
-           "exact_tv", "file_subject", "curve_of", "from_json", "given_form",
-           "keygen", "load_envelope", "load_private", "make", "parse", "plan", "privacy", "read_unverified", "sign",
-           "value_at",
-           # re-exported by name (see the module's docstring)
-           "__version__", "DominatingPmf", "dominating_pmfs", "rounded_law", "canonical_json", "claim_subject",
-           "key_id", "sign_statement", "statement", "load_public", "FIXED_BINS", "SCHEMES", "Claim", "U", "c_E",
-           "chi2_tpr_bound", "log1p_b_over_m", "closed_form_tv_bound", "ExactTV", "exact_tv_scheme", "monte_carlo_tv",
-           "quick_chi2_tpr_bound", "delta_qp_bound", "rdp_tpr_bound", "DEFAULT_SCHEME", "chi2", "closed_form_sigma",
-           "closed_form_sigma_up", "gdp_limit_sigma", "parse_scheme", "reduce", "resolve_epochs", "tv_bound",
-           "Stage", "closed_form_sigma_product", "exact_tv_product", "parse_stage_list", "exact_privacy_product",
-           "product_route_at", "exact_privacy_scheme", "hockey_stick", "optimal_tpr", "pair_density",
-           "resolution_label", "resolution_str", "round_up", "append", "consistency", "entries", "heads",
-           "prove", "log_audit", "consistency_bundle", "proof_bundle", "read_head", "sign_head", "Tree", "leaf_hash",
-           "predicted_seconds", "predicted_seconds_product", "tv_plan", "AUDIT_LIMIT", "AUDIT_WIDTH", "Stated", "audit",
-           "build_audit", "rounding_bound_v2_product", "t2_of", "choose_v2", "eps_gaussian", "schemes"]
+# home module -> the names the door gives from it ("alias=name" where the door renames)
+HOMES = {
+    "certifier.questions": "admit certify check_domain exact_sigma exact_tv plan sign value_at",
+    "certifier.audit": "AUDIT_LIMIT=DEFAULT_LIMIT AUDIT_WIDTH=DEFAULT_WIDTH Stated audit",
+    "certifier.bounds.dominating": "DominatingPmf dominating_pmfs",
+    "certifier.bounds.privacy": "rounded_law",
+    "certifier.bounds.stages_v2": "rounding_bound_v2_product t2_of",
+    "certifier.certificate.audit": "build_audit=build",
+    "certifier.certificate.envelope": "canonical_json claim_subject file_subject key_id load_envelope read_unverified "
+                                      "sign_statement statement",
+    "certifier.certificate.keys": "keygen load_private load_public",
+    "certifier.claim": "FIXED_BINS RANDOM_ALLOCATION SCHEMES Claim",
+    "certifier.domain": "OutsideDomainError",
+    "certifier.methods.v2.plan": "choose_v2 eps_gaussian",
+    "certifier.numerics": "schemes",
+    "certifier.numerics.closed_form": "U c_E chi2_tpr_bound log1p_b_over_m closed_form_tv_bound=tv_bound",
+    "certifier.numerics.exact": "ExactTV",
+    "certifier.numerics.montecarlo": "monte_carlo_tv",
+    "certifier.numerics.quick_bounds": "quick_chi2_tpr_bound=chi2_tpr_bound delta_qp_bound rdp_tpr_bound",
+    "certifier.numerics.schemes": "DEFAULT_SCHEME chi2 closed_form_sigma closed_form_sigma_up gdp_limit_sigma "
+                                  "parse_scheme reduce resolve_epochs tv_bound exact_tv_scheme=exact_tv",
+    "certifier.numerics.stages": "Stage closed_form_sigma_product exact_tv_product parse_stage_list",
+    "certifier.numerics.stages_profile": "exact_privacy_product product_route_at",
+    "certifier.numerics.targets": "exact_privacy_scheme",
+    "certifier.numerics.tradeoff": "hockey_stick optimal_tpr pair_density",
+    "certifier.outcome": "Outcome",
+    "certifier.plan_cost": "Plan predicted_seconds predicted_seconds_product tv_plan",
+    "certifier.resolution": "resolution_label resolution_str round_up",
+    "certifier.run": "Run given_form privacy",
+    "certifier.targets": "DP KINDS NAMES ONE_KIND TPR TV Target curve_of from_json make parse",
+    "certifier.targets.request": "KIND_FIELDS MAX_EPSILON",
+    "certifier.transparency.archive": "append consistency entries heads prove log_audit=audit",
+    "certifier.transparency.head": "consistency_bundle proof_bundle read_head sign_head",
+    "certifier.transparency.merkle": "Tree leaf_hash",
+}
 
 
-def check_domain(run: Run, target: Target, certify: bool = False) -> None:
-    """The stated domain of the question (certifier.domain.check): the run's blocks and the target's parameters
-    (certify: also a TV target's lambda); OutsideDomainError naming the nearest target that works. Instant."""
-    check(run, target, certify)
+def _where() -> dict[str, tuple[str, str]]:
+    """The door's name -> (its home module, its name there)."""
+    out = {}
+    for home, names in HOMES.items():
+        for entry in names.split():
+            alias, _, there = entry.partition("=")
+            out[alias] = (home, there or alias)
+    return out
 
 
-def exact_sigma(run: Run, target: Target, resolution: str = "auto") -> str:
-    """The least sigma on the grid meeting the target for the run (certifier.run.exact_sigma), inside the stated
-    domain: refused outside it before the search, and where the exact sigma lies below the pair's sigma 0.1 (a
-    search that fails is explained by one evaluation there). A TV target's exact sigma is the numerics' alone."""
-    check(run, target)
-    if not target.EXACT_SIGMA_DOMAIN:
-        return run_exact_sigma(run, target, resolution)
-    try:
-        found = run_exact_sigma(run, target, resolution)
-    except NumericsUnreliableError as err:
-        explain(run, target, err)
-        raise
-    below_floor(run, target, parse_sigma(found), False)
-    return found
+_WHERE = _where()
+
+__all__ = ["__version__", *_WHERE]
 
 
-def exact_tv(run: Run, check: bool = True):
-    """d_TV of the run's pair at its sigma(s) (Theorem 4.1; a run in stages: the product; numerical ExactTV)."""
-    return run.pick(lambda m, e, scheme: schemes.exact_tv(m, e, run.sigma_float(), scheme, check=check),
-                    lambda stages: exact_tv_product(stages, check=check))
+def __getattr__(name: str):
+    """The door's name from its home module, kept here after the first look-up (a submodule: the module itself)."""
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    home, there = _WHERE[name]
+    module = importlib.import_module(home)
+    value = getattr(module, there) if hasattr(module, there) else importlib.import_module(f"{home}.{there}")
+    globals()[name] = value
+    return value
 
 
-def value_at(run: Run, target: Target, check: bool = True):
-    """The target's quantity for the run at its sigma (numerical Value: value, error)."""
-    return target.value_at(run, check)
-
-
-def certify(run: Run, target: Target, sigma: fmpq | None = None, *, two_sided: bool = False, progress=None,
-            **options) -> Outcome:
-    """Certify the target for the run at sigma (the exact sigma when None): certifier.certify.certify_run, a
-    block or a run in stages (a sigma per stage: sigma None, one-sided). options: certify's grid
-    and method options (h, eta, cap, prec, method, max_tries)."""
-    options = {k: v for k, v in options.items() if v is not None}   # None: certify's own default
-    check(run, target, certify=True)
-    if sigma is not None:
-        below_floor(run, target, sigma, True)
-    kw = {"two_sided": two_sided, "progress": progress, "kind_name": target.name, "kind_params": target.kind_params}
-    try:
-        return certify_run(run, target.value, sigma, **kw, **options)
-    except NumericsUnreliableError as err:       # the exact sigma's search: below the numerics' floor, or a gap
-        explain(run, target, err)
-        raise
-
-
-def admit(run: Run, target: Target, **options) -> None:
-    """ParameterError in one line for options the run cannot take: a run in stages is certified for random
-    allocation, method v2 and automatic grids only (options: h, eta, cap, prec as the face gave them)."""
-    grid = tuple(options.get(k) for k in ("h", "eta", "cap", "prec"))
-    run.pick(lambda m, e, scheme: None,
-             lambda stages: refuse_staged_options(None, None, RANDOM_ALLOCATION, "auto", target.name, None, grid))
-
-
-def sign(predicate: dict, key, subject: dict | None = None) -> tuple[bytes, str]:
-    """(the signed DSSE envelope, the key id) of a predicate (the one place a certificate is signed)."""
-    return sign_certificate(predicate, key, subject), key_id(key.public_key())
-
-
-
-def plan(run: Run, target: Target, sigma: str | None = None) -> Plan:
-    """The Plan certify runs first for the run and target at sigma (exact decimal text; None: the exact sigma),
-    each side's planned seconds and method (certifier.plan_cost; the planners only, no bound computed)."""
-    return plan_of(run, target, sigma, exact_sigma)
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -13,23 +13,9 @@ Paper: "Closed-Form Noise Calibration Against Membership Inference for Random-Al
 DP-SGD" (arXiv 2610.09651). Packages: `certifier` (mathematics and certificates),
 `verifier` (independent replay), `trainer` (Algorithm 1), `service` (HTTP), `proofs` (sympy).
 """
-from certifier.door import __version__
-from sigmacert.api import (
-                           DEFAULT_SCHEME,
-                           SCHEMES,
-                           Certificate,
-                           ExactTV,
-                           Stage,
-                           Verification,
-                           certify,
-                           closed_form_sigma,
-                           exact_privacy,
-                           exact_sigma,
-                           exact_tv,
-                           require_verified,
-                           verify,
-)
-from sigmacert.audits import Audit, audit
+import importlib
+
+from certifier import __version__
 from sigmacert.errors import (
                            CannotCertify,
                            CannotCertifyError,
@@ -42,10 +28,32 @@ from sigmacert.errors import (
                            RefusedError,
                            SigmacertError,
 )
-from sigmacert.pld_export import pld, read_pld
+
+# the names of the computing modules, imported on first use (PEP 562): `sigmacert.cli` and `sigmacert.files` do not
+# load the numerics
+_HOMES = {
+    "sigmacert.api": ("DEFAULT_SCHEME", "SCHEMES", "Certificate", "ExactTV", "Stage", "Verification", "certify",
+                      "closed_form_sigma", "exact_privacy", "exact_sigma", "exact_tv", "require_verified", "verify"),
+    "sigmacert.audits": ("Audit", "audit"),
+    "sigmacert.pld_export": ("pld", "read_pld"),
+}
+_WHERE = {name: home for home, names in _HOMES.items() for name in names}
 
 __all__ = ["__version__", "closed_form_sigma", "exact_tv", "exact_sigma", "exact_privacy", "certify", "verify",
            "require_verified", "pld", "read_pld", "ExactTV", "Stage", "Certificate", "Verification", "SigmacertError",
            "ParameterError", "CannotCertifyError", "NumericsUnreliableError", "KeyFileError", "EnvelopeError",
            "RefusedError", "CertificateRefusedError", "CannotCertify", "NumericsUnreliable", "SCHEMES",
            "DEFAULT_SCHEME", "audit", "Audit"]
+
+
+def __getattr__(name: str):
+    """A computing name from its home module, kept here after the first look-up."""
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

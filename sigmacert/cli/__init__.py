@@ -2,6 +2,8 @@
 
 Each module of COMMAND_MODULES defines `register(subparsers)`, which adds its
 sub-commands with `set_defaults(run=...)`; `run(args)` returns an exit code.
+COMMANDS names the modules each command needs: a command loads only those
+(`sigmacert report` never loads the numerics), `--help` and a bad command all.
 Every failure is a `SigmacertError` (sigmacert.errors) and is reported as one
 line on stderr with its exit code -- never a traceback.
 """
@@ -12,15 +14,25 @@ import importlib
 import os
 import sys
 
-from certifier.door import __version__
+from certifier import __version__
 from certifier.errors import RefusedError, SigmacertError
 
-# One module per group of sub-commands; add a module here to add commands.
+# One module per group of sub-commands, in the order they register; add a module here and its commands to COMMANDS.
 COMMAND_MODULES = (
-    "sigmacert.cli.core", "sigmacert.cli.certify", "sigmacert.cli.train", "sigmacert.cli.service",
+    "sigmacert.cli.core", "sigmacert.cli.keys", "sigmacert.cli.certify", "sigmacert.cli.train", "sigmacert.cli.service",
     "sigmacert.cli.report", "sigmacert.cli.atlas", "sigmacert.cli.targets", "sigmacert.cli.pld", "sigmacert.audits.cli",
     "sigmacert.cli.release", "sigmacert.cli.log",
 )
+_CORE, _TARGETS = "sigmacert.cli.core", "sigmacert.cli.targets"   # targets adds the kind flags to core's `sigma`
+# Each command -> the modules that register it (tests/sigmacert/cli/test_cli.py holds this to the modules)
+COMMANDS = {
+    "sigma": (_CORE, _TARGETS), "tv": (_CORE,), "mc": (_CORE,), "dp": (_CORE, _TARGETS),
+    "keygen": ("sigmacert.cli.keys",), "certify": ("sigmacert.cli.certify",), "show": ("sigmacert.cli.certify",),
+    "train": ("sigmacert.cli.train",), "audit-linear": ("sigmacert.cli.train",),
+    "serve": ("sigmacert.cli.service",), "token": ("sigmacert.cli.service",), "report": ("sigmacert.cli.report",),
+    "atlas": ("sigmacert.cli.atlas",), "pld": ("sigmacert.cli.pld",), "audit": ("sigmacert.audits.cli",),
+    "release": ("sigmacert.cli.release",), "log": ("sigmacert.cli.log",),
+}
 
 
 class CliError(SigmacertError):
@@ -50,18 +62,29 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def modules_for(argv) -> tuple[str, ...]:
+    """The modules to register for argv: its command's (the first word that is not an option; the top level takes
+    no option with a value), none for `--version` alone, all of them for `--help`, no command or an unknown one."""
+    command = next((a for a in argv if not a.startswith("-")), None)
+    if command is None and "--version" in argv and not {"-h", "--help"} & set(argv):
+        return ()
+    return COMMANDS.get(command, COMMAND_MODULES)
+
+
+def build_parser(argv=None) -> argparse.ArgumentParser:
+    """The parser with the commands argv needs (None: every command)."""
     parser = _Parser(prog="sigmacert", description="Certified noise multipliers for DP-SGD with random allocation.")
     parser.add_argument("--version", action="version", version=f"sigmacert {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for name in COMMAND_MODULES:
+    for name in COMMAND_MODULES if argv is None else modules_for(argv):
         importlib.import_module(name).register(sub)
     return parser
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         return int(args.run(args) or 0)

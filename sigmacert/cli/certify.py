@@ -6,7 +6,7 @@ import os
 import sys
 
 from certifier import door
-from certifier.door import curve_of, keygen, load_envelope, load_private, read_unverified
+from certifier.door import curve_of, load_envelope, load_private, read_unverified
 from certifier.errors import EnvelopeError
 from certifier.params import ParameterError, parse_decimal, parse_sigma
 from sigmacert import kinds
@@ -15,21 +15,6 @@ from sigmacert.cli.core import add_scheme_arguments, run_of
 from sigmacert.cli.targets import add_kind_arguments
 from sigmacert.files import MAX_CERTIFICATE, read_regular, refuse_existing, sha256_regular, write_atomic
 from sigmacert.kinds import certified_sides, claim_statement
-
-# ----------------------------------------------------------------------------- keygen
-
-def run_keygen(args) -> int:
-    kid = keygen(args.output, force=args.force, kind=args.kind)
-    d = os.path.abspath(args.output)
-    if args.json:
-        print(json.dumps({"keyid": kid, "private": os.path.join(d, "private.pem"),
-                          "public": os.path.join(d, "public.pem")}))
-    else:
-        print(f"key id {kid}" + ("" if args.kind == "ed25519" else f" ({args.kind}: a release key)"))
-        print(f"  private key: {os.path.join(d, 'private.pem')} (mode 0600; keep it secret, never commit it)")
-        print(f"  public key : {os.path.join(d, 'public.pem')}")
-    return 0
-
 
 # ----------------------------------------------------------------------------- certify
 
@@ -340,15 +325,6 @@ def run_show(args) -> int:
 # ----------------------------------------------------------------------------- registration
 
 def register(sub) -> None:
-    p = sub.add_parser("keygen", help="create an Ed25519 key pair DIR/private.pem, DIR/public.pem (or an ECDSA "
-                                      "release key: --kind ecdsa-p256)")
-    p.add_argument("-o", "--output", required=True, metavar="DIR", help="directory for the key pair")
-    p.add_argument("--kind", choices=("ed25519", "ecdsa-p256", "ecdsa-p384", "ecdsa-p521"), default="ed25519",
-                   help="ed25519 signs certificates (default); an ECDSA key signs releases (docs/release.md)")
-    p.add_argument("--force", action="store_true", help="replace an existing key pair in DIR")
-    p.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    p.set_defaults(run=run_keygen)
-
     p = sub.add_parser("certify", help="certify TV <= lambda, (eps, delta)-DP or TPR <= beta at FPR alpha at sigma "
                                        "(Lemma C.5) and sign a certificate")
     p.add_argument("--steps", "-M", help="steps per epoch M (fixed-bins: number of bins)")

@@ -81,14 +81,14 @@ def test_certify_dp_one_sided(tmp_path, capsys, keydir, monkeypatch):
     """--one-sided dp: the face hands the certifier kind dp, epsilon and target delta (exact decimals), the
     exact sigma is found on the issuing grid, the certified bound lies between the numerical delta(eps)
     and the target, and the v4 certificate without a lower side verifies."""
-    import certifier.door as door
+    import certifier.questions as questions
     seen = {}
-    real = door.certify_run     # certifier.certify.certify_run, the door's way to a run
+    real = questions.certify_run     # certifier.certify.certify_run, the door's way to a run
 
     def spy(*a, **kw):
         seen.update(args=a, kw=kw)
         return real(*a, **kw)
-    monkeypatch.setattr(door, "certify_run", spy)
+    monkeypatch.setattr(questions, "certify_run", spy)
     out = tmp_path / "c.json"
     rc, stdout, err = _certify(capsys, keydir, out, *DP_CELL, "--one-sided")
     assert seen["kw"]["kind_name"] == "dp" and seen["kw"]["kind_params"] == {"epsilon": "0.5"}
