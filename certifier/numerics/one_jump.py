@@ -192,7 +192,8 @@ def small_means(cut: Cut, ms: tuple[int, ...]) -> dict[int, SmallMean]:
     return out
 
 
-def _binomial(steps: int, p: float, n: int) -> float:
+def binomial(steps: int, p: float, n: int) -> float:
+    """P(N = n), N ~ Binomial(M, p): the weight of n big steps."""
     return math.exp(math.lgamma(steps + 1) - math.lgamma(n + 1) - math.lgamma(steps - n + 1)
                     + n * math.log(p) + (steps - n) * math.log1p(-p))
 
@@ -203,7 +204,7 @@ class OneEpochTail:
     def __init__(self, steps: int, sigma: float, share: float):
         self.cut = Cut.at(steps, 1.0 / sigma, share)
         self.means = small_means(self.cut, (steps, steps - 1, steps - 2))
-        self.weights = [_binomial(steps, self.cut.p, n) for n in range(3)]
+        self.weights = [binomial(steps, self.cut.p, n) for n in range(3)]
         self.big_y, self.big_w = self.cut.big_nodes()
 
     def _check(self, level: float) -> None:
