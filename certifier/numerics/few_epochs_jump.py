@@ -20,9 +20,10 @@ first moment (upper_mean_bound: the small steps are bounded by b, their mean's u
 those kept (M p = 2.5e-4 on the value's cut, 1e-3 on the check's, both times 3 / E beyond three epochs), so the
 estimate is the change between the two cuts, plus the densities' round-off (their largest negative sample, at least
 1e-16 of the peak) times the integrand's absolute sum, plus those bounds. Where many epochs carry the tail together
-(E in the hundreds at moderate eps) the bound beyond r_cut is the whole value and the estimate says so. delta_{P||Q}
-lies in the lower tail, which big steps only lift: certifier.numerics.negative_moments bounds it. Floating point,
-not a certificate.
+(E in the hundreds at moderate eps) the bound beyond r_cut is the whole value and the estimate says so; that bound
+needs only the cut, not the densities (most of a call's time), so a caller holding an estimate at or below it is
+answered by a refusal before them. delta_{P||Q} lies in the lower tail, which big steps only lift:
+certifier.numerics.negative_moments bounds it. Floating point, not a certificate.
 """
 from __future__ import annotations
 
