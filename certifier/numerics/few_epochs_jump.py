@@ -153,8 +153,8 @@ def _r_cut(cut: one_jump.Cut, a: float) -> tuple[float, float]:
     """r_cut, from where the big step's kink y = b would lie within KINK_SDS sd of the mean of X = A_{M-1} (the sum is
     not smooth there), and the mean of X, both in closed form (one_jump.small_means' mean and sd)."""
     steps = cut.steps
-    mean = (steps - 1) * cut.small_mean() / steps
-    return a / (mean + cut.b / steps + KINK_SDS * math.sqrt(cut.small_var()) * math.sqrt(steps - 1) / steps), mean
+    mean, sd = (steps - 1) * cut.small_mean() / steps, math.sqrt(cut.small_var()) * math.sqrt(steps - 1) / steps
+    return a / (mean + cut.b / steps + KINK_SDS * sd), mean
 
 
 def _beyond(cut: one_jump.Cut, epochs: int, a: float) -> float:
