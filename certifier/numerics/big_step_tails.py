@@ -46,10 +46,11 @@ class BigStepTails:
     sigma: float
     switch = SWITCH
 
-    def delta(self, side: str, eps: float) -> Value | None:
+    def delta(self, side: str, eps: float, bar: float = math.inf) -> Value | None:
         """delta_{Q||P}(eps) (side "qp") on the one-big-step route, delta_{P||Q}(eps) ("pq") as half its Chernoff
         bound with the other half as the estimate, or None where they do not serve (a level inside the bulk of L_M);
-        one epoch of few steps on the few-steps lattice (None where it would be too long)."""
+        one epoch of few steps on the few-steps lattice (None where it would be too long). bar: the estimate the
+        caller holds (few_epochs_jump declines, before its sums, where its estimate could not be below it)."""
         if self.epochs == 1 and FEW_STEPS <= self.steps < MANY_STEPS:
             t = _tried(lambda: few_steps_tails.delta(self.steps, self.sigma, eps, side))
             return None if t is None else Value(*t)
@@ -63,7 +64,7 @@ class BigStepTails:
                                     one_jump.KINK_SDS if self.epochs == 1 else few_epochs_jump.KINK_SDS):
             return None
         t = _tried(lambda: one_jump.delta_qp(self.steps, self.sigma, eps) if self.epochs == 1 else
-                   few_epochs_jump.delta_qp(self.steps, self.sigma, self.epochs, eps))
+                   few_epochs_jump.delta_qp(self.steps, self.sigma, self.epochs, eps, bar))
         return None if t is None else Value(t.value, t.error)
 
     def tpr(self, alpha: float) -> Value | None:

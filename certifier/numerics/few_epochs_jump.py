@@ -20,9 +20,10 @@ first moment (upper_mean_bound: the small steps are bounded by b, their mean's u
 those kept (M p = 2.5e-4 on the value's cut, 1e-3 on the check's, both times 3 / E beyond three epochs), so the
 estimate is the change between the two cuts, plus the densities' round-off (their largest negative sample, at least
 1e-16 of the peak) times the integrand's absolute sum, plus those bounds. Where many epochs carry the tail together
-(E in the hundreds at moderate eps) the bound beyond r_cut is the whole value and the estimate says so. delta_{P||Q}
-lies in the lower tail, which big steps only lift: certifier.numerics.negative_moments bounds it. Floating point,
-not a certificate.
+(E in the hundreds at moderate eps) the bound beyond r_cut is the whole value and the estimate says so; that bound
+needs only the cut, not the densities (most of a call's time), so a caller holding an estimate at or below it is
+answered by a refusal before them. delta_{P||Q} lies in the lower tail, which big steps only lift:
+certifier.numerics.negative_moments bounds it. Floating point, not a certificate.
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import log_ndtr, logsumexp
 
+from certifier.errors import NumericsUnreliableError
 from certifier.numerics import one_jump
 from certifier.numerics.one_jump import TailEstimate
 
@@ -147,8 +149,28 @@ def upper_product_bound(cut: one_jump.Cut, factors: int, r: float) -> float:
     return _least(log_bound, math.log(1e-3), math.log(1e4 * cut.steps / cut.b))
 
 
+def _r_cut(cut: one_jump.Cut, a: float) -> tuple[float, float]:
+    """r_cut, from where the big step's kink y = b would lie within KINK_SDS sd of the mean of X = A_{M-1} (the sum is
+    not smooth there), and the mean of X, both in closed form (one_jump.small_means' mean and sd)."""
+    steps = cut.steps
+    mean, sd = (steps - 1) * cut.small_mean() / steps, math.sqrt(cut.small_var()) * math.sqrt(steps - 1) / steps
+    return a / (mean + cut.b / steps + KINK_SDS * sd), mean
+
+
+def _beyond(cut: one_jump.Cut, epochs: int, a: float) -> float:
+    """The bound on E[Lambda; R >= r_cut], at most one big step, in closed form (no densities): E[L_1] E[R; R >= r_cut],
+    the latter at most (E - 1) E[A; A >= r_cut^{1/(E-1)}] (some factor of R reaches that root) and at most the
+    (1 + l)-th moment's bound: the smaller."""
+    r_cut, mean = _r_cut(cut, a)
+    w0, w1 = (one_jump.binomial(cut.steps, cut.p, n) for n in (0, 1))
+    tail_r = min((epochs - 1) * upper_mean_bound(cut, r_cut ** (1.0 / (epochs - 1))),
+                 upper_product_bound(cut, epochs - 1, r_cut))
+    return (w0 ** epochs + epochs * w0 ** (epochs - 1) * w1) * (mean + cut.big_mean() / cut.steps) * tail_r
+
+
 def _sums(tail: one_jump.OneEpochTail, epochs: int, a: float) -> tuple[float, float]:
-    """delta_{Q||P}(ln a) of E epochs on one cut with at most one big step, and its round-off and cut-off terms."""
+    """delta_{Q||P}(ln a) of E epochs on one cut with at most one big step for R < r_cut, and its round-off terms
+    (the ends R's powers left out included; the bound beyond r_cut is _beyond's)."""
     steps, cut = tail.cut.steps, tail.cut
     small = tail.means[steps - 1]
     x, fx, nx, _ = _grid(small)
@@ -156,9 +178,7 @@ def _sums(tail: one_jump.OneEpochTail, epochs: int, a: float) -> tuple[float, fl
     r, fr, nr, lost = _power(first, epochs - 1, small.dx * STRIDE)
     c0 = tail.weights[0] ** epochs
     c1 = epochs * tail.weights[0] ** (epochs - 1) * tail.weights[1]
-    # from r_cut on the big step's kink would lie within KINK_SDS sd of the mean of X (the sum is not smooth
-    # there): those R are left out, their whole term bounded below
-    r_cut = a / (small.mean + cut.b / steps + KINK_SDS * small.sd)
+    r_cut = _r_cut(cut, a)[0]          # the R left out from here on are bounded whole (_beyond)
     keep = r < r_cut
     r, fr = r[keep], fr[keep]
 
@@ -174,32 +194,39 @@ def _sums(tail: one_jump.OneEpochTail, epochs: int, a: float) -> tuple[float, fl
         value += float(wr @ row)
         floor += float(np.abs(wr) @ (nx0 * none.sum(axis=1) + nx * np.abs(one).sum(axis=1))) \
             + nr * float(np.abs(row).sum())
-    # E[Lambda; R >= r_cut] <= E[L_1] E[R; R >= r_cut], the latter at most (E - 1) E[A; A >= r_cut^{1/(E-1)}] (some
-    # factor of R reaches that root) and at most the (1 + l)-th moment's bound: the smaller
-    tail_r = min((epochs - 1) * upper_mean_bound(cut, r_cut ** (1.0 / (epochs - 1))),
-                 upper_product_bound(cut, epochs - 1, r_cut))
-    beyond = (c0 + c1) * (small.mean + cut.big_mean() / steps) * tail_r
-    return value, floor + beyond
+    return value, floor
+
+
+def _share(share: float, epochs: int) -> float:
+    """A cut's share M p times min(1, CUT_EPOCHS / E): the terms with two big steps, which the sums leave to the
+    estimate, weigh about E M p of the value."""
+    return share if epochs <= CUT_EPOCHS else share * CUT_EPOCHS / epochs
 
 
 @functools.lru_cache(maxsize=16)
 def _cuts(steps: int, sigma: float, epochs: int) -> tuple:
-    """one_jump's two cuts, their shares M p times min(1, CUT_EPOCHS / E): the terms with two big steps, which the
-    sums leave to the estimate, weigh about E M p of the value."""
+    """one_jump's two cuts at the shares _share (their small steps' densities: most of a call's time)."""
     if epochs <= CUT_EPOCHS:
         return one_jump.cuts(steps, sigma)
-    return tuple(one_jump.OneEpochTail(steps, sigma, share * CUT_EPOCHS / epochs) for share in one_jump.CUTS)
+    return tuple(one_jump.OneEpochTail(steps, sigma, _share(share, epochs)) for share in one_jump.CUTS)
 
 
-def delta_qp(steps: int, sigma: float, epochs: int, eps: float) -> TailEstimate:
+def delta_qp(steps: int, sigma: float, epochs: int, eps: float, bar: float = math.inf) -> TailEstimate:
     """delta_{Q||P}(eps) of E in EPOCHS epochs, with the change between one_jump's two cuts (and the round-off and
     kink terms of the value's cut) as its estimate. The terms the sums leave out, two or more big steps, grow in
     proportion to the cut's share M p (one big step carries the tail, a second one is any step above b): the value
     is the value's cut's sum plus the change to the check's cut times s / (s' - s), s and s' the two shares
-    (Richardson's step; without it the value lay 0.1 % of delta low at (10^6, 10, eps 1), a third of its estimate)."""
+    (Richardson's step; without it the value lay 0.1 % of delta low at (10^6, 10, eps 1), a third of its estimate).
+
+    bar: the estimate a caller already holds. The estimate is at least the bound beyond r_cut (_beyond, in closed
+    form); where that bound reaches bar the densities and sums are not formed and NumericsUnreliableError is raised
+    (the estimate could not be below bar: the caller keeps its own)."""
     if epochs not in EPOCHS:
         raise ValueError(f"the few-epochs route serves E in {EPOCHS}, got {epochs}")
     a = math.exp(eps)
+    beyond = _beyond(one_jump.Cut.at(steps, 1.0 / sigma, _share(one_jump.CUTS[0], epochs)), epochs, a)
+    if not beyond < bar:
+        raise NumericsUnreliableError(f"the bound beyond r_cut, {beyond:.3g}, is not below the estimate to beat")
     (v, e), (w, _) = (_sums(t, epochs, a) for t in _cuts(steps, sigma, epochs))
     share, check = one_jump.CUTS
-    return TailEstimate(v + (v - w) * share / (check - share), abs(v - w) + e)
+    return TailEstimate(v + (v - w) * share / (check - share), abs(v - w) + (e + beyond))

@@ -124,12 +124,15 @@ class Cut:
         zeta = x + 1j * theta
         weight = w * np.exp(-0.5 * zeta * zeta) / _SQRT_2PI
         y = np.exp(t * zeta - 0.5 * t * t) - mu
+        live = weight != 0.0        # a node whose weight underflows (|x| >= 38.6) adds exactly nothing: not evaluated
         total = np.empty(s.shape, dtype=complex)
         r, rw = gauss_legendre(0.0, 1.0, 32)
         r2, rw2 = gauss_legendre(0.0, 1.0, 4)
         for lo in range(0, s.size, 64):
             ss = s[lo:lo + 64, None]
-            along = exp_minus_one_plus(-1j * ss * y[None, :]) @ weight
+            terms = np.zeros((ss.shape[0], y.size), dtype=complex)
+            terms[:, live] = exp_minus_one_plus(-1j * ss * y[None, live])
+            along = terms @ weight
             # the vertical segment: |e^{isY}| = e^{-s b sin(t eta)} oscillates up to s b sin(t eta) = 46 (fine
             # panels there), beyond it only the smooth -1 - is(Y - mu) is left (coarse panels)
             eta_max = np.minimum(theta, np.arcsin(np.minimum(1.0, 46.0 / np.maximum(ss * self.b, 1e-300))) / t)
@@ -192,7 +195,8 @@ def small_means(cut: Cut, ms: tuple[int, ...]) -> dict[int, SmallMean]:
     return out
 
 
-def _binomial(steps: int, p: float, n: int) -> float:
+def binomial(steps: int, p: float, n: int) -> float:
+    """P(N = n), N ~ Binomial(M, p): the weight of n big steps."""
     return math.exp(math.lgamma(steps + 1) - math.lgamma(n + 1) - math.lgamma(steps - n + 1)
                     + n * math.log(p) + (steps - n) * math.log1p(-p))
 
@@ -203,7 +207,7 @@ class OneEpochTail:
     def __init__(self, steps: int, sigma: float, share: float):
         self.cut = Cut.at(steps, 1.0 / sigma, share)
         self.means = small_means(self.cut, (steps, steps - 1, steps - 2))
-        self.weights = [_binomial(steps, self.cut.p, n) for n in range(3)]
+        self.weights = [binomial(steps, self.cut.p, n) for n in range(3)]
         self.big_y, self.big_w = self.cut.big_nodes()
 
     def _check(self, level: float) -> None:

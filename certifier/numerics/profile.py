@@ -242,12 +242,13 @@ class Route:
             except (NumericsUnreliableError, ValueError, OverflowError, FloatingPointError):
                 v = line
             v = v if v.error < line.error else line
-            # the last resorts, in turn, while the estimate is still wide and the side of a target undecided
-            resorts = [(self.big_step.switch, lambda: self.big_step.delta(side, eps))] if self.big_step else []
-            resorts += [(DENSITY_SWITCH, lambda: self._density_delta(side, eps))] if self.density else []
+            # the last resorts, in turn, while the estimate is still wide and the side of a target undecided; each
+            # is handed the estimate it must beat (a resort whose estimate cannot be below it may decline early)
+            resorts = [(self.big_step.switch, lambda bar: self.big_step.delta(side, eps, bar))] if self.big_step else []
+            resorts += [(DENSITY_SWITCH, lambda bar: self._density_delta(side, eps))] if self.density else []
             for switch, other in resorts:
                 if v.error > switch * abs(v.value) and not (decide is not None and decided(v.value, v.error, decide)):
-                    w = other()
+                    w = other(v.error)
                     v = w if w is not None and w.error < v.error else v
             self._cache[key] = v
         return self._cache[key]

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 from scipy.special import erfcx
 
+from certifier.errors import NumericsUnreliableError
 from certifier.numerics import few_epochs_jump, one_jump
+from certifier.numerics.big_step_tails import BigStepTails
 
 
 def _one_big_step_mc(steps: int, epochs: int, sigma: float, eps: float, samples: int,
@@ -120,3 +122,37 @@ def test_richardson_on_the_cut_share_meets_the_certified_bracket():
     low, high = (few_epochs_jump.delta_qp(10**6, s, 10, 1.0) for s in (0.558814, 0.558816))
     assert abs(low.value - 1.000116e-12) < 0.2 * low.error and low.error < 3e-3 * low.value
     assert high.value <= 0.99998e-12 + 0.2 * high.error
+
+
+def test_the_gate_declines_before_the_densities_where_the_bound_beyond_r_cut_is_the_value(monkeypatch):
+    """(10^6, 1000 epochs, eps 1) at sigma 0.601538, where the exact sigma's search asked the route (delta about
+    9e-13; the primary's estimate was 8.7e-14): many epochs carry the tail together and the bound beyond r_cut, known
+    in closed form, is about the value, so the route's estimate (9.6e-13) could not be kept. Handed the caller's
+    estimate as its bar, delta_qp declines without forming one_jump's densities (_cuts is never reached), and with no
+    bar it serves an estimate at least that bound (so a declined estimate could never have been below the bar)."""
+    steps, epochs, sigma, eps = 10**6, 1000, 0.6015376404162152, 1.0
+    cut = one_jump.Cut.at(steps, 1.0 / sigma, few_epochs_jump._share(one_jump.CUTS[0], epochs))
+    beyond = few_epochs_jump._beyond(cut, epochs, math.exp(eps))
+    assert 5e-13 < beyond < 2e-12
+    with monkeypatch.context() as patch:
+        patch.setattr(few_epochs_jump, "_cuts", lambda *args: pytest.fail("the densities were formed"))
+        with pytest.raises(NumericsUnreliableError):
+            few_epochs_jump.delta_qp(steps, sigma, epochs, eps, bar=8.7e-14)
+        with pytest.raises(NumericsUnreliableError):
+            few_epochs_jump.delta_qp(steps, sigma, epochs, eps, bar=beyond)
+    assert BigStepTails(steps, epochs, sigma).delta("qp", eps, 8.7e-14) is None
+    got = few_epochs_jump.delta_qp(steps, sigma, epochs, eps)
+    assert got.error >= beyond and beyond > 0.5 * got.value
+
+
+@pytest.mark.parametrize("steps,epochs,sigma,eps,value,error", [
+    (10**6, 10, 0.558814, 1.0, 1.0000711661284343e-12, 2.498583985889968e-15),
+    (10**6, 100, 0.534717, 2.0, 9.999783832968936e-13, 2.8725884016123263e-15)])
+def test_where_the_route_serves_the_gate_changes_nothing(steps, epochs, sigma, eps, value, error):
+    """Where the route serves (the bound beyond r_cut far below the value), a bar just above its estimate lets it
+    through and the value and estimate are those measured before the gate (to 1e-9; bit-identical on the machine
+    that measured them), so the exact sigmas the route answers stay."""
+    free = few_epochs_jump.delta_qp(steps, sigma, epochs, eps)
+    barred = few_epochs_jump.delta_qp(steps, sigma, epochs, eps, bar=free.error * (1.0 + 1e-9))
+    assert barred == free
+    assert abs(free.value - value) <= 1e-9 * value and abs(free.error - error) <= 1e-9 * error
