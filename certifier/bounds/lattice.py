@@ -57,6 +57,27 @@ class Lattice:
 LatticeDist = dict  # octave -> Poly (lattice 2^octave h)
 
 
+def packed(items) -> LatticeDist:
+    """The LatticeDist of ((octave k, index j), count) items, each octave's in a run of increasing j (as a step-(i)
+    grid lists them); an octave is made a Poly as soon as its run ends, octaves without mass are left out."""
+    out: LatticeDist = {}
+    k_now, lo, coeffs = None, 0, []
+
+    def close():
+        if k_now is not None:
+            p = strip(Poly(lo, fmpz_poly(coeffs)))
+            if p.poly.length():
+                out[k_now] = p
+    for (k, j), c in items:
+        if k != k_now:
+            close()
+            k_now, lo, coeffs = k, j, []
+        coeffs.extend([0] * (j - lo - len(coeffs)))     # the lattice points between grid points
+        coeffs.append(c)
+    close()
+    return out
+
+
 def lattice_mass(X: LatticeDist) -> int:
     """Exact total mass (units 2^-F)."""
     return sum(p.mass() for p in X.values())

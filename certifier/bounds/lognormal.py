@@ -9,29 +9,53 @@ ever rounded.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from flint import arb, fmpq
 
 from certifier.bounds.fixedpoint import arb_exact, working_prec
 
 
-def doubled_tails(t2: fmpq, points: list[int], unit: fmpq, prec: int) -> tuple[list[arb], list[arb]]:
-    """Balls containing e0(p u) and e1(p u) for each integer point p >= 0 (u = `unit`)."""
+def tails_along(t2: fmpq, points, unit: fmpq, prec: int) -> Iterator[tuple[int, arb, arb]]:
+    """(p, e0(p u), e1(p u)) for each integer point p >= 0 in turn (u = `unit`): balls, at prec bits."""
     with working_prec(prec):
         t = arb_exact(t2).sqrt()
         c = arb_exact(t2) / 2                      # t^2/2
         s = 1 / (t * arb(2).sqrt())                # erfc(x / sqrt 2) = 2 Phi(-x)
         lnu = arb_exact(unit).log()
         log = arb.log
-        e0, e1 = [], []
         for p in points:
             if p == 0:
-                e0.append(arb(2))
-                e1.append(arb(2))
+                yield p, arb(2), arb(2)
                 continue
             lb = log(arb(p)) + lnu
-            e0.append(((lb + c) * s).erfc())
-            e1.append(((lb - c) * s).erfc())
-        return e0, e1
+            yield p, ((lb + c) * s).erfc(), ((lb - c) * s).erfc()
+
+
+def doubled_tails(t2: fmpq, points: list[int], unit: fmpq, prec: int) -> tuple[list[arb], list[arb]]:
+    """Balls containing e0(p u) and e1(p u) for each integer point p >= 0 (u = `unit`)."""
+    e0, e1 = [], []
+    for _, a, b in tails_along(t2, points, unit, prec):
+        e0.append(a)
+        e1.append(b)
+    return e0, e1
+
+
+def masses_along(tails, unit: fmpq) -> Iterator[tuple[arb, arb]]:
+    """(doubled mass, e0) at each point in turn of the (p, e0, e1) `tails` (tails_along): two_point_masses one cell
+    at a time, the last point's mass without Y above it."""
+    inv_u = arb(unit.q) / arb(unit.p)
+    carry, last = arb(0), None
+    for b, e0b, e1b in tails:
+        if last is not None:
+            a, e0a, e1a = last
+            mm = e0a - e0b
+            mu = (e1a - e1b) * inv_u
+            down = (mm * b - mu) / (b - a)
+            yield carry + down, e0a
+            carry = mm - down
+        last = (b, e0b, e1b)
+    yield carry, last[1]
 
 
 def two_point_masses(e0: list[arb], e1: list[arb], points: list[int], unit: fmpq) -> list[arb]:
@@ -41,18 +65,7 @@ def two_point_masses(e0: list[arb], e1: list[arb], points: list[int], unit: fmpq
     (b m - mu/u)/(b - a) to a and the rest to b (docs/certificate.md §4 (i)); e0, e1 from
     `doubled_tails`, so every ball holds twice the mass. Y above the last point is not included.
     """
-    inv_u = arb(unit.q) / arb(unit.p)
-    out = [arb(0)] * len(points)
-    carry = arb(0)
-    for i in range(1, len(points)):
-        a, b = points[i - 1], points[i]
-        mm = e0[i - 1] - e0[i]
-        mu = (e1[i - 1] - e1[i]) * inv_u
-        down = (mm * b - mu) / (b - a)
-        out[i - 1] = carry + down
-        carry = mm - down
-    out[-1] = carry
-    return out
+    return [m for m, _ in masses_along(zip(points, e0, e1), unit)]
 
 
 def floor_cell_masses(e: list[arb]) -> list[arb]:

@@ -44,15 +44,16 @@ from certifier.bounds.lattice import (
     add,
     onto_coarser,
     oplus,
+    packed,
     refine,
     trim_lattice,
     trim_octaves,
 )
-from certifier.bounds.lognormal import doubled_tails, floor_cell_masses
+from certifier.bounds.lognormal import tails_along
 from certifier.bounds.result import LowerResult, require_positive
 from certifier.bounds.upper_v2 import METHOD_NAME as UPPER_NAME
 from certifier.bounds.upper_v2 import METHOD_VERSION as UPPER_VERSION
-from certifier.bounds.upper_v2 import LogEdges, UpperV2, clamp_index, y_grid
+from certifier.bounds.upper_v2 import LogEdges, UpperV2, clamp_index, y_points
 from certifier.errors import NumericsUnreliableError, ParameterError
 from certifier.powering import binary_power
 
@@ -75,31 +76,19 @@ def method_from_json(obj: dict) -> UpperV2:
 
 
 def step_a(t2: fmpq, m: UpperV2) -> tuple[LatticeDist, LatticeDist]:
-    """(P, Q): masses of the floor map of (a) under P and under the shifted law (lower bounds, 2^-F)."""
+    """(P, Q): masses of the floor map of (a) under P and under the shifted law (lower bounds, 2^-F), the doubled
+    cell masses e(x_i) - e(x_{i+1}) (floor_cell_masses) formed one point at a time."""
     F = m.fixed_point_bits
-    grid = y_grid(m)
-    units = [j << k for k, j in grid]
-    e0, e1 = doubled_tails(t2, units, m.h, m.prec)
+    ps, qs, last = [], [], None
     with working_prec(m.prec):
-        ps = [floor_fixed(x, F - 1) for x in floor_cell_masses(e0)]
-        qs = [floor_fixed(x, F - 1) for x in floor_cell_masses(e1)]
-    return _pack(grid, ps), _pack(grid, qs)
-
-
-def _pack(grid: list[tuple[int, int]], vals: list[int]) -> LatticeDist:
-    out: dict[int, dict[int, int]] = {}
-    for (k, j), c in zip(grid, vals):
-        out.setdefault(k, {})[j] = c
-    res = {}
-    for k, d in out.items():
-        lo = min(d)
-        coeffs = [0] * (max(d) - lo + 1)
-        for j, c in d.items():
-            coeffs[j - lo] = c
-        p = strip(Poly(lo, fmpz_poly(coeffs)))
-        if p.poly.length():
-            res[k] = p
-    return res
+        for _, e0, e1 in tails_along(t2, (j << k for k, j in y_points(m)), m.h, m.prec):
+            if last is not None:
+                ps.append(floor_fixed(last[0] - e0, F - 1))
+                qs.append(floor_fixed(last[1] - e1, F - 1))
+            last = (e0, e1)
+        ps.append(floor_fixed(last[0], F - 1))
+        qs.append(floor_fixed(last[1], F - 1))
+    return packed(zip(y_points(m), ps)), packed(zip(y_points(m), qs))
 
 
 def _mix(a: LatticeDist, wa: int, b: LatticeDist, wb: int) -> LatticeDist:

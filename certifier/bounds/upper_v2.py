@@ -43,10 +43,11 @@ from certifier.bounds.lattice import (
     lattice_mass,
     onto_coarser,
     oplus,
+    packed,
     refine,
     trim_lattice,
 )
-from certifier.bounds.lognormal import doubled_tails, two_point_masses
+from certifier.bounds.lognormal import masses_along, tails_along
 from certifier.bounds.result import UpperResult, require_positive
 from certifier.bounds.upper_v1 import B_FRACTION_BITS, b_enclosures, o_ball
 from certifier.errors import NumericsUnreliableError, ParameterError
@@ -141,16 +142,22 @@ class UpperV2:
 
 # ----------------------------------------------------------------------------- step (i)
 
+def y_points(m: UpperV2):
+    """The step-(i) grid as (octave, index m) pairs in increasing value, ending with the cap, one at a time."""
+    N, n = 1 << m.mantissa_bits, m.mantissa_bits
+    for k, b in enumerate(m.y_mantissa_bits):
+        yield from ((k, j) for j in range(0 if k == 0 else N, 2 * N, 1 << (n - b)))
+    yield len(m.y_mantissa_bits), N              # the cap
+
+
 def y_grid(m: UpperV2) -> list[tuple[int, int]]:
     """The step-(i) grid as (octave, index m) pairs in increasing value, ending with the cap."""
-    N, n = 1 << m.mantissa_bits, m.mantissa_bits
-    pts = []
-    for k, b in enumerate(m.y_mantissa_bits):
-        step = 1 << (n - b)
-        lo = 0 if k == 0 else N
-        pts += [(k, j) for j in range(lo, 2 * N, step)]
-    pts.append((len(m.y_mantissa_bits), N))      # the cap
-    return pts
+    return list(y_points(m))
+
+
+def grid_size(m: UpperV2) -> int:
+    """The number of step-(i) grid points (octave 0 from 0, the others from N, and the cap)."""
+    return sum((2 if k == 0 else 1) << b for k, b in enumerate(m.y_mantissa_bits)) + 1
 
 
 def step_i(t2: fmpq, m: UpperV2) -> tuple[LatticeDist, arb, arb]:
@@ -158,29 +165,25 @@ def step_i(t2: fmpq, m: UpperV2) -> tuple[LatticeDist, arb, arb]:
 
     Returns (P, moved_cap, loss): P maps octave -> Poly of lower bounds (units 2^-F); moved_cap is
     a ball containing Pr(Y > cap) (moved down to the cap); loss a ball containing the mass lost to
-    the fixed-point floors (1 minus the kept mass).
+    the fixed-point floors (1 minus the kept mass). One point at a time: no list of the grid's balls is kept.
     """
-    F = m.fixed_point_bits
-    grid = y_grid(m)
-    units = [j << k for k, j in grid]            # points in units of h
-    e0, e1 = doubled_tails(t2, units, m.h, m.prec)
+    F, last = m.fixed_point_bits, grid_size(m) - 1
+    kept, moved_cap = 0, None
+
+    def counts():
+        nonlocal kept, moved_cap
+        tails = tails_along(t2, (j << k for k, j in y_points(m)), m.h, m.prec)
+        for i, ((k, j), (x, e0)) in enumerate(zip(y_points(m), masses_along(tails, m.h))):
+            if i == last:
+                x += e0                              # Y > cap moved down to the cap
+                moved_cap = e0 / 2
+            c = floor_fixed(x, F - 1)                # the balls hold doubled masses
+            kept += c
+            yield (k, j), c
     with working_prec(m.prec):
-        masses = two_point_masses(e0, e1, units, m.h)
-        masses[-1] += e0[-1]                         # Y > cap moved down to the cap
-        moved_cap = e0[-1] / 2
-        ints = [floor_fixed(x, F - 1) for x in masses]   # the balls hold doubled masses
-        loss = arb(1) - arb(sum(ints)) / arb(2) ** F
-    P: LatticeDist = {}
-    by_oct: dict[int, dict[int, int]] = {}
-    for (k, j), c in zip(grid, ints):
-        by_oct.setdefault(k, {})[j] = c
-    for k, d in by_oct.items():
-        lo = min(d)
-        coeffs = [0] * (max(d) - lo + 1)
-        for j, c in d.items():
-            coeffs[j - lo] = c
-        P[k] = strip(Poly(lo, fmpz_poly(coeffs)))
-    return {k: p for k, p in P.items() if p.poly.length()}, moved_cap, loss
+        P = packed(counts())
+        loss = arb(1) - arb(kept) / arb(2) ** F
+    return P, moved_cap, loss
 
 
 # ----------------------------------------------------------------------------- step (ii)
@@ -403,7 +406,7 @@ def rounding_bound_v2(steps: int, epochs: int, t2: fmpq, method: UpperV2, progre
                       "k_plus": arb_str(arb(moved_log) / unit),
                       "k_top": arb_str(arb(led.moved_top - moved_top_ii - moved_log) / unit)},
         }
-        stats = {"grid_points": len(y_grid(method)), "octaves": sorted(A), "log_cells": R.poly.length(),
+        stats = {"grid_points": grid_size(method), "octaves": sorted(A), "log_cells": R.poly.length(),
                  "final_length": b.poly.length(), "products": led.products, "max_length": led.max_length}
         return UpperResult(round_up_sig(one_minus_O, 10), one_minus_O, enclosures,
                            {k: round(v, 3) for k, v in tm.items()}, stats, b, O)

@@ -123,13 +123,16 @@ def grid_masses(sigma: fmpq, h: fmpq, points: list[int], F: int, moved: bool = F
         below = first / 2
         if call[0]:
             first -= 2
-    ext = {-1: (first, call[0] if band else False), n - 1: (last, call[-1])}
-    for k in sorted(set(range(max(lo - 1, 0), min(hi, n - 1))) | {n - 2} if n > 1 else set()):
-        ext[k] = (slope(k), call[k])
-    q = [0] * n
+    ends = {-1: (first, call[0] if band else False), n - 1: (last, call[-1])}
+
+    def ext(k: int):  # (the slope of 2G or 2C on cell k, its form): one cell at a time, none kept
+        return ends[k] if k in ends else (slope(k), call[k])
+    q, left = [0] * n, None  # left: (k - 1, ext(k - 1)) from the point before
     for k in [*range(lo, hi), n - 1] if hi < n - 1 else range(lo, n):  # p_k = (jump of the slope of 2G) / 2
-        (s0, k0), (s1, k1) = ext[k - 1], ext[k]
+        (s0, k0) = left[1] if left is not None and left[0] == k - 1 else ext(k - 1)
+        s1, k1 = here = ext(k)
         q[k] = units(((s1 - s0) + (2 if k1 and not k0 else 0)) / 2, F)  # 2G' = 2C' + 2
+        left = (k, here)
     return (q, tail / 2, below) if band else (q, tail / 2)
 
 
