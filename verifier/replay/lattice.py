@@ -210,22 +210,20 @@ def grid_points(n: int, ybits: list[int]) -> list[int]:
     return pts + [N << (K + 1)]
 
 
-def place(points: list[int], n: int, T: int, *masses: list[int]) -> list:
+def place(points, n: int, T: int, *masses: list[int]) -> list:
     """Masses at grid points (units of h) as distributions on ML (this module's layout), one per
-    list of masses."""
+    list of masses; `points` is read once per list (one list: any iterable), each point's place made as it is
+    read."""
     N = 1 << n
-    where = []
-    for u in points:
-        k = max(u.bit_length() - n - 1, 0)
-        where.append((k, u if k == 0 else (u >> k) - N))
     out = []
     for ms in masses:
         octs = [None] * (T + 1)
-        for (k, i), m in zip(where, ms):
+        for u, m in zip(points, ms):
             if m:
+                k = max(u.bit_length() - n - 1, 0)
                 if octs[k] is None:
                     octs[k] = [0] * (2 * N if k == 0 else N)
-                octs[k][i] += m
+                octs[k][u if k == 0 else (u >> k) - N] += m
         out.append([None if o is None else fmpz_poly(o) for o in octs])
     return out
 

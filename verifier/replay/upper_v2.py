@@ -129,8 +129,9 @@ def replay_v2(claim: dict, m: dict) -> ReplayResult:
         points = grid_points(n, m["y_mantissa_bits"])
         q, tail = step_i_v2(t2, m["h"], points, F)
         nb = levels(m, M)
-        step = place([u >> (n - nb[0]) for u in points], nb[0], T, q)[0]  # G lies on level 0's lattice
+        step = place((u >> (n - nb[0]) for u in points), nb[0], T, q)[0]  # G lies on level 0's lattice
         mass_i = fmpq(sum(q), one)
+        del points, q  # not read again: not alive in step (ii)
         tally.fixed_point += 1 - mass_i
         t1 = time.perf_counter()
         # ---- (ii) the epoch sum: binary powering along the bits of M with ⊕ ---------------
