@@ -99,10 +99,11 @@ class TooSlowError(CannotCertifyError):
         self.seconds = seconds
 
 
-def refuse_if_slow(plan, margin: float, limit: float = MAX_PREDICTED_SECONDS) -> None:
-    """Fail fast, before any long computation, when the grid the margin needs is predicted to be too slow."""
+def refuse_if_slow(plan, margin: float, limit: float = MAX_PREDICTED_SECONDS, functional: str = "value") -> None:
+    """Fail fast, before any long computation, when the grid the margin needs is predicted to be too slow
+    (functional: what the margin is the target's distance to, e.g. the kind's TargetKind.functional)."""
     if plan.predicted_seconds > limit:
-        raise TooSlowError(f"the margin target - TV = {margin:.3g} needs a grid predicted to take "
+        raise TooSlowError(f"the margin target - {functional} = {margin:.3g} needs a grid predicted to take "
                                  f"{plan.predicted_seconds:.0f} s (more than {limit:.0f} s); a slightly "
                                  "larger sigma gives a larger margin", plan.predicted_seconds)
 

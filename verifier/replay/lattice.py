@@ -217,15 +217,23 @@ def place(points, n: int, T: int, *masses: list[int]) -> list:
     N = 1 << n
     out = []
     for ms in masses:
-        octs = [None] * (T + 1)
+        octs, k_now, row = [None] * (T + 1), None, None
         for u, m in zip(points, ms):
             if m:
                 k = max(u.bit_length() - n - 1, 0)
-                if octs[k] is None:
-                    octs[k] = [0] * (2 * N if k == 0 else N)
-                octs[k][u if k == 0 else (u >> k) - N] += m
-        out.append([None if o is None else fmpz_poly(o) for o in octs])
+                if k != k_now:
+                    _close(octs, k_now, row)
+                    k_now, row = k, [0] * (2 * N if k == 0 else N)
+                row[u if k == 0 else (u >> k) - N] += m
+        _close(octs, k_now, row)
+        out.append(octs)
     return out
+
+
+def _close(octs: list, k: int | None, row: list[int] | None) -> None:
+    """An octave's masses made a polynomial once its points are read (they come in increasing order)."""
+    if row is not None:
+        octs[k] = fmpz_poly(row) if octs[k] is None else octs[k] + fmpz_poly(row)
 
 
 def octave_masses(p, k: int, N: int) -> tuple[list[int], int, int]:

@@ -96,7 +96,7 @@ def upper_v2(ctx: Ctx):
         margin, tv, wts, need, lost = kind_v2(ctx)
     if margin is not None and margin > 0:
         first, guess = v2_first(ctx, margin, tv, wts, need)
-        refuse_if_slow(first, margin, ctx.limit)
+        refuse_if_slow(first, margin, ctx.limit, ctx.kind.functional)
         scale, est, out.y_scale = calibrate(M, E, t2, first, tv, run, lost, out, say, "upper", wts is not None)
         out.k_scale, out.need_eps = scale, max(min(est, guess) + 3 if est < 100 else guess, need)
 

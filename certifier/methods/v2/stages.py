@@ -196,7 +196,7 @@ def prove_upper(ctx: Ctx):
     if wts is not None and margin is not None and margin > 0:
         first = plan_product(runs, None, budget(margin, SAFETY[0], V2_CEILING), tv, prec=ctx.prec or 100,
                             need_eps=need, weights=wts, k_scale=at[0])
-        refuse_if_slow(first, margin, limit)
+        refuse_if_slow(first, margin, limit, target_kind.functional)
         at[:] = _calibrate(first, lambda m: _with_method(rounding_bound_v2_product(runs, m), m),
                            lambda r: _kind_loss(target_kind.upper_bound(r), value), out, "upper")
 
