@@ -131,7 +131,8 @@ def replay_v2(claim: dict, m: dict) -> ReplayResult:
         nb = levels(m, M)
         step = place((u >> (n - nb[0]) for u in points), nb[0], T, q)[0]  # G lies on level 0's lattice
         mass_i = fmpq(sum(q), one)
-        del points, q  # not read again: not alive in step (ii)
+        del points, q  # not read again: not alive in step (ii), their pages given back before it
+        release()
         tally.fixed_point += 1 - mass_i
         t1 = time.perf_counter()
         # ---- (ii) the epoch sum: binary powering along the bits of M with ⊕ ---------------
